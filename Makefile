@@ -1,0 +1,155 @@
+# layoutbench: one Makefile. Knobs (override on the command line):
+#   CC, CFLAGS, BUILD (object folder), V=1 (loud), SAN=1 (AddressSanitizer + UBSan),
+#   WITH_SLURM=auto|1|0 (libslurm executor), WITH_CURL=auto|1|0 (slurmrestd executor),
+#   CUDA_ARCH=90, NVCC (CUDA backend of the trainer, `make cuda`).
+CC ?= cc
+BUILD ?= build
+CFLAGS ?= -O2 -g
+CUDA_ARCH ?= 90
+NVCC ?= /usr/local/cuda/bin/nvcc
+WITH_SLURM ?= auto
+WITH_CURL ?= auto
+V ?= 0
+
+ifeq ($(V),1)
+Q :=
+else
+Q := @
+endif
+
+ifeq ($(WITH_SLURM),auto)
+WITH_SLURM := $(shell test -f /usr/include/slurm/slurm.h && echo 1 || echo 0)
+endif
+ifeq ($(WITH_CURL),auto)
+WITH_CURL := $(shell pkg-config --exists libcurl 2>/dev/null && echo 1 || echo 0)
+endif
+
+GIT_COMMIT := $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
+
+WARN := -Wall -Wextra -Wshadow -Wno-unused-parameter -Wstrict-prototypes
+CPPFLAGS += -I. -I$(BUILD)/gen -D_GNU_SOURCE -DLB_GIT_COMMIT='"$(GIT_COMMIT)"'
+ifeq ($(SAN),1)
+CFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+LDFLAGS += -fsanitize=address,undefined
+endif
+ALL_CFLAGS = -std=c11 $(WARN) $(CFLAGS)
+
+CLI_LIBS := -lcjson -lsqlite3 -lm -lpthread
+ifeq ($(WITH_SLURM),1)
+CPPFLAGS += -DLB_WITH_SLURM=1
+CLI_LIBS += -lslurm
+endif
+ifeq ($(WITH_CURL),1)
+CPPFLAGS += -DLB_WITH_CURL=1
+CLI_LIBS += -lcurl
+endif
+TRAIN_LIBS := -lm -lpthread -lrt
+
+# Sources: every .c of a stage's folder belongs to that stage's library.
+COMMON_SRC  := $(wildcard common/*.c)
+CLI_SRC     := $(wildcard sweeps/*.c results/*.c report/*.c slurm/*.c) \
+               $(filter-out cli/main.c,$(wildcard cli/*.c))
+HARNESS_SRC := $(filter-out harness/train_main.c,$(wildcard harness/*.c))
+
+# Files embedded into the CLI (one source of truth, generated copies).
+EMBED_FILES := $(wildcard results/*.sql) $(wildcard sweeps/specs/*.json) $(wildcard report/*.gp)
+
+obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
+COMMON_OBJ  := $(call obj,$(COMMON_SRC))
+CLI_OBJ     := $(call obj,$(CLI_SRC)) $(BUILD)/obj/gen/embed.o
+HARNESS_OBJ := $(call obj,$(HARNESS_SRC))
+
+LB      := $(BUILD)/layoutbench
+TRAIN   := $(BUILD)/layoutbench-train
+LIBCOMMON  := $(BUILD)/libcommon.a
+LIBCLI     := $(BUILD)/libcli.a
+LIBHARNESS := $(BUILD)/libharness.a
+
+UNIT_SRC := $(wildcard tests/unit/test_*.c)
+UNIT_BIN := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
+FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
+BENCH_SRC := $(wildcard bench/bench_*.c)
+BENCH_BIN := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
+
+.PHONY: all test asan bench fuzz deps quickstart clean format cuda test-slurm
+all: $(LB) $(TRAIN)
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(@D)
+	@$(if $(filter 0,$(V)),echo "  CC      $<")
+	$(Q)$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -MMD -MP -c -o $@ $<
+
+$(BUILD)/gen/embed.c: $(EMBED_FILES) scripts/embed.sh
+	@mkdir -p $(@D)
+	$(Q)sh scripts/embed.sh $(EMBED_FILES) > $@.tmp && mv $@.tmp $@
+
+$(BUILD)/obj/gen/embed.o: $(BUILD)/gen/embed.c
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -c -o $@ $<
+
+$(LIBCOMMON): $(COMMON_OBJ)
+	$(Q)rm -f $@ && ar rcs $@ $^
+$(LIBCLI): $(CLI_OBJ)
+	$(Q)rm -f $@ && ar rcs $@ $^
+$(LIBHARNESS): $(HARNESS_OBJ)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(LB): $(BUILD)/obj/cli/main.o $(LIBCLI) $(LIBCOMMON)
+	@$(if $(filter 0,$(V)),echo "  LINK    $@")
+	$(Q)$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $^ $(CLI_LIBS)
+
+$(TRAIN): $(BUILD)/obj/harness/train_main.o $(LIBHARNESS) $(LIBCOMMON)
+	@$(if $(filter 0,$(V)),echo "  LINK    $@")
+	$(Q)$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $^ $(TRAIN_LIBS)
+
+# Unit tests (cmocka): each tests/unit/test_*.c is one binary linked with every library.
+$(BUILD)/tests/%: tests/unit/%.c $(LIBCLI) $(LIBHARNESS) $(LIBCOMMON)
+	@mkdir -p $(@D)
+	@$(if $(filter 0,$(V)),echo "  TEST    $@")
+	$(Q)$(CC) $(CPPFLAGS) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< \
+		-Wl,--start-group $(LIBCLI) $(LIBHARNESS) $(LIBCOMMON) -Wl,--end-group \
+		-lcmocka $(CLI_LIBS) $(TRAIN_LIBS)
+
+$(BUILD)/bench/%: bench/%.c $(LIBCLI) $(LIBHARNESS) $(LIBCOMMON)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(CPPFLAGS) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< \
+		-Wl,--start-group $(LIBCLI) $(LIBHARNESS) $(LIBCOMMON) -Wl,--end-group \
+		$(CLI_LIBS) $(TRAIN_LIBS)
+
+# make test: every unit binary, the golden and end-to-end scripts, a short fuzz run;
+# ends with one summary line "N passed, N failed".
+test: deps-check all $(UNIT_BIN)
+	$(Q)BUILD=$(BUILD) sh tests/run.sh
+
+# make asan: the same tests under AddressSanitizer and UBSan, in their own build folder.
+asan:
+	$(Q)$(MAKE) --no-print-directory BUILD=build-asan SAN=1 CFLAGS="-O1 -g" test
+
+bench: all $(BENCH_BIN)
+	$(Q)BUILD=$(BUILD) sh bench/run.sh
+
+# Fuzz targets (libFuzzer, clang). FUZZ_TIME seconds per target.
+FUZZ_TIME ?= 60
+fuzz:
+	$(Q)BUILD=$(BUILD) FUZZ_TIME=$(FUZZ_TIME) sh tests/fuzz/run.sh
+
+deps:
+	$(Q)sh scripts/deps.sh
+
+deps-check:
+	$(Q)sh scripts/deps.sh --check
+
+quickstart: deps all
+	$(Q)$(LB) quickstart
+
+test-slurm:
+	$(Q)sh scripts/slurm-local.sh start && BUILD=$(BUILD) LB_SLURM_TESTS=1 sh tests/run.sh; \
+		rc=$$?; sh scripts/slurm-local.sh stop; exit $$rc
+
+format:
+	$(Q)clang-format -i $$(git ls-files '*.c' '*.h' '*.cu' '*.cuh')
+
+clean:
+	rm -rf build build-asan build-fuzz
+
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

@@ -1,0 +1,64 @@
+/*
+ * Model presets and the arithmetic on them: parameter count, FLOPs per token (the
+ * paper's PaLM count and the hardware count with recomputation), the GPU peak table,
+ * and the memory-per-GPU estimate used to prune layouts. Pure functions, libc only:
+ * the CLI, the SQL views' inputs (the trainer's run-log header) and the planner all
+ * take their numbers from here. Formulas and sources: docs/memory-model.md and
+ * docs/flops.md.
+ */
+#ifndef LB_MODEL_H
+#define LB_MODEL_H
+
+#include <stdint.h>
+
+#include "common/layout.h"
+
+/* Presets: llama-7b, llama-13b, llama-30b, llama-65b, llama-70b (GQA, 8 KV heads),
+ * and tiny CPU presets ("tiny", "tiny-gqa", "tiny-deep", ...). Returns 0 and fills m,
+ * or -1 for an unknown name. */
+int lb_model_preset(const char *name, struct lb_model *m);
+
+/* Names of all presets, NULL-terminated. */
+const char *const *lb_model_preset_names(void);
+
+/* Every parameter: embedding, per-layer (QKV with GQA, output, gate/up/down, two norms),
+ * final norm, and the LM head unless tied. */
+int64_t lb_param_count(const struct lb_model *m);
+
+/* Model FLOPs per token, PaLM (Chowdhery et al. 2022, appendix B) as the paper uses it:
+ * 6*N + 12*L*h*s, N = lb_param_count (embedding and untied head included), attention
+ * not halved for causality, recomputation not counted. */
+double lb_flops_per_token(const struct lb_model *m, int seq_len);
+
+/* Hardware FLOPs per token: the model count plus recomputed forward passes
+ * (full checkpointing: one more forward of every layer, 2*N_layers_params + 4*L*h*s
+ * per token; selective: the attention core's forward, 4*L*h*s). */
+double lb_hw_flops_per_token(const struct lb_layout *l);
+
+/* Per optimizer step: per-token count * global_batch * seq_len. */
+double lb_flops_per_step(const struct lb_layout *l);
+double lb_hw_flops_per_step(const struct lb_layout *l);
+
+/* Dense bf16 peak, TFLOP/s, by GPU product name as reported by the driver or written in
+ * a spec ("A100", "NVIDIA A100-SXM4-80GB", "H100", "NVIDIA H200", ...). Returns 0 and
+ * sets *tflops, or -1 when unknown (never a guess). */
+int lb_gpu_peak_tflops(const char *product, double *tflops);
+
+/* Memory per GPU, bytes, of the most loaded rank (the first pipeline stage). */
+struct lb_mem_estimate {
+	double weights;     /* bf16 parameters of this rank's shard */
+	double grads;       /* bf16/fp32 gradient buffers */
+	double optimizer;   /* fp32 master + two Adam moments, / dp under ZeRO-1 */
+	double activations; /* by checkpointing mode and attention kernel, TP/SP sharded,
+			       times the micro-batches in flight (1F1B: pp on stage 0) */
+	double logits;      /* LM-head logits and loss buffers (last stage) */
+	double workspace;   /* allocator fragmentation, NCCL buffers, cuBLAS workspace */
+	double total;
+};
+void lb_memory_estimate(const struct lb_layout *l, struct lb_mem_estimate *out);
+
+/* The margin used when pruning: a layout is predicted to fit when
+ * total <= gpu_mem_bytes * LB_MEM_USABLE_FRACTION. */
+#define LB_MEM_USABLE_FRACTION 1.0
+
+#endif

@@ -1,0 +1,29 @@
+#!/bin/sh
+# Install the Debian 12 packages that layoutbench builds and tests with. Idempotent:
+# installs only what is missing. As non-root it prints the command to run instead.
+# --check: only report (exit 1 with the command to run) when something is missing.
+# Why each package is needed: README.md, "Dependencies".
+set -eu
+PKGS="build-essential pkg-config libsqlite3-dev sqlite3 libcjson-dev libcurl4-openssl-dev
+libcmocka-dev gnuplot-nox libslurm-dev slurm-client clang libclang-rt-14-dev"
+missing=""
+for p in $PKGS; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
+		missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+cmd="apt-get install -y --no-install-recommends$missing"
+if [ "${1:-}" = "--check" ]; then
+	echo "error: missing Debian packages:$missing (run 'make deps', or as root: apt-get update && $cmd)" >&2
+	exit 1
+fi
+if [ "$(id -u)" != 0 ]; then
+	echo "layoutbench needs these Debian packages:$missing" >&2
+	echo "run as root: apt-get update && $cmd" >&2
+	exit 1
+fi
+echo "installing:$missing" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+# shellcheck disable=SC2086
+apt-get install -y -qq --no-install-recommends $missing >/dev/null

@@ -1,0 +1,70 @@
+/*
+ * Sweep specs and the planner. A spec (JSON) names a sweep, its model(s), fixed values,
+ * a grid, zipped groups, a union of sub-grids, derived values and `where` constraints,
+ * plus the cluster it targets. sweep_plan() expands it into grid points, each checked by
+ * the layout validity rules and the memory estimate. Pure: text in, plan out; file
+ * reading lives in sweep_load().
+ */
+#ifndef LB_SWEEP_H
+#define LB_SWEEP_H
+
+#include <stddef.h>
+
+#include "common/layout.h"
+
+enum plan_status { PLAN_OK = 0, PLAN_OOM, PLAN_INVALID };
+
+struct plan_entry {
+	struct lb_layout layout;
+	char id[LB_ID_LEN + 1];
+	enum plan_status status;
+	char reason[160]; /* for PLAN_INVALID (and PLAN_OOM: "needs 91.2 GiB of 80 GiB") */
+	double mem_gib;   /* estimated memory per GPU */
+	char label[64];   /* optional series label from the spec (e.g. a kernel name) */
+};
+
+/* The cluster a sweep targets (spec key "cluster"). Strings are validated by the
+ * spec parser (see docs/spec.md) and are safe to quote into a job script. */
+struct sweep_cluster {
+	char partition[64];   /* "" = cluster default */
+	char account[64];
+	char qos[64];
+	int time_limit_min;   /* per job; 0 = unset */
+	int gpus_per_node;
+	double gpu_mem_gib;   /* memory per GPU used for pruning */
+	char gpu[64];         /* product name for the peak table, e.g. "A100" */
+	int cpus_per_task;    /* 0 = unset */
+	int exclusive;        /* 0/1 */
+	char **sbatch_extra;  /* extra "#SBATCH" options, validated; n_sbatch_extra entries */
+	int n_sbatch_extra;
+	char **env;           /* "NAME=value" pairs exported by the job script */
+	int n_env;
+	char **setup;         /* shell lines run before the trainer (module loads); the spec
+				 author's own shell, written verbatim and documented as such */
+	int n_setup;
+	char device[16];      /* trainer --device: "cuda" or "cpu" */
+};
+
+struct sweep_plan {
+	char name[LB_NAME_MAX];
+	struct sweep_cluster cluster;
+	double step_time_guess_s; /* 0 = none given */
+	struct plan_entry *entries; /* every grid point, in expansion order */
+	size_t n_entries;
+	size_t n_ok, n_oom, n_invalid;
+};
+
+/* Parse a spec text into a plan. path is used in messages only. Returns 0, or -1 with
+ * err set to "PATH: JSON.PATH: fault" (e.g. "x.json: grid.tp[2]: expected a positive
+ * integer, got \"two\""). Caller frees with sweep_plan_free. */
+int sweep_plan_text(const char *path, const char *text, size_t len, struct sweep_plan *out,
+		    char *err, size_t errlen);
+
+/* Read and plan a file. Same contract. */
+int sweep_plan_file(const char *path, struct sweep_plan *out, char *err, size_t errlen);
+
+void sweep_plan_free(struct sweep_plan *p);
+
+const char *plan_status_name(enum plan_status s); /* "ok", "oom", "invalid" */
+
+#endif

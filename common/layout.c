@@ -1,0 +1,484 @@
+/*
+ * The layout record: defaults, canonical text and id, enum names, the one flag parser
+ * and printer shared by the CLI, job scripts and trainer, and the validity rules with
+ * their reasons. libc only. Canonical text uses fixed integer formats only (no floats,
+ * no locale), so the id is the same on every machine.
+ */
+#include "common/layout.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "common/model.h"
+#include "common/util.h"
+
+void lb_layout_init(struct lb_layout *l)
+{
+	memset(l, 0, sizeof(*l));
+	lb_model_preset("tiny", &l->model);
+	l->seq_len = 128;
+	l->global_batch = 8;
+	l->micro_batch = 1;
+	l->tp = 1;
+	l->pp = 1;
+	l->dp = 1;
+	l->gpus_per_node = 1;
+	l->nodes = 1;
+	l->sequence_parallel = 0;
+	l->zero_stage = 0;
+	l->checkpointing = LB_CKPT_NONE;
+	l->attention = LB_ATTN_FLASH;
+	l->norm = LB_NORM_FUSED;
+	l->steps = 10;
+	l->warmup = 2;
+	l->seed = 1;
+}
+
+int lb_layout_world(const struct lb_layout *l)
+{
+	return l->tp * l->pp * l->dp;
+}
+
+int lb_layout_accum_steps(const struct lb_layout *l)
+{
+	long long per = (long long)l->micro_batch * l->dp;
+
+	if (per <= 0 || l->global_batch <= 0 || l->global_batch % per)
+		return 0;
+	return (int)(l->global_batch / per);
+}
+
+int lb_layout_canonical(const struct lb_layout *l, char *buf, size_t len)
+{
+	const struct lb_model *m = &l->model;
+
+	return snprintf(buf, len,
+			"model=%s layers=%d hidden=%d heads=%d kv_heads=%d ffn=%d vocab=%d tied=%d "
+			"seq_len=%d global_batch=%d micro_batch=%d tp=%d pp=%d dp=%d "
+			"gpus_per_node=%d nodes=%d sequence_parallel=%d zero_stage=%d "
+			"checkpointing=%s attention=%s norm=%s",
+			m->name, m->n_layers, m->hidden, m->n_heads, m->n_kv_heads, m->ffn,
+			m->vocab, m->tied, l->seq_len, l->global_batch, l->micro_batch, l->tp,
+			l->pp, l->dp, l->gpus_per_node, l->nodes, l->sequence_parallel,
+			l->zero_stage, lb_ckpt_name(l->checkpointing), lb_attn_name(l->attention),
+			lb_norm_name(l->norm));
+}
+
+void lb_layout_id(const struct lb_layout *l, char out[LB_ID_LEN + 1])
+{
+	char buf[1024];
+	int n = lb_layout_canonical(l, buf, sizeof(buf));
+	size_t used = n < 0 ? 0 : ((size_t)n < sizeof(buf) ? (size_t)n : sizeof(buf) - 1);
+	uint64_t h = lb_fnv1a64(buf, used);
+
+	snprintf(out, LB_ID_LEN + 1, "%016llx", (unsigned long long)h);
+}
+
+static const char *const ckpt_names[] = {"none", "full", "selective"};
+static const char *const attn_names[] = {"naive", "fused_softmax", "flash"};
+static const char *const norm_names[] = {"unfused", "fused"};
+#define NELEM(a) (sizeof(a) / sizeof((a)[0]))
+
+const char *lb_ckpt_name(enum lb_ckpt c)
+{
+	return (unsigned)c < NELEM(ckpt_names) ? ckpt_names[c] : "invalid";
+}
+
+const char *lb_attn_name(enum lb_attn a)
+{
+	return (unsigned)a < NELEM(attn_names) ? attn_names[a] : "invalid";
+}
+
+const char *lb_norm_name(enum lb_norm n)
+{
+	return (unsigned)n < NELEM(norm_names) ? norm_names[n] : "invalid";
+}
+
+static int name_index(const char *s, const char *const *names, size_t n)
+{
+	size_t i;
+
+	if (!s)
+		return -1;
+	for (i = 0; i < n; i++)
+		if (!strcmp(s, names[i]))
+			return (int)i;
+	return -1;
+}
+
+int lb_ckpt_parse(const char *s, enum lb_ckpt *out)
+{
+	int i = name_index(s, ckpt_names, NELEM(ckpt_names));
+
+	if (i < 0)
+		return -1;
+	*out = (enum lb_ckpt)i;
+	return 0;
+}
+
+int lb_attn_parse(const char *s, enum lb_attn *out)
+{
+	int i = name_index(s, attn_names, NELEM(attn_names));
+
+	if (i < 0)
+		return -1;
+	*out = (enum lb_attn)i;
+	return 0;
+}
+
+int lb_norm_parse(const char *s, enum lb_norm *out)
+{
+	int i = name_index(s, norm_names, NELEM(norm_names));
+
+	if (i < 0)
+		return -1;
+	*out = (enum lb_norm)i;
+	return 0;
+}
+
+/* The flag table: one row per layout flag. */
+enum flag_kind {
+	F_MODEL,  /* preset name */
+	F_POS,	  /* integer >= 1 */
+	F_NONNEG, /* integer >= 0 */
+	F_BOOL,	  /* 0 or 1 */
+	F_ZERO,	  /* ZeRO stage: 0..3 parsed, lb_layout_check keeps {0,1} */
+	F_CKPT,
+	F_ATTN,
+	F_NORM,
+	F_U64,
+};
+
+struct flag_def {
+	const char *name;
+	enum flag_kind kind;
+	size_t off; /* offset of the field in struct lb_layout */
+};
+
+#define OFF(f) offsetof(struct lb_layout, f)
+static const struct flag_def flags[] = {
+    {"--model", F_MODEL, 0},
+    {"--layers", F_POS, OFF(model.n_layers)},
+    {"--hidden", F_POS, OFF(model.hidden)},
+    {"--heads", F_POS, OFF(model.n_heads)},
+    {"--kv-heads", F_POS, OFF(model.n_kv_heads)},
+    {"--ffn", F_POS, OFF(model.ffn)},
+    {"--vocab", F_POS, OFF(model.vocab)},
+    {"--tied", F_BOOL, OFF(model.tied)},
+    {"--seq-len", F_POS, OFF(seq_len)},
+    {"--global-batch", F_POS, OFF(global_batch)},
+    {"--micro-batch", F_POS, OFF(micro_batch)},
+    {"--tp", F_POS, OFF(tp)},
+    {"--pp", F_POS, OFF(pp)},
+    {"--dp", F_POS, OFF(dp)},
+    {"--gpus-per-node", F_POS, OFF(gpus_per_node)},
+    {"--nodes", F_POS, OFF(nodes)},
+    {"--sequence-parallel", F_BOOL, OFF(sequence_parallel)},
+    {"--zero-stage", F_ZERO, OFF(zero_stage)},
+    {"--checkpointing", F_CKPT, OFF(checkpointing)},
+    {"--attention", F_ATTN, OFF(attention)},
+    {"--norm", F_NORM, OFF(norm)},
+    {"--steps", F_POS, OFF(steps)},
+    {"--warmup", F_NONNEG, OFF(warmup)},
+    {"--seed", F_U64, OFF(seed)},
+};
+#undef OFF
+
+static const struct flag_def *flag_find(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < NELEM(flags); i++)
+		if (!strcmp(name, flags[i].name))
+			return &flags[i];
+	return NULL;
+}
+
+static void preset_list(char *buf, size_t len)
+{
+	const char *const *names = lb_model_preset_names();
+	size_t used = 0;
+	int n;
+
+	buf[0] = '\0';
+	for (; *names; names++) {
+		n = snprintf(buf + used, len - used, "%s%s", used ? ", " : "", *names);
+		if (n < 0 || (size_t)n >= len - used)
+			break;
+		used += (size_t)n;
+	}
+}
+
+int lb_layout_set_flag(struct lb_layout *l, const char *name, const char *value, char *err,
+		       size_t errlen)
+{
+	const struct flag_def *f = flag_find(name);
+	char *base = (char *)l;
+	int *ip = NULL;
+	int v;
+
+	if (!f)
+		return 0;
+	if (!value) {
+		snprintf(err, errlen, "%s: missing value", name);
+		return -1;
+	}
+	if (f->kind != F_MODEL && f->kind != F_U64)
+		ip = (int *)(base + f->off);
+	switch (f->kind) {
+	case F_MODEL: {
+		struct lb_model m;
+		char list[512];
+
+		if (lb_model_preset(value, &m)) {
+			preset_list(list, sizeof(list));
+			snprintf(err, errlen, "%s: unknown preset '%s' (known: %s)", name, value,
+				 list);
+			return -1;
+		}
+		l->model = m;
+		return 1;
+	}
+	case F_POS:
+		if (lb_parse_int(value, 1, 1 << 30, &v)) {
+			snprintf(err, errlen, "%s: expected a positive integer, got '%s'", name,
+				 value);
+			return -1;
+		}
+		*ip = v;
+		return 1;
+	case F_NONNEG:
+		if (lb_parse_int(value, 0, 1 << 30, &v)) {
+			snprintf(err, errlen, "%s: expected a non-negative integer, got '%s'", name,
+				 value);
+			return -1;
+		}
+		*ip = v;
+		return 1;
+	case F_BOOL:
+		if (lb_parse_int(value, 0, 1, &v)) {
+			snprintf(err, errlen, "%s: expected 0 or 1, got '%s'", name, value);
+			return -1;
+		}
+		*ip = v;
+		return 1;
+	case F_ZERO:
+		if (lb_parse_int(value, 0, 3, &v)) {
+			snprintf(err, errlen, "%s: expected 0 or 1, got '%s'", name, value);
+			return -1;
+		}
+		*ip = v;
+		return 1;
+	case F_CKPT:
+		if (lb_ckpt_parse(value, &l->checkpointing)) {
+			snprintf(err, errlen, "%s: expected none, full or selective, got '%s'",
+				 name, value);
+			return -1;
+		}
+		return 1;
+	case F_ATTN:
+		if (lb_attn_parse(value, &l->attention)) {
+			snprintf(err, errlen,
+				 "%s: expected naive, fused_softmax or flash, got '%s'", name,
+				 value);
+			return -1;
+		}
+		return 1;
+	case F_NORM:
+		if (lb_norm_parse(value, &l->norm)) {
+			snprintf(err, errlen, "%s: expected unfused or fused, got '%s'", name,
+				 value);
+			return -1;
+		}
+		return 1;
+	case F_U64:
+		if (lb_parse_u64(value, &l->seed)) {
+			snprintf(err, errlen, "%s: expected an unsigned integer, got '%s'", name,
+				 value);
+			return -1;
+		}
+		return 1;
+	}
+	return 0;
+}
+
+int lb_layout_parse_args(struct lb_layout *l, int argc, char **argv, char **rest, int *nrest,
+			 char *err, size_t errlen)
+{
+	char name[64];
+	const char *value, *eq;
+	int i, r;
+
+	*nrest = 0;
+	for (i = 0; i < argc; i++) {
+		const char *a = argv[i];
+		size_t nlen;
+
+		eq = strncmp(a, "--", 2) ? NULL : strchr(a, '=');
+		nlen = eq ? (size_t)(eq - a) : strlen(a);
+		if (nlen >= sizeof(name) ||
+		    !flag_find(eq ? (snprintf(name, sizeof(name), "%.*s", (int)nlen, a), name)
+				  : a)) {
+			rest[(*nrest)++] = argv[i];
+			continue;
+		}
+		if (eq) {
+			value = eq + 1;
+		} else {
+			snprintf(name, sizeof(name), "%s", a);
+			if (i + 1 >= argc) {
+				snprintf(err, errlen, "%s: missing value", name);
+				return -1;
+			}
+			value = argv[++i];
+		}
+		r = lb_layout_set_flag(l, name, value, err, errlen);
+		if (r < 0)
+			return -1;
+	}
+	return 0;
+}
+
+int lb_layout_to_flags(const struct lb_layout *l, char *buf, size_t len)
+{
+	const struct lb_model *m = &l->model;
+
+	return snprintf(buf, len,
+			"--model %s --layers %d --hidden %d --heads %d --kv-heads %d --ffn %d "
+			"--vocab %d --tied %d --seq-len %d --global-batch %d --micro-batch %d "
+			"--tp %d --pp %d --dp %d --gpus-per-node %d --nodes %d "
+			"--sequence-parallel %d --zero-stage %d --checkpointing %s --attention %s "
+			"--norm %s --steps %d --warmup %d --seed %llu",
+			m->name, m->n_layers, m->hidden, m->n_heads, m->n_kv_heads, m->ffn,
+			m->vocab, m->tied, l->seq_len, l->global_batch, l->micro_batch, l->tp,
+			l->pp, l->dp, l->gpus_per_node, l->nodes, l->sequence_parallel,
+			l->zero_stage, lb_ckpt_name(l->checkpointing), lb_attn_name(l->attention),
+			lb_norm_name(l->norm), l->steps, l->warmup, (unsigned long long)l->seed);
+}
+
+const char *lb_layout_flags_usage(void)
+{
+	return "layout flags (\"--flag VALUE\" or \"--flag=VALUE\"):\n"
+	       "  --model NAME            model preset (llama-7b, llama-13b, llama-30b, "
+	       "llama-65b,\n"
+	       "                          llama-70b, tiny, tiny-gqa, tiny-deep, tiny-tied); "
+	       "comes first\n"
+	       "  --layers N --hidden N --heads N --kv-heads N --ffn N --vocab N --tied 0|1\n"
+	       "                          override the preset's shape\n"
+	       "  --seq-len N             tokens per sequence\n"
+	       "  --global-batch N        sequences per optimizer step\n"
+	       "  --micro-batch N         sequences per micro-batch per data-parallel rank\n"
+	       "  --tp N --pp N --dp N    tensor, pipeline and data-parallel sizes\n"
+	       "  --gpus-per-node N --nodes N\n"
+	       "  --sequence-parallel 0|1 Megatron sequence parallelism (needs tp > 1)\n"
+	       "  --zero-stage 0|1        ZeRO-1 shards the optimizer state over dp\n"
+	       "  --checkpointing none|full|selective\n"
+	       "  --attention naive|fused_softmax|flash\n"
+	       "  --norm unfused|fused    RMSNorm kernel\n"
+	       "  --steps N --warmup N --seed N   run settings (not part of the layout id)\n";
+}
+
+int lb_layout_equal(const struct lb_layout *a, const struct lb_layout *b)
+{
+	const struct lb_model *x = &a->model, *y = &b->model;
+
+	return !strcmp(x->name, y->name) && x->n_layers == y->n_layers && x->hidden == y->hidden &&
+	       x->n_heads == y->n_heads && x->n_kv_heads == y->n_kv_heads && x->ffn == y->ffn &&
+	       x->vocab == y->vocab && x->tied == y->tied && a->seq_len == b->seq_len &&
+	       a->global_batch == b->global_batch && a->micro_batch == b->micro_batch &&
+	       a->tp == b->tp && a->pp == b->pp && a->dp == b->dp &&
+	       a->gpus_per_node == b->gpus_per_node && a->nodes == b->nodes &&
+	       a->sequence_parallel == b->sequence_parallel && a->zero_stage == b->zero_stage &&
+	       a->checkpointing == b->checkpointing && a->attention == b->attention &&
+	       a->norm == b->norm && a->steps == b->steps && a->warmup == b->warmup &&
+	       a->seed == b->seed;
+}
+
+#define FAIL(...)                                                                                  \
+	do {                                                                                       \
+		if (len)                                                                           \
+			snprintf(reason, len, __VA_ARGS__);                                        \
+		return -1;                                                                         \
+	} while (0)
+
+int lb_layout_check(const struct lb_layout *l, char *reason, size_t len)
+{
+	const struct lb_model *m = &l->model;
+	const struct {
+		const char *name;
+		int v;
+	} pos[] = {
+	    {"layers", m->n_layers},
+	    {"hidden", m->hidden},
+	    {"heads", m->n_heads},
+	    {"kv_heads", m->n_kv_heads},
+	    {"ffn", m->ffn},
+	    {"vocab", m->vocab},
+	    {"seq_len", l->seq_len},
+	    {"global_batch", l->global_batch},
+	    {"micro_batch", l->micro_batch},
+	    {"tp", l->tp},
+	    {"pp", l->pp},
+	    {"dp", l->dp},
+	    {"gpus_per_node", l->gpus_per_node},
+	    {"nodes", l->nodes},
+	    {"steps", l->steps},
+	};
+	long long world, gpus, per;
+	size_t i;
+
+	if (len)
+		reason[0] = '\0';
+	for (i = 0; i < NELEM(pos); i++)
+		if (pos[i].v <= 0)
+			FAIL("%s=%d must be positive", pos[i].name, pos[i].v);
+	if (l->warmup < 0)
+		FAIL("warmup=%d must not be negative", l->warmup);
+	if (m->tied != 0 && m->tied != 1)
+		FAIL("tied=%d must be 0 or 1", m->tied);
+	if (l->sequence_parallel != 0 && l->sequence_parallel != 1)
+		FAIL("sequence_parallel=%d must be 0 or 1", l->sequence_parallel);
+	if ((unsigned)l->checkpointing >= NELEM(ckpt_names))
+		FAIL("checkpointing=%d is not none, full or selective", (int)l->checkpointing);
+	if ((unsigned)l->attention >= NELEM(attn_names))
+		FAIL("attention=%d is not naive, fused_softmax or flash", (int)l->attention);
+	if ((unsigned)l->norm >= NELEM(norm_names))
+		FAIL("norm=%d is not unfused or fused", (int)l->norm);
+	if (l->zero_stage != 0 && l->zero_stage != 1)
+		FAIL("zero_stage=%d is not supported (0 or 1)", l->zero_stage);
+	if (m->hidden % m->n_heads)
+		FAIL("%d heads do not divide hidden=%d", m->n_heads, m->hidden);
+	if ((m->hidden / m->n_heads) % 2)
+		FAIL("head dim %d (hidden=%d / %d heads) is odd; rope needs an even head dim",
+		     m->hidden / m->n_heads, m->hidden, m->n_heads);
+	if (m->n_heads % m->n_kv_heads)
+		FAIL("%d kv heads do not divide %d heads", m->n_kv_heads, m->n_heads);
+	if (m->n_heads % l->tp)
+		FAIL("tp=%d does not divide %d heads", l->tp, m->n_heads);
+	if (m->n_kv_heads % l->tp)
+		FAIL("tp=%d does not divide %d kv heads", l->tp, m->n_kv_heads);
+	if (m->ffn % l->tp)
+		FAIL("tp=%d does not divide ffn=%d", l->tp, m->ffn);
+	if (m->vocab % l->tp)
+		FAIL("tp=%d does not divide vocab=%d", l->tp, m->vocab);
+	if (m->n_layers % l->pp)
+		FAIL("pp=%d does not divide %d layers", l->pp, m->n_layers);
+	if (l->tp > l->gpus_per_node)
+		FAIL("tp=%d exceeds gpus_per_node=%d; tensor parallelism stays within one node",
+		     l->tp, l->gpus_per_node);
+	world = (long long)l->tp * l->pp * l->dp;
+	gpus = (long long)l->gpus_per_node * l->nodes;
+	if (gpus != world)
+		FAIL("gpus_per_node*nodes=%lld but tp*pp*dp=%lld", gpus, world);
+	per = (long long)l->micro_batch * l->dp;
+	if (l->global_batch % per)
+		FAIL("global_batch=%d is not divisible by micro_batch*dp=%lld", l->global_batch,
+		     per);
+	if (l->sequence_parallel && l->tp < 2)
+		FAIL("sequence_parallel=1 needs tp > 1");
+	if (l->sequence_parallel && l->seq_len % l->tp)
+		FAIL("sequence_parallel=1 needs seq_len=%d divisible by tp=%d", l->seq_len, l->tp);
+	if (l->warmup >= l->steps)
+		FAIL("warmup=%d must be below steps=%d", l->warmup, l->steps);
+	return 0;
+}

@@ -1,0 +1,57 @@
+/*
+ * Small shared helpers for every stage (libc only; the trainer links them on compute
+ * nodes): checked number parsing (strtol/strtod with range checks, never atoi), JSON
+ * string escaping for writers that do not use cJSON, a growable string buffer, and the
+ * FNV-1a hash behind the layout id.
+ */
+#ifndef LB_UTIL_H
+#define LB_UTIL_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Parse a whole string as a base-10 integer in [min, max]. Leading/trailing spaces and
+ * trailing garbage are rejected. Returns 0, or -1 (and leaves *out alone). */
+int lb_parse_long(const char *s, long min, long max, long *out);
+int lb_parse_int(const char *s, int min, int max, int *out);
+/* Unsigned 64-bit, base 10 (or 0x-prefixed hex). No sign allowed. */
+int lb_parse_u64(const char *s, uint64_t *out);
+/* Parse a whole string as a finite double in [min, max]. Returns 0 or -1. */
+int lb_parse_double(const char *s, double min, double max, double *out);
+
+/* 64-bit FNV-1a of len bytes, starting from the standard offset basis. */
+uint64_t lb_fnv1a64(const void *data, size_t len);
+
+/* Growable NUL-terminated string. Initialise with LB_STRBUF_INIT or lb_strbuf_init;
+ * release with lb_strbuf_release (which frees buf). On allocation failure the buffer
+ * records it in .failed and further appends are ignored; check .failed at the end. */
+struct lb_strbuf {
+	char *buf;  /* NUL-terminated once anything was added; NULL when empty */
+	size_t len; /* bytes, excluding the NUL */
+	size_t cap; /* bytes allocated */
+	int failed; /* 1 after an allocation failure */
+};
+#define LB_STRBUF_INIT                                                                             \
+	{                                                                                          \
+		NULL, 0, 0, 0                                                                      \
+	}
+void lb_strbuf_init(struct lb_strbuf *sb);
+void lb_strbuf_release(struct lb_strbuf *sb);
+void lb_strbuf_add(struct lb_strbuf *sb, const char *s, size_t n);
+void lb_strbuf_adds(struct lb_strbuf *sb, const char *s);
+void lb_strbuf_addf(struct lb_strbuf *sb, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+void lb_strbuf_vaddf(struct lb_strbuf *sb, const char *fmt, va_list ap);
+/* The buffer's text ("" when empty); owned by sb. */
+const char *lb_strbuf_str(const struct lb_strbuf *sb);
+/* Detach the text: the caller frees it with free(). sb is left empty. NULL on failure. */
+char *lb_strbuf_detach(struct lb_strbuf *sb);
+
+/* Append s as a JSON string literal, quotes included (escapes ", \, control bytes). */
+void lb_strbuf_add_json(struct lb_strbuf *sb, const char *s);
+/* Write s as a JSON string literal into buf (snprintf semantics: returns the length the
+ * full literal needs, writes at most len bytes including the NUL). */
+size_t lb_json_escape(const char *s, char *buf, size_t len);
+
+#endif

@@ -24,9 +24,9 @@
 enum lb_dtype { LB_F32 = 0, LB_BF16, LB_F16, LB_I32 };
 enum lb_redop { LB_SUM = 0, LB_MAX, LB_AVG };
 
-#define LB_COMM_EFAIL -1    /* backend error (nccl_error) */
+#define LB_COMM_EFAIL	 -1 /* backend error (nccl_error) */
 #define LB_COMM_ETIMEOUT -2 /* a peer did not arrive within the timeout (timeout) */
-#define LB_COMM_EPEER -3    /* a peer rank exited or reported a failure (timeout) */
+#define LB_COMM_EPEER	 -3 /* a peer rank exited or reported a failure (timeout) */
 
 struct lb_comm;
 
@@ -62,7 +62,12 @@ struct lb_comm {
 	void *impl;
 };
 
+/* Bytes per element; 0 for an unknown type. */
 size_t lb_dtype_size(enum lb_dtype t);
+/* "f32", "bf16", "f16", "i32" (static text). */
+const char *lb_dtype_name(enum lb_dtype t);
+/* Text of a LB_COMM_E* code (static text), e.g. for "all_reduce failed: %s". */
+const char *lb_comm_strerror(int code);
 
 /* The one-rank communicator (always available). Caller frees with comm->ops->destroy. */
 struct lb_comm *lb_comm_self(void);

@@ -1,0 +1,90 @@
+/*
+ * Unit tests of the one-rank communicator and the dtype helpers: collectives copy,
+ * in-place calls leave the data alone, send/recv to self fail, split gives another self.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <string.h>
+
+#include "harness/comm.h"
+
+static void test_dtype_size(void **state)
+{
+	assert_int_equal(lb_dtype_size(LB_F32), 4);
+	assert_int_equal(lb_dtype_size(LB_I32), 4);
+	assert_int_equal(lb_dtype_size(LB_BF16), 2);
+	assert_int_equal(lb_dtype_size(LB_F16), 2);
+	assert_int_equal(lb_dtype_size((enum lb_dtype)99), 0);
+	assert_string_equal(lb_dtype_name(LB_BF16), "bf16");
+	assert_string_equal(lb_comm_strerror(LB_COMM_EPEER),
+			    "a peer rank exited or reported a failure");
+}
+
+static void test_self_collectives(void **state)
+{
+	struct lb_comm *c = lb_comm_self();
+	float in[7], out[7];
+
+	assert_non_null(c);
+	assert_int_equal(c->rank, 0);
+	assert_int_equal(c->size, 1);
+	assert_string_equal(c->ops->name, "self");
+	for (int i = 0; i < 7; i++)
+		in[i] = (float)i * 1.5f;
+	memset(out, 0, sizeof(out));
+	assert_int_equal(c->ops->all_reduce(c, in, out, 7, LB_F32, LB_SUM, NULL), 0);
+	assert_memory_equal(in, out, sizeof(in));
+	memset(out, 0, sizeof(out));
+	assert_int_equal(c->ops->reduce_scatter(c, in, out, 7, LB_F32, LB_AVG, NULL), 0);
+	assert_memory_equal(in, out, sizeof(in));
+	memset(out, 0, sizeof(out));
+	assert_int_equal(c->ops->all_gather(c, in, out, 7, LB_F32, NULL), 0);
+	assert_memory_equal(in, out, sizeof(in));
+	/* in place */
+	memcpy(out, in, sizeof(in));
+	assert_int_equal(c->ops->all_reduce(c, out, out, 7, LB_F32, LB_MAX, NULL), 0);
+	assert_memory_equal(in, out, sizeof(in));
+	assert_int_equal(c->ops->broadcast(c, out, 7, LB_F32, 0, NULL), 0);
+	assert_memory_equal(in, out, sizeof(in));
+	assert_int_equal(c->ops->broadcast(c, out, 7, LB_F32, 1, NULL), LB_COMM_EFAIL);
+	assert_int_equal(c->ops->barrier(c), 0);
+	c->ops->destroy(c);
+}
+
+static void test_self_send_recv_fail(void **state)
+{
+	struct lb_comm *c = lb_comm_self();
+	float x = 1.0f;
+
+	assert_int_equal(c->ops->group_start(c), 0);
+	assert_true(c->ops->send(c, &x, 1, LB_F32, 0, NULL) < 0);
+	assert_true(c->ops->recv(c, &x, 1, LB_F32, 0, NULL) < 0);
+	assert_int_equal(c->ops->group_end(c), 0);
+	c->ops->destroy(c);
+}
+
+static void test_self_split(void **state)
+{
+	struct lb_comm *c = lb_comm_self(), *s = NULL;
+
+	assert_int_equal(c->ops->split(c, 3, 0, &s), 0);
+	assert_non_null(s);
+	assert_int_equal(s->size, 1);
+	assert_int_equal(s->rank, 0);
+	s->ops->destroy(s);
+	c->ops->destroy(c);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_dtype_size),
+	    cmocka_unit_test(test_self_collectives),
+	    cmocka_unit_test(test_self_send_recv_fail),
+	    cmocka_unit_test(test_self_split),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,199 @@
+-- layoutbench results database: the one schema, embedded into the binary.
+-- Migration steps start at lines "-- migrate: N"; results_open() applies every step newer
+-- than PRAGMA user_version, each in its own transaction, and then sets user_version = N.
+-- To change the schema, append a step "-- migrate: 2" (ALTER TABLE ..., DROP VIEW and
+-- CREATE VIEW again, ...) and raise RESULTS_SCHEMA_VERSION in results/db.h; never edit a
+-- step that has shipped. Times are ISO 8601 UTC text; durations seconds; memory bytes.
+-- Column reference: docs/schema.md.
+
+-- migrate: 1
+
+CREATE TABLE sweeps (
+	id INTEGER PRIMARY KEY,
+	name TEXT NOT NULL UNIQUE,
+	source TEXT NOT NULL CHECK (source IN ('spec', 'paper', 'adhoc')),
+	spec_path TEXT,                -- the spec file given to plan/submit
+	spec_text TEXT,                -- its text at submission
+	created TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ', 'now'))
+);
+
+-- One row per layout id (lb_layout_id: a hash of the canonical layout text).
+CREATE TABLE layouts (
+	layout_id TEXT PRIMARY KEY,
+	model TEXT NOT NULL,           -- preset name
+	n_layers INTEGER NOT NULL,
+	hidden INTEGER NOT NULL,
+	n_heads INTEGER NOT NULL,
+	n_kv_heads INTEGER NOT NULL,
+	ffn INTEGER NOT NULL,
+	vocab INTEGER NOT NULL,
+	tied INTEGER NOT NULL,         -- 0/1
+	seq_len INTEGER NOT NULL,      -- tokens per sequence
+	global_batch INTEGER NOT NULL, -- sequences per optimizer step
+	micro_batch INTEGER NOT NULL,
+	tp INTEGER NOT NULL,
+	pp INTEGER NOT NULL,
+	dp INTEGER NOT NULL,
+	gpus INTEGER NOT NULL,         -- tp * pp * dp
+	gpus_per_node INTEGER NOT NULL,
+	nodes INTEGER NOT NULL,
+	sequence_parallel INTEGER NOT NULL, -- 0/1
+	zero_stage INTEGER NOT NULL,
+	checkpointing TEXT NOT NULL,   -- none | full | selective
+	attention TEXT NOT NULL,       -- naive | fused_softmax | flash
+	norm TEXT NOT NULL,            -- unfused | fused
+	steps INTEGER,                 -- run settings of the first run seen (not in the id)
+	warmup INTEGER,
+	seed INTEGER,
+	canonical TEXT NOT NULL,       -- lb_layout_canonical
+	label TEXT                     -- series label from the spec, if any
+);
+CREATE INDEX layouts_shape ON layouts (model, seq_len, gpus);
+
+-- One row per submission of a layout (attempt 1, 2, ... after resubmission).
+CREATE TABLE jobs (
+	id INTEGER PRIMARY KEY,
+	executor TEXT NOT NULL CHECK (executor IN ('local', 'slurm', 'rest')),
+	sweep TEXT NOT NULL REFERENCES sweeps (name),
+	layout_id TEXT NOT NULL REFERENCES layouts (layout_id),
+	job_id TEXT,                   -- scheduler id ("123", "123_4", a pid)
+	array_job_id TEXT,
+	array_index INTEGER,
+	state TEXT NOT NULL DEFAULT 'PENDING', -- PENDING RUNNING COMPLETED FAILED CANCELLED
+	                               -- TIMEOUT NODE_FAIL PREEMPTED OUT_OF_MEMORY ...
+	reason TEXT,
+	failure_class TEXT,            -- oom | nccl_error | timeout | killed | diverged | error ...
+	exit_code INTEGER,
+	submit_time TEXT,
+	start_time TEXT,
+	end_time TEXT,
+	run_dir TEXT,
+	attempt INTEGER NOT NULL DEFAULT 1
+);
+CREATE INDEX jobs_sweep_layout ON jobs (sweep, layout_id);
+CREATE INDEX jobs_job_id ON jobs (job_id);
+CREATE INDEX jobs_array ON jobs (array_job_id, array_index);
+
+-- One row per attempt: a run log collected, or a row imported from the paper.
+CREATE TABLE runs (
+	id INTEGER PRIMARY KEY,
+	run_uid TEXT NOT NULL UNIQUE,  -- the run log's run_uid; 'paper:<sweep>:<trial id>'
+	layout_id TEXT NOT NULL REFERENCES layouts (layout_id),
+	sweep TEXT NOT NULL REFERENCES sweeps (name),
+	job_ref INTEGER REFERENCES jobs (id), -- the job that ran it, when known
+	source TEXT NOT NULL CHECK (source IN ('run', 'paper')),
+	label TEXT,                    -- series label (the paper's kernel string verbatim)
+	status TEXT NOT NULL CHECK (status IN ('ok', 'failed', 'running')),
+	failure_class TEXT,            -- oom | nccl_error | timeout | killed | diverged | error
+	                               -- | kernel_unavailable ...; NULL when ok or running
+	message TEXT,
+	exit_code INTEGER,
+	failed_rank INTEGER,
+	hosts TEXT,                    -- JSON array of host names
+	gpu TEXT,                      -- product name; 'cpu' for the CPU backend
+	peak_tflops REAL,              -- dense bf16 peak per GPU assumed; NULL unknown
+	world_size INTEGER,            -- ranks (GPUs)
+	versions TEXT,                 -- JSON object: layoutbench, cuda, nccl, driver
+	git_commit TEXT,
+	backend TEXT,                  -- cpu | cuda
+	flags TEXT,                    -- the layout as trainer flags
+	flops_per_step REAL,           -- model FLOPs per optimizer step (PaLM count)
+	hw_flops_per_step REAL,        -- with recomputation
+	tokens_per_step INTEGER,
+	params INTEGER,
+	start_time TEXT,
+	end_time TEXT,
+	log_path TEXT,                 -- absolute path of the run log
+	log_bytes INTEGER,             -- size of the log at the last collect
+	bytes_ingested INTEGER,        -- bytes of complete lines read (resume offset)
+	measured_step_time REAL,       -- imported runs: the sheet's mean step time, seconds
+	mfu_reported REAL,             -- imported runs: the sheet's MFU, fraction
+	collected TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ', 'now'))
+);
+CREATE INDEX runs_layout ON runs (layout_id);
+CREATE INDEX runs_sweep ON runs (sweep, status);
+CREATE INDEX runs_log_path ON runs (log_path);
+
+-- One row per optimizer step of a run.
+CREATE TABLE steps (
+	run_id INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+	step INTEGER NOT NULL,         -- 0-based
+	warmup INTEGER NOT NULL,       -- 1: excluded from statistics
+	time_s REAL NOT NULL,          -- wall time of the step
+	tokens INTEGER,                -- tokens in the step, all ranks
+	loss REAL,
+	peak_mem_bytes INTEGER,        -- most loaded rank
+	forward_s REAL,
+	backward_s REAL,
+	optimizer_s REAL,
+	comm_exposed_s REAL,
+	bubble_s REAL,
+	rank_peak_mem TEXT,            -- JSON array of per-rank peak bytes
+	PRIMARY KEY (run_id, step)
+) WITHOUT ROWID;
+
+-- Steady-state statistics of each run's steps (warmup excluded); median through window
+-- functions; std is the sample standard deviation (n - 1), NULL below two steps.
+CREATE VIEW run_step_stats AS
+WITH s AS (
+	SELECT run_id, time_s,
+	       ROW_NUMBER() OVER (PARTITION BY run_id ORDER BY time_s) AS rn,
+	       COUNT(*) OVER (PARTITION BY run_id) AS cnt
+	FROM steps WHERE warmup = 0
+)
+SELECT run_id,
+       COUNT(*) AS n_steps,
+       AVG(time_s) AS step_time_mean,
+       AVG(CASE WHEN rn IN ((cnt + 1) / 2, (cnt + 2) / 2) THEN time_s END) AS step_time_median,
+       CASE WHEN COUNT(*) > 1 THEN
+	       sqrt(MAX(0.0, (SUM(time_s * time_s) - SUM(time_s) * SUM(time_s) / COUNT(*))
+			     / (COUNT(*) - 1)))
+       END AS step_time_std
+FROM s GROUP BY run_id;
+
+CREATE VIEW run_summary AS
+WITH base AS (
+	SELECT r.id AS run_id, r.run_uid, r.sweep, r.source, r.layout_id,
+	       COALESCE(r.label, l.label, l.attention || '+' || l.norm) AS label,
+	       l.model, l.seq_len, l.global_batch,
+	       COALESCE(r.world_size, l.gpus) AS gpus,
+	       l.micro_batch, l.tp, l.pp, l.dp, l.sequence_parallel, l.zero_stage,
+	       l.checkpointing, l.attention, l.norm,
+	       r.status, r.failure_class, r.message, r.gpu, r.peak_tflops,
+	       st.n_steps,
+	       COALESCE(st.step_time_median, r.measured_step_time) AS step_time_median,
+	       COALESCE(st.step_time_mean, r.measured_step_time) AS step_time_mean,
+	       st.step_time_std,
+	       COALESCE(r.tokens_per_step, l.global_batch * l.seq_len) AS tokens_per_step,
+	       r.flops_per_step, r.hw_flops_per_step, r.mfu_reported,
+	       (SELECT MAX(peak_mem_bytes) FROM steps WHERE steps.run_id = r.id) AS peak_mem_bytes,
+	       r.start_time, r.end_time
+	FROM runs r
+	JOIN layouts l ON l.layout_id = r.layout_id
+	LEFT JOIN run_step_stats st ON st.run_id = r.id
+)
+SELECT run_id, run_uid, sweep, source, layout_id, label, model, seq_len, global_batch, gpus,
+       micro_batch, tp, pp, dp, sequence_parallel, zero_stage, checkpointing, attention, norm,
+       status, failure_class, message, gpu, peak_tflops, n_steps,
+       step_time_median, step_time_mean, step_time_std,
+       CASE WHEN step_time_mean > 0 THEN tokens_per_step / step_time_mean / gpus END
+	       AS tokens_per_s_per_gpu,
+       CASE WHEN step_time_mean > 0 THEN flops_per_step / step_time_mean / gpus / 1e12 END
+	       AS tflops_per_gpu,
+       CASE WHEN step_time_mean > 0 AND peak_tflops > 0 THEN
+	       flops_per_step / (step_time_mean * gpus * peak_tflops * 1e12) END AS mfu,
+       CASE WHEN step_time_mean > 0 AND peak_tflops > 0 THEN
+	       hw_flops_per_step / (step_time_mean * gpus * peak_tflops * 1e12) END AS hfu,
+       mfu_reported, peak_mem_bytes, start_time, end_time
+FROM base;
+
+-- Per (model, seq_len, gpus): the ok run with the highest COALESCE(mfu_reported, mfu);
+-- where MFU is unknown (no peak) runs rank by tflops_per_gpu.
+CREATE VIEW best_layout AS
+SELECT * FROM (
+	SELECT s.*, COALESCE(s.mfu_reported, s.mfu) AS mfu_best,
+	       ROW_NUMBER() OVER (PARTITION BY s.model, s.seq_len, s.gpus
+				  ORDER BY COALESCE(s.mfu_reported, s.mfu) DESC NULLS LAST,
+					   s.tflops_per_gpu DESC NULLS LAST, s.run_id) AS rank
+	FROM run_summary s WHERE s.status = 'ok'
+) WHERE rank = 1;

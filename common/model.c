@@ -169,105 +169,153 @@ int lb_gpu_peak_tflops(const char *product, double *tflops)
 
 /*
  * Memory estimate. Terms, sources and the calibration against the paper's runs are in
- * docs/memory-model.md. All sizes in bytes.
+ * docs/memory-model.md; every constant below is named there. All sizes in bytes.
  */
 
-/* Bytes per parameter: bf16 weights, fp32 gradient accumulation buffer (Megatron-LM's
- * main_grad with bf16), fp32 master weights + Adam m and v (12, sharded over dp by
- * ZeRO-1). */
+/* Bytes per parameter (ZeRO-1 as in the paper's stack: Rajbhandari et al. 2020):
+ * bf16 weights and bf16 gradients on every rank; fp32 master weights, Adam m and v and
+ * the fp32 gradient shard the optimizer steps on (16 bytes), divided over dp by ZeRO-1. */
+#ifndef BYTES_WEIGHT
 #define BYTES_WEIGHT 2.0
-#define BYTES_GRAD   4.0
-#define BYTES_OPTIM  12.0
-/* Fixed allowance: CUDA context, cuBLAS workspace, NCCL buffers, allocator slack. */
-#define WORKSPACE_BYTES (3.0 * 1024 * 1024 * 1024)
+#endif
+#ifndef BYTES_GRAD
+#define BYTES_GRAD 2.0
+#endif
+#ifndef BYTES_OPTIM
+#define BYTES_OPTIM 16.0
+#endif
+/* Fixed allowance: CUDA context, cuBLAS workspace, NCCL buffers (fitted: 1 GiB). */
+#ifndef WORKSPACE_BYTES
+#define WORKSPACE_BYTES (1.0 * 1024 * 1024 * 1024)
+#endif
+/* Activations kept per layer, in bytes per token (multiply by s*b), after Korthikanti et
+ * al. 2022 section 4 with Llama's blocks and no dropout:
+ * outside the TP region (sharded only by SP): each RMSNorm's input and output and the
+ * two row-parallel outputs the residual adds read, six bf16 [s,b,h] tensors; */
+#ifndef ACT_REPL_PER_H
+#define ACT_REPL_PER_H 12.0
+#endif
+/* an unfused RMSNorm also keeps an fp32 copy of its input and its fp32 normalised
+ * output (8 bytes per element, two norms per layer); */
+#ifndef ACT_NORM_UNFUSED_PER_H
+#define ACT_NORM_UNFUSED_PER_H 16.0
+#endif
+/* inside the TP region: Q, K, V after RoPE (2*(h + 2*kv_dim) bytes per token) and the
+ * attention output (2h); SwiGLU keeps gate, up, silu(gate) and their product, four bf16
+ * [s,b,ffn] tensors. */
+#ifndef ACT_MLP_PER_FFN
+#define ACT_MLP_PER_FFN 8.0
+#endif
+/* Attention core, bytes per (head, query, key) element: the naive kernel keeps the raw
+ * scores, the scaled and the masked scores and the softmax output (4 bf16 tensors);
+ * the fused softmax kernel only its bf16 output; flash attention none (only an fp32
+ * log-sum-exp per head and query, FLASH_LSE_BYTES). */
+#ifndef ATTN_NAIVE_BYTES
+#define ATTN_NAIVE_BYTES 8.0
+#endif
+#ifndef ATTN_FUSED_BYTES
+#define ATTN_FUSED_BYTES 2.0
+#endif
+#ifndef FLASH_LSE_BYTES
+#define FLASH_LSE_BYTES 4.0
+#endif
+/* LM head and loss, bytes per logit element, last stage: the paper's stack gathers the
+ * full-vocabulary logits on every TP rank (the calibration shows no 1/tp saving): bf16
+ * logits, their fp32 copy, the fp32 softmax, the fp32 gradient and its bf16 cast
+ * (2 + 4 + 4 + 4 + 2). */
+#ifndef LOGIT_BYTES
+#define LOGIT_BYTES 16.0
+#endif
 
-/* Activation bytes of one layer for one micro-batch, kept for the backward pass. */
-static double layer_activations(const struct lb_layout *l, int ckpt_mode)
+/* Activation bytes one layer keeps for one micro-batch. selective drops the attention
+ * core (Korthikanti et al. 2022, section 5). */
+static double layer_activations(const struct lb_layout *l, enum lb_ckpt mode)
 {
 	const struct lb_model *m = &l->model;
 	double s = l->seq_len, b = l->micro_batch, h = m->hidden, a = m->n_heads;
 	double f = m->ffn, t = l->tp;
-	double kvh = m->n_heads > 0 ? h / m->n_heads * m->n_kv_heads : h;
-	double sbh = s * b * h;
+	double kv_dim = m->n_heads > 0 ? h / m->n_heads * m->n_kv_heads : h;
+	double sb = s * b;
 	double repl, shard, core;
 
-	/* Not split by TP (unless SP): the two norm inputs and the inputs of the QKV and
-	 * gate/up matmuls (the norm outputs), 2 bytes each. */
-	repl = 4.0 * sbh * 2.0;
+	repl = ACT_REPL_PER_H * sb * h;
 	if (l->norm == LB_NORM_UNFUSED)
-		repl += 2.0 * sbh * 6.0; /* fp32 copy + fp32 normalised tensor per norm */
-	/* Split by TP: Q, K, V (rope'd), attention output (out-proj input), SwiGLU's gate,
-	 * up and product. */
-	shard = 2.0 * s * b * (h + 2.0 * kvh) + 2.0 * sbh + 3.0 * 2.0 * s * b * f;
+		repl += ACT_NORM_UNFUSED_PER_H * sb * h;
+	shard = 2.0 * sb * (h + 2.0 * kv_dim) + 2.0 * sb * h + ACT_MLP_PER_FFN * sb * f;
 	if (l->attention == LB_ATTN_NAIVE)
-		core = 5.0 * a * s * s * b; /* scores, softmax input/output (bf16) */
+		core = ATTN_NAIVE_BYTES * a * s * s * b;
 	else if (l->attention == LB_ATTN_FUSED_SOFTMAX)
-		core = 2.0 * a * s * s * b; /* softmax output only */
+		core = ATTN_FUSED_BYTES * a * s * s * b;
 	else
-		core = 4.0 * a * s * b; /* fp32 log-sum-exp per row */
-	if (ckpt_mode == LB_CKPT_SELECTIVE && l->attention != LB_ATTN_FLASH)
+		core = FLASH_LSE_BYTES * a * s * b;
+	if (mode == LB_CKPT_SELECTIVE && l->attention != LB_ATTN_FLASH)
 		core = 0.0;
 	if (l->sequence_parallel)
 		return (repl + shard + core) / t;
 	return repl + (shard + core) / t;
 }
 
-void lb_memory_estimate(const struct lb_layout *l, struct lb_mem_estimate *out)
+/* One pipeline stage's memory. stage_params: parameters on this rank; inflight:
+ * micro-batches whose activations it holds (1F1B); last: holds the head and loss. */
+static void stage_memory(const struct lb_layout *l, double stage_params, double inflight, int first,
+			 int last, struct lb_mem_estimate *out)
 {
 	const struct lb_model *m = &l->model;
-	double t = l->tp > 0 ? l->tp : 1, p = l->pp > 0 ? l->pp : 1;
-	double d = l->dp > 0 ? l->dp : 1;
-	double s = l->seq_len, b = l->micro_batch, h = m->hidden;
-	double lpp = m->n_layers / p;
-	double emb = (double)m->vocab * h / t;
-	double first_params, last_params, params, inflight, per_layer, act, logits;
-	double first_total, last_total, first_act, last_act;
-	int accum = lb_layout_accum_steps(l);
+	double s = l->seq_len, b = l->micro_batch, h = m->hidden, t = l->tp;
+	double lpp = (double)m->n_layers / l->pp;
+	double d = l->zero_stage ? l->dp : 1.0;
+	double act;
 
-	memset(out, 0, sizeof(*out));
-	if (l->tp <= 0 || l->pp <= 0 || l->dp <= 0 || m->n_layers <= 0)
-		return;
-	first_params = lpp * (double)layer_params(m) / t + emb;
-	last_params = lpp * (double)layer_params(m) / t + h;
-	if (!m->tied || l->pp > 1)
-		last_params += emb; /* untied head, or the tied copy on the last stage */
-	if (l->pp == 1)
-		first_params = last_params; /* one stage holds both */
-
-	per_layer = layer_activations(l, l->checkpointing);
 	if (l->checkpointing == LB_CKPT_FULL) {
+		/* each layer's input per micro-batch in flight, plus one layer's full working
+		 * set while it is recomputed and backpropagated */
 		double input = 2.0 * s * b * h / (l->sequence_parallel ? t : 1.0);
-		act = lpp * input;			       /* per micro-batch */
-		act += layer_activations(l, LB_CKPT_NONE) / p; /* recompute working set */
-	} else {
-		act = lpp * per_layer;
-	}
-	/* 1F1B: stage i holds pp - i micro-batches in flight (fewer if accum is smaller). */
-	inflight = p;
-	if (accum > 0 && accum < inflight)
-		inflight = accum;
-	first_act = act * inflight + 2.0 * s * b * h; /* + embedding output */
-	last_act = act;
-	logits = s * b * m->vocab / t * (2.0 + 4.0);
 
-	first_total = first_params * (BYTES_WEIGHT + BYTES_GRAD) +
-		      first_params * BYTES_OPTIM / (l->zero_stage ? d : 1.0) + first_act;
-	last_total = last_params * (BYTES_WEIGHT + BYTES_GRAD) +
-		     last_params * BYTES_OPTIM / (l->zero_stage ? d : 1.0) + last_act + logits;
-	if (l->pp == 1)
-		first_total += logits;
-	params = first_params;
-	out->activations = first_act;
-	out->logits = l->pp == 1 ? logits : 0.0;
-	if (l->pp > 1 && last_total > first_total) {
-		params = last_params;
-		out->activations = last_act;
-		out->logits = logits;
+		act = inflight * lpp * input + layer_activations(l, LB_CKPT_NONE);
+	} else {
+		act = inflight * lpp * layer_activations(l, l->checkpointing);
 	}
-	out->weights = params * BYTES_WEIGHT;
-	out->grads = params * BYTES_GRAD;
-	out->optimizer = params * BYTES_OPTIM / (l->zero_stage ? d : 1.0);
+	if (first)
+		act += inflight * 2.0 * s * b * h; /* embedding output */
+	memset(out, 0, sizeof(*out));
+	out->weights = stage_params * BYTES_WEIGHT;
+	out->grads = stage_params * BYTES_GRAD;
+	out->optimizer = stage_params * BYTES_OPTIM / d;
+	out->activations = act;
+	out->logits = last ? LOGIT_BYTES * s * b * m->vocab : 0.0;
 	out->workspace = WORKSPACE_BYTES;
 	out->total = out->weights + out->grads + out->optimizer + out->activations + out->logits +
 		     out->workspace;
+}
+
+void lb_memory_estimate(const struct lb_layout *l, struct lb_mem_estimate *out)
+{
+	const struct lb_model *m = &l->model;
+	struct lb_mem_estimate first, last;
+	double t, body, emb, inflight;
+	int accum;
+
+	memset(out, 0, sizeof(*out));
+	if (l->tp <= 0 || l->pp <= 0 || l->dp <= 0 || m->n_layers <= 0 || l->seq_len <= 0 ||
+	    l->micro_batch <= 0)
+		return;
+	t = l->tp;
+	body = (double)m->n_layers / l->pp * (double)layer_params(m) / t;
+	emb = (double)m->vocab * m->hidden / t;
+	accum = lb_layout_accum_steps(l);
+	/* 1F1B (Narayanan et al. 2021): stage i holds pp - i micro-batches in flight,
+	 * never more than the step has */
+	inflight = l->pp;
+	if (accum > 0 && accum < inflight)
+		inflight = accum;
+	if (l->pp == 1) {
+		/* embedding, final norm and head (a tied head shares the embedding) */
+		stage_memory(l, body + emb + m->hidden + (m->tied ? 0.0 : emb), 1.0, 1, 1, out);
+		return;
+	}
+	/* first stage: embedding; last: final norm and head (a tied head keeps its copy
+	 * of the embedding there, as Megatron-LM does) */
+	stage_memory(l, body + emb, inflight, 1, 0, &first);
+	stage_memory(l, body + emb + m->hidden, 1.0, 0, 1, &last);
+	*out = first.total >= last.total ? first : last;
 }

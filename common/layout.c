@@ -306,34 +306,34 @@ int lb_layout_parse_args(struct lb_layout *l, int argc, char **argv, char **rest
 			 char *err, size_t errlen)
 {
 	char name[64];
-	const char *value, *eq;
-	int i, r;
+	const char *value;
+	int i;
 
 	*nrest = 0;
 	for (i = 0; i < argc; i++) {
 		const char *a = argv[i];
-		size_t nlen;
+		const char *eq = strncmp(a, "--", 2) ? NULL : strchr(a, '=');
+		size_t nlen = eq ? (size_t)(eq - a) : strlen(a);
 
-		eq = strncmp(a, "--", 2) ? NULL : strchr(a, '=');
-		nlen = eq ? (size_t)(eq - a) : strlen(a);
-		if (nlen >= sizeof(name) ||
-		    !flag_find(eq ? (snprintf(name, sizeof(name), "%.*s", (int)nlen, a), name)
-				  : a)) {
+		if (nlen >= sizeof(name)) {
+			rest[(*nrest)++] = argv[i];
+			continue;
+		}
+		memcpy(name, a, nlen);
+		name[nlen] = '\0';
+		if (!flag_find(name)) {
 			rest[(*nrest)++] = argv[i];
 			continue;
 		}
 		if (eq) {
 			value = eq + 1;
-		} else {
-			snprintf(name, sizeof(name), "%s", a);
-			if (i + 1 >= argc) {
-				snprintf(err, errlen, "%s: missing value", name);
-				return -1;
-			}
+		} else if (i + 1 < argc) {
 			value = argv[++i];
+		} else {
+			snprintf(err, errlen, "%s: missing value", name);
+			return -1;
 		}
-		r = lb_layout_set_flag(l, name, value, err, errlen);
-		if (r < 0)
+		if (lb_layout_set_flag(l, name, value, err, errlen) < 0)
 			return -1;
 	}
 	return 0;

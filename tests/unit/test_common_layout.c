@@ -1,0 +1,482 @@
+/*
+ * Unit tests of the layout record (common/layout.c): defaults, the canonical text and the
+ * pinned golden id, enum names, the flag parser and printer (round trip over many random
+ * layouts), and every validity rule with its reason.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/layout.h"
+#include "common/model.h"
+
+static void test_init_defaults(void **state)
+{
+	struct lb_layout l;
+	char reason[256];
+
+	lb_layout_init(&l);
+	assert_string_equal(l.model.name, "tiny");
+	assert_int_equal(l.model.n_layers, 4);
+	assert_int_equal(l.seq_len, 128);
+	assert_int_equal(l.global_batch, 8);
+	assert_int_equal(l.micro_batch, 1);
+	assert_int_equal(lb_layout_world(&l), 1);
+	assert_int_equal(lb_layout_accum_steps(&l), 8);
+	assert_int_equal(l.attention, LB_ATTN_FLASH);
+	assert_int_equal(l.norm, LB_NORM_FUSED);
+	assert_int_equal(l.checkpointing, LB_CKPT_NONE);
+	assert_int_equal(l.steps, 10);
+	assert_int_equal(l.warmup, 2);
+	assert_true(l.seed == 1);
+	assert_int_equal(lb_layout_check(&l, reason, sizeof(reason)), 0);
+	assert_string_equal(reason, "");
+}
+
+static void paper_13b(struct lb_layout *l)
+{
+	lb_layout_init(l);
+	assert_int_equal(lb_model_preset("llama-13b", &l->model), 0);
+	l->model.vocab = 128000;
+	l->seq_len = 2048;
+	l->global_batch = 2048;
+	l->micro_batch = 1;
+	l->tp = 1;
+	l->pp = 1;
+	l->dp = 32;
+	l->gpus_per_node = 8;
+	l->nodes = 4;
+	l->zero_stage = 1;
+}
+
+/* The canonical text and the id are pinned: a change here changes every stored id. */
+static void test_canonical_golden(void **state)
+{
+	struct lb_layout l;
+	char buf[1024], id[LB_ID_LEN + 1];
+	int n;
+
+	lb_layout_init(&l);
+	n = lb_layout_canonical(&l, buf, sizeof(buf));
+	assert_string_equal(buf,
+			    "model=tiny layers=4 hidden=64 heads=4 kv_heads=4 ffn=128 vocab=256 "
+			    "tied=0 seq_len=128 global_batch=8 micro_batch=1 tp=1 pp=1 dp=1 "
+			    "gpus_per_node=1 nodes=1 sequence_parallel=0 zero_stage=0 "
+			    "checkpointing=none attention=flash norm=fused");
+	assert_int_equal(n, (int)strlen(buf));
+	lb_layout_id(&l, id);
+	assert_string_equal(id, "9d44b25f1e7cb413");
+
+	paper_13b(&l);
+	lb_layout_id(&l, id);
+	assert_string_equal(id, "97ab0f2e279b4158");
+	/* truncated output keeps snprintf semantics */
+	n = lb_layout_canonical(&l, buf, 8);
+	assert_true(n > 8);
+	assert_string_equal(buf, "model=l");
+}
+
+static void test_id_ignores_run_settings(void **state)
+{
+	struct lb_layout a, b;
+	char ia[LB_ID_LEN + 1], ib[LB_ID_LEN + 1];
+
+	lb_layout_init(&a);
+	b = a;
+	b.steps = 100;
+	b.warmup = 7;
+	b.seed = 12345;
+	lb_layout_id(&a, ia);
+	lb_layout_id(&b, ib);
+	assert_string_equal(ia, ib);
+	assert_int_equal(strlen(ia), LB_ID_LEN);
+	b.tp = 2;
+	lb_layout_id(&b, ib);
+	assert_string_not_equal(ia, ib);
+	b = a;
+	b.norm = LB_NORM_UNFUSED;
+	lb_layout_id(&b, ib);
+	assert_string_not_equal(ia, ib);
+}
+
+static void test_enum_names(void **state)
+{
+	enum lb_ckpt c;
+	enum lb_attn a;
+	enum lb_norm n;
+
+	assert_string_equal(lb_ckpt_name(LB_CKPT_SELECTIVE), "selective");
+	assert_string_equal(lb_attn_name(LB_ATTN_FUSED_SOFTMAX), "fused_softmax");
+	assert_string_equal(lb_norm_name(LB_NORM_UNFUSED), "unfused");
+	assert_string_equal(lb_ckpt_name((enum lb_ckpt)9), "invalid");
+	assert_int_equal(lb_ckpt_parse("full", &c), 0);
+	assert_int_equal(c, LB_CKPT_FULL);
+	assert_int_equal(lb_attn_parse("naive", &a), 0);
+	assert_int_equal(a, LB_ATTN_NAIVE);
+	assert_int_equal(lb_norm_parse("fused", &n), 0);
+	assert_int_equal(n, LB_NORM_FUSED);
+	assert_int_equal(lb_ckpt_parse("Full", &c), -1);
+	assert_int_equal(lb_attn_parse("", &a), -1);
+	assert_int_equal(lb_norm_parse(NULL, &n), -1);
+}
+
+static int pick(const int *v, int n)
+{
+	return v[rand() % n];
+}
+
+static void random_layout(struct lb_layout *l)
+{
+	const char *const *names = lb_model_preset_names();
+	int npresets = 0;
+	static const int small[] = {1, 2, 3, 4, 8, 16, 64};
+
+	while (names[npresets])
+		npresets++;
+	lb_layout_init(l);
+	lb_model_preset(names[rand() % npresets], &l->model);
+	if (rand() % 3 == 0)
+		l->model.vocab = 128000;
+	if (rand() % 5 == 0)
+		l->model.tied = !l->model.tied;
+	if (rand() % 7 == 0)
+		l->model.n_layers = 1 + rand() % 100;
+	l->seq_len = 1 << (rand() % 14);
+	l->global_batch = 1 + rand() % 4096;
+	l->micro_batch = pick(small, 7);
+	l->tp = pick(small, 7);
+	l->pp = pick(small, 7);
+	l->dp = pick(small, 7);
+	l->gpus_per_node = pick(small, 7);
+	l->nodes = pick(small, 7);
+	l->sequence_parallel = rand() % 2;
+	l->zero_stage = rand() % 2;
+	l->checkpointing = (enum lb_ckpt)(rand() % 3);
+	l->attention = (enum lb_attn)(rand() % 3);
+	l->norm = (enum lb_norm)(rand() % 2);
+	l->steps = 1 + rand() % 1000;
+	l->warmup = rand() % 10;
+	l->seed = ((uint64_t)rand() << 33) ^ ((uint64_t)rand() << 2) ^ (uint64_t)rand();
+}
+
+/* Split the printer's text into argv (the printer never emits quotes or tabs). */
+static int split(char *s, char **argv, int max)
+{
+	int n = 0;
+	char *save = NULL, *tok;
+
+	for (tok = strtok_r(s, " ", &save); tok && n < max; tok = strtok_r(NULL, " ", &save))
+		argv[n++] = tok;
+	return n;
+}
+
+static void test_flags_round_trip(void **state)
+{
+	struct lb_layout a, b;
+	char buf[2048], err[256];
+	char *argv[128], *rest[128];
+	int argc, nrest, i, n;
+
+	srand(20231110);
+	for (i = 0; i < 2000; i++) {
+		random_layout(&a);
+		n = lb_layout_to_flags(&a, buf, sizeof(buf));
+		assert_true(n > 0 && (size_t)n < sizeof(buf));
+		argc = split(buf, argv, 128);
+		lb_layout_init(&b);
+		assert_int_equal(
+		    lb_layout_parse_args(&b, argc, argv, rest, &nrest, err, sizeof(err)), 0);
+		assert_int_equal(nrest, 0);
+		assert_true(lb_layout_equal(&a, &b));
+	}
+}
+
+static void test_parse_args_forms(void **state)
+{
+	struct lb_layout l;
+	char err[256];
+	char *argv[] = {
+	    "--model=llama-13b",    "run",    "--tp", "2",	"--pp=4", "-v", "--vocab", "128000",
+	    "--checkpointing=full", "--seed", "0x10", "--out=x"};
+	char *rest[12];
+	int nrest;
+
+	lb_layout_init(&l);
+	assert_int_equal(lb_layout_parse_args(&l, 12, argv, rest, &nrest, err, sizeof(err)), 0);
+	assert_string_equal(l.model.name, "llama-13b");
+	assert_int_equal(l.model.hidden, 5120);
+	assert_int_equal(l.model.vocab, 128000);
+	assert_int_equal(l.tp, 2);
+	assert_int_equal(l.pp, 4);
+	assert_int_equal(l.checkpointing, LB_CKPT_FULL);
+	assert_true(l.seed == 16);
+	assert_int_equal(nrest, 3);
+	assert_string_equal(rest[0], "run");
+	assert_string_equal(rest[1], "-v");
+	assert_string_equal(rest[2], "--out=x");
+}
+
+static void test_flag_errors(void **state)
+{
+	struct lb_layout l;
+	char err[512];
+	char *argv1[] = {"--tp"};
+	char *rest[4];
+	int nrest;
+
+	lb_layout_init(&l);
+	assert_int_equal(lb_layout_set_flag(&l, "--tp", "two", err, sizeof(err)), -1);
+	assert_string_equal(err, "--tp: expected a positive integer, got 'two'");
+	assert_int_equal(lb_layout_set_flag(&l, "--tp", "0", err, sizeof(err)), -1);
+	assert_int_equal(lb_layout_set_flag(&l, "--tp", "3x", err, sizeof(err)), -1);
+	assert_int_equal(lb_layout_set_flag(&l, "--tp", " 3", err, sizeof(err)), -1);
+	assert_int_equal(lb_layout_set_flag(&l, "--tp", "99999999999", err, sizeof(err)), -1);
+	assert_int_equal(lb_layout_set_flag(&l, "--warmup", "-1", err, sizeof(err)), -1);
+	assert_int_equal(lb_layout_set_flag(&l, "--warmup", "0", err, sizeof(err)), 1);
+	assert_int_equal(lb_layout_set_flag(&l, "--tied", "2", err, sizeof(err)), -1);
+	assert_string_equal(err, "--tied: expected 0 or 1, got '2'");
+	assert_int_equal(lb_layout_set_flag(&l, "--attention", "xformers", err, sizeof(err)), -1);
+	assert_string_equal(err, "--attention: expected naive, fused_softmax or flash, got "
+				 "'xformers'");
+	assert_int_equal(lb_layout_set_flag(&l, "--seed", "-1", err, sizeof(err)), -1);
+	assert_int_equal(lb_layout_set_flag(&l, "--model", "gpt-2", err, sizeof(err)), -1);
+	assert_string_equal(err, "--model: unknown preset 'gpt-2' (known: llama-7b, llama-13b, "
+				 "llama-30b, llama-65b, llama-70b, tiny, tiny-gqa, tiny-deep, "
+				 "tiny-tied)");
+	assert_int_equal(lb_layout_set_flag(&l, "--nope", "1", err, sizeof(err)), 0);
+	assert_int_equal(lb_layout_set_flag(&l, "--tp", NULL, err, sizeof(err)), -1);
+	assert_int_equal(lb_layout_parse_args(&l, 1, argv1, rest, &nrest, err, sizeof(err)), -1);
+	assert_string_equal(err, "--tp: missing value");
+	/* a failed flag leaves the record alone */
+	assert_int_equal(l.tp, 1);
+	assert_non_null(strstr(lb_layout_flags_usage(), "--sequence-parallel"));
+}
+
+static void test_model_flag_resets_fields(void **state)
+{
+	struct lb_layout l;
+	char err[256];
+
+	lb_layout_init(&l);
+	assert_int_equal(lb_layout_set_flag(&l, "--vocab", "999", err, sizeof(err)), 1);
+	assert_int_equal(lb_layout_set_flag(&l, "--model", "llama-70b", err, sizeof(err)), 1);
+	assert_int_equal(l.model.vocab, 32000);
+	assert_int_equal(l.model.n_kv_heads, 8);
+}
+
+/* A valid 64-GPU layout that each case below breaks in exactly one way. */
+static void base(struct lb_layout *l)
+{
+	lb_layout_init(l);
+	lb_model_preset("llama-13b", &l->model);
+	l->seq_len = 2048;
+	l->global_batch = 2048;
+	l->micro_batch = 1;
+	l->tp = 2;
+	l->pp = 2;
+	l->dp = 16;
+	l->gpus_per_node = 8;
+	l->nodes = 8;
+}
+
+struct rule_case {
+	const char *reason;
+	void (*mutate)(struct lb_layout *l);
+};
+
+static void m_layers0(struct lb_layout *l)
+{
+	l->model.n_layers = 0;
+}
+static void m_mb_neg(struct lb_layout *l)
+{
+	l->micro_batch = -1;
+}
+static void m_steps0(struct lb_layout *l)
+{
+	l->steps = 0;
+}
+static void m_warmup_neg(struct lb_layout *l)
+{
+	l->warmup = -1;
+}
+static void m_tied2(struct lb_layout *l)
+{
+	l->model.tied = 2;
+}
+static void m_sp2(struct lb_layout *l)
+{
+	l->sequence_parallel = 2;
+}
+static void m_ckpt(struct lb_layout *l)
+{
+	l->checkpointing = (enum lb_ckpt)5;
+}
+static void m_attn(struct lb_layout *l)
+{
+	l->attention = (enum lb_attn)5;
+}
+static void m_norm(struct lb_layout *l)
+{
+	l->norm = (enum lb_norm)5;
+}
+static void m_zero2(struct lb_layout *l)
+{
+	l->zero_stage = 2;
+}
+static void m_hidden(struct lb_layout *l)
+{
+	l->model.hidden = 5004;
+}
+static void m_headdim_odd(struct lb_layout *l)
+{
+	l->model.hidden = 120;
+	l->model.n_heads = 8;
+	l->model.n_kv_heads = 8;
+	l->model.ffn = 256;
+}
+static void m_kv(struct lb_layout *l)
+{
+	l->model.n_kv_heads = 6;
+}
+static void m_tp3(struct lb_layout *l)
+{
+	l->tp = 3;
+	l->dp = 1;
+	l->gpus_per_node = 6;
+	l->nodes = 1;
+	l->global_batch = 2049;
+}
+static void m_tp_kv(struct lb_layout *l)
+{
+	l->model.n_kv_heads = 5;
+	l->model.n_heads = 40;
+}
+static void m_ffn(struct lb_layout *l)
+{
+	l->model.ffn = 13825;
+}
+static void m_vocab(struct lb_layout *l)
+{
+	l->model.vocab = 32001;
+}
+static void m_pp3(struct lb_layout *l)
+{
+	l->pp = 3;
+	l->dp = 4;
+	l->gpus_per_node = 8;
+	l->nodes = 3;
+}
+static void m_tp_node(struct lb_layout *l)
+{
+	l->tp = 8;
+	l->dp = 4;
+	l->gpus_per_node = 4;
+	l->nodes = 16;
+}
+static void m_world(struct lb_layout *l)
+{
+	l->dp = 8;
+}
+static void m_batch(struct lb_layout *l)
+{
+	l->micro_batch = 3;
+}
+static void m_sp_tp1(struct lb_layout *l)
+{
+	l->sequence_parallel = 1;
+	l->tp = 1;
+	l->dp = 32;
+}
+static void m_sp_seq(struct lb_layout *l)
+{
+	l->sequence_parallel = 1;
+	l->seq_len = 2049;
+}
+static void m_warmup(struct lb_layout *l)
+{
+	l->warmup = 10;
+	l->steps = 10;
+}
+
+static const struct rule_case rules[] = {
+    {"layers=0 must be positive", m_layers0},
+    {"micro_batch=-1 must be positive", m_mb_neg},
+    {"steps=0 must be positive", m_steps0},
+    {"warmup=-1 must not be negative", m_warmup_neg},
+    {"tied=2 must be 0 or 1", m_tied2},
+    {"sequence_parallel=2 must be 0 or 1", m_sp2},
+    {"checkpointing=5 is not none, full or selective", m_ckpt},
+    {"attention=5 is not naive, fused_softmax or flash", m_attn},
+    {"norm=5 is not unfused or fused", m_norm},
+    {"zero_stage=2 is not supported (0 or 1)", m_zero2},
+    {"40 heads do not divide hidden=5004", m_hidden},
+    {"head dim 15 (hidden=120 / 8 heads) is odd; rope needs an even head dim", m_headdim_odd},
+    {"6 kv heads do not divide 40 heads", m_kv},
+    {"tp=3 does not divide 40 heads", m_tp3},
+    {"tp=2 does not divide 5 kv heads", m_tp_kv},
+    {"tp=2 does not divide ffn=13825", m_ffn},
+    {"tp=2 does not divide vocab=32001", m_vocab},
+    {"pp=3 does not divide 40 layers", m_pp3},
+    {"tp=8 exceeds gpus_per_node=4; tensor parallelism stays within one node", m_tp_node},
+    {"gpus_per_node*nodes=64 but tp*pp*dp=32", m_world},
+    {"global_batch=2048 is not divisible by micro_batch*dp=48", m_batch},
+    {"sequence_parallel=1 needs tp > 1", m_sp_tp1},
+    {"sequence_parallel=1 needs seq_len=2049 divisible by tp=2", m_sp_seq},
+    {"warmup=10 must be below steps=10", m_warmup},
+};
+
+static void test_every_rule(void **state)
+{
+	struct lb_layout l;
+	char reason[256];
+	size_t i;
+
+	base(&l);
+	assert_int_equal(lb_layout_check(&l, reason, sizeof(reason)), 0);
+	for (i = 0; i < sizeof(rules) / sizeof(rules[0]); i++) {
+		base(&l);
+		rules[i].mutate(&l);
+		reason[0] = '\0';
+		if (lb_layout_check(&l, reason, sizeof(reason)) != -1 ||
+		    strcmp(reason, rules[i].reason))
+			fail_msg("case %zu: want '%s', got '%s'", i, rules[i].reason, reason);
+	}
+	/* the reason buffer may be absent */
+	base(&l);
+	l.tp = 3;
+	assert_int_equal(lb_layout_check(&l, NULL, 0), -1);
+}
+
+static void test_sequence_parallel_valid(void **state)
+{
+	struct lb_layout l;
+	char reason[256];
+
+	base(&l);
+	l.sequence_parallel = 1;
+	assert_int_equal(lb_layout_check(&l, reason, sizeof(reason)), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_init_defaults),
+	    cmocka_unit_test(test_canonical_golden),
+	    cmocka_unit_test(test_id_ignores_run_settings),
+	    cmocka_unit_test(test_enum_names),
+	    cmocka_unit_test(test_flags_round_trip),
+	    cmocka_unit_test(test_parse_args_forms),
+	    cmocka_unit_test(test_flag_errors),
+	    cmocka_unit_test(test_model_flag_resets_fields),
+	    cmocka_unit_test(test_every_rule),
+	    cmocka_unit_test(test_sequence_parallel_valid),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

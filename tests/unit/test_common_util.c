@@ -1,0 +1,129 @@
+/*
+ * Unit tests of the shared helpers (common/util.c): checked number parsing, FNV-1a, the
+ * growable string buffer and JSON string escaping.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/util.h"
+
+static void test_parse_long(void **state)
+{
+	long v = 7;
+	int i = 7;
+
+	assert_int_equal(lb_parse_long("42", 0, 100, &v), 0);
+	assert_int_equal(v, 42);
+	assert_int_equal(lb_parse_long("-5", -10, 10, &v), 0);
+	assert_int_equal(v, -5);
+	v = 7;
+	assert_int_equal(lb_parse_long("101", 0, 100, &v), -1);
+	assert_int_equal(lb_parse_long("", 0, 100, &v), -1);
+	assert_int_equal(lb_parse_long(NULL, 0, 100, &v), -1);
+	assert_int_equal(lb_parse_long("4x", 0, 100, &v), -1);
+	assert_int_equal(lb_parse_long(" 4", 0, 100, &v), -1);
+	assert_int_equal(lb_parse_long("4 ", 0, 100, &v), -1);
+	assert_int_equal(lb_parse_long("99999999999999999999999", 0, 100, &v), -1);
+	assert_int_equal(v, 7);
+	assert_int_equal(lb_parse_int("2147483647", 0, 2147483647, &i), 0);
+	assert_int_equal(i, 2147483647);
+	assert_int_equal(lb_parse_int("2147483648", 0, 2147483647, &i), -1);
+}
+
+static void test_parse_u64_double(void **state)
+{
+	uint64_t u = 0;
+	double d = 0;
+
+	assert_int_equal(lb_parse_u64("18446744073709551615", &u), 0);
+	assert_true(u == UINT64_MAX);
+	assert_int_equal(lb_parse_u64("0x1F", &u), 0);
+	assert_true(u == 31);
+	assert_int_equal(lb_parse_u64("-1", &u), -1);
+	assert_int_equal(lb_parse_u64("18446744073709551616", &u), -1);
+	assert_int_equal(lb_parse_u64("0x", &u), -1);
+	assert_int_equal(lb_parse_double("53.80616998672485", 0, 1e9, &d), 0);
+	assert_true(d > 53.806 && d < 53.807);
+	assert_int_equal(lb_parse_double("1e-3", 0, 1, &d), 0);
+	assert_int_equal(lb_parse_double("OOM Error", 0, 1e9, &d), -1);
+	assert_int_equal(lb_parse_double("nan", -1e9, 1e9, &d), -1);
+	assert_int_equal(lb_parse_double("inf", -1e9, 1e300, &d), -1);
+	assert_int_equal(lb_parse_double("2", 0, 1, &d), -1);
+	assert_int_equal(lb_parse_double("0.5 ", 0, 1, &d), -1);
+}
+
+static void test_fnv(void **state)
+{
+	/* reference values of 64-bit FNV-1a */
+	assert_true(lb_fnv1a64("", 0) == 0xcbf29ce484222325ULL);
+	assert_true(lb_fnv1a64("a", 1) == 0xaf63dc4c8601ec8cULL);
+	assert_true(lb_fnv1a64("foobar", 6) == 0x85944171f73967e8ULL);
+}
+
+static void test_strbuf(void **state)
+{
+	struct lb_strbuf sb = LB_STRBUF_INIT;
+	char *s;
+	int i;
+
+	assert_string_equal(lb_strbuf_str(&sb), "");
+	lb_strbuf_adds(&sb, "tp=");
+	lb_strbuf_addf(&sb, "%d", 4);
+	lb_strbuf_add(&sb, " pp=2xx", 5);
+	assert_string_equal(lb_strbuf_str(&sb), "tp=4 pp=2");
+	assert_int_equal(sb.len, 9);
+	for (i = 0; i < 1000; i++)
+		lb_strbuf_addf(&sb, "%03d", i % 1000);
+	assert_int_equal(sb.len, 9 + 3000);
+	assert_int_equal(sb.failed, 0);
+	s = lb_strbuf_detach(&sb);
+	assert_non_null(s);
+	assert_int_equal(strncmp(s, "tp=4 pp=2000001002", 18), 0);
+	assert_null(sb.buf);
+	assert_int_equal(sb.len, 0);
+	free(s);
+	s = lb_strbuf_detach(&sb);
+	assert_string_equal(s, "");
+	free(s);
+	lb_strbuf_release(&sb);
+}
+
+static void test_json(void **state)
+{
+	struct lb_strbuf sb = LB_STRBUF_INIT;
+	char buf[64];
+	size_t n;
+
+	lb_strbuf_add_json(&sb, "a\"b\\c\nd\te\x01");
+	assert_string_equal(lb_strbuf_str(&sb), "\"a\\\"b\\\\c\\nd\\te\\u0001\"");
+	lb_strbuf_release(&sb);
+	n = lb_json_escape("flash_attention2 + RMS kernel", buf, sizeof(buf));
+	assert_string_equal(buf, "\"flash_attention2 + RMS kernel\"");
+	assert_int_equal(n, strlen(buf));
+	/* truncation keeps snprintf semantics */
+	n = lb_json_escape("abc\"", buf, 4);
+	assert_int_equal(n, 7);
+	assert_string_equal(buf, "\"ab");
+	n = lb_json_escape("", buf, sizeof(buf));
+	assert_int_equal(n, 2);
+	assert_string_equal(buf, "\"\"");
+	/* UTF-8 passes through */
+	lb_json_escape("\xc3\xa9", buf, sizeof(buf));
+	assert_string_equal(buf, "\"\xc3\xa9\"");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_parse_long), cmocka_unit_test(test_parse_u64_double),
+	    cmocka_unit_test(test_fnv),	       cmocka_unit_test(test_strbuf),
+	    cmocka_unit_test(test_json),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

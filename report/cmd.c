@@ -1,0 +1,292 @@
+/*
+ * `layoutbench report`: the thin shell around the report's core. Parses the options, opens
+ * the results database (results/db.h), reads the views (report/load.h), builds the figures
+ * (report/report.h), renders them (report/render.h, report/plot.h) and writes them to
+ * stdout or files in --out. Formats and file names: docs/report.md.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli/commands.h"
+#include "results/db.h"
+#include "report/load.h"
+#include "report/plot.h"
+#include "report/render.h"
+#include "report/report.h"
+
+enum format { FMT_MD, FMT_CSV, FMT_HTML };
+
+struct options {
+	const char *db;
+	const char *sweep;
+	const char *out;
+	enum format format;
+	int kinds[REPORT_KIND_COUNT]; /* 1: figure requested */
+	int all;
+};
+
+/* Value of option name at argv[*i] ("--name VALUE" or "--name=VALUE"); NULL when argv[*i]
+ * is not that option. *bad is set when the value is missing. */
+static const char *opt_value(int argc, char **argv, int *i, const char *name, int *bad)
+{
+	size_t n = strlen(name);
+
+	if (strncmp(argv[*i], name, n))
+		return NULL;
+	if (argv[*i][n] == '=')
+		return argv[*i] + n + 1;
+	if (argv[*i][n])
+		return NULL;
+	if (*i + 1 >= argc) {
+		fprintf(stderr, "error: option '%s' needs a value\n", name);
+		*bad = 1;
+		return NULL;
+	}
+	return argv[++*i];
+}
+
+static int parse_options(int argc, char **argv, struct options *o)
+{
+	const char *fig = NULL, *fmt = NULL, *v;
+	int bad = 0;
+
+	memset(o, 0, sizeof(*o));
+	for (int i = 1; i < argc; i++) {
+		if ((v = opt_value(argc, argv, &i, "--db", &bad)))
+			o->db = v;
+		else if ((v = opt_value(argc, argv, &i, "--sweep", &bad)))
+			o->sweep = v;
+		else if ((v = opt_value(argc, argv, &i, "--figure", &bad)))
+			fig = v;
+		else if ((v = opt_value(argc, argv, &i, "--format", &bad)))
+			fmt = v;
+		else if ((v = opt_value(argc, argv, &i, "--out", &bad)))
+			o->out = v;
+		else if (!bad) {
+			fprintf(stderr, "error: unknown argument '%s'\n", argv[i]);
+			return -1;
+		}
+		if (bad)
+			return -1;
+	}
+	if (!fig) {
+		fprintf(stderr, "error: option '--figure' is required (kernels, checkpointing, "
+				"microbatch, tp-pp, seqpar, rms, best or all)\n");
+		return -1;
+	}
+	if (!strcmp(fig, "all")) {
+		o->all = 1;
+		for (int k = 0; k < REPORT_KIND_COUNT; k++)
+			o->kinds[k] = 1;
+	} else {
+		enum report_kind k;
+		if (report_kind_parse(fig, &k)) {
+			fprintf(stderr,
+				"error: unknown figure '%s' (kernels, checkpointing, "
+				"microbatch, tp-pp, seqpar, rms, best or all)\n",
+				fig);
+			return -1;
+		}
+		o->kinds[k] = 1;
+	}
+	if (!fmt || !strcmp(fmt, "md"))
+		o->format = FMT_MD;
+	else if (!strcmp(fmt, "csv"))
+		o->format = FMT_CSV;
+	else if (!strcmp(fmt, "html"))
+		o->format = FMT_HTML;
+	else {
+		fprintf(stderr, "error: unknown format '%s' (md, csv or html)\n", fmt);
+		return -1;
+	}
+	if (o->sweep && !*o->sweep) {
+		fprintf(stderr, "error: option '--sweep' needs a sweep name\n");
+		return -1;
+	}
+	return 0;
+}
+
+/* Write text to dir/name (dir NULL: stdout). Returns 0 or -1 (reported). */
+static int emit(const char *dir, const char *name, const struct lb_strbuf *sb)
+{
+	char path[4096];
+	FILE *f = stdout;
+
+	if (sb->failed) {
+		fprintf(stderr, "error: out of memory rendering the report\n");
+		return -1;
+	}
+	if (dir) {
+		snprintf(path, sizeof(path), "%s/%s", dir, name);
+		f = fopen(path, "w");
+		if (!f) {
+			fprintf(stderr, "error: cannot write '%s': %s\n", path, strerror(errno));
+			return -1;
+		}
+	}
+	fwrite(lb_strbuf_str(sb), 1, sb->len, f);
+	if (dir) {
+		if (fclose(f)) {
+			fprintf(stderr, "error: cannot write '%s': %s\n", path, strerror(errno));
+			return -1;
+		}
+		fprintf(stderr, "wrote %s\n", path);
+	} else if (fflush(stdout) || ferror(stdout)) {
+		fprintf(stderr, "error: cannot write the report to stdout\n");
+		return -1;
+	}
+	return 0;
+}
+
+/* The HTML page: every figure with its plot. Returns 0, or 1 when a plot failed (the page
+ * is still written, with the failure noted). */
+static int render_page(struct lb_strbuf *page, const struct report_figure *figs, const int *kinds)
+{
+	int rc = 0, missing_said = 0;
+	char err[256], note[320];
+
+	render_html_begin(page, "layoutbench report");
+	for (int k = 0; k < REPORT_KIND_COUNT; k++) {
+		struct lb_strbuf script = LB_STRBUF_INIT;
+		char *svg = NULL;
+		const char *why = NULL;
+
+		if (!kinds[k])
+			continue;
+		if (figs[k].n) {
+			plot_script(&script, &figs[k]);
+			int prc = script.failed
+				      ? PLOT_ERR_FAILED
+				      : plot_run(lb_strbuf_str(&script), &svg, err, sizeof(err));
+			if (prc == PLOT_ERR_MISSING) {
+				if (!missing_said)
+					fprintf(stderr,
+						"warning: %s; the report has its tables but no "
+						"plots\n",
+						err);
+				missing_said = 1;
+				snprintf(note, sizeof(note), "No plot: %s.", err);
+				why = note;
+			} else if (prc) {
+				fprintf(stderr, "error: figure '%s': %s\n",
+					report_kind_name((enum report_kind)k), err);
+				snprintf(note, sizeof(note), "No plot: %s.", err);
+				why = note;
+				rc = 1;
+			}
+		}
+		render_html_figure(page, &figs[k], svg, why);
+		free(svg);
+		lb_strbuf_release(&script);
+	}
+	render_html_end(page);
+	return rc;
+}
+
+int cmd_report(int argc, char **argv)
+{
+	struct options o;
+	struct report_runs runs, best;
+	struct report_figure figs[REPORT_KIND_COUNT];
+	struct lb_strbuf sb = LB_STRBUF_INIT;
+	sqlite3 *db = NULL;
+	struct stat stbuf;
+	char err[512];
+	const char *path;
+	int rc = 1, need_runs = 0;
+
+	memset(figs, 0, sizeof(figs));
+	report_runs_init(&runs);
+	report_runs_init(&best);
+	if (parse_options(argc, argv, &o)) {
+		lb_usage("report");
+		return 2;
+	}
+	path = o.db ? o.db : results_default_db();
+	if (stat(path, &stbuf)) {
+		fprintf(stderr,
+			"error: database '%s' not found: collect or import runs first "
+			"('layoutbench collect', 'layoutbench import'), or pass --db PATH\n",
+			path);
+		return 1;
+	}
+	if (o.out && mkdir(o.out, 0777) && errno != EEXIST) {
+		fprintf(stderr, "error: cannot create '%s': %s\n", o.out, strerror(errno));
+		return 1;
+	}
+	if (results_open(path, &db, err, sizeof(err))) {
+		fprintf(stderr, "error: database '%s': %s\n", path, err);
+		return 1;
+	}
+	for (int k = 0; k < REPORT_KIND_COUNT; k++)
+		if (o.kinds[k] && k != REPORT_BEST)
+			need_runs = 1;
+	if (need_runs && report_load_runs(db, o.sweep, &runs, err, sizeof(err))) {
+		fprintf(stderr, "error: database '%s': %s\n", path, err);
+		goto out_release;
+	}
+	if (o.kinds[REPORT_BEST] && report_load_best(db, o.sweep, &best, err, sizeof(err))) {
+		fprintf(stderr, "error: database '%s': %s\n", path, err);
+		goto out_release;
+	}
+	for (int k = 0; k < REPORT_KIND_COUNT; k++) {
+		if (!o.kinds[k])
+			continue;
+		if (report_figure_build(k == REPORT_BEST ? &best : &runs, (enum report_kind)k,
+					o.sweep, &figs[k])) {
+			fprintf(stderr, "error: out of memory building figure '%s'\n",
+				report_kind_name((enum report_kind)k));
+			goto out_release;
+		}
+	}
+
+	rc = 0;
+	switch (o.format) {
+	case FMT_CSV:
+		for (int k = 0; k < REPORT_KIND_COUNT && !rc; k++) {
+			char name[64];
+			if (!o.kinds[k])
+				continue;
+			if (!o.out && o.all)
+				lb_strbuf_addf(&sb, "%s# figure: %s\n", sb.len ? "\n" : "",
+					       report_kind_name((enum report_kind)k));
+			render_csv(&sb, &figs[k]);
+			if (o.out) {
+				snprintf(name, sizeof(name), "%s.csv",
+					 report_kind_name((enum report_kind)k));
+				rc = emit(o.out, name, &sb) ? 1 : 0;
+				lb_strbuf_release(&sb);
+			}
+		}
+		if (!o.out && !rc)
+			rc = emit(NULL, NULL, &sb) ? 1 : 0;
+		break;
+	case FMT_MD:
+		lb_strbuf_adds(&sb, "# layoutbench report\n");
+		for (int k = 0; k < REPORT_KIND_COUNT; k++) {
+			if (!o.kinds[k])
+				continue;
+			lb_strbuf_adds(&sb, "\n");
+			render_md(&sb, &figs[k]);
+		}
+		rc = emit(o.out, "report.md", &sb) ? 1 : 0;
+		break;
+	case FMT_HTML:
+		rc = render_page(&sb, figs, o.kinds);
+		if (emit(o.out, "report.html", &sb))
+			rc = 1;
+		break;
+	}
+
+out_release:
+	lb_strbuf_release(&sb);
+	for (int k = 0; k < REPORT_KIND_COUNT; k++)
+		report_figure_release(&figs[k]);
+	report_runs_release(&best);
+	report_runs_release(&runs);
+	results_close(db);
+	return rc;
+}

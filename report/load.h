@@ -1,0 +1,26 @@
+/*
+ * Reading the report's input from the results database: the `run_summary` view (one row
+ * per run) and the `best_layout` view (per model, seq_len and GPU count, the best ok run),
+ * both with the columns named in docs/schema.md. The only SQL the report runs; opening
+ * the database is results/db.h's job.
+ */
+#ifndef LB_REPORT_LOAD_H
+#define LB_REPORT_LOAD_H
+
+#include <stddef.h>
+
+#include <sqlite3.h>
+
+#include "report/report.h"
+
+/* Append every row of run_summary (sweep: only that sweep; NULL: all) to rs, whose
+ * caller initialised it (report_runs_init) and releases it. The MFU read is
+ * COALESCE(mfu_reported, mfu). Returns 0, or -1 with err set. */
+int report_load_runs(sqlite3 *db, const char *sweep, struct report_runs *rs, char *err,
+		     size_t errlen);
+
+/* The same for the best_layout view (sweep: only rows won by that sweep). */
+int report_load_best(sqlite3 *db, const char *sweep, struct report_runs *rs, char *err,
+		     size_t errlen);
+
+#endif

@@ -1,0 +1,276 @@
+/*
+ * gnuplot plots of report figures (see report/plot.h): the script generator places every
+ * bar itself (x positions, colours, labels) so that clusters, OOM markers and the
+ * annotations above bars look the same in every figure, and the runner feeds the script
+ * to gnuplot through a pipe while draining its output (poll), so neither side can block
+ * the other whatever the sizes.
+ */
+#include "report/plot.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "report/render.h"
+
+/* Colour-blind friendly palette (Tableau 10); series cycle through it. */
+static const char *const palette[] = {"#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2",
+				      "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"};
+#define NPALETTE (sizeof(palette) / sizeof(palette[0]))
+
+/* A gnuplot single-quoted string: only ' is special (doubled); control bytes dropped. */
+static void gp_quote(struct lb_strbuf *sb, const char *s)
+{
+	lb_strbuf_adds(sb, "'");
+	for (; s && *s; s++) {
+		if (*s == '\'')
+			lb_strbuf_adds(sb, "''");
+		else if ((unsigned char)*s >= 0x20 && *s != 0x7f)
+			lb_strbuf_add(sb, s, 1);
+	}
+	lb_strbuf_adds(sb, "'");
+}
+
+/* A datablock string column: double quotes, with " \ and control bytes replaced, so the
+ * text can neither end the column nor the block. */
+static void gp_data_text(struct lb_strbuf *sb, const char *s)
+{
+	lb_strbuf_adds(sb, "\"");
+	for (; s && *s; s++) {
+		if (*s == '"' || *s == '\\')
+			lb_strbuf_adds(sb, "'");
+		else if ((unsigned char)*s < 0x20 || *s == 0x7f)
+			lb_strbuf_adds(sb, " ");
+		else
+			lb_strbuf_add(sb, s, 1);
+	}
+	lb_strbuf_adds(sb, "\"");
+}
+
+/* Index of series s in the figure's series list (order of first appearance). */
+static size_t series_index(const char **list, size_t *n, const char *s)
+{
+	for (size_t i = 0; i < *n; i++)
+		if (list[i] == s)
+			return i;
+	list[*n] = s;
+	return (*n)++;
+}
+
+void plot_script(struct lb_strbuf *sb, const struct report_figure *f)
+{
+	int use_mfu = report_figure_all_mfu(f);
+	const char **series = calloc(f->n ? f->n : 1, sizeof(*series));
+	double *xs = calloc(f->n ? f->n : 1, sizeof(*xs));
+	size_t nseries = 0, ngroups = report_figure_groups(f);
+	double x = 0, ymax = 0;
+	char text[160], ann[96], val[64];
+
+	if (!series || !xs) {
+		sb->failed = 1;
+		goto out_free;
+	}
+	for (size_t i = 0; i < f->n; i++) {
+		const struct report_bar *b = &f->bars[i];
+		if (i && b->group != f->bars[i - 1].group)
+			x += 1.5;
+		xs[i] = x;
+		x += 1;
+		if (b->state == REPORT_BAR_VALUE) {
+			double y = use_mfu ? b->run->mfu * 100.0 : b->run->tflops;
+			if ((use_mfu || b->run->has_tflops) && y > ymax)
+				ymax = y;
+		}
+	}
+	int width = (int)(160 + 26 * f->n + 40 * ngroups);
+	if (width < 760)
+		width = 760;
+	if (width > 4000)
+		width = 4000;
+
+	lb_strbuf_addf(sb,
+		       "set terminal svg size %d,560 noenhanced font 'sans,11' background "
+		       "'white'\n",
+		       width);
+	lb_strbuf_adds(sb, "$bars << EOD\n");
+	for (size_t i = 0; i < f->n; i++) {
+		const struct report_bar *b = &f->bars[i];
+		size_t si = series_index(series, &nseries, b->series);
+		double y = 0;
+		render_bar_annotation(f, b, ann, sizeof(ann));
+		if (b->state == REPORT_BAR_VALUE) {
+			if (use_mfu) {
+				y = b->run->mfu * 100.0;
+				snprintf(val, sizeof(val), "%.2f", y);
+			} else if (b->run->has_tflops) {
+				y = b->run->tflops;
+				snprintf(val, sizeof(val), "%.1f", y);
+			} else {
+				snprintf(val, sizeof(val), "n/a");
+			}
+			snprintf(text, sizeof(text), "%s %s", val, ann);
+		} else {
+			report_bar_mfu_text(b, "n/a", text, sizeof(text));
+		}
+		lb_strbuf_addf(sb, "%g %.6f %zu ", xs[i], y, si % NPALETTE + 1);
+		gp_data_text(sb, text);
+		lb_strbuf_addf(sb, " %d\n", b->state == REPORT_BAR_VALUE ? 0 : 1);
+	}
+	lb_strbuf_adds(sb, "EOD\n");
+	for (size_t k = 0; k < NPALETTE; k++)
+		lb_strbuf_addf(sb, "set linetype %zu lc rgb '%s'\n", k + 1, palette[k]);
+	lb_strbuf_adds(sb, "set style fill solid 0.9 border lc rgb '#333333'\n"
+			   "set boxwidth 0.85 absolute\n"
+			   "set grid ytics lc rgb '#dddddd'\n"
+			   "set border 3\nset tics nomirror\n"
+			   "set key outside right top vertical samplen 1.5\n"
+			   "set bmargin 9\n");
+	lb_strbuf_addf(sb, "set ylabel %s\n",
+		       use_mfu ? "'MFU [%]'" : "'TFLOP/s per GPU (model FLOPs)'");
+	lb_strbuf_addf(sb, "set yrange [0:%g]\n", ymax > 0 ? ymax * 1.5 : (use_mfu ? 100 : 1));
+	lb_strbuf_addf(sb, "set xrange [-1:%g]\n", x > 0 ? x : 1);
+	lb_strbuf_adds(sb, "set xtics rotate by -20 left font 'sans,10' (");
+	for (size_t i = 0, first = 1; i < f->n; i++) {
+		if (i && f->bars[i].group == f->bars[i - 1].group)
+			continue;
+		size_t j = i;
+		while (j + 1 < f->n && f->bars[j + 1].group == f->bars[i].group)
+			j++;
+		if (!first)
+			lb_strbuf_adds(sb, ", ");
+		first = 0;
+		gp_quote(sb, f->bars[i].group);
+		lb_strbuf_addf(sb, " %g", (xs[i] + xs[j]) / 2);
+	}
+	lb_strbuf_adds(sb, ")\n");
+	lb_strbuf_adds(sb, "set title ");
+	gp_quote(sb, report_kind_title(f->kind));
+	lb_strbuf_adds(sb, "\nplot $bars using 1:2:3 with boxes lc variable notitle, \\\n"
+			   "  $bars using 1:($5 == 0 ? $2 : NaN):4 with labels rotate by 90 left "
+			   "offset 0,0.4 font 'sans,9' notitle, \\\n"
+			   "  $bars using 1:($5 == 1 ? 0 : NaN):4 with labels rotate by 90 left "
+			   "offset 0,0.4 font 'sans,9' tc rgb '#b00000' notitle");
+	for (size_t k = 0; k < nseries; k++) {
+		lb_strbuf_addf(sb, ", \\\n  NaN with boxes lt %zu title ", k % NPALETTE + 1);
+		gp_quote(sb, series[k]);
+	}
+	lb_strbuf_adds(sb, "\n");
+out_free:
+	free(xs);
+	free(series);
+}
+
+/* ---- running gnuplot ---- */
+
+int plot_run(const char *script, char **svg, char *err, size_t errlen)
+{
+	const char *prog = getenv("LB_GNUPLOT");
+	int in[2] = {-1, -1}, out[2] = {-1, -1}, ex[2] = {-1, -1};
+	struct lb_strbuf sb = LB_STRBUF_INIT;
+	struct sigaction ign, old;
+	size_t off = 0, len = strlen(script);
+	int rc = PLOT_ERR_FAILED, status, child_errno = 0;
+	pid_t pid;
+
+	*svg = NULL;
+	if (!prog || !*prog)
+		prog = "gnuplot";
+	if (pipe2(in, O_CLOEXEC) || pipe2(out, O_CLOEXEC) || pipe2(ex, O_CLOEXEC)) {
+		snprintf(err, errlen, "cannot create a pipe for gnuplot: %s", strerror(errno));
+		goto out_close;
+	}
+	memset(&ign, 0, sizeof(ign));
+	ign.sa_handler = SIG_IGN;
+	sigaction(SIGPIPE, &ign, &old);
+	pid = fork();
+	if (pid < 0) {
+		snprintf(err, errlen, "cannot start gnuplot: %s", strerror(errno));
+		goto out_restore;
+	}
+	if (pid == 0) {
+		char *argv[] = {(char *)prog, NULL};
+		signal(SIGPIPE, SIG_DFL);
+		if (dup2(in[0], 0) < 0 || dup2(out[1], 1) < 0)
+			_exit(127);
+		execvp(prog, argv);
+		int e = errno;
+		if (write(ex[1], &e, sizeof(e)) < 0)
+			_exit(127);
+		_exit(127);
+	}
+	close(in[0]);
+	close(out[1]);
+	close(ex[1]);
+	in[0] = out[1] = ex[1] = -1;
+	if (read(ex[0], &child_errno, sizeof(child_errno)) == (ssize_t)sizeof(child_errno)) {
+		waitpid(pid, &status, 0);
+		if (child_errno == ENOENT || child_errno == EACCES)
+			rc = PLOT_ERR_MISSING;
+		snprintf(err, errlen,
+			 "gnuplot not found ('%s': %s): install it (apt-get install gnuplot-nox) "
+			 "or set LB_GNUPLOT",
+			 prog, strerror(child_errno));
+		goto out_restore;
+	}
+	fcntl(in[1], F_SETFL, O_NONBLOCK);
+	while (out[0] >= 0) {
+		struct pollfd p[2] = {{out[0], POLLIN, 0}, {in[1], POLLOUT, 0}};
+		int np = in[1] >= 0 ? 2 : 1;
+		if (poll(p, (nfds_t)np, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		if (np == 2 && p[1].revents) {
+			ssize_t w = write(in[1], script + off, len - off);
+			if (w > 0)
+				off += (size_t)w;
+			if ((w < 0 && errno != EAGAIN) || off == len) {
+				close(in[1]);
+				in[1] = -1;
+			}
+		}
+		if (p[0].revents) {
+			char buf[65536];
+			ssize_t r = read(out[0], buf, sizeof(buf));
+			if (r > 0) {
+				lb_strbuf_add(&sb, buf, (size_t)r);
+			} else if (r == 0 || errno != EINTR) {
+				close(out[0]);
+				out[0] = -1;
+			}
+		}
+	}
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+		snprintf(err, errlen, "gnuplot exited with status %d",
+			 WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+		goto out_restore;
+	}
+	if (sb.failed || !strstr(lb_strbuf_str(&sb), "</svg>")) {
+		snprintf(err, errlen, "gnuplot wrote no SVG");
+		goto out_restore;
+	}
+	*svg = lb_strbuf_detach(&sb);
+	rc = *svg ? 0 : PLOT_ERR_FAILED;
+out_restore:
+	sigaction(SIGPIPE, &old, NULL);
+out_close:
+	for (int k = 0; k < 2; k++) {
+		if (in[k] >= 0)
+			close(in[k]);
+		if (out[k] >= 0)
+			close(out[k]);
+		if (ex[k] >= 0)
+			close(ex[k]);
+	}
+	lb_strbuf_release(&sb);
+	return rc;
+}

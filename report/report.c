@@ -1,0 +1,608 @@
+/*
+ * The report's selection logic: runs in, bars out (see report/report.h). Each figure is a
+ * key function (which runs are candidates, and which bar of their sweep they compete for)
+ * plus one rule for picking a bar's winner, shared by every figure: the measured candidate
+ * that ranks highest (report_run_better), else OOM when any candidate ran out of memory,
+ * else FAILED with the most frequent failure class, else RUNNING.
+ */
+#include "report/report.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/layout.h"
+#include "common/util.h"
+
+static const struct {
+	const char *name;
+	const char *title;
+} kinds[REPORT_KIND_COUNT] = {
+    [REPORT_KERNELS] = {"kernels", "Figure 1: attention and RMSNorm kernels"},
+    [REPORT_CHECKPOINTING] = {"checkpointing", "Figure 2: activation checkpointing"},
+    [REPORT_MICROBATCH] = {"microbatch", "Figure 3: micro-batch size"},
+    [REPORT_TP_PP] = {"tp-pp", "Figure 4: tensor vs pipeline parallelism"},
+    [REPORT_SEQPAR] = {"seqpar", "Figure 5: sequence parallelism"},
+    [REPORT_RMS] = {"rms", "The RMSNorm kernel"},
+    [REPORT_BEST] = {"best", "Best layouts per model, sequence length and GPU count"},
+};
+
+const char *report_kind_name(enum report_kind k)
+{
+	return k < REPORT_KIND_COUNT ? kinds[k].name : "?";
+}
+
+const char *report_kind_title(enum report_kind k)
+{
+	return k < REPORT_KIND_COUNT ? kinds[k].title : "?";
+}
+
+int report_kind_parse(const char *s, enum report_kind *k)
+{
+	for (int i = 0; i < REPORT_KIND_COUNT; i++)
+		if (!strcmp(s, kinds[i].name)) {
+			*k = (enum report_kind)i;
+			return 0;
+		}
+	return -1;
+}
+
+/* ---- the set of runs and its string pool ---- */
+
+void report_runs_init(struct report_runs *rs)
+{
+	memset(rs, 0, sizeof(*rs));
+}
+
+void report_runs_release(struct report_runs *rs)
+{
+	for (size_t i = 0; i < rs->pool_cap; i++)
+		free(rs->pool[i]);
+	free(rs->pool);
+	free(rs->v);
+	report_runs_init(rs);
+}
+
+static int pool_grow(struct report_runs *rs)
+{
+	size_t cap = rs->pool_cap ? rs->pool_cap * 2 : 64;
+	char **t = calloc(cap, sizeof(*t));
+
+	if (!t)
+		return -1;
+	for (size_t i = 0; i < rs->pool_cap; i++) {
+		char *s = rs->pool[i];
+		if (!s)
+			continue;
+		size_t h = (size_t)lb_fnv1a64(s, strlen(s)) & (cap - 1);
+		while (t[h])
+			h = (h + 1) & (cap - 1);
+		t[h] = s;
+	}
+	free(rs->pool);
+	rs->pool = t;
+	rs->pool_cap = cap;
+	return 0;
+}
+
+const char *report_runs_intern(struct report_runs *rs, const char *s)
+{
+	size_t len, h;
+
+	if (!s)
+		s = "";
+	if ((rs->pool_n + 1) * 2 > rs->pool_cap && pool_grow(rs))
+		return NULL;
+	len = strlen(s);
+	h = (size_t)lb_fnv1a64(s, len) & (rs->pool_cap - 1);
+	while (rs->pool[h]) {
+		if (!strcmp(rs->pool[h], s))
+			return rs->pool[h];
+		h = (h + 1) & (rs->pool_cap - 1);
+	}
+	rs->pool[h] = malloc(len + 1);
+	if (!rs->pool[h])
+		return NULL;
+	memcpy(rs->pool[h], s, len + 1);
+	rs->pool_n++;
+	return rs->pool[h];
+}
+
+int report_runs_add(struct report_runs *rs, const struct report_run *r)
+{
+	struct report_run c = *r;
+
+	if (rs->n == rs->cap) {
+		size_t cap = rs->cap ? rs->cap * 2 : 256;
+		struct report_run *v = realloc(rs->v, cap * sizeof(*v));
+		if (!v)
+			return -1;
+		rs->v = v;
+		rs->cap = cap;
+	}
+	c.sweep = report_runs_intern(rs, r->sweep);
+	c.label = report_runs_intern(rs, r->label);
+	c.model = report_runs_intern(rs, r->model);
+	c.checkpointing = report_runs_intern(rs, r->checkpointing);
+	c.attention = report_runs_intern(rs, r->attention);
+	c.norm = report_runs_intern(rs, r->norm);
+	c.failure_class = r->failure_class ? report_runs_intern(rs, r->failure_class) : NULL;
+	if (!c.sweep || !c.label || !c.model || !c.checkpointing || !c.attention || !c.norm ||
+	    (r->failure_class && !c.failure_class))
+		return -1;
+	rs->v[rs->n++] = c;
+	return 0;
+}
+
+/* ---- ranking and kernel classes ---- */
+
+int report_run_measured(const struct report_run *r)
+{
+	return r->status == REPORT_RUN_OK && (r->has_mfu || r->has_tflops);
+}
+
+int report_run_better(const struct report_run *a, const struct report_run *b)
+{
+	if (a->has_mfu != b->has_mfu)
+		return a->has_mfu;
+	if (a->has_mfu && a->mfu != b->mfu)
+		return a->mfu > b->mfu;
+	if (a->has_tflops != b->has_tflops)
+		return a->has_tflops;
+	if (a->has_tflops && a->tflops != b->tflops)
+		return a->tflops > b->tflops;
+	return a->run_id < b->run_id;
+}
+
+#define PAPER_FLASH_RMS "flash_attention2 + RMS kernel"
+#define PAPER_FLASH2	"flash_attention2"
+
+int report_run_is_flash_rms(const struct report_run *r)
+{
+	if (r->paper)
+		return !strcmp(r->label, PAPER_FLASH_RMS);
+	return !strcmp(r->attention, "flash") && !strcmp(r->norm, "fused");
+}
+
+int report_run_is_flash2(const struct report_run *r)
+{
+	if (r->paper)
+		return !strcmp(r->label, PAPER_FLASH2);
+	return !strcmp(r->attention, "flash") && !strcmp(r->norm, "unfused");
+}
+
+static int is_checkpointed(const struct report_run *r)
+{
+	return strcmp(r->checkpointing, "none") != 0 && r->checkpointing[0];
+}
+
+/* Order of kernel bars: the paper's kernels in the paper's order (slowest first), then our
+ * "<attention>+<norm>" labels by kernel, then any other label (by name). */
+static int kernel_rank(const char *label)
+{
+	static const char *const paper[] = {"torch",	       "fused",
+					    "flash_attention", "flash_attentionv1.0.8",
+					    PAPER_FLASH2,      PAPER_FLASH_RMS};
+	char attn[32];
+	const char *plus;
+	enum lb_attn a;
+	enum lb_norm n;
+
+	for (size_t i = 0; i < sizeof(paper) / sizeof(paper[0]); i++)
+		if (!strcmp(label, paper[i]))
+			return (int)i;
+	plus = strchr(label, '+');
+	if (plus && (size_t)(plus - label) < sizeof(attn)) {
+		memcpy(attn, label, (size_t)(plus - label));
+		attn[plus - label] = 0;
+		if (!lb_attn_parse(attn, &a) && !lb_norm_parse(plus + 1, &n))
+			return 10 + 2 * (int)a + (int)n;
+	}
+	return 100;
+}
+
+/* ---- building figures ---- */
+
+struct cand {
+	const struct report_run *r;
+	int k1, k2;	/* bar key, compared first */
+	const char *ks; /* bar key text (pool string or NULL), compared last */
+};
+
+static int cand_cmp(const void *pa, const void *pb)
+{
+	const struct cand *a = pa, *b = pb;
+	int c;
+
+	if (a->k1 != b->k1)
+		return a->k1 < b->k1 ? -1 : 1;
+	if (a->k2 != b->k2)
+		return a->k2 < b->k2 ? -1 : 1;
+	if (a->ks != b->ks) {
+		c = strcmp(a->ks ? a->ks : "", b->ks ? b->ks : "");
+		if (c)
+			return c;
+	}
+	return a->r->run_id < b->r->run_id ? -1 : a->r->run_id > b->r->run_id;
+}
+
+static int same_key(const struct cand *a, const struct cand *b)
+{
+	return a->k1 == b->k1 && a->k2 == b->k2 && a->ks == b->ks;
+}
+
+struct builder {
+	struct report_runs *rs;
+	struct report_figure *fig;
+	size_t cap;
+	struct cand *cands; /* scratch, one per run of the group */
+	int failed;	    /* out of memory */
+};
+
+static struct report_bar *bar_new(struct builder *b, const char *group, const char *series)
+{
+	struct report_bar *bar;
+
+	if (b->failed)
+		return NULL;
+	if (b->fig->n == b->cap) {
+		size_t cap = b->cap ? b->cap * 2 : 64;
+		struct report_bar *v = realloc(b->fig->bars, cap * sizeof(*v));
+		if (!v) {
+			b->failed = 1;
+			return NULL;
+		}
+		b->fig->bars = v;
+		b->cap = cap;
+	}
+	bar = &b->fig->bars[b->fig->n++];
+	memset(bar, 0, sizeof(*bar));
+	bar->group = group;
+	bar->series = report_runs_intern(b->rs, series);
+	if (!bar->series) {
+		b->failed = 1;
+		b->fig->n--;
+		return NULL;
+	}
+	bar->micro_batch = bar->tp = bar->pp = -1;
+	return bar;
+}
+
+/* Decide a bar from its candidates c[0..n). */
+static void pick(struct report_bar *bar, const struct cand *c, size_t n)
+{
+	const struct report_run *best = NULL;
+	const char *classes[16];
+	size_t counts[16], nclass = 0;
+	int oom = 0, failed = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		const struct report_run *r = c[i].r;
+		const char *cls;
+
+		if (report_run_measured(r)) {
+			if (!best || report_run_better(r, best))
+				best = r;
+			continue;
+		}
+		if (r->status == REPORT_RUN_RUNNING)
+			continue;
+		failed = 1;
+		cls = r->status == REPORT_RUN_OK		? "unmeasured"
+		      : r->failure_class && r->failure_class[0] ? r->failure_class
+								: "error";
+		if (!strcmp(cls, "oom"))
+			oom = 1;
+		size_t k = 0;
+		while (k < nclass && strcmp(classes[k], cls))
+			k++;
+		if (k == nclass && nclass < 16) {
+			classes[nclass] = cls;
+			counts[nclass++] = 0;
+		}
+		if (k < nclass)
+			counts[k]++;
+	}
+	if (best) {
+		bar->state = REPORT_BAR_VALUE;
+		bar->run = best;
+		bar->micro_batch = best->micro_batch;
+		bar->tp = best->tp;
+		bar->pp = best->pp;
+		bar->checkpointing = best->checkpointing;
+	} else if (oom) {
+		bar->state = REPORT_BAR_OOM;
+	} else if (failed) {
+		size_t m = 0;
+		for (size_t k = 1; k < nclass; k++)
+			if (counts[k] > counts[m] ||
+			    (counts[k] == counts[m] && strcmp(classes[k], classes[m]) < 0))
+				m = k;
+		bar->state = REPORT_BAR_FAILED;
+		bar->failure_class = classes[m];
+	} else {
+		bar->state = REPORT_BAR_RUNNING;
+	}
+}
+
+/* Candidate key of run r for figure kind; returns 0 when r is not a candidate. */
+static int cand_key(enum report_kind kind, const struct report_run *r, struct cand *c)
+{
+	c->r = r;
+	c->k1 = c->k2 = 0;
+	c->ks = NULL;
+	switch (kind) {
+	case REPORT_KERNELS:
+		c->k1 = kernel_rank(r->label);
+		c->ks = r->label;
+		return 1;
+	case REPORT_CHECKPOINTING:
+		if (is_checkpointed(r)) {
+			c->k1 = 1;
+			return 1;
+		}
+		return !report_run_is_flash_rms(r);
+	case REPORT_MICROBATCH:
+		c->k1 = r->micro_batch;
+		return report_run_is_flash2(r);
+	case REPORT_TP_PP:
+		c->k1 = r->tp;
+		c->k2 = r->pp;
+		return report_run_is_flash_rms(r) && r->micro_batch == 1 && !is_checkpointed(r);
+	case REPORT_SEQPAR:
+		c->k1 = r->sequence_parallel ? 1 : 0;
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+static void series_name(enum report_kind kind, const struct cand *c, char *buf, size_t len)
+{
+	switch (kind) {
+	case REPORT_KERNELS:
+		snprintf(buf, len, "%s", c->ks);
+		break;
+	case REPORT_CHECKPOINTING:
+		snprintf(buf, len, "%s", c->k1 ? "enabled" : "disabled");
+		break;
+	case REPORT_MICROBATCH:
+		snprintf(buf, len, "%d", c->k1);
+		break;
+	case REPORT_TP_PP:
+		snprintf(buf, len, "%d,%d", c->k1, c->k2);
+		break;
+	case REPORT_SEQPAR:
+		snprintf(buf, len, "%s", c->k1 ? "on" : "off");
+		break;
+	default:
+		buf[0] = 0;
+	}
+}
+
+/* One group (the runs g[0..n) of one sweep) of a keyed figure. */
+static void build_keyed(struct builder *b, enum report_kind kind, const struct report_run **g,
+			size_t n)
+{
+	size_t nc = 0, i, j;
+	char series[64];
+
+	if (kind == REPORT_SEQPAR) {
+		int any_on = 0;
+		for (i = 0; i < n; i++)
+			any_on |= g[i]->sequence_parallel != 0;
+		if (!any_on)
+			return;
+	}
+	for (i = 0; i < n; i++)
+		if (cand_key(kind, g[i], &b->cands[nc]))
+			nc++;
+	qsort(b->cands, nc, sizeof(*b->cands), cand_cmp);
+	for (i = 0; i < nc; i = j) {
+		for (j = i + 1; j < nc && same_key(&b->cands[i], &b->cands[j]); j++)
+			;
+		const char *sname = series;
+		if (kind == REPORT_KERNELS)
+			sname = b->cands[i].ks;
+		else
+			series_name(kind, &b->cands[i], series, sizeof(series));
+		struct report_bar *bar = bar_new(b, g[0]->sweep, sname);
+		if (!bar)
+			return;
+		if (kind == REPORT_MICROBATCH)
+			bar->micro_batch = b->cands[i].k1;
+		if (kind == REPORT_TP_PP) {
+			bar->micro_batch = 1;
+			bar->tp = b->cands[i].k1;
+			bar->pp = b->cands[i].k2;
+			bar->checkpointing = report_runs_intern(b->rs, "none");
+		}
+		pick(bar, &b->cands[i], j - i);
+	}
+}
+
+/* The RMSNorm comparison for one group. */
+static void build_rms(struct builder *b, const struct report_run **g, size_t n)
+{
+	size_t nr = 0, nf = 0, i;
+	struct cand *rms = b->cands, *flash2 = b->cands + n;
+	struct report_bar *bar;
+
+	for (i = 0; i < n; i++) {
+		struct cand c = {g[i], 0, 0, NULL};
+		if (report_run_is_flash_rms(g[i]))
+			rms[nr++] = c;
+		else if (report_run_is_flash2(g[i]))
+			flash2[nf++] = c;
+	}
+	if (!nr && !nf)
+		return;
+	const struct report_run *rbest = NULL;
+	if (nr) {
+		bar = bar_new(b, g[0]->sweep, "rms_best");
+		if (!bar)
+			return;
+		pick(bar, rms, nr);
+		rbest = bar->run;
+	}
+	if (nf) {
+		bar = bar_new(b, g[0]->sweep, "no_rms_best");
+		if (!bar)
+			return;
+		pick(bar, flash2, nf);
+	}
+	if (rbest) {
+		size_t m = 0;
+		for (i = 0; i < nf; i++)
+			if (flash2[i].r->micro_batch == rbest->micro_batch &&
+			    flash2[i].r->tp == rbest->tp && flash2[i].r->pp == rbest->pp)
+				flash2[m++] = flash2[i];
+		if (m) {
+			bar = bar_new(b, g[0]->sweep, "no_rms_at_rms_layout");
+			if (!bar)
+				return;
+			bar->micro_batch = rbest->micro_batch;
+			bar->tp = rbest->tp;
+			bar->pp = rbest->pp;
+			pick(bar, flash2, m);
+		}
+	}
+}
+
+static int run_by_sweep(const void *pa, const void *pb)
+{
+	const struct report_run *a = *(const struct report_run *const *)pa;
+	const struct report_run *b = *(const struct report_run *const *)pb;
+	int c = a->sweep == b->sweep ? 0 : strcmp(a->sweep, b->sweep);
+
+	if (c)
+		return c;
+	return a->run_id < b->run_id ? -1 : a->run_id > b->run_id;
+}
+
+static int run_by_best_group(const void *pa, const void *pb)
+{
+	const struct report_run *a = *(const struct report_run *const *)pa;
+	const struct report_run *b = *(const struct report_run *const *)pb;
+	int c = strcmp(a->model, b->model);
+
+	if (c)
+		return c;
+	if (a->seq_len != b->seq_len)
+		return a->seq_len < b->seq_len ? -1 : 1;
+	if (a->gpus != b->gpus)
+		return a->gpus < b->gpus ? -1 : 1;
+	if (a != b && report_run_measured(a) && report_run_measured(b))
+		return report_run_better(a, b) ? -1 : 1;
+	return a->run_id < b->run_id ? -1 : a->run_id > b->run_id;
+}
+
+static void build_best(struct builder *b, const struct report_run **v, size_t n)
+{
+	char group[256];
+
+	qsort(v, n, sizeof(*v), run_by_best_group);
+	for (size_t i = 0; i < n; i++) {
+		snprintf(group, sizeof(group), "%s/%d/%d", v[i]->model, v[i]->seq_len, v[i]->gpus);
+		const char *gp = report_runs_intern(b->rs, group);
+		if (!gp) {
+			b->failed = 1;
+			return;
+		}
+		struct report_bar *bar = bar_new(b, gp, v[i]->label);
+		if (!bar)
+			return;
+		struct cand c = {v[i], 0, 0, NULL};
+		pick(bar, &c, 1);
+	}
+}
+
+int report_figure_build(struct report_runs *rs, enum report_kind kind, const char *sweep,
+			struct report_figure *out)
+{
+	struct builder b = {rs, out, 0, NULL, 0};
+	const struct report_run **v = NULL;
+	size_t n = 0, i, j;
+
+	memset(out, 0, sizeof(*out));
+	out->kind = kind;
+	if (rs->n) {
+		v = malloc(rs->n * sizeof(*v));
+		b.cands = malloc(2 * rs->n * sizeof(*b.cands));
+		if (!v || !b.cands) {
+			b.failed = 1;
+			goto out_free;
+		}
+	}
+	for (i = 0; i < rs->n; i++)
+		if (!sweep || !strcmp(rs->v[i].sweep, sweep))
+			v[n++] = &rs->v[i];
+	if (kind == REPORT_BEST) {
+		build_best(&b, v, n);
+		goto out_free;
+	}
+	qsort(v, n, sizeof(*v), run_by_sweep);
+	for (i = 0; i < n && !b.failed; i = j) {
+		for (j = i + 1; j < n && v[j]->sweep == v[i]->sweep; j++)
+			;
+		if (kind == REPORT_RMS)
+			build_rms(&b, v + i, j - i);
+		else
+			build_keyed(&b, kind, v + i, j - i);
+	}
+out_free:
+	free(b.cands);
+	free(v);
+	if (b.failed) {
+		report_figure_release(out);
+		return -1;
+	}
+	return 0;
+}
+
+void report_figure_release(struct report_figure *f)
+{
+	free(f->bars);
+	f->bars = NULL;
+	f->n = 0;
+}
+
+size_t report_figure_groups(const struct report_figure *f)
+{
+	size_t g = 0;
+
+	for (size_t i = 0; i < f->n; i++)
+		if (i == 0 || f->bars[i].group != f->bars[i - 1].group)
+			g++;
+	return g;
+}
+
+int report_figure_all_mfu(const struct report_figure *f)
+{
+	for (size_t i = 0; i < f->n; i++)
+		if (f->bars[i].state == REPORT_BAR_VALUE && !f->bars[i].run->has_mfu)
+			return 0;
+	return 1;
+}
+
+void report_bar_mfu_text(const struct report_bar *b, const char *unknown_text, char *buf,
+			 size_t len)
+{
+	switch (b->state) {
+	case REPORT_BAR_VALUE:
+		if (b->run->has_mfu)
+			snprintf(buf, len, "%.2f", b->run->mfu * 100.0);
+		else
+			snprintf(buf, len, "%s", unknown_text);
+		break;
+	case REPORT_BAR_OOM:
+		snprintf(buf, len, "OOM");
+		break;
+	case REPORT_BAR_FAILED:
+		snprintf(buf, len, "FAILED(%s)", b->failure_class);
+		break;
+	case REPORT_BAR_RUNNING:
+		snprintf(buf, len, "RUNNING");
+		break;
+	}
+}

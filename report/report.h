@@ -1,0 +1,136 @@
+/*
+ * The report's core: the runs as read from the `run_summary` (or `best_layout`) view, and
+ * the selection that turns them into the paper's figures (Hagemann et al. 2023, Figures 1-5,
+ * the RMSNorm comparison and the best-layout table) as bars: one group per sweep, one bar
+ * per series, each bar the best run among its candidates or a failure (OOM, ...) when none
+ * was measured. Pure: runs in, bars out; reading the database lives in report/load.h,
+ * rendering in report/render.h and report/plot.h. Rules: docs/report.md.
+ */
+#ifndef LB_REPORT_H
+#define LB_REPORT_H
+
+#include <stddef.h>
+
+enum report_kind {
+	REPORT_KERNELS = 0,   /* Figure 1: best run per kernel label */
+	REPORT_CHECKPOINTING, /* Figure 2: best checkpointed vs best not checkpointed */
+	REPORT_MICROBATCH,    /* Figure 3: FlashAttention-2 rows, best per micro-batch size */
+	REPORT_TP_PP,	      /* Figure 4: flash + RMS kernel, mbs 1, no ckpt: each (TP, PP) */
+	REPORT_SEQPAR,	      /* Figure 5: best with sequence parallelism on vs off */
+	REPORT_RMS,	      /* the RMSNorm kernel comparison */
+	REPORT_BEST,	      /* the best_layout view: per model, seq_len and GPU count */
+	REPORT_KIND_COUNT
+};
+
+/* "kernels", "checkpointing", "microbatch", "tp-pp", "seqpar", "rms", "best". */
+const char *report_kind_name(enum report_kind k);
+/* Returns 0 and sets *k, or -1 for an unknown name ("all" is not a kind). */
+int report_kind_parse(const char *s, enum report_kind *k);
+/* The paper's name for the figure, e.g. "Figure 1: attention and RMSNorm kernels". */
+const char *report_kind_title(enum report_kind k);
+
+enum report_status { REPORT_RUN_OK = 0, REPORT_RUN_FAILED, REPORT_RUN_RUNNING };
+
+/* One run (attempt). Strings point into the owning set's string pool. */
+struct report_run {
+	long run_id;
+	const char *sweep;	   /* sweep name; imported: the CSV's base name */
+	const char *label;	   /* series label: the paper's kernel string, or ours */
+	const char *model;	   /* preset name, e.g. "llama-13b" */
+	const char *checkpointing; /* "none" | "full" | "selective" */
+	const char *attention;	   /* "naive" | "fused_softmax" | "flash" */
+	const char *norm;	   /* "unfused" | "fused" */
+	const char *failure_class; /* NULL when none (oom, nccl_error, ...) */
+	int paper;		   /* 1: imported from the paper (source = 'paper') */
+	int seq_len;		   /* tokens per sequence */
+	int gpus;		   /* world size */
+	int micro_batch;	   /* sequences per micro-batch */
+	int tp, pp, dp;
+	int sequence_parallel; /* 0/1 */
+	enum report_status status;
+	int has_mfu;
+	double mfu; /* fraction 0..1: COALESCE(mfu_reported, mfu); valid when has_mfu */
+	int has_tflops;
+	double tflops; /* model TFLOP/s per GPU; valid when has_tflops */
+};
+
+/* A growable set of runs with its string pool. */
+struct report_runs {
+	struct report_run *v; /* n runs */
+	size_t n, cap;
+	char **pool; /* open-addressing table of interned strings, pool_cap slots */
+	size_t pool_n, pool_cap;
+};
+
+void report_runs_init(struct report_runs *rs);
+/* Append a copy of r; its strings (any may be NULL; NULL strings other than
+ * failure_class become "") are interned in the set's pool. Returns 0, or -1 when out of
+ * memory. */
+int report_runs_add(struct report_runs *rs, const struct report_run *r);
+/* Intern s (copied) in the set's pool: the same text gives the same pointer. NULL when
+ * out of memory. Owned by the set. */
+const char *report_runs_intern(struct report_runs *rs, const char *s);
+/* Frees the runs and the pool. */
+void report_runs_release(struct report_runs *rs);
+
+/* 1 when the run counts as measured: status ok with a known MFU or TFLOP/s. */
+int report_run_measured(const struct report_run *r);
+/* 1 when a ranks above b (both measured): known MFU beats unknown, then higher MFU, then
+ * higher TFLOP/s per GPU, then the lower run_id (the earlier run). */
+int report_run_better(const struct report_run *a, const struct report_run *b);
+
+/* Kernel classes shared by the figures: imported runs match the paper's kernel string,
+ * ours the attention and norm kernels. */
+int report_run_is_flash_rms(const struct report_run *r); /* "flash_attention2 + RMS kernel" /
+							    flash + fused */
+int report_run_is_flash2(const struct report_run *r);	 /* "flash_attention2" /
+							    flash + unfused */
+
+enum report_bar_state {
+	REPORT_BAR_VALUE = 0, /* a measured winner: run is set */
+	REPORT_BAR_OOM,	      /* nothing measured; at least one candidate ran out of memory */
+	REPORT_BAR_FAILED,    /* nothing measured; candidates failed otherwise (failure_class) */
+	REPORT_BAR_RUNNING    /* nothing measured or failed yet; some candidate still running */
+};
+
+struct report_bar {
+	const char *group;  /* the sweep (best: "model/seq_len/gpus"); pool string */
+	const char *series; /* the bar's name within its group; pool string */
+	enum report_bar_state state;
+	const struct report_run *run; /* the winner when state is VALUE, else NULL */
+	const char *failure_class;    /* FAILED: the most frequent class among candidates */
+	/* Layout fields that define the bar (used when run is NULL): -1 / NULL unknown. */
+	int micro_batch, tp, pp;
+	const char *checkpointing;
+};
+
+struct report_figure {
+	enum report_kind kind;
+	struct report_bar *bars; /* n bars, ordered by group, then series */
+	size_t n;
+};
+
+/*
+ * Build one figure from a set of runs: REPORT_BEST turns each run (a best_layout row) into
+ * one bar; every other kind selects per sweep. sweep: only that sweep (NULL: all). Groups
+ * come in sweep-name order; a group with no candidates for the figure is left out.
+ * Returns 0, or -1 when out of memory. rs must outlive the figure (bars point into it).
+ * Caller releases with report_figure_release.
+ */
+int report_figure_build(struct report_runs *rs, enum report_kind kind, const char *sweep,
+			struct report_figure *out);
+void report_figure_release(struct report_figure *f);
+
+/* Number of distinct groups in a figure (bars are ordered by group). */
+size_t report_figure_groups(const struct report_figure *f);
+
+/* 1 when every measured bar of the figure has a known MFU (then plots show MFU, else
+ * TFLOP/s per GPU). */
+int report_figure_all_mfu(const struct report_figure *f);
+
+/* A bar's MFU cell: "70.57" (percent, two decimals), "n/a" (unknown peak; unknown_text),
+ * "OOM", "FAILED(nccl_error)", "RUNNING". Writes into buf (snprintf semantics). */
+void report_bar_mfu_text(const struct report_bar *b, const char *unknown_text, char *buf,
+			 size_t len);
+
+#endif

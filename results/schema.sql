@@ -137,17 +137,18 @@ CREATE TABLE steps (
 CREATE VIEW run_step_stats AS
 WITH s AS (
 	SELECT run_id, time_s,
-	       ROW_NUMBER() OVER (PARTITION BY run_id ORDER BY time_s) AS rn,
-	       COUNT(*) OVER (PARTITION BY run_id) AS cnt
+	       ROW_NUMBER() OVER w AS rn,
+	       COUNT(*) OVER (PARTITION BY run_id) AS cnt,
+	       AVG(time_s) OVER (PARTITION BY run_id) AS mean
 	FROM steps WHERE warmup = 0
+	WINDOW w AS (PARTITION BY run_id ORDER BY time_s)
 )
 SELECT run_id,
        COUNT(*) AS n_steps,
        AVG(time_s) AS step_time_mean,
        AVG(CASE WHEN rn IN ((cnt + 1) / 2, (cnt + 2) / 2) THEN time_s END) AS step_time_median,
        CASE WHEN COUNT(*) > 1 THEN
-	       sqrt(MAX(0.0, (SUM(time_s * time_s) - SUM(time_s) * SUM(time_s) / COUNT(*))
-			     / (COUNT(*) - 1)))
+	       sqrt(SUM((time_s - mean) * (time_s - mean)) / (COUNT(*) - 1))
        END AS step_time_std
 FROM s GROUP BY run_id;
 

@@ -1,0 +1,527 @@
+/*
+ * The collector (results/collect.h): run-log files into the runs and steps tables, one
+ * transaction per run, resuming a grown file from the last complete line it read; and
+ * the `layoutbench collect` command.
+ */
+#include "results/collect.h"
+
+#include <errno.h>
+#include <ftw.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli/commands.h"
+#include "results/db.h"
+#include "results/runlog.h"
+
+enum { Q_FIND_PATH, Q_FIND_UID, Q_SWEEP, Q_JOB, Q_INSERT_RUN, Q_STEP, Q_END, Q_FINISH, Q_COUNT };
+
+static const char *const queries[Q_COUNT] = {
+    [Q_FIND_PATH] = "SELECT id, log_bytes, bytes_ingested FROM runs WHERE log_path = ?1",
+    [Q_FIND_UID] = "SELECT id, log_bytes, bytes_ingested FROM runs WHERE run_uid = ?1",
+    [Q_SWEEP] = "INSERT INTO sweeps (name, source) VALUES (?1, ?2) ON CONFLICT (name) DO NOTHING",
+    [Q_JOB] = "SELECT id FROM jobs WHERE job_id = ?1 OR (array_job_id IS NOT NULL AND "
+	      "array_job_id || '_' || array_index = ?1) ORDER BY id DESC LIMIT 1",
+    [Q_INSERT_RUN] =
+	"INSERT INTO runs (run_uid, layout_id, sweep, job_ref, source, label, status, hosts, gpu, "
+	"peak_tflops, world_size, versions, git_commit, backend, flags, flops_per_step, "
+	"hw_flops_per_step, tokens_per_step, params, start_time, log_path, log_bytes, "
+	"bytes_ingested) VALUES (?1, ?2, ?3, ?4, 'run', ?5, 'running', ?6, ?7, ?8, ?9, ?10, ?11, "
+	"?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, 0, 0)",
+    [Q_STEP] = "INSERT OR REPLACE INTO steps (run_id, step, warmup, time_s, tokens, loss, "
+	       "peak_mem_bytes, forward_s, backward_s, optimizer_s, comm_exposed_s, bubble_s, "
+	       "rank_peak_mem) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+    [Q_END] = "UPDATE runs SET status = ?2, failure_class = ?3, message = ?4, exit_code = ?5, "
+	      "failed_rank = ?6, end_time = ?7 WHERE id = ?1",
+    [Q_FINISH] = "UPDATE runs SET log_path = ?2, log_bytes = ?3, bytes_ingested = ?4, "
+		 "collected = strftime('%Y-%m-%dT%H:%M:%SZ', 'now') WHERE id = ?1",
+};
+
+struct collector {
+	sqlite3 *db;
+	sqlite3_stmt *q[Q_COUNT];
+	struct collect_stats *st;
+	char *err;
+	size_t errlen;
+	int failed; /* a file was refused or the database failed */
+};
+
+static void warn(struct collector *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void warn(struct collector *c, const char *fmt, ...)
+{
+	va_list ap;
+
+	c->st->warnings++;
+	if (c->st->quiet)
+		return;
+	fputs("warning: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+/* A refused file or a database failure: count, print, keep as the last error. */
+static void fail(struct collector *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void fail(struct collector *c, const char *fmt, ...)
+{
+	va_list ap;
+
+	c->st->errors++;
+	c->failed = 1;
+	va_start(ap, fmt);
+	vsnprintf(c->err, c->errlen, fmt, ap);
+	va_end(ap);
+	if (!c->st->quiet)
+		fprintf(stderr, "error: %s\n", c->err);
+}
+
+static void bind_str(sqlite3_stmt *s, int i, const char *v)
+{
+	if (v && *v)
+		sqlite3_bind_text(s, i, v, -1, SQLITE_STATIC);
+	else
+		sqlite3_bind_null(s, i);
+}
+
+static void bind_dbl(sqlite3_stmt *s, int i, double v, int known)
+{
+	if (known && isfinite(v))
+		sqlite3_bind_double(s, i, v);
+	else
+		sqlite3_bind_null(s, i);
+}
+
+static void bind_i64(sqlite3_stmt *s, int i, long long v, int known)
+{
+	if (known)
+		sqlite3_bind_int64(s, i, v);
+	else
+		sqlite3_bind_null(s, i);
+}
+
+/* Run a bound statement that returns no rows; resets it. Returns SQLITE_DONE on success. */
+static int run(sqlite3_stmt *s)
+{
+	int rc = sqlite3_step(s);
+
+	sqlite3_reset(s);
+	sqlite3_clear_bindings(s);
+	return rc;
+}
+
+static int read_file(const char *path, char **buf, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	struct stat sb;
+	char *b;
+
+	*buf = NULL;
+	*len = 0;
+	if (!f)
+		return -1;
+	if (fstat(fileno(f), &sb) || !S_ISREG(sb.st_mode)) {
+		fclose(f);
+		errno = EINVAL;
+		return -1;
+	}
+	b = malloc((size_t)sb.st_size + 1);
+	if (!b) {
+		fclose(f);
+		return -1;
+	}
+	*len = fread(b, 1, (size_t)sb.st_size, f);
+	b[*len] = 0;
+	fclose(f);
+	*buf = b;
+	return 0;
+}
+
+/* Insert the run row of a header (sweep and layout first). Returns the run id or -1. */
+static long long insert_run(struct collector *c, const char *file, const struct runlog_header *h,
+			    const char *abspath)
+{
+	const char *sweep = h->sweep[0] ? h->sweep : "adhoc";
+	sqlite3_stmt *s;
+	long long job = -1;
+	int rc;
+
+	if (strcmp(h->layout_id, h->layout_id_computed))
+		warn(c,
+		     "%s:1: layout_id '%s' differs from '%s' computed from the layout fields; "
+		     "keeping '%s'",
+		     file, h->layout_id, h->layout_id_computed, h->layout_id);
+	s = c->q[Q_SWEEP];
+	sqlite3_bind_text(s, 1, sweep, -1, SQLITE_STATIC);
+	sqlite3_bind_text(s, 2, h->sweep[0] ? "spec" : "adhoc", -1, SQLITE_STATIC);
+	if (run(s) != SQLITE_DONE)
+		return -1;
+	if (results_upsert_layout_id(c->db, &h->layout, h->layout_id, NULL) != SQLITE_OK)
+		return -1;
+	if (h->job_id[0]) {
+		s = c->q[Q_JOB];
+		sqlite3_bind_text(s, 1, h->job_id, -1, SQLITE_STATIC);
+		rc = sqlite3_step(s);
+		if (rc == SQLITE_ROW)
+			job = sqlite3_column_int64(s, 0);
+		sqlite3_reset(s);
+		if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+			return -1;
+	}
+	s = c->q[Q_INSERT_RUN];
+	bind_str(s, 1, h->run_uid);
+	bind_str(s, 2, h->layout_id);
+	bind_str(s, 3, sweep);
+	bind_i64(s, 4, job, job >= 0);
+	bind_str(s, 5, h->label);
+	bind_str(s, 6, h->hosts);
+	bind_str(s, 7, h->gpu);
+	bind_dbl(s, 8, h->peak_tflops, h->peak_tflops > 0);
+	bind_i64(s, 9, h->world_size, h->world_size > 0);
+	bind_str(s, 10, h->versions);
+	bind_str(s, 11, h->git_commit);
+	bind_str(s, 12, h->backend);
+	bind_str(s, 13, h->flags);
+	bind_dbl(s, 14, h->flops_per_step, h->flops_per_step >= 0);
+	bind_dbl(s, 15, h->hw_flops_per_step, h->hw_flops_per_step >= 0);
+	bind_i64(s, 16, h->tokens_per_step, h->tokens_per_step >= 0);
+	bind_i64(s, 17, h->params, h->params >= 0);
+	bind_str(s, 18, h->start_time);
+	bind_str(s, 19, abspath);
+	if (run(s) != SQLITE_DONE)
+		return -1;
+	return sqlite3_last_insert_rowid(c->db);
+}
+
+static int write_step(struct collector *c, long long run_id, const struct runlog_step *p)
+{
+	sqlite3_stmt *s = c->q[Q_STEP];
+
+	sqlite3_bind_int64(s, 1, run_id);
+	sqlite3_bind_int64(s, 2, p->step);
+	sqlite3_bind_int(s, 3, p->warmup);
+	sqlite3_bind_double(s, 4, p->time_s);
+	bind_i64(s, 5, p->tokens, p->tokens >= 0);
+	bind_dbl(s, 6, p->loss, 1);
+	bind_i64(s, 7, p->peak_mem_bytes, p->peak_mem_bytes >= 0);
+	bind_dbl(s, 8, p->forward_s, 1);
+	bind_dbl(s, 9, p->backward_s, 1);
+	bind_dbl(s, 10, p->optimizer_s, 1);
+	bind_dbl(s, 11, p->comm_exposed_s, 1);
+	bind_dbl(s, 12, p->bubble_s, 1);
+	bind_str(s, 13, p->rank_peak_mem);
+	return run(s) == SQLITE_DONE ? 0 : -1;
+}
+
+static int write_end(struct collector *c, long long run_id, const struct runlog_end *e)
+{
+	sqlite3_stmt *s = c->q[Q_END];
+
+	sqlite3_bind_int64(s, 1, run_id);
+	sqlite3_bind_text(s, 2, e->ok ? "ok" : "failed", -1, SQLITE_STATIC);
+	bind_str(s, 3, e->ok ? NULL : e->failure_class);
+	bind_str(s, 4, e->message);
+	bind_i64(s, 5, e->exit_code, e->exit_code >= 0);
+	bind_i64(s, 6, e->rank, e->rank >= 0);
+	bind_str(s, 7, e->end_time);
+	return run(s) == SQLITE_DONE ? 0 : -1;
+}
+
+/* Look a run up by a text key; 1 found (fills the outputs), 0 not, -1 error. */
+static int find_run(sqlite3_stmt *s, const char *key, long long *id, long long *log_bytes,
+		    long long *ingested)
+{
+	int rc;
+
+	sqlite3_bind_text(s, 1, key, -1, SQLITE_STATIC);
+	rc = sqlite3_step(s);
+	if (rc == SQLITE_ROW) {
+		*id = sqlite3_column_int64(s, 0);
+		*log_bytes = sqlite3_column_int64(s, 1);
+		*ingested = sqlite3_column_int64(s, 2);
+	}
+	sqlite3_reset(s);
+	sqlite3_clear_bindings(s);
+	return rc == SQLITE_ROW ? 1 : rc == SQLITE_DONE ? 0 : -1;
+}
+
+static int count_lines(const char *buf, size_t len)
+{
+	int n = 0;
+	const char *p = buf, *e = buf + len;
+
+	while (p < e && (p = memchr(p, '\n', (size_t)(e - p)))) {
+		n++;
+		p++;
+	}
+	return n;
+}
+
+static void collect_file(struct collector *c, const char *file)
+{
+	char abspath[PATH_MAX], perr[256];
+	long long run_id = -1, log_bytes = 0, off = 0;
+	struct runlog_record rec;
+	int found, is_new = 0, lineno, changed = 0;
+	long steps = 0;
+	char *buf = NULL;
+	size_t len, pos;
+
+	c->st->files++;
+	if (!realpath(file, abspath) || read_file(abspath, &buf, &len)) {
+		fail(c, "'%s': %s", file, strerror(errno));
+		return;
+	}
+	found = find_run(c->q[Q_FIND_PATH], abspath, &run_id, &log_bytes, &off);
+	if (found < 0)
+		goto out_db_error;
+	if (found && log_bytes == (long long)len) {
+		c->st->runs_unchanged++;
+		goto out_free;
+	}
+	if (len == 0) {
+		warn(c, "%s: empty run log (no header yet); skipped", file);
+		goto out_free;
+	}
+	if (sqlite3_exec(c->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
+		goto out_db_error;
+	if (!found) {
+		/* a new file: its first line must be a header */
+		const char *nl = memchr(buf, '\n', len);
+		size_t hlen = nl ? (size_t)(nl - buf) + 1 : len;
+
+		if (runlog_parse_line(buf, hlen, &rec, perr, sizeof(perr))) {
+			if (!nl) {
+				warn(c, "%s: no complete header yet; skipped", file);
+				goto out_rollback;
+			}
+			fail(c, "%s:1: %s", file, perr);
+			goto out_rollback;
+		}
+		if (rec.type != RUNLOG_HEADER) {
+			runlog_record_release(&rec);
+			fail(c, "%s:1: expected a header record first", file);
+			goto out_rollback;
+		}
+		found = find_run(c->q[Q_FIND_UID], rec.header.run_uid, &run_id, &log_bytes, &off);
+		if (found < 0) {
+			runlog_record_release(&rec);
+			goto out_db_error_rollback;
+		}
+		if (!found) {
+			run_id = insert_run(c, file, &rec.header, abspath);
+			is_new = 1;
+			off = (long long)hlen;
+		}
+		runlog_record_release(&rec);
+		if (run_id < 0)
+			goto out_db_error_rollback;
+	}
+	if (off < 0 || off > (long long)len)
+		off = 0;
+	lineno = count_lines(buf, (size_t)off);
+	for (pos = (size_t)off; pos < len;) {
+		const char *nl = memchr(buf + pos, '\n', len - pos);
+		size_t llen = nl ? (size_t)(nl - (buf + pos)) + 1 : len - pos;
+
+		lineno++;
+		if (runlog_parse_line(buf + pos, llen, &rec, perr, sizeof(perr))) {
+			if (!nl)
+				break; /* a line still being written: read it next time */
+			warn(c, "%s:%d: %s", file, lineno, perr);
+			pos += llen;
+			continue;
+		}
+		if (rec.type == RUNLOG_STEP) {
+			if (write_step(c, run_id, &rec.step)) {
+				runlog_record_release(&rec);
+				goto out_db_error_rollback;
+			}
+			steps++;
+		} else if (rec.type == RUNLOG_END) {
+			if (write_end(c, run_id, &rec.end)) {
+				runlog_record_release(&rec);
+				goto out_db_error_rollback;
+			}
+			changed = 1;
+		} else if (pos) {
+			warn(c, "%s:%d: a second header record; ignored", file, lineno);
+		}
+		runlog_record_release(&rec);
+		pos += llen;
+	}
+	sqlite3_bind_int64(c->q[Q_FINISH], 1, run_id);
+	sqlite3_bind_text(c->q[Q_FINISH], 2, abspath, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(c->q[Q_FINISH], 3, (long long)len);
+	sqlite3_bind_int64(c->q[Q_FINISH], 4, (long long)pos);
+	if (run(c->q[Q_FINISH]) != SQLITE_DONE)
+		goto out_db_error_rollback;
+	if (sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
+		goto out_db_error_rollback;
+	c->st->steps += steps;
+	if (is_new)
+		c->st->runs_new++;
+	else if (steps || changed)
+		c->st->runs_updated++;
+	else
+		c->st->runs_unchanged++;
+	goto out_free;
+
+out_db_error_rollback:
+	fail(c, "%s: database: %s", file, sqlite3_errmsg(c->db));
+	sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
+	goto out_free;
+out_rollback:
+	sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
+	goto out_free;
+out_db_error:
+	fail(c, "%s: database: %s", file, sqlite3_errmsg(c->db));
+out_free:
+	free(buf);
+}
+
+/* Directory walk: nftw has no user pointer, so the list lives here for one walk. */
+static char **walk_files;
+static size_t walk_n, walk_cap;
+static int walk_oom;
+
+static int walk_one(const char *path, const struct stat *sb, int type, struct FTW *ftw)
+{
+	const char *base = path + ftw->base;
+	size_t bl = strlen(base);
+	char **nv;
+
+	(void)sb;
+	if (type != FTW_F || strncmp(base, "run-", 4) || bl < 10 || strcmp(base + bl - 6, ".jsonl"))
+		return 0;
+	if (walk_n == walk_cap) {
+		walk_cap = walk_cap ? 2 * walk_cap : 64;
+		nv = realloc(walk_files, walk_cap * sizeof(*nv));
+		if (!nv) {
+			walk_oom = 1;
+			return 1;
+		}
+		walk_files = nv;
+	}
+	walk_files[walk_n] = strdup(path);
+	if (!walk_files[walk_n]) {
+		walk_oom = 1;
+		return 1;
+	}
+	walk_n++;
+	return 0;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int results_collect_path(sqlite3 *db, const char *path, struct collect_stats *st, char *err,
+			 size_t errlen)
+{
+	struct collector c = {db, {0}, st, err, errlen, 0};
+	struct stat sb;
+	int i;
+
+	for (i = 0; i < Q_COUNT; i++)
+		if (sqlite3_prepare_v2(db, queries[i], -1, &c.q[i], NULL) != SQLITE_OK) {
+			snprintf(err, errlen, "database: %s", sqlite3_errmsg(db));
+			c.failed = 1;
+			goto out_finalize;
+		}
+	if (stat(path, &sb)) {
+		fail(&c, "'%s': %s", path, strerror(errno));
+		goto out_finalize;
+	}
+	if (S_ISDIR(sb.st_mode)) {
+		walk_files = NULL;
+		walk_n = walk_cap = 0;
+		walk_oom = 0;
+		if (nftw(path, walk_one, 32, FTW_PHYS) < 0 && !walk_oom)
+			fail(&c, "'%s': %s", path, strerror(errno));
+		if (walk_oom)
+			fail(&c, "'%s': out of memory", path);
+		qsort(walk_files, walk_n, sizeof(*walk_files), cmp_str);
+		for (size_t k = 0; k < walk_n; k++) {
+			if (!walk_oom)
+				collect_file(&c, walk_files[k]);
+			free(walk_files[k]);
+		}
+		free(walk_files);
+		walk_files = NULL;
+		walk_n = walk_cap = 0;
+	} else {
+		collect_file(&c, path);
+	}
+out_finalize:
+	for (i = 0; i < Q_COUNT; i++)
+		sqlite3_finalize(c.q[i]);
+	return c.failed ? -1 : 0;
+}
+
+int cmd_collect(int argc, char **argv)
+{
+	const char *db_path = NULL;
+	struct collect_stats st = {0};
+	char err[512];
+	sqlite3 *db;
+	int i, npaths = 0, rc = 0;
+
+	for (i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--db")) {
+			if (++i >= argc) {
+				fprintf(stderr, "error: '--db' needs a path\n");
+				lb_usage(argv[0]);
+				return 2;
+			}
+			db_path = argv[i];
+		} else if (!strncmp(argv[i], "--db=", 5)) {
+			db_path = argv[i] + 5;
+		} else if (argv[i][0] == '-' && argv[i][1]) {
+			fprintf(stderr, "error: unknown option '%s'\n", argv[i]);
+			lb_usage(argv[0]);
+			return 2;
+		} else {
+			npaths++;
+		}
+	}
+	if (results_open(db_path, &db, err, sizeof(err))) {
+		fprintf(stderr, "error: %s\n", err);
+		return 1;
+	}
+	if (!npaths) {
+		struct stat sb;
+		if (stat("runs", &sb) || !S_ISDIR(sb.st_mode)) {
+			fprintf(stderr, "error: 'runs': no such directory; name run directories or "
+					"files to collect\n");
+			rc = 1;
+			goto out_close_db;
+		}
+		if (results_collect_path(db, "runs", &st, err, sizeof(err)))
+			rc = 1;
+	}
+	for (i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--db")) {
+			i++;
+			continue;
+		}
+		if (!strncmp(argv[i], "--db=", 5))
+			continue;
+		if (results_collect_path(db, argv[i], &st, err, sizeof(err)))
+			rc = 1;
+	}
+	printf("collected %d file%s: %d new run%s, %d updated, %d unchanged; %ld step%s; "
+	       "%d warning%s, %d error%s\n",
+	       st.files, st.files == 1 ? "" : "s", st.runs_new, st.runs_new == 1 ? "" : "s",
+	       st.runs_updated, st.runs_unchanged, st.steps, st.steps == 1 ? "" : "s", st.warnings,
+	       st.warnings == 1 ? "" : "s", st.errors, st.errors == 1 ? "" : "s");
+out_close_db:
+	results_close(db);
+	return rc;
+}

@@ -1,0 +1,35 @@
+/*
+ * The collector: reads run logs (docs/run-log.md) into the results database. Idempotent:
+ * a file seen before with the same size is skipped; a file that grew is read on from the
+ * last complete line; one transaction per run. A corrupt line is a warning
+ * ("warning: FILE:LINE: fault") and is skipped; a cut-off last line is left for the next
+ * collect; a run without an end record stays 'running'. Also `layoutbench collect`.
+ */
+#ifndef LB_RESULTS_COLLECT_H
+#define LB_RESULTS_COLLECT_H
+
+#include <stddef.h>
+
+#include <sqlite3.h>
+
+struct collect_stats {
+	int files;	    /* run logs looked at */
+	int runs_new;	    /* runs inserted */
+	int runs_updated;   /* runs that had grown (new steps or an end record) */
+	int runs_unchanged; /* runs whose log had not changed */
+	long steps;	    /* step records written */
+	int warnings;	    /* corrupt lines skipped, id mismatches, empty logs */
+	int errors;	    /* files refused (no header, newer version, unreadable) */
+	int quiet;	    /* input: 1 = print no warnings or errors to stderr */
+};
+
+/*
+ * Collect one run log, or every run-*.jsonl below a directory (recursively, in name
+ * order). Counts are added to *st (zero it first). Warnings and per-file errors go to
+ * stderr unless st->quiet. Returns 0 when every file was read (warnings allowed), or -1
+ * when a file was refused or the database failed; err then holds the last such error.
+ */
+int results_collect_path(sqlite3 *db, const char *path, struct collect_stats *st, char *err,
+			 size_t errlen);
+
+#endif

@@ -1,0 +1,496 @@
+/*
+ * Run-log line parser (docs/run-log.md): cJSON in, a typed record out, every fault
+ * named by its key. Pure; used by the collector and by the fuzz target.
+ */
+#include "results/runlog.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+/* A short description of a JSON value for messages: a string "x", true, null, 1.5, ... */
+static void describe(const cJSON *v, char *buf, size_t len)
+{
+	if (!v)
+		snprintf(buf, len, "nothing");
+	else if (cJSON_IsString(v))
+		snprintf(buf, len, "\"%.24s\"%s", v->valuestring,
+			 strlen(v->valuestring) > 24 ? "..." : "");
+	else if (cJSON_IsNumber(v))
+		snprintf(buf, len, "%.17g", v->valuedouble);
+	else if (cJSON_IsBool(v))
+		snprintf(buf, len, "%s", cJSON_IsTrue(v) ? "true" : "false");
+	else if (cJSON_IsNull(v))
+		snprintf(buf, len, "null");
+	else if (cJSON_IsArray(v))
+		snprintf(buf, len, "an array");
+	else if (cJSON_IsObject(v))
+		snprintf(buf, len, "an object");
+	else
+		snprintf(buf, len, "an unknown value");
+}
+
+struct ctx {
+	const char *what;   /* record type for "missing key" messages */
+	const char *prefix; /* key path prefix ("layout.") or "" */
+	char *err;
+	size_t errlen;
+};
+
+static int fault(struct ctx *c, const char *key, const char *expected, const cJSON *v)
+{
+	char got[64];
+
+	describe(v, got, sizeof(got));
+	snprintf(c->err, c->errlen, "'%s%s': expected %s, got %s", c->prefix, key, expected, got);
+	return -1;
+}
+
+static int missing(struct ctx *c, const char *key)
+{
+	snprintf(c->err, c->errlen, "%s: missing key '%s%s'", c->what, c->prefix, key);
+	return -1;
+}
+
+/* Integer in [min, max]. required: absent is an error; else *out is left alone. */
+static int get_int64(struct ctx *c, const cJSON *o, const char *key, int required, int64_t min,
+		     int64_t max, int64_t *out)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+	double d;
+
+	if (!v || (!required && cJSON_IsNull(v)))
+		return required ? missing(c, key) : 0;
+	if (!cJSON_IsNumber(v))
+		return fault(c, key, "an integer", v);
+	d = v->valuedouble;
+	if (!isfinite(d) || d != floor(d))
+		return fault(c, key, "an integer", v);
+	if (d < (double)min || d > (double)max) {
+		char range[80];
+		snprintf(range, sizeof(range), "an integer in [%lld, %lld]", (long long)min,
+			 (long long)max);
+		return fault(c, key, range, v);
+	}
+	*out = (int64_t)d;
+	return 0;
+}
+
+static int get_int(struct ctx *c, const cJSON *o, const char *key, int required, int min, int max,
+		   int *out)
+{
+	int64_t v;
+
+	if (get_int64(c, o, key, required, min, max, &v))
+		return -1;
+	if (cJSON_GetObjectItemCaseSensitive(o, key) &&
+	    !cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(o, key)))
+		*out = (int)v;
+	return 0;
+}
+
+/* 0/1 from a bool or an integer 0/1. */
+static int get_flag(struct ctx *c, const cJSON *o, const char *key, int required, int *out)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+
+	if (!v || (!required && cJSON_IsNull(v)))
+		return required ? missing(c, key) : 0;
+	if (cJSON_IsBool(v)) {
+		*out = cJSON_IsTrue(v) ? 1 : 0;
+		return 0;
+	}
+	if (cJSON_IsNumber(v) && (v->valuedouble == 0 || v->valuedouble == 1)) {
+		*out = (int)v->valuedouble;
+		return 0;
+	}
+	return fault(c, key, "true, false, 0 or 1", v);
+}
+
+/* Finite number; null allowed when nullable (then *out = NAN). */
+static int get_double(struct ctx *c, const cJSON *o, const char *key, int required, int nullable,
+		      double min, double *out)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+
+	if (!v)
+		return required ? missing(c, key) : 0;
+	if (cJSON_IsNull(v)) {
+		if (!nullable)
+			return fault(c, key, "a number", v);
+		*out = NAN;
+		return 0;
+	}
+	if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble))
+		return fault(c, key, "a number", v);
+	if (v->valuedouble < min) {
+		char what[48];
+		snprintf(what, sizeof(what), "a number >= %g", min);
+		return fault(c, key, what, v);
+	}
+	*out = v->valuedouble;
+	return 0;
+}
+
+/* String into a fixed buffer; null allowed when nullable (then ""). Too long is a fault. */
+static int get_str(struct ctx *c, const cJSON *o, const char *key, int required, int nullable,
+		   char *buf, size_t len)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+
+	if (!v)
+		return required ? missing(c, key) : 0;
+	if (cJSON_IsNull(v) && nullable) {
+		buf[0] = 0;
+		return 0;
+	}
+	if (!cJSON_IsString(v))
+		return fault(c, key, nullable ? "a string or null" : "a string", v);
+	if (strlen(v->valuestring) >= len) {
+		char what[48];
+		snprintf(what, sizeof(what), "a string of at most %zu bytes", len - 1);
+		return fault(c, key, what, v);
+	}
+	memcpy(buf, v->valuestring, strlen(v->valuestring) + 1);
+	return 0;
+}
+
+/* Any JSON value of the given kind (cJSON_IsArray/IsObject) as compact text, or NULL. */
+static int get_json(struct ctx *c, const cJSON *o, const char *key, int is_array, char **out)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+
+	*out = NULL;
+	if (!v || cJSON_IsNull(v))
+		return 0;
+	if (is_array ? !cJSON_IsArray(v) : !cJSON_IsObject(v))
+		return fault(c, key, is_array ? "an array" : "an object", v);
+	*out = cJSON_PrintUnformatted(v);
+	if (!*out) {
+		snprintf(c->err, c->errlen, "out of memory");
+		return -1;
+	}
+	return 0;
+}
+
+static int get_strdup(struct ctx *c, const cJSON *o, const char *key, char **out)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+
+	*out = NULL;
+	if (!v || cJSON_IsNull(v))
+		return 0;
+	if (!cJSON_IsString(v))
+		return fault(c, key, "a string", v);
+	*out = strdup(v->valuestring);
+	if (!*out) {
+		snprintf(c->err, c->errlen, "out of memory");
+		return -1;
+	}
+	return 0;
+}
+
+static int is_hex_id(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n != LB_ID_LEN)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+			return 0;
+	return 1;
+}
+
+#define BIG 1000000000 /* upper bound for sizes */
+
+static int parse_layout(struct ctx *c, const cJSON *root, struct lb_layout *l)
+{
+	const cJSON *lo = cJSON_GetObjectItemCaseSensitive(root, "layout");
+	const cJSON *mo = cJSON_GetObjectItemCaseSensitive(root, "model");
+	struct lb_model *m = &l->model;
+	char name[LB_NAME_MAX] = "", s[32];
+	int64_t seed = 1;
+
+	lb_layout_init(l);
+	if (!lo)
+		return missing(c, "layout");
+	if (!cJSON_IsObject(lo))
+		return fault(c, "layout", "an object", lo);
+	if (!mo)
+		return missing(c, "model");
+	if (!cJSON_IsObject(mo))
+		return fault(c, "model", "an object", mo);
+
+	c->prefix = "model.";
+	if (get_str(c, mo, "name", 1, 0, name, sizeof(name)) ||
+	    get_int(c, mo, "layers", 1, 1, BIG, &m->n_layers) ||
+	    get_int(c, mo, "hidden", 1, 1, BIG, &m->hidden) ||
+	    get_int(c, mo, "heads", 1, 1, BIG, &m->n_heads) ||
+	    get_int(c, mo, "kv_heads", 1, 1, BIG, &m->n_kv_heads) ||
+	    get_int(c, mo, "ffn", 1, 1, BIG, &m->ffn) ||
+	    get_int(c, mo, "vocab", 1, 1, BIG, &m->vocab) || get_flag(c, mo, "tied", 1, &m->tied))
+		return -1;
+	memcpy(m->name, name, sizeof(name));
+
+	c->prefix = "layout.";
+	if (get_str(c, lo, "model", 0, 0, name, sizeof(name)))
+		return -1;
+	if (cJSON_GetObjectItemCaseSensitive(lo, "model") && strcmp(name, m->name)) {
+		snprintf(c->err, c->errlen,
+			 "'layout.model': \"%s\" differs from 'model.name' \"%s\"", name, m->name);
+		return -1;
+	}
+	if (get_int(c, lo, "seq_len", 1, 1, BIG, &l->seq_len) ||
+	    get_int(c, lo, "global_batch", 1, 1, BIG, &l->global_batch) ||
+	    get_int(c, lo, "micro_batch", 1, 1, BIG, &l->micro_batch) ||
+	    get_int(c, lo, "tp", 1, 1, BIG, &l->tp) || get_int(c, lo, "pp", 1, 1, BIG, &l->pp) ||
+	    get_int(c, lo, "dp", 1, 1, BIG, &l->dp) ||
+	    get_int(c, lo, "gpus_per_node", 1, 1, BIG, &l->gpus_per_node) ||
+	    get_int(c, lo, "nodes", 1, 1, BIG, &l->nodes) ||
+	    get_flag(c, lo, "sequence_parallel", 1, &l->sequence_parallel) ||
+	    get_int(c, lo, "zero_stage", 1, 0, 3, &l->zero_stage) ||
+	    get_int(c, lo, "steps", 0, 0, BIG, &l->steps) ||
+	    get_int(c, lo, "warmup", 0, 0, BIG, &l->warmup) ||
+	    get_int64(c, lo, "seed", 0, 0, INT64_MAX, &seed))
+		return -1;
+	l->seed = (uint64_t)seed;
+	if (get_str(c, lo, "checkpointing", 1, 0, s, sizeof(s)))
+		return -1;
+	if (lb_ckpt_parse(s, &l->checkpointing))
+		return fault(c, "checkpointing", "none, full or selective",
+			     cJSON_GetObjectItemCaseSensitive(lo, "checkpointing"));
+	if (get_str(c, lo, "attention", 1, 0, s, sizeof(s)))
+		return -1;
+	if (lb_attn_parse(s, &l->attention))
+		return fault(c, "attention", "naive, fused_softmax or flash",
+			     cJSON_GetObjectItemCaseSensitive(lo, "attention"));
+	if (get_str(c, lo, "norm", 1, 0, s, sizeof(s)))
+		return -1;
+	if (lb_norm_parse(s, &l->norm))
+		return fault(c, "norm", "unfused or fused",
+			     cJSON_GetObjectItemCaseSensitive(lo, "norm"));
+	c->prefix = "";
+	return 0;
+}
+
+static int parse_header(struct ctx *c, const cJSON *root, struct runlog_header *h)
+{
+	char fmt[32];
+	int64_t v;
+
+	c->what = "header";
+	h->params = h->tokens_per_step = -1;
+	h->flops_per_step = h->hw_flops_per_step = h->peak_tflops = -1;
+	if (get_str(c, root, "format", 1, 0, fmt, sizeof(fmt)))
+		return -1;
+	if (strcmp(fmt, "layoutbench-runlog"))
+		return fault(c, "format", "\"layoutbench-runlog\"",
+			     cJSON_GetObjectItemCaseSensitive(root, "format"));
+	if (get_int64(c, root, "version", 1, 1, 1000000, &v))
+		return -1;
+	h->version = (int)v;
+	if (h->version > RUNLOG_VERSION) {
+		snprintf(c->err, c->errlen,
+			 "run log version %d is newer than this build reads (%d); use a newer "
+			 "layoutbench",
+			 h->version, RUNLOG_VERSION);
+		return -1;
+	}
+	if (get_str(c, root, "run_uid", 1, 0, h->run_uid, sizeof(h->run_uid)))
+		return -1;
+	if (!h->run_uid[0])
+		return fault(c, "run_uid", "a non-empty string",
+			     cJSON_GetObjectItemCaseSensitive(root, "run_uid"));
+	if (get_str(c, root, "layout_id", 1, 0, h->layout_id, sizeof(h->layout_id)))
+		return -1;
+	if (!is_hex_id(h->layout_id))
+		return fault(c, "layout_id", "16 lower-case hex digits",
+			     cJSON_GetObjectItemCaseSensitive(root, "layout_id"));
+	if (parse_layout(c, root, &h->layout))
+		return -1;
+	lb_layout_id(&h->layout, h->layout_id_computed);
+	if (get_strdup(c, root, "flags", &h->flags) ||
+	    get_int64(c, root, "params", 0, 0, INT64_MAX, &h->params) ||
+	    get_int64(c, root, "tokens_per_step", 0, 0, INT64_MAX, &h->tokens_per_step) ||
+	    get_double(c, root, "flops_per_step", 0, 1, 0, &h->flops_per_step) ||
+	    get_double(c, root, "hw_flops_per_step", 0, 1, 0, &h->hw_flops_per_step) ||
+	    get_str(c, root, "gpu", 0, 1, h->gpu, sizeof(h->gpu)) ||
+	    get_double(c, root, "peak_tflops", 0, 1, 0, &h->peak_tflops) ||
+	    get_int(c, root, "world_size", 0, 1, BIG, &h->world_size) ||
+	    get_json(c, root, "hosts", 1, &h->hosts) ||
+	    get_str(c, root, "backend", 0, 1, h->backend, sizeof(h->backend)) ||
+	    get_json(c, root, "versions", 0, &h->versions) ||
+	    get_str(c, root, "git_commit", 0, 1, h->git_commit, sizeof(h->git_commit)) ||
+	    get_str(c, root, "start_time", 0, 1, h->start_time, sizeof(h->start_time)) ||
+	    get_str(c, root, "sweep", 0, 1, h->sweep, sizeof(h->sweep)) ||
+	    get_str(c, root, "job_id", 0, 1, h->job_id, sizeof(h->job_id)) ||
+	    get_str(c, root, "label", 0, 1, h->label, sizeof(h->label)))
+		return -1;
+	/* NaN (null) means unknown, like absent */
+	if (isnan(h->flops_per_step))
+		h->flops_per_step = -1;
+	if (isnan(h->hw_flops_per_step))
+		h->hw_flops_per_step = -1;
+	if (isnan(h->peak_tflops))
+		h->peak_tflops = -1;
+	return 0;
+}
+
+static int parse_step(struct ctx *c, const cJSON *root, struct runlog_step *s)
+{
+	const cJSON *ph;
+	struct ctx pc;
+
+	c->what = "step";
+	s->tokens = s->peak_mem_bytes = -1;
+	s->loss = s->forward_s = s->backward_s = s->optimizer_s = s->comm_exposed_s = s->bubble_s =
+	    NAN;
+	if (get_int64(c, root, "step", 1, 0, INT64_MAX, &s->step) ||
+	    get_flag(c, root, "warmup", 1, &s->warmup) ||
+	    get_double(c, root, "time_s", 1, 0, 0, &s->time_s) ||
+	    get_int64(c, root, "tokens", 0, 0, INT64_MAX, &s->tokens) ||
+	    get_double(c, root, "loss", 0, 1, -INFINITY, &s->loss) ||
+	    get_int64(c, root, "peak_mem_bytes", 0, 0, INT64_MAX, &s->peak_mem_bytes) ||
+	    get_json(c, root, "rank_peak_mem_bytes", 1, &s->rank_peak_mem))
+		return -1;
+	ph = cJSON_GetObjectItemCaseSensitive(root, "phases");
+	if (!ph || cJSON_IsNull(ph))
+		return 0;
+	if (!cJSON_IsObject(ph))
+		return fault(c, "phases", "an object", ph);
+	pc = *c;
+	pc.prefix = "phases.";
+	if (get_double(&pc, ph, "forward_s", 0, 1, 0, &s->forward_s) ||
+	    get_double(&pc, ph, "backward_s", 0, 1, 0, &s->backward_s) ||
+	    get_double(&pc, ph, "optimizer_s", 0, 1, 0, &s->optimizer_s) ||
+	    get_double(&pc, ph, "comm_exposed_s", 0, 1, 0, &s->comm_exposed_s) ||
+	    get_double(&pc, ph, "bubble_s", 0, 1, 0, &s->bubble_s))
+		return -1;
+	return 0;
+}
+
+static int parse_end(struct ctx *c, const cJSON *root, struct runlog_end *e)
+{
+	char status[16];
+	int64_t v;
+
+	c->what = "end";
+	e->rank = -1;
+	e->exit_code = -1;
+	if (get_str(c, root, "status", 1, 0, status, sizeof(status)))
+		return -1;
+	if (!strcmp(status, "ok"))
+		e->ok = 1;
+	else if (!strcmp(status, "failed"))
+		e->ok = 0;
+	else
+		return fault(c, "status", "\"ok\" or \"failed\"",
+			     cJSON_GetObjectItemCaseSensitive(root, "status"));
+	if (get_str(c, root, "class", 0, 1, e->failure_class, sizeof(e->failure_class)) ||
+	    get_strdup(c, root, "message", &e->message) ||
+	    get_int(c, root, "rank", 0, 0, BIG, &e->rank) ||
+	    get_int64(c, root, "exit_code", 0, 0, 255, &v) ||
+	    get_str(c, root, "end_time", 0, 1, e->end_time, sizeof(e->end_time)))
+		return -1;
+	if (cJSON_GetObjectItemCaseSensitive(root, "exit_code") &&
+	    !cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(root, "exit_code")))
+		e->exit_code = (int)v;
+	if (!e->ok && !e->failure_class[0])
+		snprintf(e->failure_class, sizeof(e->failure_class), "error");
+	return 0;
+}
+
+int runlog_parse_line(const char *line, size_t len, struct runlog_record *rec, char *err,
+		      size_t errlen)
+{
+	struct ctx c = {"record", "", err, errlen};
+	const cJSON *type;
+	const char *end = NULL;
+	cJSON *root;
+	int rc = -1;
+
+	while (len && (line[len - 1] == '\n' || line[len - 1] == '\r'))
+		len--;
+	rec->type = 0;
+	root = cJSON_ParseWithLengthOpts(line, len, &end, 0);
+	if (!root) {
+		size_t at = end && end >= line ? (size_t)(end - line) : 0;
+		if (len == 0)
+			snprintf(err, errlen, "empty line");
+		else
+			snprintf(err, errlen, "not JSON near byte %zu", at + 1);
+		return -1;
+	}
+	if (!cJSON_IsObject(root)) {
+		snprintf(err, errlen, "expected a JSON object");
+		goto out_free_json;
+	}
+	if (end && (size_t)(end - line) < len) {
+		const char *p = end;
+		while (p < line + len && (*p == ' ' || *p == '\t'))
+			p++;
+		if (p < line + len) {
+			snprintf(err, errlen, "text after the JSON object at byte %zu",
+				 (size_t)(p - line) + 1);
+			goto out_free_json;
+		}
+	}
+	type = cJSON_GetObjectItemCaseSensitive(root, "type");
+	if (!type) {
+		snprintf(err, errlen, "missing key 'type'");
+		goto out_free_json;
+	}
+	if (!cJSON_IsString(type) ||
+	    (strcmp(type->valuestring, "header") && strcmp(type->valuestring, "step") &&
+	     strcmp(type->valuestring, "end"))) {
+		fault(&c, "type", "\"header\", \"step\" or \"end\"", type);
+		goto out_free_json;
+	}
+	switch (type->valuestring[0]) {
+	case 'h':
+		memset(&rec->header, 0, sizeof(rec->header));
+		rec->type = RUNLOG_HEADER;
+		rc = parse_header(&c, root, &rec->header);
+		break;
+	case 's':
+		memset(&rec->step, 0, sizeof(rec->step));
+		rec->type = RUNLOG_STEP;
+		rc = parse_step(&c, root, &rec->step);
+		break;
+	default:
+		memset(&rec->end, 0, sizeof(rec->end));
+		rec->type = RUNLOG_END;
+		rc = parse_end(&c, root, &rec->end);
+		break;
+	}
+	if (rc)
+		runlog_record_release(rec);
+out_free_json:
+	cJSON_Delete(root);
+	return rc;
+}
+
+void runlog_record_release(struct runlog_record *rec)
+{
+	switch (rec->type) {
+	case RUNLOG_HEADER:
+		free(rec->header.flags);
+		free(rec->header.hosts);
+		free(rec->header.versions);
+		rec->header.flags = rec->header.hosts = rec->header.versions = NULL;
+		break;
+	case RUNLOG_STEP:
+		free(rec->step.rank_peak_mem);
+		rec->step.rank_peak_mem = NULL;
+		break;
+	case RUNLOG_END:
+		free(rec->end.message);
+		rec->end.message = NULL;
+		break;
+	}
+	rec->type = 0;
+}

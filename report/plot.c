@@ -37,6 +37,34 @@ static void gp_quote(struct lb_strbuf *sb, const char *s)
 	lb_strbuf_adds(sb, "'");
 }
 
+/* A gnuplot double-quoted string of s wrapped into lines of about width bytes, broken after
+ * '_', '-', '/' or ' ' where possible (" and \ escaped, control bytes dropped). Returns the
+ * number of lines. */
+static int gp_wrapped(struct lb_strbuf *sb, const char *s, size_t width)
+{
+	size_t col = 0;
+	int lines = 1;
+
+	lb_strbuf_adds(sb, "\"");
+	for (; s && *s; s++) {
+		if ((unsigned char)*s < 0x20 || *s == 0x7f)
+			continue;
+		if (*s == '"' || *s == '\\')
+			lb_strbuf_adds(sb, "\\");
+		lb_strbuf_add(sb, s, 1);
+		col++;
+		int brk = strchr("_-/ ", *s) != NULL;
+		size_t next = strcspn(s + 1, "_-/ ");
+		if (s[1] && ((brk && col + next + 1 > width) || col >= width + 8)) {
+			lb_strbuf_adds(sb, "\\n");
+			col = 0;
+			lines++;
+		}
+	}
+	lb_strbuf_adds(sb, "\"");
+	return lines;
+}
+
 /* A datablock string column: double quotes, with " \ and control bytes replaced, so the
  * text can neither end the column nor the block. */
 static void gp_data_text(struct lb_strbuf *sb, const char *s)
@@ -53,42 +81,53 @@ static void gp_data_text(struct lb_strbuf *sb, const char *s)
 	lb_strbuf_adds(sb, "\"");
 }
 
-/* Index of series s in the figure's series list (order of first appearance). */
-static size_t series_index(const char **list, size_t *n, const char *s)
+/* Index of series s in the figure's series list. */
+static size_t series_index(const char **list, size_t n, const char *s)
 {
-	for (size_t i = 0; i < *n; i++)
+	for (size_t i = 0; i < n; i++)
 		if (list[i] == s)
 			return i;
-	list[*n] = s;
-	return (*n)++;
+	return 0;
 }
+
+/* Geometry: a bar is one x unit wide; a group takes at least GROUP_MIN_UNITS (room for its
+ * wrapped name) with its bars centred, and groups are GROUP_GAP units apart. */
+#define GROUP_MIN_UNITS 4.0
+#define GROUP_GAP	1.0
+#define PX_PER_UNIT	28
 
 void plot_script(struct lb_strbuf *sb, const struct report_figure *f)
 {
 	int use_mfu = report_figure_all_mfu(f);
-	const char **series = calloc(f->n ? f->n : 1, sizeof(*series));
+	const char **series = NULL;
 	double *xs = calloc(f->n ? f->n : 1, sizeof(*xs));
-	size_t nseries = 0, ngroups = report_figure_groups(f);
+	size_t nseries = report_figure_series(f, &series);
 	double x = 0, ymax = 0;
+	int maxlines = 1;
 	char text[160], ann[96], val[64];
 
-	if (!series || !xs) {
+	if ((f->n && !series) || !xs) {
 		sb->failed = 1;
 		goto out_free;
 	}
-	for (size_t i = 0; i < f->n; i++) {
-		const struct report_bar *b = &f->bars[i];
-		if (i && b->group != f->bars[i - 1].group)
-			x += 1.5;
-		xs[i] = x;
-		x += 1;
-		if (b->state == REPORT_BAR_VALUE) {
-			double y = use_mfu ? b->run->mfu * 100.0 : b->run->tflops;
-			if ((use_mfu || b->run->has_tflops) && y > ymax)
-				ymax = y;
+	for (size_t i = 0, j; i < f->n; i = j) {
+		for (j = i + 1; j < f->n && f->bars[j].group == f->bars[i].group; j++)
+			;
+		double slot = (double)(j - i) < GROUP_MIN_UNITS ? GROUP_MIN_UNITS : (double)(j - i);
+		double start = x + (slot - (double)(j - i)) / 2 + 0.5;
+		for (size_t k = i; k < j; k++) {
+			const struct report_bar *b = &f->bars[k];
+			xs[k] = start + (double)(k - i);
+			if (b->state == REPORT_BAR_VALUE) {
+				double y = use_mfu ? b->run->mfu * 100.0 : b->run->tflops;
+				if ((use_mfu || b->run->has_tflops) && y > ymax)
+					ymax = y;
+			}
 		}
+		x += slot + GROUP_GAP;
 	}
-	int width = (int)(160 + 26 * f->n + 40 * ngroups);
+	x -= GROUP_GAP;
+	int width = (int)(260 + PX_PER_UNIT * x);
 	if (width < 760)
 		width = 760;
 	if (width > 4000)
@@ -101,7 +140,7 @@ void plot_script(struct lb_strbuf *sb, const struct report_figure *f)
 	lb_strbuf_adds(sb, "$bars << EOD\n");
 	for (size_t i = 0; i < f->n; i++) {
 		const struct report_bar *b = &f->bars[i];
-		size_t si = series_index(series, &nseries, b->series);
+		size_t si = series_index(series, nseries, b->series);
 		double y = 0;
 		render_bar_annotation(f, b, ann, sizeof(ann));
 		if (b->state == REPORT_BAR_VALUE) {
@@ -110,7 +149,7 @@ void plot_script(struct lb_strbuf *sb, const struct report_figure *f)
 				snprintf(val, sizeof(val), "%.2f", y);
 			} else if (b->run->has_tflops) {
 				y = b->run->tflops;
-				snprintf(val, sizeof(val), "%.1f", y);
+				snprintf(val, sizeof(val), y >= 1 ? "%.1f" : "%.3g", y);
 			} else {
 				snprintf(val, sizeof(val), "n/a");
 			}
@@ -129,13 +168,12 @@ void plot_script(struct lb_strbuf *sb, const struct report_figure *f)
 			   "set boxwidth 0.85 absolute\n"
 			   "set grid ytics lc rgb '#dddddd'\n"
 			   "set border 3\nset tics nomirror\n"
-			   "set key outside right top vertical samplen 1.5\n"
-			   "set bmargin 9\n");
+			   "set key outside right top vertical samplen 1.5\n");
 	lb_strbuf_addf(sb, "set ylabel %s\n",
 		       use_mfu ? "'MFU [%]'" : "'TFLOP/s per GPU (model FLOPs)'");
 	lb_strbuf_addf(sb, "set yrange [0:%g]\n", ymax > 0 ? ymax * 1.5 : (use_mfu ? 100 : 1));
-	lb_strbuf_addf(sb, "set xrange [-1:%g]\n", x > 0 ? x : 1);
-	lb_strbuf_adds(sb, "set xtics rotate by -20 left font 'sans,10' (");
+	lb_strbuf_addf(sb, "set xrange [0:%g]\n", x > 0 ? x : 1);
+	lb_strbuf_adds(sb, "set xtics font 'sans,10' (");
 	for (size_t i = 0, first = 1; i < f->n; i++) {
 		if (i && f->bars[i].group == f->bars[i - 1].group)
 			continue;
@@ -145,10 +183,13 @@ void plot_script(struct lb_strbuf *sb, const struct report_figure *f)
 		if (!first)
 			lb_strbuf_adds(sb, ", ");
 		first = 0;
-		gp_quote(sb, f->bars[i].group);
+		int lines = gp_wrapped(sb, f->bars[i].group, 16);
+		if (lines > maxlines)
+			maxlines = lines;
 		lb_strbuf_addf(sb, " %g", (xs[i] + xs[j]) / 2);
 	}
 	lb_strbuf_adds(sb, ")\n");
+	lb_strbuf_addf(sb, "set bmargin %d\n", maxlines + 2);
 	lb_strbuf_adds(sb, "set title ");
 	gp_quote(sb, report_kind_title(f->kind));
 	lb_strbuf_adds(sb, "\nplot $bars using 1:2:3 with boxes lc variable notitle, \\\n"

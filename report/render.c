@@ -113,8 +113,9 @@ static void int_cell(int v, const char *unknown, char *buf, size_t len)
 
 static void tflops_cell(const struct report_bar *b, char *buf, size_t len)
 {
+	/* two decimals like MFU; three significant digits below 1 (CPU runs) */
 	if (b->state == REPORT_BAR_VALUE && b->run->has_tflops)
-		snprintf(buf, len, "%.2f", b->run->tflops);
+		snprintf(buf, len, b->run->tflops >= 1 ? "%.2f" : "%.3g", b->run->tflops);
 	else
 		snprintf(buf, len, "-");
 }

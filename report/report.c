@@ -417,6 +417,8 @@ static void build_keyed(struct builder *b, enum report_kind kind, const struct r
 			bar->pp = b->cands[i].k2;
 			bar->checkpointing = report_runs_intern(b->rs, "none");
 		}
+		bar->order1 = b->cands[i].k1;
+		bar->order2 = b->cands[i].k2;
 		pick(bar, &b->cands[i], j - i);
 	}
 }
@@ -449,6 +451,7 @@ static void build_rms(struct builder *b, const struct report_run **g, size_t n)
 		bar = bar_new(b, g[0]->sweep, "no_rms_best");
 		if (!bar)
 			return;
+		bar->order1 = 1;
 		pick(bar, flash2, nf);
 	}
 	if (rbest) {
@@ -461,6 +464,7 @@ static void build_rms(struct builder *b, const struct report_run **g, size_t n)
 			bar = bar_new(b, g[0]->sweep, "no_rms_at_rms_layout");
 			if (!bar)
 				return;
+			bar->order1 = 2;
 			bar->micro_batch = rbest->micro_batch;
 			bar->tp = rbest->tp;
 			bar->pp = rbest->pp;
@@ -512,6 +516,7 @@ static void build_best(struct builder *b, const struct report_run **v, size_t n)
 		struct report_bar *bar = bar_new(b, gp, v[i]->label);
 		if (!bar)
 			return;
+		bar->order1 = kernel_rank(v[i]->label);
 		struct cand c = {v[i], 0, 0, NULL};
 		pick(bar, &c, 1);
 	}
@@ -575,6 +580,44 @@ size_t report_figure_groups(const struct report_figure *f)
 		if (i == 0 || f->bars[i].group != f->bars[i - 1].group)
 			g++;
 	return g;
+}
+
+static int bar_series_cmp(const void *pa, const void *pb)
+{
+	const struct report_bar *a = *(const struct report_bar *const *)pa;
+	const struct report_bar *b = *(const struct report_bar *const *)pb;
+
+	if (a->order1 != b->order1)
+		return a->order1 < b->order1 ? -1 : 1;
+	if (a->order2 != b->order2)
+		return a->order2 < b->order2 ? -1 : 1;
+	return a->series == b->series ? 0 : strcmp(a->series, b->series);
+}
+
+size_t report_figure_series(const struct report_figure *f, const char ***series)
+{
+	const struct report_bar **v;
+	size_t n = 0;
+
+	*series = NULL;
+	if (!f->n)
+		return 0;
+	v = malloc(f->n * sizeof(*v));
+	*series = malloc(f->n * sizeof(**series));
+	if (!v || !*series) {
+		free(v);
+		free(*series);
+		*series = NULL;
+		return 0;
+	}
+	for (size_t i = 0; i < f->n; i++)
+		v[i] = &f->bars[i];
+	qsort(v, f->n, sizeof(*v), bar_series_cmp);
+	for (size_t i = 0; i < f->n; i++)
+		if (!n || (*series)[n - 1] != v[i]->series)
+			(*series)[n++] = v[i]->series;
+	free(v);
+	return n;
 }
 
 int report_figure_all_mfu(const struct report_figure *f)

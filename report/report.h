@@ -99,6 +99,8 @@ struct report_bar {
 	enum report_bar_state state;
 	const struct report_run *run; /* the winner when state is VALUE, else NULL */
 	const char *failure_class;    /* FAILED: the most frequent class among candidates */
+	int order1, order2;	      /* the series' place among the figure's series (kernel rank,
+					 micro-batch size, TP and PP, ...); see report_figure_series */
 	/* Layout fields that define the bar (used when run is NULL): -1 / NULL unknown. */
 	int micro_batch, tp, pp;
 	const char *checkpointing;
@@ -123,6 +125,12 @@ void report_figure_release(struct report_figure *f);
 
 /* Number of distinct groups in a figure (bars are ordered by group). */
 size_t report_figure_groups(const struct report_figure *f);
+
+/* The distinct series of a figure in the order its groups list them (the paper's kernel
+ * order, micro-batch size, (TP, PP), ...): sets *series (caller frees the array with
+ * free(); the strings belong to the runs' pool) and returns the count, or returns 0 with
+ * *series NULL when there are none or memory ran out. */
+size_t report_figure_series(const struct report_figure *f, const char ***series);
 
 /* 1 when every measured bar of the figure has a known MFU (then plots show MFU, else
  * TFLOP/s per GPU). */

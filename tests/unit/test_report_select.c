@@ -1,0 +1,491 @@
+/*
+ * Unit tests of the report's selection logic (report/report.h) on small hand-made sets of
+ * runs: ranking and ties, OOM / failed / running bars, unknown peaks (CPU runs), the kernel
+ * classes of imported and own runs, each figure's candidate rules, the sweep filter, and
+ * the CSV cells of the results.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "report/render.h"
+#include "report/report.h"
+
+static long next_id = 1;
+
+/* A measured run of our own: flash + fused, mbs 1, TP 1, PP 1, no ckpt, MFU mfu (< 0:
+ * unknown peak) and TFLOP/s tflops. */
+static struct report_run mk(const char *sweep, double mfu, double tflops)
+{
+	struct report_run r;
+
+	memset(&r, 0, sizeof(r));
+	r.run_id = next_id++;
+	r.sweep = sweep;
+	r.label = "flash+fused";
+	r.model = "tiny";
+	r.checkpointing = "none";
+	r.attention = "flash";
+	r.norm = "fused";
+	r.seq_len = 128;
+	r.gpus = 8;
+	r.micro_batch = r.tp = r.pp = 1;
+	r.dp = 8;
+	r.status = REPORT_RUN_OK;
+	if (mfu >= 0) {
+		r.has_mfu = 1;
+		r.mfu = mfu;
+	}
+	if (tflops >= 0) {
+		r.has_tflops = 1;
+		r.tflops = tflops;
+	}
+	return r;
+}
+
+static struct report_run failed(const char *sweep, const char *cls)
+{
+	struct report_run r = mk(sweep, -1, -1);
+	r.status = REPORT_RUN_FAILED;
+	r.failure_class = cls;
+	return r;
+}
+
+static void add(struct report_runs *rs, struct report_run r)
+{
+	assert_int_equal(report_runs_add(rs, &r), 0);
+}
+
+/* The figure's CSV (without its header) into buf. */
+static void csv_of(struct report_runs *rs, enum report_kind k, const char *sweep, char *buf,
+		   size_t len)
+{
+	struct report_figure f;
+	struct lb_strbuf sb = LB_STRBUF_INIT;
+
+	assert_int_equal(report_figure_build(rs, k, sweep, &f), 0);
+	render_csv(&sb, &f);
+	const char *body = strchr(lb_strbuf_str(&sb), '\n') + 1;
+	snprintf(buf, len, "%s", body);
+	lb_strbuf_release(&sb);
+	report_figure_release(&f);
+}
+
+static void test_kind_names(void **state)
+{
+	(void)state;
+	enum report_kind k;
+	for (int i = 0; i < REPORT_KIND_COUNT; i++) {
+		assert_int_equal(report_kind_parse(report_kind_name((enum report_kind)i), &k), 0);
+		assert_int_equal(k, i);
+	}
+	assert_int_equal(report_kind_parse("all", &k), -1);
+	assert_int_equal(report_kind_parse("tp_pp", &k), -1);
+}
+
+static void test_intern(void **state)
+{
+	(void)state;
+	struct report_runs rs;
+	char name[32];
+	const char *first = NULL;
+
+	report_runs_init(&rs);
+	for (int i = 0; i < 1000; i++) {
+		snprintf(name, sizeof(name), "s%d", i % 37);
+		const char *p = report_runs_intern(&rs, name);
+		assert_non_null(p);
+		assert_string_equal(p, name);
+		if (i == 0)
+			first = p;
+	}
+	assert_ptr_equal(report_runs_intern(&rs, "s0"), first);
+	assert_int_equal(rs.pool_n, 37);
+	report_runs_release(&rs);
+}
+
+static void test_ranking_and_ties(void **state)
+{
+	(void)state;
+	struct report_runs rs;
+	struct report_figure f;
+
+	report_runs_init(&rs);
+	struct report_run a = mk("s", 0.5, 100), b = mk("s", 0.5, 100), c = mk("s", 0.5, 120);
+	/* equal MFU and TFLOP/s: the earlier run wins */
+	assert_true(report_run_better(&a, &b));
+	assert_false(report_run_better(&b, &a));
+	/* equal MFU: higher TFLOP/s wins */
+	assert_true(report_run_better(&c, &a));
+	/* known MFU beats unknown, whatever the TFLOP/s */
+	struct report_run u = mk("s", -1, 999);
+	assert_true(report_run_better(&a, &u));
+	assert_false(report_run_better(&u, &a));
+
+	b.tp = 2;
+	add(&rs, b); /* added first, but a has the lower run_id */
+	add(&rs, a);
+	assert_int_equal(report_figure_build(&rs, REPORT_KERNELS, NULL, &f), 0);
+	assert_int_equal(f.n, 1);
+	assert_int_equal(f.bars[0].state, REPORT_BAR_VALUE);
+	assert_int_equal(f.bars[0].run->run_id, a.run_id);
+	assert_int_equal(f.bars[0].tp, 1);
+	report_figure_release(&f);
+	report_runs_release(&rs);
+}
+
+static void test_failed_bars(void **state)
+{
+	(void)state;
+	struct report_runs rs;
+	char csv[1024];
+
+	report_runs_init(&rs);
+	/* sweep a: one OOM among other failures -> OOM */
+	add(&rs, failed("a", "nccl_error"));
+	add(&rs, failed("a", "oom"));
+	add(&rs, failed("a", "nccl_error"));
+	/* sweep b: no OOM: the most frequent class */
+	add(&rs, failed("b", "nccl_error"));
+	add(&rs, failed("b", "timeout"));
+	add(&rs, failed("b", "timeout"));
+	/* sweep c: tie between classes: alphabetical; NULL class counts as error */
+	add(&rs, failed("c", "timeout"));
+	add(&rs, failed("c", NULL));
+	/* sweep d: only running */
+	struct report_run r = mk("d", -1, -1);
+	r.status = REPORT_RUN_RUNNING;
+	add(&rs, r);
+	/* sweep e: ok but nothing measured (no steps) */
+	add(&rs, mk("e", -1, -1));
+	/* sweep f: one measured run beats any number of failures */
+	add(&rs, failed("f", "oom"));
+	add(&rs, mk("f", 0.1234, 10));
+	csv_of(&rs, REPORT_KERNELS, NULL, csv, sizeof(csv));
+	assert_string_equal(csv, "a,flash+fused,OOM,,,,\n"
+				 "b,flash+fused,FAILED(timeout),,,,\n"
+				 "c,flash+fused,FAILED(error),,,,\n"
+				 "d,flash+fused,RUNNING,,,,\n"
+				 "e,flash+fused,FAILED(unmeasured),,,,\n"
+				 "f,flash+fused,12.34,1,1,1,none\n");
+	report_runs_release(&rs);
+}
+
+static void test_unknown_peak(void **state)
+{
+	(void)state;
+	struct report_runs rs;
+	struct report_figure f;
+	struct lb_strbuf sb = LB_STRBUF_INIT;
+	char csv[512];
+
+	report_runs_init(&rs);
+	struct report_run slow = mk("cpu", -1, 0.002), fast = mk("cpu", -1, 0.005);
+	fast.tp = 2;
+	add(&rs, slow);
+	add(&rs, fast);
+	csv_of(&rs, REPORT_KERNELS, NULL, csv, sizeof(csv));
+	/* ranked by TFLOP/s; MFU cell empty in CSV */
+	assert_string_equal(csv, "cpu,flash+fused,,1,2,1,none\n");
+	assert_int_equal(report_figure_build(&rs, REPORT_KERNELS, NULL, &f), 0);
+	assert_false(report_figure_all_mfu(&f));
+	render_md(&sb, &f);
+	assert_non_null(
+	    strstr(lb_strbuf_str(&sb), "| flash+fused | n/a | 0.005 | 1 | 2 | 1 | 8 | none |"));
+	report_figure_release(&f);
+	lb_strbuf_release(&sb);
+	report_runs_release(&rs);
+}
+
+/* Imported runs are classified by the paper's kernel string, ours by attention + norm. */
+static void test_kernel_classes(void **state)
+{
+	(void)state;
+	struct report_run p = mk("s", 0.5, 1);
+	p.paper = 1;
+	p.label = "flash_attention2 + RMS kernel";
+	assert_true(report_run_is_flash_rms(&p));
+	assert_false(report_run_is_flash2(&p));
+	p.label = "flash_attention2";
+	p.norm = "unfused";
+	assert_true(report_run_is_flash2(&p));
+	p.label = "flash_attentionv1.0.8"; /* same kernels as ours, not FlashAttention-2 */
+	assert_false(report_run_is_flash2(&p));
+	assert_false(report_run_is_flash_rms(&p));
+
+	struct report_run o = mk("s", 0.5, 1);
+	o.label = "my label";
+	assert_true(report_run_is_flash_rms(&o));
+	o.norm = "unfused";
+	assert_true(report_run_is_flash2(&o));
+	o.attention = "naive";
+	assert_false(report_run_is_flash2(&o));
+}
+
+static void test_kernels_order(void **state)
+{
+	(void)state;
+	struct report_runs rs;
+	char csv[1024];
+	const char *paper[] = {"flash_attention2 + RMS kernel", "torch", "zzz", "flash_attention2",
+			       "fused"};
+
+	report_runs_init(&rs);
+	for (size_t i = 0; i < 5; i++) {
+		struct report_run r = mk("p", 0.1 * (double)(i + 1), 1);
+		r.paper = 1;
+		r.label = paper[i];
+		add(&rs, r);
+	}
+	struct report_run r = mk("q", 0.3, 1);
+	r.label = "naive+unfused";
+	r.attention = "naive";
+	r.norm = "unfused";
+	add(&rs, r);
+	add(&rs, mk("q", 0.5, 1));
+	r = mk("q", 0.4, 1);
+	r.label = "a, \"quoted\" label";
+	add(&rs, r);
+	csv_of(&rs, REPORT_KERNELS, NULL, csv, sizeof(csv));
+	assert_string_equal(csv, "p,torch,20.00,1,1,1,none\n"
+				 "p,fused,50.00,1,1,1,none\n"
+				 "p,flash_attention2,40.00,1,1,1,none\n"
+				 "p,flash_attention2 + RMS kernel,10.00,1,1,1,none\n"
+				 "p,zzz,30.00,1,1,1,none\n"
+				 "q,naive+unfused,30.00,1,1,1,none\n"
+				 "q,flash+fused,50.00,1,1,1,none\n"
+				 "q,\"a, \"\"quoted\"\" label\",40.00,1,1,1,none\n");
+	report_runs_release(&rs);
+}
+
+static void test_checkpointing(void **state)
+{
+	(void)state;
+	struct report_runs rs;
+	char csv[512];
+
+	report_runs_init(&rs);
+	add(&rs, mk("s", 0.70, 1)); /* flash + fused, no ckpt: not a 'disabled' candidate */
+	struct report_run r = mk("s", 0.55, 1);
+	r.norm = "unfused";
+	r.micro_batch = 2;
+	add(&rs, r);
+	r = mk("s", 0.50, 1); /* flash + fused with ckpt: an 'enabled' candidate */
+	r.checkpointing = "full";
+	r.pp = 2;
+	add(&rs, r);
+	r = mk("s", 0.45, 1);
+	r.checkpointing = "selective";
+	add(&rs, r);
+	csv_of(&rs, REPORT_CHECKPOINTING, NULL, csv, sizeof(csv));
+	assert_string_equal(csv, "s,disabled,55.00,2,1,1,none\n"
+				 "s,enabled,50.00,1,1,2,full\n");
+	report_runs_release(&rs);
+}
+
+static void test_microbatch(void **state)
+{
+	(void)state;
+	struct report_runs rs;
+	char csv[512];
+	struct report_figure f;
+	char ann[64];
+
+	report_runs_init(&rs);
+	struct report_run r = mk("s", 0.40, 1);
+	r.norm = "unfused";
+	add(&rs, r);
+	r = mk("s", 0.45, 1);
+	r.norm = "unfused";
+	r.checkpointing = "full";
+	r.tp = 2;
+	add(&rs, r);
+	r = failed("s", "oom");
+	r.norm = "unfused";
+	r.micro_batch = 8;
+	add(&rs, r);
+	r = mk("s", 0.90, 1); /* flash + fused: not a candidate */
+	r.micro_batch = 4;
+	add(&rs, r);
+	r = mk("s", 0.38, 1);
+	r.norm = "unfused";
+	r.micro_batch = 2;
+	add(&rs, r);
+	csv_of(&rs, REPORT_MICROBATCH, NULL, csv, sizeof(csv));
+	assert_string_equal(csv, "s,1,45.00,1,2,1,full\n"
+				 "s,2,38.00,2,1,1,none\n"
+				 "s,8,OOM,8,,,\n");
+	assert_int_equal(report_figure_build(&rs, REPORT_MICROBATCH, NULL, &f), 0);
+	render_bar_annotation(&f, &f.bars[0], ann, sizeof(ann));
+	assert_string_equal(ann, "(full,2,1)");
+	render_bar_annotation(&f, &f.bars[2], ann, sizeof(ann));
+	assert_string_equal(ann, "");
+	report_figure_release(&f);
+	report_runs_release(&rs);
+}
+
+static void test_tp_pp(void **state)
+{
+	(void)state;
+	struct report_runs rs;
+	char csv[512];
+
+	report_runs_init(&rs);
+	struct report_run r = mk("s", 0.40, 1);
+	r.tp = 2;
+	r.pp = 4;
+	add(&rs, r);
+	r.run_id = next_id++;
+	r.mfu = 0.42; /* same layout measured twice: the better attempt */
+	add(&rs, r);
+	r = failed("s", "oom");
+	r.tp = 1;
+	r.pp = 2;
+	add(&rs, r);
+	r = mk("s", 0.99, 1); /* micro-batch 2: not a candidate */
+	r.micro_batch = 2;
+	add(&rs, r);
+	r = mk("s", 0.99, 1); /* checkpointed: not a candidate */
+	r.checkpointing = "full";
+	add(&rs, r);
+	r = mk("s", 0.30, 1);
+	r.tp = 10; /* numeric order: after 2 */
+	add(&rs, r);
+	csv_of(&rs, REPORT_TP_PP, NULL, csv, sizeof(csv));
+	assert_string_equal(csv, "s,\"1,2\",OOM,1,1,2,none\n"
+				 "s,\"2,4\",42.00,1,2,4,none\n"
+				 "s,\"10,1\",30.00,1,10,1,none\n");
+	report_runs_release(&rs);
+}
+
+static void test_seqpar(void **state)
+{
+	(void)state;
+	struct report_runs rs;
+	char csv[512];
+
+	report_runs_init(&rs);
+	add(&rs, mk("nosp", 0.5, 1)); /* a sweep that never tried SP: no group */
+	struct report_run r = mk("sp", 0.50, 1);
+	add(&rs, r);
+	r = mk("sp", 0.52, 1);
+	r.sequence_parallel = 1;
+	r.tp = 2;
+	add(&rs, r);
+	r = mk("sp", 0.60, 1);
+	r.sequence_parallel = 1;
+	r.status = REPORT_RUN_FAILED;
+	r.failure_class = "oom";
+	add(&rs, r);
+	csv_of(&rs, REPORT_SEQPAR, NULL, csv, sizeof(csv));
+	assert_string_equal(csv, "sp,off,50.00,1,1,1,none\n"
+				 "sp,on,52.00,1,2,1,none\n");
+	report_runs_release(&rs);
+}
+
+static void test_rms(void **state)
+{
+	(void)state;
+	struct report_runs rs;
+	char csv[512];
+
+	report_runs_init(&rs);
+	struct report_run r = mk("s", 0.70, 1); /* rms best at (1,1,1) */
+	add(&rs, r);
+	r = mk("s", 0.55, 1); /* no-RMS best at (1,1,2) */
+	r.norm = "unfused";
+	r.pp = 2;
+	add(&rs, r);
+	r = mk("s", 0.49, 1); /* best no-RMS at (1,1,1), checkpointed */
+	r.norm = "unfused";
+	r.checkpointing = "full";
+	add(&rs, r);
+	r = mk("s", 0.48, 1);
+	r.norm = "unfused";
+	add(&rs, r);
+	r = mk("s", 0.99, 1); /* other kernels: no part in it */
+	r.attention = "naive";
+	add(&rs, r);
+	/* a sweep whose RMS runs all failed: no at-layout bar */
+	add(&rs, failed("t", "oom"));
+	r = mk("t", 0.3, 1);
+	r.norm = "unfused";
+	add(&rs, r);
+	csv_of(&rs, REPORT_RMS, NULL, csv, sizeof(csv));
+	assert_string_equal(csv, "s,rms_best,70.00,1,1,1,none\n"
+				 "s,no_rms_best,55.00,1,1,2,none\n"
+				 "s,no_rms_at_rms_layout,49.00,1,1,1,full\n"
+				 "t,rms_best,OOM,,,,\n"
+				 "t,no_rms_best,30.00,1,1,1,none\n");
+	report_runs_release(&rs);
+}
+
+static void test_sweep_filter_and_best(void **state)
+{
+	(void)state;
+	struct report_runs rs;
+	char csv[512];
+
+	report_runs_init(&rs);
+	add(&rs, mk("b", 0.2, 1));
+	add(&rs, mk("a", 0.3, 1));
+	csv_of(&rs, REPORT_KERNELS, "b", csv, sizeof(csv));
+	assert_string_equal(csv, "b,flash+fused,20.00,1,1,1,none\n");
+	csv_of(&rs, REPORT_KERNELS, "nope", csv, sizeof(csv));
+	assert_string_equal(csv, "");
+	/* best: one bar per row, grouped by model/seq_len/gpus */
+	struct report_run r = mk("c", 0.4, 1);
+	r.model = "llama-13b";
+	r.seq_len = 2048;
+	r.gpus = 64;
+	r.label = "flash_attention2 + RMS kernel";
+	add(&rs, r);
+	csv_of(&rs, REPORT_BEST, NULL, csv, sizeof(csv));
+	assert_string_equal(csv,
+			    "llama-13b/2048/64,flash_attention2 + RMS kernel,40.00,1,1,1,none\n"
+			    "tiny/128/8,flash+fused,30.00,1,1,1,none\n"
+			    "tiny/128/8,flash+fused,20.00,1,1,1,none\n");
+	report_runs_release(&rs);
+}
+
+static void test_mfu_text_rounding(void **state)
+{
+	(void)state;
+	struct report_run r = mk("s", 0.7057311797718144, 1);
+	struct report_bar b;
+	char buf[32];
+
+	memset(&b, 0, sizeof(b));
+	b.state = REPORT_BAR_VALUE;
+	b.run = &r;
+	report_bar_mfu_text(&b, "n/a", buf, sizeof(buf));
+	assert_string_equal(buf, "70.57");
+	r.has_mfu = 0;
+	report_bar_mfu_text(&b, "n/a", buf, sizeof(buf));
+	assert_string_equal(buf, "n/a");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_kind_names),
+	    cmocka_unit_test(test_intern),
+	    cmocka_unit_test(test_ranking_and_ties),
+	    cmocka_unit_test(test_failed_bars),
+	    cmocka_unit_test(test_unknown_peak),
+	    cmocka_unit_test(test_kernel_classes),
+	    cmocka_unit_test(test_kernels_order),
+	    cmocka_unit_test(test_checkpointing),
+	    cmocka_unit_test(test_microbatch),
+	    cmocka_unit_test(test_tp_pp),
+	    cmocka_unit_test(test_seqpar),
+	    cmocka_unit_test(test_rms),
+	    cmocka_unit_test(test_sweep_filter_and_best),
+	    cmocka_unit_test(test_mfu_text_rounding),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -58,7 +58,9 @@ struct lb_mem_estimate {
 void lb_memory_estimate(const struct lb_layout *l, struct lb_mem_estimate *out);
 
 /* The margin used when pruning: a layout is predicted to fit when
- * total <= gpu_mem_bytes * LB_MEM_USABLE_FRACTION. */
+ * total <= gpu_mem_bytes * LB_MEM_USABLE_FRACTION. 1.0: the estimate carries its own
+ * margin (a 1 GiB workspace term) and was calibrated with this predicate against the
+ * paper's runs on 80 GiB A100s (docs/memory-model.md). */
 #define LB_MEM_USABLE_FRACTION 1.0
 
 #endif

@@ -19,39 +19,43 @@ struct plan_entry {
 	char id[LB_ID_LEN + 1];
 	enum plan_status status;
 	char reason[160]; /* for PLAN_INVALID (and PLAN_OOM: "needs 91.2 GiB of 80 GiB") */
-	double mem_gib;   /* estimated memory per GPU */
-	char label[64];   /* optional series label from the spec (e.g. a kernel name) */
+	double mem_gib;	  /* estimated memory per GPU */
+	char label[64];	  /* optional series label from the spec (e.g. a kernel name) */
 };
 
 /* The cluster a sweep targets (spec key "cluster"). Strings are validated by the
  * spec parser (see docs/spec.md) and are safe to quote into a job script. */
 struct sweep_cluster {
-	char partition[64];   /* "" = cluster default */
+	char partition[64]; /* "" = cluster default */
 	char account[64];
 	char qos[64];
-	int time_limit_min;   /* per job; 0 = unset */
+	int time_limit_min; /* per job; 0 = unset */
 	int gpus_per_node;
-	double gpu_mem_gib;   /* memory per GPU used for pruning */
-	char gpu[64];         /* product name for the peak table, e.g. "A100" */
-	int cpus_per_task;    /* 0 = unset */
-	int exclusive;        /* 0/1 */
-	char **sbatch_extra;  /* extra "#SBATCH" options, validated; n_sbatch_extra entries */
+	double gpu_mem_gib;  /* memory per GPU used for pruning */
+	char gpu[64];	     /* product name for the peak table, e.g. "A100" */
+	int cpus_per_task;   /* 0 = unset */
+	int exclusive;	     /* 0/1 */
+	char **sbatch_extra; /* extra "#SBATCH" options, validated; n_sbatch_extra entries */
 	int n_sbatch_extra;
-	char **env;           /* "NAME=value" pairs exported by the job script */
+	char **env; /* "NAME=value" pairs exported by the job script */
 	int n_env;
-	char **setup;         /* shell lines run before the trainer (module loads); the spec
-				 author's own shell, written verbatim and documented as such */
+	char **setup; /* shell lines run before the trainer (module loads); the spec
+			 author's own shell, written verbatim and documented as such */
 	int n_setup;
-	char device[16];      /* trainer --device: "cuda" or "cpu" */
+	char device[16]; /* trainer --device: "cuda" or "cpu" */
 };
 
 struct sweep_plan {
 	char name[LB_NAME_MAX];
 	struct sweep_cluster cluster;
-	double step_time_guess_s; /* 0 = none given */
+	double step_time_guess_s;   /* 0 = none given */
 	struct plan_entry *entries; /* every grid point, in expansion order */
 	size_t n_entries;
 	size_t n_ok, n_oom, n_invalid;
+	/* Added after the first contract: points dropped by `where`, and points whose layout
+	 * id repeats an earlier entry's (merged into it: its label gains "|label"). */
+	size_t n_filtered, n_duplicates;
+	char description[512];
 };
 
 /* Parse a spec text into a plan. path is used in messages only. Returns 0, or -1 with
@@ -64,6 +68,24 @@ int sweep_plan_text(const char *path, const char *text, size_t len, struct sweep
 int sweep_plan_file(const char *path, struct sweep_plan *out, char *err, size_t errlen);
 
 void sweep_plan_free(struct sweep_plan *p);
+
+/* Plan a spec named on the command line: "-" reads stdin; an existing file is read;
+ * otherwise the spec embedded in the binary as "sweeps/specs/<arg>" or
+ * "sweeps/specs/<arg>.json" (so "quickstart" names the shipped quickstart spec). Same
+ * contract as sweep_plan_text. */
+int sweep_plan_load(const char *spec_arg, struct sweep_plan *out, char *err, size_t errlen);
+
+/* Limits on expansion. max_points: grid points (before `where`) a spec may expand to;
+ * 0 = SWEEP_MAX_POINTS. */
+#define SWEEP_MAX_POINTS 4000000
+struct sweep_opts {
+	size_t max_points;
+};
+
+/* sweep_plan_text with options (opts may be NULL). */
+int sweep_plan_text_opts(const char *path, const char *text, size_t len,
+			 const struct sweep_opts *opts, struct sweep_plan *out, char *err,
+			 size_t errlen);
 
 const char *plan_status_name(enum plan_status s); /* "ok", "oom", "invalid" */
 

@@ -1,0 +1,397 @@
+/*
+ * `layoutbench plan SPEC [--format table|csv|json] [--render DIR]`: expand a sweep spec
+ * and print every layout with its status (ok, oom with the predicted need, invalid with
+ * the reason), then a summary: counts and, when the spec guesses a step time, the
+ * GPU-hours of the runnable layouts. --render hands the plan to the job-script renderer
+ * (slurm/). A thin shell over sweep_plan_load(); the writers below are the only output.
+ */
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/commands.h"
+#include "common/layout.h"
+#include "slurm/render.h"
+#include "sweeps/sweep.h"
+
+enum plan_format { FMT_TABLE, FMT_CSV, FMT_JSON };
+
+#define NCOLS 17 /* id .. norm (14), label, mem_gib, status */
+
+/* GPUs a layout's job allocates (tp*pp*dp for a valid layout). */
+static int entry_gpus(const struct plan_entry *e)
+{
+	return e->layout.gpus_per_node * e->layout.nodes;
+}
+
+static void format_cells(const struct plan_entry *e, char cells[NCOLS][192], int for_table)
+{
+	const struct lb_layout *l = &e->layout;
+
+	snprintf(cells[0], 192, "%s", e->id);
+	snprintf(cells[1], 192, "%s", l->model.name);
+	snprintf(cells[2], 192, "%d", l->seq_len);
+	snprintf(cells[3], 192, "%d", l->global_batch);
+	snprintf(cells[4], 192, "%d", entry_gpus(e));
+	snprintf(cells[5], 192, "%d", l->micro_batch);
+	snprintf(cells[6], 192, "%d", l->tp);
+	snprintf(cells[7], 192, "%d", l->pp);
+	snprintf(cells[8], 192, "%d", l->dp);
+	snprintf(cells[9], 192, "%d", l->sequence_parallel);
+	snprintf(cells[10], 192, "%d", l->zero_stage);
+	snprintf(cells[11], 192, "%s", lb_ckpt_name(l->checkpointing));
+	snprintf(cells[12], 192, "%s", lb_attn_name(l->attention));
+	snprintf(cells[13], 192, "%s", lb_norm_name(l->norm));
+	snprintf(cells[14], 192, "%s", e->label[0] || !for_table ? e->label : "-");
+	if (e->status == PLAN_INVALID)
+		snprintf(cells[15], 192, "%s", for_table ? "-" : "");
+	else
+		snprintf(cells[15], 192, "%.1f", e->mem_gib);
+	switch (e->status) {
+	case PLAN_OK:
+		snprintf(cells[16], 192, "ok");
+		break;
+	case PLAN_OOM:
+		if (for_table)
+			snprintf(cells[16], 192, "oom: %s", e->reason);
+		else
+			snprintf(cells[16], 192, "oom");
+		break;
+	case PLAN_INVALID:
+		snprintf(cells[16], 192, "invalid: %s", e->reason);
+		break;
+	}
+}
+
+static double gpu_hours(const struct sweep_plan *p)
+{
+	double h = 0.0;
+	size_t i;
+
+	for (i = 0; i < p->n_entries; i++)
+		if (p->entries[i].status == PLAN_OK)
+			h += (double)p->entries[i].layout.steps * p->step_time_guess_s *
+			     entry_gpus(&p->entries[i]) / 3600.0;
+	return h;
+}
+
+static void print_summary(FILE *f, const struct sweep_plan *p)
+{
+	fprintf(f, "plan '%s': %zu layouts: %zu ok, %zu oom, %zu invalid", p->name, p->n_entries,
+		p->n_ok, p->n_oom, p->n_invalid);
+	if (p->n_filtered && p->n_duplicates)
+		fprintf(f, " (%zu points dropped by where, %zu duplicates merged)", p->n_filtered,
+			p->n_duplicates);
+	else if (p->n_filtered)
+		fprintf(f, " (%zu points dropped by where)", p->n_filtered);
+	else if (p->n_duplicates)
+		fprintf(f, " (%zu duplicates merged)", p->n_duplicates);
+	fprintf(f, "\n");
+	if (p->step_time_guess_s > 0) {
+		double h = gpu_hours(p);
+
+		fprintf(f, h < 10.0 ? "estimate: %.3f" : "estimate: %.0f", h);
+		fprintf(f, " GPU-hours for the %zu ok layouts at %g s per step\n", p->n_ok,
+			p->step_time_guess_s);
+	}
+}
+
+static void write_table(FILE *f, const struct sweep_plan *p)
+{
+	static const char *const heads[NCOLS] = {
+	    "id", "model", "seq",  "batch",	"gpus", "mb",	 "tp",	    "pp",     "dp",
+	    "sp", "zero",  "ckpt", "attention", "norm", "label", "mem_gib", "status",
+	};
+	static const int right[NCOLS] = {0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 0};
+	char cells[NCOLS][192];
+	size_t w[NCOLS], i;
+	int c;
+
+	for (c = 0; c < NCOLS; c++)
+		w[c] = strlen(heads[c]);
+	for (i = 0; i < p->n_entries; i++) {
+		format_cells(&p->entries[i], cells, 1);
+		for (c = 0; c < NCOLS; c++)
+			if (strlen(cells[c]) > w[c])
+				w[c] = strlen(cells[c]);
+	}
+	for (c = 0; c < NCOLS; c++) {
+		if (c == NCOLS - 1)
+			fprintf(f, "%s\n", heads[c]);
+		else
+			fprintf(f, right[c] ? "%*s  " : "%-*s  ", (int)w[c], heads[c]);
+	}
+	for (i = 0; i < p->n_entries; i++) {
+		format_cells(&p->entries[i], cells, 1);
+		for (c = 0; c < NCOLS; c++) {
+			if (c == NCOLS - 1)
+				fprintf(f, "%s\n", cells[c]);
+			else
+				fprintf(f, right[c] ? "%*s  " : "%-*s  ", (int)w[c], cells[c]);
+		}
+	}
+}
+
+static void csv_field(FILE *f, const char *s, int last)
+{
+	if (strpbrk(s, ",\"\n\r")) {
+		fputc('"', f);
+		for (; *s; s++) {
+			if (*s == '"')
+				fputc('"', f);
+			fputc(*s, f);
+		}
+		fputc('"', f);
+	} else {
+		fputs(s, f);
+	}
+	fputc(last ? '\n' : ',', f);
+}
+
+static void write_csv(FILE *f, const struct sweep_plan *p)
+{
+	/* the contract's columns, then label and the oom/invalid reason */
+	static const int order[] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 15, 16, 14};
+	char cells[NCOLS][192];
+	size_t i;
+	int c;
+
+	fprintf(f, "id,model,seq_len,global_batch,gpus,micro_batch,tp,pp,dp,sequence_parallel,"
+		   "zero_stage,checkpointing,attention,norm,mem_gib,status,label,reason\n");
+	for (i = 0; i < p->n_entries; i++) {
+		format_cells(&p->entries[i], cells, 0);
+		for (c = 0; c < NCOLS; c++)
+			csv_field(f, cells[order[c]], 0);
+		csv_field(f, p->entries[i].status == PLAN_OK ? "" : p->entries[i].reason, 1);
+	}
+}
+
+static double round2(double x)
+{
+	return round(x * 100.0) / 100.0;
+}
+
+static cJSON *entry_json(const struct plan_entry *e)
+{
+	const struct lb_layout *l = &e->layout;
+	const struct lb_model *m = &l->model;
+	cJSON *o = cJSON_CreateObject(), *lo, *mo;
+
+	if (!o)
+		return NULL;
+	cJSON_AddStringToObject(o, "id", e->id);
+	cJSON_AddStringToObject(o, "label", e->label);
+	cJSON_AddStringToObject(o, "status", plan_status_name(e->status));
+	cJSON_AddStringToObject(o, "reason", e->reason);
+	if (e->status == PLAN_INVALID)
+		cJSON_AddNullToObject(o, "mem_gib");
+	else
+		cJSON_AddNumberToObject(o, "mem_gib", round2(e->mem_gib));
+	cJSON_AddNumberToObject(o, "gpus", entry_gpus(e));
+	cJSON_AddNumberToObject(o, "accum", lb_layout_accum_steps(l));
+	lo = cJSON_AddObjectToObject(o, "layout");
+	if (lo) {
+		cJSON_AddStringToObject(lo, "model", m->name);
+		cJSON_AddNumberToObject(lo, "seq_len", l->seq_len);
+		cJSON_AddNumberToObject(lo, "global_batch", l->global_batch);
+		cJSON_AddNumberToObject(lo, "micro_batch", l->micro_batch);
+		cJSON_AddNumberToObject(lo, "tp", l->tp);
+		cJSON_AddNumberToObject(lo, "pp", l->pp);
+		cJSON_AddNumberToObject(lo, "dp", l->dp);
+		cJSON_AddNumberToObject(lo, "gpus_per_node", l->gpus_per_node);
+		cJSON_AddNumberToObject(lo, "nodes", l->nodes);
+		cJSON_AddNumberToObject(lo, "sequence_parallel", l->sequence_parallel);
+		cJSON_AddNumberToObject(lo, "zero_stage", l->zero_stage);
+		cJSON_AddStringToObject(lo, "checkpointing", lb_ckpt_name(l->checkpointing));
+		cJSON_AddStringToObject(lo, "attention", lb_attn_name(l->attention));
+		cJSON_AddStringToObject(lo, "norm", lb_norm_name(l->norm));
+		cJSON_AddNumberToObject(lo, "steps", l->steps);
+		cJSON_AddNumberToObject(lo, "warmup", l->warmup);
+		cJSON_AddNumberToObject(lo, "seed", (double)l->seed);
+	}
+	mo = cJSON_AddObjectToObject(o, "model");
+	if (mo) {
+		cJSON_AddStringToObject(mo, "name", m->name);
+		cJSON_AddNumberToObject(mo, "layers", m->n_layers);
+		cJSON_AddNumberToObject(mo, "hidden", m->hidden);
+		cJSON_AddNumberToObject(mo, "heads", m->n_heads);
+		cJSON_AddNumberToObject(mo, "kv_heads", m->n_kv_heads);
+		cJSON_AddNumberToObject(mo, "ffn", m->ffn);
+		cJSON_AddNumberToObject(mo, "vocab", m->vocab);
+		cJSON_AddBoolToObject(mo, "tied", m->tied);
+	}
+	return o;
+}
+
+static cJSON *string_array(char **s, int n)
+{
+	cJSON *a = cJSON_CreateArray();
+	int i;
+
+	for (i = 0; a && i < n; i++)
+		cJSON_AddItemToArray(a, cJSON_CreateString(s[i]));
+	return a;
+}
+
+static int write_json(FILE *f, const struct sweep_plan *p)
+{
+	const struct sweep_cluster *cl = &p->cluster;
+	cJSON *root = cJSON_CreateObject(), *c, *s, *arr;
+	char *text;
+	size_t i;
+
+	if (!root)
+		return -1;
+	cJSON_AddStringToObject(root, "name", p->name);
+	cJSON_AddStringToObject(root, "description", p->description);
+	if (p->step_time_guess_s > 0)
+		cJSON_AddNumberToObject(root, "step_time_guess_s", p->step_time_guess_s);
+	else
+		cJSON_AddNullToObject(root, "step_time_guess_s");
+	c = cJSON_AddObjectToObject(root, "cluster");
+	if (c) {
+		cJSON_AddStringToObject(c, "partition", cl->partition);
+		cJSON_AddStringToObject(c, "account", cl->account);
+		cJSON_AddStringToObject(c, "qos", cl->qos);
+		cJSON_AddNumberToObject(c, "time_limit_min", cl->time_limit_min);
+		cJSON_AddNumberToObject(c, "gpus_per_node", cl->gpus_per_node);
+		cJSON_AddNumberToObject(c, "gpu_mem_gib", cl->gpu_mem_gib);
+		cJSON_AddStringToObject(c, "gpu", cl->gpu);
+		cJSON_AddNumberToObject(c, "cpus_per_task", cl->cpus_per_task);
+		cJSON_AddBoolToObject(c, "exclusive", cl->exclusive);
+		cJSON_AddItemToObject(c, "sbatch_extra",
+				      string_array(cl->sbatch_extra, cl->n_sbatch_extra));
+		cJSON_AddItemToObject(c, "env", string_array(cl->env, cl->n_env));
+		cJSON_AddItemToObject(c, "setup", string_array(cl->setup, cl->n_setup));
+		cJSON_AddStringToObject(c, "device", cl->device);
+	}
+	s = cJSON_AddObjectToObject(root, "summary");
+	if (s) {
+		cJSON_AddNumberToObject(s, "layouts", (double)p->n_entries);
+		cJSON_AddNumberToObject(s, "ok", (double)p->n_ok);
+		cJSON_AddNumberToObject(s, "oom", (double)p->n_oom);
+		cJSON_AddNumberToObject(s, "invalid", (double)p->n_invalid);
+		cJSON_AddNumberToObject(s, "filtered", (double)p->n_filtered);
+		cJSON_AddNumberToObject(s, "duplicates", (double)p->n_duplicates);
+		if (p->step_time_guess_s > 0)
+			cJSON_AddNumberToObject(s, "gpu_hours", round2(gpu_hours(p)));
+		else
+			cJSON_AddNullToObject(s, "gpu_hours");
+	}
+	arr = cJSON_AddArrayToObject(root, "entries");
+	for (i = 0; arr && i < p->n_entries; i++) {
+		cJSON *e = entry_json(&p->entries[i]);
+
+		if (!e) {
+			cJSON_Delete(root);
+			return -1;
+		}
+		cJSON_AddItemToArray(arr, e);
+	}
+	text = cJSON_Print(root);
+	cJSON_Delete(root);
+	if (!text)
+		return -1;
+	fprintf(f, "%s\n", text);
+	free(text);
+	return 0;
+}
+
+int cmd_plan(int argc, char **argv)
+{
+	enum plan_format fmt = FMT_TABLE;
+	const char *spec = NULL, *render = NULL;
+	struct sweep_plan plan;
+	char err[1024];
+	int i, rc = 1;
+
+	for (i = 1; i < argc; i++) {
+		const char *a = argv[i], *val = NULL;
+
+		if (!strcmp(a, "--format") || !strcmp(a, "--render")) {
+			if (i + 1 >= argc) {
+				fprintf(stderr, "error: '%s' needs a value\n", a);
+				lb_usage("plan");
+				return 2;
+			}
+			val = argv[++i];
+		} else if (!strncmp(a, "--format=", 9) || !strncmp(a, "--render=", 9)) {
+			val = a + 9;
+		}
+		if (val && !strncmp(a, "--format", 8)) {
+			if (!strcmp(val, "table"))
+				fmt = FMT_TABLE;
+			else if (!strcmp(val, "csv"))
+				fmt = FMT_CSV;
+			else if (!strcmp(val, "json"))
+				fmt = FMT_JSON;
+			else {
+				fprintf(stderr,
+					"error: unknown format '%s' (use table, csv or json)\n",
+					val);
+				return 2;
+			}
+		} else if (val) {
+			if (!*val) {
+				fprintf(stderr, "error: '--render' needs a directory\n");
+				return 2;
+			}
+			render = val;
+		} else if (a[0] == '-' && a[1]) {
+			fprintf(stderr, "error: unknown option '%s'\n", a);
+			lb_usage("plan");
+			return 2;
+		} else if (spec) {
+			fprintf(stderr, "error: more than one spec ('%s' and '%s')\n", spec, a);
+			lb_usage("plan");
+			return 2;
+		} else {
+			spec = a;
+		}
+	}
+	if (!spec) {
+		fprintf(stderr, "error: no spec given\n");
+		lb_usage("plan");
+		return 2;
+	}
+	if (sweep_plan_load(spec, &plan, err, sizeof(err))) {
+		fprintf(stderr, "error: %s\n", err);
+		return 1;
+	}
+	switch (fmt) {
+	case FMT_TABLE:
+		write_table(stdout, &plan);
+		print_summary(stdout, &plan);
+		break;
+	case FMT_CSV:
+		write_csv(stdout, &plan);
+		print_summary(stderr, &plan);
+		break;
+	case FMT_JSON:
+		if (write_json(stdout, &plan)) {
+			fprintf(stderr, "error: plan '%s': out of memory writing json\n",
+				plan.name);
+			goto out_free_plan;
+		}
+		print_summary(stderr, &plan);
+		break;
+	}
+	if (fflush(stdout)) {
+		fprintf(stderr, "error: writing the plan failed\n");
+		goto out_free_plan;
+	}
+	if (render) {
+		if (slurm_render_plan(&plan, render, err, sizeof(err))) {
+			fprintf(stderr, "error: render '%s': %s\n", render, err);
+			goto out_free_plan;
+		}
+		fprintf(stderr, "rendered the job scripts of plan '%s' into '%s'\n", plan.name,
+			render);
+	}
+	rc = 0;
+out_free_plan:
+	sweep_plan_free(&plan);
+	return rc;
+}

@@ -1,0 +1,1273 @@
+/*
+ * Sweep spec parser: JSON text (cJSON) to struct sweep_spec. Every spec-level rule lives
+ * here: the keys each object may carry (unknown keys are errors), value types and ranges,
+ * equal-length zips, fields given twice, the kernel pseudo-field, the `where`
+ * expressions, and the cluster strings that reach a job script (names, sbatch options,
+ * environment, setup lines), which are checked against conservative patterns. Each
+ * fault names the file, the JSON path and what is wrong. Layout facts (validity rules,
+ * memory) are not checked here: they belong to common/ and the planner applies them.
+ */
+#include "sweeps/spec.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/model.h"
+#include "results/paper_csv.h"
+
+/* Field table: name, value kind. */
+enum field_kind { K_POS, K_BOOL, K_ZERO, K_CKPT, K_ATTN, K_NORM, K_KERNEL };
+
+static const struct {
+	const char *name;
+	enum field_kind kind;
+} fields[SF_NFIELDS] = {
+    [SF_LAYERS] = {"layers", K_POS},
+    [SF_HIDDEN] = {"hidden", K_POS},
+    [SF_HEADS] = {"heads", K_POS},
+    [SF_KV_HEADS] = {"kv_heads", K_POS},
+    [SF_FFN] = {"ffn", K_POS},
+    [SF_VOCAB] = {"vocab", K_POS},
+    [SF_TIED] = {"tied", K_BOOL},
+    [SF_SEQ_LEN] = {"seq_len", K_POS},
+    [SF_GLOBAL_BATCH] = {"global_batch", K_POS},
+    [SF_MICRO_BATCH] = {"micro_batch", K_POS},
+    [SF_TP] = {"tp", K_POS},
+    [SF_PP] = {"pp", K_POS},
+    [SF_DP] = {"dp", K_POS},
+    [SF_GPUS] = {"gpus", K_POS},
+    [SF_SEQUENCE_PARALLEL] = {"sequence_parallel", K_BOOL},
+    [SF_ZERO_STAGE] = {"zero_stage", K_ZERO},
+    [SF_CHECKPOINTING] = {"checkpointing", K_CKPT},
+    [SF_ATTENTION] = {"attention", K_ATTN},
+    [SF_NORM] = {"norm", K_NORM},
+    [SF_KERNEL] = {"kernel", K_KERNEL},
+};
+
+#define POS_MAX	 (1 << 30)
+#define MAX_LIST 10000000 /* values in one grid list */
+
+static const char *const var_names[SV_NVARS] = {
+    [SF_LAYERS] = "layers",
+    [SF_HIDDEN] = "hidden",
+    [SF_HEADS] = "heads",
+    [SF_KV_HEADS] = "kv_heads",
+    [SF_FFN] = "ffn",
+    [SF_VOCAB] = "vocab",
+    [SF_TIED] = "tied",
+    [SF_SEQ_LEN] = "seq_len",
+    [SF_GLOBAL_BATCH] = "global_batch",
+    [SF_MICRO_BATCH] = "micro_batch",
+    [SF_TP] = "tp",
+    [SF_PP] = "pp",
+    [SF_DP] = "dp",
+    [SF_GPUS] = "gpus",
+    [SF_SEQUENCE_PARALLEL] = "sequence_parallel",
+    [SF_ZERO_STAGE] = "zero_stage",
+    [SF_CHECKPOINTING] = "checkpointing",
+    [SF_ATTENTION] = "attention",
+    [SF_NORM] = "norm",
+    [SF_KERNEL] = "", /* not a where variable: never matches an identifier */
+    [SV_GPUS_PER_NODE] = "gpus_per_node",
+    [SV_NODES] = "nodes",
+    [SV_ACCUM] = "accum",
+    [SV_MODEL] = "model",
+};
+
+const char *spec_var_name(int var)
+{
+	if (var == SF_KERNEL)
+		return "kernel";
+	return var >= 0 && var < SV_NVARS ? var_names[var] : "?";
+}
+
+static int find_field(const char *name)
+{
+	int i;
+
+	for (i = 0; i < SF_NFIELDS; i++)
+		if (!strcmp(fields[i].name, name))
+			return i;
+	return -1;
+}
+
+/* String literals in where: enum names and preset names. */
+static int where_enum_value(int var, const char *s, long long *out)
+{
+	enum lb_ckpt c;
+	enum lb_attn a;
+	enum lb_norm n;
+
+	switch (var) {
+	case SF_CHECKPOINTING:
+		if (lb_ckpt_parse(s, &c))
+			return -1;
+		*out = c;
+		return 0;
+	case SF_ATTENTION:
+		if (lb_attn_parse(s, &a))
+			return -1;
+		*out = a;
+		return 0;
+	case SF_NORM:
+		if (lb_norm_parse(s, &n))
+			return -1;
+		*out = n;
+		return 0;
+	case SV_MODEL: {
+		const char *const *names = lb_model_preset_names();
+		long long i;
+
+		for (i = 0; names[i]; i++)
+			if (!strcmp(names[i], s)) {
+				*out = i;
+				return 0;
+			}
+		return -1;
+	}
+	default:
+		return -1;
+	}
+}
+
+int spec_name_ok(const char *s, size_t max)
+{
+	size_t n = 0;
+
+	if (!s || !*s)
+		return 0;
+	for (; s[n]; n++) {
+		char c = s[n];
+
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		      c == '_' || c == '.' || c == '-'))
+			return 0;
+	}
+	return n < max;
+}
+
+/* Parse context. */
+struct ctx {
+	const char *path;
+	char *err;
+	size_t errlen;
+	struct sweep_spec *spec;
+};
+
+static int fail(struct ctx *c, const char *jpath, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int fail(struct ctx *c, const char *jpath, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (jpath && *jpath)
+		snprintf(c->err, c->errlen, "%s: %s: %s", c->path, jpath, msg);
+	else
+		snprintf(c->err, c->errlen, "%s: %s", c->path, msg);
+	return -1;
+}
+
+/* A short rendering of a JSON value for messages: at most ~40 characters. */
+static void show(const cJSON *v, char *buf, size_t len)
+{
+	char *s = cJSON_PrintUnformatted(v);
+
+	if (!s) {
+		snprintf(buf, len, "(unprintable)");
+		return;
+	}
+	if (strlen(s) > 40)
+		snprintf(buf, len, "%.37s...", s);
+	else
+		snprintf(buf, len, "%s", s);
+	free(s);
+}
+
+/* out = base "." key (or key alone), truncated to len. */
+static void join(char *out, size_t len, const char *base, const char *key)
+{
+	size_t n = 0;
+	const char *parts[3] = {base && *base ? base : "", base && *base ? "." : "", key};
+	int i;
+
+	for (i = 0; i < 3; i++) {
+		size_t k = strlen(parts[i]);
+
+		if (k > len - 1 - n)
+			k = len - 1 - n;
+		memcpy(out + n, parts[i], k);
+		n += k;
+	}
+	out[n] = '\0';
+}
+
+static void join_index(char *out, size_t len, const char *base, int i)
+{
+	snprintf(out, len, "%s[%d]", base, i);
+}
+
+/* Unknown and repeated keys of an object. allowed is NULL-terminated. */
+static int check_keys(struct ctx *c, const cJSON *obj, const char *jpath,
+		      const char *const *allowed, const char *hint)
+{
+	const cJSON *k, *k2;
+	char sub[256];
+
+	for (k = obj->child; k; k = k->next) {
+		const char *const *a;
+
+		for (a = allowed; *a; a++)
+			if (!strcmp(*a, k->string))
+				break;
+		if (!*a) {
+			join(sub, sizeof(sub), jpath, k->string);
+			return fail(c, sub, "unknown key '%s'%s%s", k->string, hint ? " " : "",
+				    hint ? hint : "");
+		}
+		for (k2 = obj->child; k2 != k; k2 = k2->next)
+			if (!strcmp(k2->string, k->string)) {
+				join(sub, sizeof(sub), jpath, k->string);
+				return fail(c, sub, "key '%s' appears twice", k->string);
+			}
+	}
+	return 0;
+}
+
+static int want_object(struct ctx *c, const cJSON *v, const char *jpath)
+{
+	char got[64];
+
+	if (cJSON_IsObject(v))
+		return 0;
+	show(v, got, sizeof(got));
+	return fail(c, jpath, "expected an object, got %s", got);
+}
+
+static int want_array(struct ctx *c, const cJSON *v, const char *jpath, int nonempty)
+{
+	char got[64];
+
+	if (!cJSON_IsArray(v)) {
+		show(v, got, sizeof(got));
+		return fail(c, jpath, "expected a list, got %s", got);
+	}
+	if (nonempty && !v->child)
+		return fail(c, jpath, "expected a non-empty list");
+	return 0;
+}
+
+/* A JSON integer in [min, max]. */
+static int get_int(struct ctx *c, const cJSON *v, const char *jpath, long long min, long long max,
+		   const char *what, long long *out)
+{
+	char got[64];
+
+	if (cJSON_IsNumber(v)) {
+		double d = v->valuedouble;
+
+		if (isfinite(d) && d == floor(d) && d >= (double)min && d <= (double)max) {
+			*out = (long long)d;
+			return 0;
+		}
+	}
+	show(v, got, sizeof(got));
+	return fail(c, jpath, "expected %s, got %s", what, got);
+}
+
+static int get_string(struct ctx *c, const cJSON *v, const char *jpath, const char **out)
+{
+	char got[64];
+
+	if (cJSON_IsString(v) && v->valuestring) {
+		*out = v->valuestring;
+		return 0;
+	}
+	show(v, got, sizeof(got));
+	return fail(c, jpath, "expected a string, got %s", got);
+}
+
+static int kernel_index(struct ctx *c, const char *name, const char *jpath, long long *out)
+{
+	struct sweep_spec *s = c->spec;
+	enum lb_attn a;
+	enum lb_norm n;
+	int i;
+
+	for (i = 0; i < s->nkernels; i++)
+		if (!strcmp(s->kernels[i].name, name)) {
+			*out = i;
+			return 0;
+		}
+	if (strlen(name) >= sizeof(s->kernels[0].name) || paper_kernel_map(name, &a, &n))
+		return fail(c, jpath,
+			    "unknown kernel \"%.60s\" (known: torch, fused, flash_attention, "
+			    "flash_attentionv1.0.8, flash_attention2, "
+			    "\"flash_attention2 + RMS kernel\")",
+			    name);
+	struct spec_kernel *k = realloc(s->kernels, (size_t)(s->nkernels + 1) * sizeof(*k));
+
+	if (!k)
+		return fail(c, jpath, "out of memory");
+	s->kernels = k;
+	snprintf(k[s->nkernels].name, sizeof(k[0].name), "%s", name);
+	k[s->nkernels].attention = a;
+	k[s->nkernels].norm = n;
+	*out = s->nkernels++;
+	return 0;
+}
+
+/* One value of a field. */
+static int field_value(struct ctx *c, int f, const cJSON *v, const char *jpath, long long *out)
+{
+	const char *s = NULL;
+	char got[64];
+
+	switch (fields[f].kind) {
+	case K_POS:
+		return get_int(c, v, jpath, 1, POS_MAX, "a positive integer", out);
+	case K_BOOL:
+		if (cJSON_IsBool(v)) {
+			*out = cJSON_IsTrue(v);
+			return 0;
+		}
+		return get_int(c, v, jpath, 0, 1, "0, 1, true or false", out);
+	case K_ZERO:
+		return get_int(c, v, jpath, 0, 3, "a ZeRO stage (0 or 1)", out);
+	case K_CKPT:
+	case K_ATTN:
+	case K_NORM:
+		if (!cJSON_IsString(v) || !v->valuestring)
+			break;
+		s = v->valuestring;
+		if (fields[f].kind == K_CKPT) {
+			enum lb_ckpt x;
+
+			if (!lb_ckpt_parse(s, &x)) {
+				*out = x;
+				return 0;
+			}
+		} else if (fields[f].kind == K_ATTN) {
+			enum lb_attn x;
+
+			if (!lb_attn_parse(s, &x)) {
+				*out = x;
+				return 0;
+			}
+		} else {
+			enum lb_norm x;
+
+			if (!lb_norm_parse(s, &x)) {
+				*out = x;
+				return 0;
+			}
+		}
+		break;
+	case K_KERNEL:
+		if (get_string(c, v, jpath, &s))
+			return -1;
+		return kernel_index(c, s, jpath, out);
+	}
+	show(v, got, sizeof(got));
+	switch (fields[f].kind) {
+	case K_CKPT:
+		return fail(c, jpath, "expected \"none\", \"full\" or \"selective\", got %s", got);
+	case K_ATTN:
+		return fail(c, jpath, "expected \"naive\", \"fused_softmax\" or \"flash\", got %s",
+			    got);
+	default:
+		return fail(c, jpath, "expected \"unfused\" or \"fused\", got %s", got);
+	}
+}
+
+static int field_of_key(struct ctx *c, const char *key, const char *jpath)
+{
+	int f = find_field(key);
+
+	if (f >= 0)
+		return f;
+	if (!strcmp(key, "model") || !strcmp(key, "models"))
+		fail(c, jpath, "the model is chosen by the top-level 'model' or 'models' key");
+	else if (!strcmp(key, "nodes") || !strcmp(key, "gpus_per_node"))
+		fail(c, jpath,
+		     "'%s' is derived (gpus and cluster.gpus_per_node); give 'gpus' instead", key);
+	else if (!strcmp(key, "steps") || !strcmp(key, "warmup") || !strcmp(key, "seed"))
+		fail(c, jpath, "'%s' is a run setting; put it under 'run'", key);
+	else
+		fail(c, jpath,
+		     "unknown field '%s' (fields: layers, hidden, heads, kv_heads, ffn, vocab, "
+		     "tied, seq_len, global_batch, micro_batch, tp, pp, dp, gpus, "
+		     "sequence_parallel, zero_stage, checkpointing, attention, norm, kernel)",
+		     key);
+	return -1;
+}
+
+static int parse_fixed(struct ctx *c, const cJSON *obj, const char *jpath, struct spec_part *p)
+{
+	const cJSON *k, *k2;
+	char sub[256];
+
+	if (want_object(c, obj, jpath))
+		return -1;
+	for (k = obj->child; k; k = k->next) {
+		int f;
+
+		join(sub, sizeof(sub), jpath, k->string);
+		f = field_of_key(c, k->string, sub);
+		if (f < 0)
+			return -1;
+		for (k2 = obj->child; k2 != k; k2 = k2->next)
+			if (!strcmp(k2->string, k->string))
+				return fail(c, sub, "key '%s' appears twice", k->string);
+		if (field_value(c, f, k, sub, &p->fixed[f]))
+			return -1;
+		p->has_fixed[f] = 1;
+	}
+	return 0;
+}
+
+static struct spec_group *add_group(struct ctx *c, struct spec_part *p, const char *jpath)
+{
+	struct spec_group *g = realloc(p->groups, (size_t)(p->ngroups + 1) * sizeof(*g));
+
+	if (!g) {
+		fail(c, jpath, "out of memory");
+		return NULL;
+	}
+	p->groups = g;
+	g = &p->groups[p->ngroups++];
+	memset(g, 0, sizeof(*g));
+	snprintf(g->path, sizeof(g->path), "%s", jpath);
+	return g;
+}
+
+/* Fill group g's values from the lists of object obj (one grid key: obj is the key). */
+static int fill_group(struct ctx *c, struct spec_group *g, const cJSON *const *lists, const int *fs,
+		      int nf, const char *const *paths)
+{
+	int j, k, len = cJSON_GetArraySize(lists[0]);
+	char sub[300];
+
+	for (j = 1; j < nf; j++) {
+		int lj = cJSON_GetArraySize(lists[j]);
+
+		if (lj != len)
+			return fail(c, paths[j],
+				    "%d values, but %s has %d (zipped lists have "
+				    "equal lengths)",
+				    lj, paths[0], len);
+	}
+	if (len > MAX_LIST)
+		return fail(c, paths[0], "%d values; at most %d", len, MAX_LIST);
+	g->nf = nf;
+	g->len = len;
+	g->vals = malloc((size_t)len * (size_t)nf * sizeof(*g->vals));
+	if (!g->vals)
+		return fail(c, paths[0], "out of memory");
+	for (j = 0; j < nf; j++) {
+		const cJSON *v;
+
+		g->fields[j] = fs[j];
+		k = 0;
+		for (v = lists[j]->child; v; v = v->next, k++) {
+			join_index(sub, sizeof(sub), paths[j], k);
+			if (field_value(c, fs[j], v, sub, &g->vals[(size_t)k * nf + j]))
+				return -1;
+		}
+	}
+	return 0;
+}
+
+static int parse_grid(struct ctx *c, const cJSON *obj, const char *jpath, struct spec_part *p)
+{
+	const cJSON *k, *k2;
+	char sub[256];
+
+	if (want_object(c, obj, jpath))
+		return -1;
+	for (k = obj->child; k; k = k->next) {
+		struct spec_group *g;
+		const char *paths[1];
+		int f;
+
+		join(sub, sizeof(sub), jpath, k->string);
+		f = field_of_key(c, k->string, sub);
+		if (f < 0)
+			return -1;
+		for (k2 = obj->child; k2 != k; k2 = k2->next)
+			if (!strcmp(k2->string, k->string))
+				return fail(c, sub, "key '%s' appears twice", k->string);
+		if (want_array(c, k, sub, 1))
+			return -1;
+		g = add_group(c, p, sub);
+		if (!g)
+			return -1;
+		paths[0] = sub;
+		if (fill_group(c, g, &k, &f, 1, paths))
+			return -1;
+	}
+	return 0;
+}
+
+static int parse_zip(struct ctx *c, const cJSON *arr, const char *jpath, struct spec_part *p)
+{
+	const cJSON *o;
+	int i = 0;
+
+	if (want_array(c, arr, jpath, 0))
+		return -1;
+	for (o = arr->child; o; o = o->next, i++) {
+		const cJSON *lists[SF_NFIELDS], *k, *k2;
+		char opath[128], paths[SF_NFIELDS][256];
+		const char *pp[SF_NFIELDS];
+		int fs[SF_NFIELDS], nf = 0;
+		struct spec_group *g;
+
+		join_index(opath, sizeof(opath), jpath, i);
+		if (want_object(c, o, opath))
+			return -1;
+		if (!o->child)
+			return fail(c, opath, "expected an object of lists, got {}");
+		for (k = o->child; k; k = k->next) {
+			int f;
+
+			join(paths[nf], sizeof(paths[nf]), opath, k->string);
+			f = field_of_key(c, k->string, paths[nf]);
+			if (f < 0)
+				return -1;
+			for (k2 = o->child; k2 != k; k2 = k2->next)
+				if (!strcmp(k2->string, k->string))
+					return fail(c, paths[nf], "key '%s' appears twice",
+						    k->string);
+			if (want_array(c, k, paths[nf], 1))
+				return -1;
+			lists[nf] = k;
+			fs[nf] = f;
+			pp[nf] = paths[nf];
+			nf++;
+		}
+		g = add_group(c, p, opath);
+		if (!g)
+			return -1;
+		if (fill_group(c, g, lists, fs, nf, pp))
+			return -1;
+	}
+	return 0;
+}
+
+static int parse_where(struct ctx *c, const cJSON *v, const char *jpath, struct spec_part *p)
+{
+	struct expr_vars vars = {var_names, SV_NVARS, where_enum_value};
+	const char *src = NULL;
+	char msg[256];
+
+	if (get_string(c, v, jpath, &src))
+		return -1;
+	join(p->where_path, sizeof(p->where_path), "", jpath);
+	if (expr_compile(src, &vars, &p->where, msg, sizeof(msg)))
+		return fail(c, jpath, "%s", msg);
+	return 0;
+}
+
+/* Where each field is set within one part: 0 nowhere, 1 fixed, 2 a group. */
+static int part_fields(struct ctx *c, const struct spec_part *p, const char *base,
+		       unsigned char *where)
+{
+	int f, g, j;
+
+	for (f = 0; f < SF_NFIELDS; f++)
+		where[f] = p->has_fixed[f] ? 1 : 0;
+	for (g = 0; g < p->ngroups; g++)
+		for (j = 0; j < p->groups[g].nf; j++) {
+			f = p->groups[g].fields[j];
+			if (where[f])
+				return fail(c, p->groups[g].path, "'%s' is also given in %s%s%s",
+					    fields[f].name, base, *base ? "." : "",
+					    where[f] == 1 ? "fixed" : "another grid/zip entry");
+			where[f] = 2;
+		}
+	return 0;
+}
+
+static int kernel_conflict(struct ctx *c, const unsigned char *set, const char *jpath)
+{
+	if (set[SF_KERNEL] && (set[SF_ATTENTION] || set[SF_NORM]))
+		return fail(c, jpath, "'kernel' sets attention and norm; do not also give '%s'",
+			    set[SF_ATTENTION] ? "attention" : "norm");
+	return 0;
+}
+
+static const char *const part_keys[] = {"fixed", "grid", "zip", "where", NULL};
+
+static int parse_part_keys(struct ctx *c, const cJSON *obj, const char *base, struct spec_part *p)
+{
+	const cJSON *v;
+	char sub[256];
+
+	if ((v = cJSON_GetObjectItemCaseSensitive(obj, "fixed"))) {
+		join(sub, sizeof(sub), base, "fixed");
+		if (parse_fixed(c, v, sub, p))
+			return -1;
+	}
+	if ((v = cJSON_GetObjectItemCaseSensitive(obj, "grid"))) {
+		join(sub, sizeof(sub), base, "grid");
+		if (parse_grid(c, v, sub, p))
+			return -1;
+	}
+	if ((v = cJSON_GetObjectItemCaseSensitive(obj, "zip"))) {
+		join(sub, sizeof(sub), base, "zip");
+		if (parse_zip(c, v, sub, p))
+			return -1;
+	}
+	if ((v = cJSON_GetObjectItemCaseSensitive(obj, "where"))) {
+		join(sub, sizeof(sub), base, "where");
+		if (parse_where(c, v, sub, p))
+			return -1;
+	}
+	return 0;
+}
+
+static int parse_union(struct ctx *c, const cJSON *arr)
+{
+	struct sweep_spec *s = c->spec;
+	unsigned char top[SF_NFIELDS], mem[SF_NFIELDS], all[SF_NFIELDS];
+	const cJSON *o;
+	char opath[64];
+	int i = 0, f;
+
+	if (want_array(c, arr, "union", 1))
+		return -1;
+	if (part_fields(c, &s->top, "", top))
+		return -1;
+	s->members = calloc((size_t)cJSON_GetArraySize(arr), sizeof(*s->members));
+	if (!s->members)
+		return fail(c, "union", "out of memory");
+	for (o = arr->child; o; o = o->next, i++) {
+		struct spec_part *m = &s->members[i];
+
+		s->nmembers = i + 1;
+		join_index(opath, sizeof(opath), "union", i);
+		if (want_object(c, o, opath) ||
+		    check_keys(c, o, opath, part_keys,
+			       "(a union member has fixed, grid, zip, where)"))
+			return -1;
+		if (parse_part_keys(c, o, opath, m))
+			return -1;
+		if (part_fields(c, m, opath, mem))
+			return -1;
+		for (f = 0; f < SF_NFIELDS; f++) {
+			if (mem[f] && top[f] == 2)
+				return fail(c, opath,
+					    "'%s' is swept at the top level; a union member may "
+					    "only override fixed values",
+					    fields[f].name);
+			all[f] = mem[f] ? mem[f] : top[f];
+		}
+		if (kernel_conflict(c, all, opath))
+			return -1;
+	}
+	return 0;
+}
+
+/* Time limit: minutes (a JSON integer or a string of digits), "H:MM:SS" or "D-HH:MM:SS".
+ * Seconds round up to a whole minute. */
+static int parse_time_limit(struct ctx *c, const cJSON *v, const char *jpath, int *minutes)
+{
+	long long m, d = 0, h, mi, sec;
+	const char *s = NULL, *p;
+	char got[64], *end;
+
+	if (cJSON_IsNumber(v))
+		return get_int(c, v, jpath, 1, 366LL * 24 * 60, "minutes (a positive integer)", &m)
+			   ? -1
+			   : (*minutes = (int)m, 0);
+	if (get_string(c, v, jpath, &s))
+		return -1;
+	show(v, got, sizeof(got));
+	p = s;
+	if (*p >= '0' && *p <= '9' && !strpbrk(p, ":-")) {
+		m = strtoll(p, &end, 10);
+		if (*end || m < 1 || m > 366LL * 24 * 60)
+			goto bad;
+		*minutes = (int)m;
+		return 0;
+	}
+	if (strchr(p, '-')) {
+		if (!(*p >= '0' && *p <= '9'))
+			goto bad;
+		d = strtoll(p, &end, 10);
+		if (*end != '-' || d < 0 || d > 365)
+			goto bad;
+		p = end + 1;
+	}
+	if (!(*p >= '0' && *p <= '9'))
+		goto bad;
+	h = strtoll(p, &end, 10);
+	if (*end != ':' || h < 0 || h > (d ? 23 : 8784) || end - p > 4)
+		goto bad;
+	p = end + 1;
+	if (!(p[0] >= '0' && p[0] <= '9' && p[1] >= '0' && p[1] <= '9' && p[2] == ':'))
+		goto bad;
+	mi = (p[0] - '0') * 10 + (p[1] - '0');
+	p += 3;
+	if (!(p[0] >= '0' && p[0] <= '9' && p[1] >= '0' && p[1] <= '9' && p[2] == '\0'))
+		goto bad;
+	sec = (p[0] - '0') * 10 + (p[1] - '0');
+	if (mi > 59 || sec > 59)
+		goto bad;
+	m = ((d * 24 + h) * 60 + mi) + (sec ? 1 : 0);
+	if (m < 1 || m > 366LL * 24 * 60)
+		goto bad;
+	*minutes = (int)m;
+	return 0;
+bad:
+	return fail(c, jpath,
+		    "expected minutes, \"HH:MM:SS\" or \"D-HH:MM:SS\" (at most 366 days), got %s",
+		    got);
+}
+
+/* A string for a fixed-size field that must be a name. */
+static int get_name(struct ctx *c, const cJSON *v, const char *jpath, char *out, size_t len)
+{
+	const char *s = NULL;
+	char got[64];
+
+	if (get_string(c, v, jpath, &s))
+		return -1;
+	if (!spec_name_ok(s, len)) {
+		show(v, got, sizeof(got));
+		return fail(c, jpath,
+			    "expected a name of letters, digits, '_', '.' and '-' (at most %zu), "
+			    "got %s",
+			    len - 1, got);
+	}
+	snprintf(out, len, "%s", s);
+	return 0;
+}
+
+/* "--option" or "--option=value": option [a-z][a-z0-9-]*, value [A-Za-z0-9_.,:/@%+=-]*. */
+static int sbatch_option_ok(const char *s)
+{
+	const char *p = s;
+
+	if (strncmp(p, "--", 2))
+		return 0;
+	p += 2;
+	if (!(*p >= 'a' && *p <= 'z'))
+		return 0;
+	while ((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '-')
+		p++;
+	if (!*p)
+		return 1;
+	if (*p != '=')
+		return 0;
+	for (p++; *p; p++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		      (*p >= '0' && *p <= '9') || strchr("_.,:/@%+=-", *p)))
+			return 0;
+	return strlen(s) < 256;
+}
+
+static int env_name_ok(const char *s)
+{
+	const char *p = s;
+
+	if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || *p == '_'))
+		return 0;
+	for (p++; *p; p++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		      (*p >= '0' && *p <= '9') || *p == '_'))
+			return 0;
+	return p - s < 128;
+}
+
+static int push_str(struct ctx *c, char ***arr, int *n, const char *s, const char *jpath)
+{
+	char **a = realloc(*arr, (size_t)(*n + 1) * sizeof(*a));
+
+	if (!a)
+		return fail(c, jpath, "out of memory");
+	*arr = a;
+	a[*n] = strdup(s);
+	if (!a[*n])
+		return fail(c, jpath, "out of memory");
+	(*n)++;
+	return 0;
+}
+
+static int parse_cluster(struct ctx *c, const cJSON *obj)
+{
+	static const char *const keys[] = {
+	    "partition",   "account", "qos",	       "time_limit", "gpus_per_node",
+	    "gpu_mem_gib", "gpu",     "cpus_per_task", "exclusive",  "sbatch_extra",
+	    "env",	   "setup",   "device",	       NULL};
+	struct sweep_cluster *cl = &c->spec->cluster;
+	const cJSON *v, *e;
+	char sub[300], got[64];
+	long long x;
+	int i;
+
+	if (want_object(c, obj, "cluster") || check_keys(c, obj, "cluster", keys, NULL))
+		return -1;
+	if ((v = cJSON_GetObjectItemCaseSensitive(obj, "partition")) &&
+	    get_name(c, v, "cluster.partition", cl->partition, sizeof(cl->partition)))
+		return -1;
+	if ((v = cJSON_GetObjectItemCaseSensitive(obj, "account")) &&
+	    get_name(c, v, "cluster.account", cl->account, sizeof(cl->account)))
+		return -1;
+	if ((v = cJSON_GetObjectItemCaseSensitive(obj, "qos")) &&
+	    get_name(c, v, "cluster.qos", cl->qos, sizeof(cl->qos)))
+		return -1;
+	if ((v = cJSON_GetObjectItemCaseSensitive(obj, "time_limit")) &&
+	    parse_time_limit(c, v, "cluster.time_limit", &cl->time_limit_min))
+		return -1;
+	if ((v = cJSON_GetObjectItemCaseSensitive(obj, "gpus_per_node"))) {
+		if (get_int(c, v, "cluster.gpus_per_node", 1, 1024, "a positive integer", &x))
+			return -1;
+		cl->gpus_per_node = (int)x;
+	}
+	if ((v = cJSON_GetObjectItemCaseSensitive(obj, "gpu_mem_gib"))) {
+		if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || v->valuedouble <= 0 ||
+		    v->valuedouble > 1e6) {
+			show(v, got, sizeof(got));
+			return fail(c, "cluster.gpu_mem_gib",
+				    "expected a positive number of GiB, got %s", got);
+		}
+		cl->gpu_mem_gib = v->valuedouble;
+	}
+	if ((v = cJSON_GetObjectItemCaseSensitive(obj, "gpu"))) {
+		const char *s = NULL, *p;
+
+		if (get_string(c, v, "cluster.gpu", &s))
+			return -1;
+		for (p = s; *p; p++)
+			if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+			      (*p >= '0' && *p <= '9') || strchr(" _.+-", *p)))
+				break;
+		if (!*s || *p || strlen(s) >= sizeof(cl->gpu)) {
+			show(v, got, sizeof(got));
+			return fail(c, "cluster.gpu",
+				    "expected a product name of letters, digits, spaces and "
+				    "'_.+-' (at most %zu), got %s",
+				    sizeof(cl->gpu) - 1, got);
+		}
+		snprintf(cl->gpu, sizeof(cl->gpu), "%s", s);
+	}
+	if ((v = cJSON_GetObjectItemCaseSensitive(obj, "cpus_per_task"))) {
+		if (get_int(c, v, "cluster.cpus_per_task", 0, 4096, "a non-negative integer", &x))
+			return -1;
+		cl->cpus_per_task = (int)x;
+	}
+	if ((v = cJSON_GetObjectItemCaseSensitive(obj, "exclusive"))) {
+		if (!cJSON_IsBool(v)) {
+			show(v, got, sizeof(got));
+			return fail(c, "cluster.exclusive", "expected true or false, got %s", got);
+		}
+		cl->exclusive = cJSON_IsTrue(v);
+	}
+	if ((v = cJSON_GetObjectItemCaseSensitive(obj, "sbatch_extra"))) {
+		if (want_array(c, v, "cluster.sbatch_extra", 0))
+			return -1;
+		for (e = v->child, i = 0; e; e = e->next, i++) {
+			const char *s = NULL;
+
+			join_index(sub, sizeof(sub), "cluster.sbatch_extra", i);
+			if (get_string(c, e, sub, &s))
+				return -1;
+			if (!sbatch_option_ok(s)) {
+				show(e, got, sizeof(got));
+				return fail(c, sub,
+					    "%s is not an sbatch option of the form "
+					    "\"--option=value\" (option: a-z, 0-9, '-'; value: "
+					    "letters, digits and _.,:/@%%+=-; no spaces, quotes or "
+					    "shell characters)",
+					    got);
+			}
+			if (push_str(c, &cl->sbatch_extra, &cl->n_sbatch_extra, s, sub))
+				return -1;
+		}
+	}
+	if ((v = cJSON_GetObjectItemCaseSensitive(obj, "env"))) {
+		if (want_object(c, v, "cluster.env"))
+			return -1;
+		for (e = v->child; e; e = e->next) {
+			const cJSON *k2;
+			const char *s = NULL;
+			char *pair;
+			size_t n;
+
+			join(sub, sizeof(sub), "cluster.env", e->string);
+			if (!env_name_ok(e->string)) {
+				snprintf(sub, sizeof(sub), "cluster.env");
+				return fail(
+				    c, sub,
+				    "'%.60s' is not a variable name ([A-Za-z_][A-Za-z0-9_]*)",
+				    e->string);
+			}
+			for (k2 = v->child; k2 != e; k2 = k2->next)
+				if (!strcmp(k2->string, e->string))
+					return fail(c, sub, "key '%s' appears twice", e->string);
+			if (get_string(c, e, sub, &s))
+				return -1;
+			if (strpbrk(s, "\n\r") || strlen(s) > 4096)
+				return fail(c, sub,
+					    "a value may not contain newlines (at most "
+					    "4096 bytes)");
+			n = strlen(e->string) + strlen(s) + 2;
+			pair = malloc(n);
+			if (!pair)
+				return fail(c, sub, "out of memory");
+			snprintf(pair, n, "%s=%s", e->string, s);
+			if (push_str(c, &cl->env, &cl->n_env, pair, sub)) {
+				free(pair);
+				return -1;
+			}
+			free(pair);
+		}
+	}
+	if ((v = cJSON_GetObjectItemCaseSensitive(obj, "setup"))) {
+		if (want_array(c, v, "cluster.setup", 0))
+			return -1;
+		for (e = v->child, i = 0; e; e = e->next, i++) {
+			const char *s = NULL;
+
+			join_index(sub, sizeof(sub), "cluster.setup", i);
+			if (get_string(c, e, sub, &s))
+				return -1;
+			if (strpbrk(s, "\n\r") || strlen(s) > 4096)
+				return fail(c, sub,
+					    "one shell line per entry: no newlines (at "
+					    "most 4096 bytes)");
+			if (push_str(c, &cl->setup, &cl->n_setup, s, sub))
+				return -1;
+		}
+	}
+	if ((v = cJSON_GetObjectItemCaseSensitive(obj, "device"))) {
+		const char *s = NULL;
+
+		if (get_string(c, v, "cluster.device", &s))
+			return -1;
+		if (strcmp(s, "cuda") && strcmp(s, "cpu")) {
+			show(v, got, sizeof(got));
+			return fail(c, "cluster.device", "expected \"cuda\" or \"cpu\", got %s",
+				    got);
+		}
+		snprintf(cl->device, sizeof(cl->device), "%s", s);
+	}
+	return 0;
+}
+
+static int parse_run(struct ctx *c, const cJSON *obj)
+{
+	static const char *const keys[] = {"steps", "warmup", "seed", NULL};
+	struct sweep_spec *s = c->spec;
+	const cJSON *v;
+	long long x;
+
+	if (want_object(c, obj, "run") || check_keys(c, obj, "run", keys, NULL))
+		return -1;
+	if ((v = cJSON_GetObjectItemCaseSensitive(obj, "steps"))) {
+		if (get_int(c, v, "run.steps", 1, 1000000000, "a positive integer", &x))
+			return -1;
+		s->steps = (int)x;
+	}
+	if ((v = cJSON_GetObjectItemCaseSensitive(obj, "warmup"))) {
+		if (get_int(c, v, "run.warmup", 0, 1000000000, "a non-negative integer", &x))
+			return -1;
+		s->warmup = (int)x;
+	}
+	if ((v = cJSON_GetObjectItemCaseSensitive(obj, "seed"))) {
+		if (get_int(c, v, "run.seed", 0, 9007199254740992LL,
+			    "a non-negative integer (at most 2^53)", &x))
+			return -1;
+		s->seed = (unsigned long long)x;
+	}
+	return 0;
+}
+
+static int parse_models(struct ctx *c, const cJSON *root)
+{
+	struct sweep_spec *s = c->spec;
+	const cJSON *m = cJSON_GetObjectItemCaseSensitive(root, "model");
+	const cJSON *ms = cJSON_GetObjectItemCaseSensitive(root, "models");
+	const cJSON *ov = cJSON_GetObjectItemCaseSensitive(root, "model_overrides");
+	const cJSON *list[1], *v;
+	const cJSON *const *items;
+	int n, i;
+	char sub[128], got[64];
+
+	if (m && ms)
+		return fail(c, "models", "give 'model' or 'models', not both");
+	if (!m && !ms)
+		return fail(c, NULL, "missing 'model' (a preset name such as \"llama-13b\")");
+	if (m) {
+		list[0] = m;
+		items = list;
+		n = 1;
+	} else {
+		if (want_array(c, ms, "models", 1))
+			return -1;
+		n = cJSON_GetArraySize(ms);
+		if (n > 1000)
+			return fail(c, "models", "%d models; at most 1000", n);
+		items = NULL;
+	}
+	s->models = calloc((size_t)n, sizeof(*s->models));
+	s->model_index = calloc((size_t)n, sizeof(*s->model_index));
+	if (!s->models || !s->model_index)
+		return fail(c, "models", "out of memory");
+	v = m ? m : ms->child;
+	for (i = 0; i < n; i++, v = m ? NULL : v->next) {
+		const char *name = NULL;
+		const char *const *names = lb_model_preset_names();
+		int k;
+
+		if (m)
+			snprintf(sub, sizeof(sub), "model");
+		else
+			join_index(sub, sizeof(sub), "models", i);
+		if (get_string(c, items ? items[0] : v, sub, &name))
+			return -1;
+		if (lb_model_preset(name, &s->models[i])) {
+			char known[512];
+			size_t used = 0;
+
+			known[0] = '\0';
+			for (k = 0; names[k] && used < sizeof(known); k++)
+				used += (size_t)snprintf(known + used, sizeof(known) - used, "%s%s",
+							 k ? ", " : "", names[k]);
+			show(items ? items[0] : v, got, sizeof(got));
+			return fail(c, sub, "unknown model preset %s (known: %s)", got, known);
+		}
+		for (k = 0; names[k]; k++)
+			if (!strcmp(names[k], name))
+				s->model_index[i] = k;
+		for (k = 0; k < i; k++)
+			if (s->model_index[k] == s->model_index[i])
+				return fail(c, sub, "model '%s' is listed twice", name);
+		s->nmodels = i + 1;
+	}
+	if (ov) {
+		static const char *const keys[] = {"layers", "hidden", "heads", "kv_heads",
+						   "ffn",    "vocab",  "tied",	NULL};
+		const cJSON *k;
+
+		if (want_object(c, ov, "model_overrides") ||
+		    check_keys(c, ov, "model_overrides", keys,
+			       "(model fields: layers, hidden, heads, kv_heads, ffn, vocab, tied)"))
+			return -1;
+		for (k = ov->child; k; k = k->next) {
+			int f = find_field(k->string);
+			long long x;
+
+			join(sub, sizeof(sub), "model_overrides", k->string);
+			if (field_value(c, f, k, sub, &x))
+				return -1;
+			for (i = 0; i < s->nmodels; i++) {
+				struct lb_model *mm = &s->models[i];
+				int mha = mm->n_kv_heads == mm->n_heads;
+
+				switch (f) {
+				case SF_LAYERS:
+					mm->n_layers = (int)x;
+					break;
+				case SF_HIDDEN:
+					mm->hidden = (int)x;
+					break;
+				case SF_HEADS:
+					mm->n_heads = (int)x;
+					/* without grouped-query attention, kv heads follow */
+					if (mha &&
+					    !cJSON_GetObjectItemCaseSensitive(ov, "kv_heads"))
+						mm->n_kv_heads = (int)x;
+					break;
+				case SF_KV_HEADS:
+					mm->n_kv_heads = (int)x;
+					break;
+				case SF_FFN:
+					mm->ffn = (int)x;
+					break;
+				case SF_VOCAB:
+					mm->vocab = (int)x;
+					break;
+				case SF_TIED:
+					mm->tied = (int)x;
+					break;
+				}
+			}
+		}
+	}
+	return 0;
+}
+
+/* An escaped NUL (\u0000) would silently cut a cJSON string short. */
+static int has_nul_escape(const char *text, size_t len)
+{
+	size_t i, k;
+
+	for (i = 0; i + 6 <= len; i++) {
+		if (text[i] != '\\' || (text[i + 1] != 'u' && text[i + 1] != 'U') ||
+		    strncmp(text + i + 2, "0000", 4))
+			continue;
+		for (k = 0; k < i && text[i - 1 - k] == '\\'; k++)
+			;
+		if (k % 2 == 0)
+			return 1;
+	}
+	return 0;
+}
+
+int spec_parse(const char *path, const char *text, size_t len, struct sweep_spec *out, char *err,
+	       size_t errlen)
+{
+	static const char *const keys[] = {
+	    "name", "description", "model", "models", "model_overrides",   "fixed",   "grid",
+	    "zip",  "union",	   "where", "run",    "step_time_guess_s", "cluster", NULL};
+	struct ctx c = {path ? path : "-", err, errlen, out};
+	const cJSON *v;
+	cJSON *root;
+	unsigned char set[SF_NFIELDS];
+
+	memset(out, 0, sizeof(*out));
+	snprintf(out->path, sizeof(out->path), "%s", c.path);
+	out->steps = -1;
+	out->warmup = -1;
+	out->seed = 1;
+	snprintf(out->cluster.device, sizeof(out->cluster.device), "cuda");
+	out->cluster.gpus_per_node = 8;
+	if (!text) {
+		fail(&c, NULL, "no text");
+		return -1;
+	}
+	if (memchr(text, '\0', len)) {
+		fail(&c, NULL, "contains a NUL byte");
+		return -1;
+	}
+	if (has_nul_escape(text, len)) {
+		fail(&c, NULL, "contains \\u0000 in a string; NUL characters are not allowed");
+		return -1;
+	}
+	root = cJSON_ParseWithLength(text, len);
+	if (!root) {
+		const char *at = cJSON_GetErrorPtr();
+		size_t off = at && at >= text && at <= text + len ? (size_t)(at - text) : 0;
+		size_t line = 1, col = 1, i;
+
+		for (i = 0; i < off; i++) {
+			if (text[i] == '\n') {
+				line++;
+				col = 1;
+			} else {
+				col++;
+			}
+		}
+		fail(&c, NULL, "line %zu, column %zu: not valid JSON", line, col);
+		return -1;
+	}
+	if (want_object(&c, root, "(top level)") ||
+	    check_keys(&c, root, "", keys,
+		       "(keys: name, description, model, models, model_overrides, fixed, grid, "
+		       "zip, union, where, run, step_time_guess_s, cluster)"))
+		goto out_free;
+	if (!(v = cJSON_GetObjectItemCaseSensitive(root, "name"))) {
+		fail(&c, NULL, "missing 'name' (letters, digits, '_', '.' and '-')");
+		goto out_free;
+	}
+	if (get_name(&c, v, "name", out->name, sizeof(out->name)))
+		goto out_free;
+	if ((v = cJSON_GetObjectItemCaseSensitive(root, "description"))) {
+		const char *s = NULL;
+
+		if (get_string(&c, v, "description", &s))
+			goto out_free;
+		snprintf(out->description, sizeof(out->description), "%s", s);
+	}
+	if (parse_models(&c, root))
+		goto out_free;
+	if (parse_part_keys(&c, root, "", &out->top))
+		goto out_free;
+	if (part_fields(&c, &out->top, "", set) || kernel_conflict(&c, set, "grid"))
+		goto out_free;
+	if ((v = cJSON_GetObjectItemCaseSensitive(root, "union")) && parse_union(&c, v))
+		goto out_free;
+	if ((v = cJSON_GetObjectItemCaseSensitive(root, "run")) && parse_run(&c, v))
+		goto out_free;
+	if ((v = cJSON_GetObjectItemCaseSensitive(root, "step_time_guess_s"))) {
+		if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || v->valuedouble <= 0 ||
+		    v->valuedouble > 1e7) {
+			char got[64];
+
+			show(v, got, sizeof(got));
+			fail(&c, "step_time_guess_s",
+			     "expected a positive number of seconds, got %s", got);
+			goto out_free;
+		}
+		out->step_time_guess_s = v->valuedouble;
+	}
+	if ((v = cJSON_GetObjectItemCaseSensitive(root, "cluster")) && parse_cluster(&c, v))
+		goto out_free;
+	cJSON_Delete(root);
+	return 0;
+out_free:
+	cJSON_Delete(root);
+	spec_free(out);
+	return -1;
+}
+
+void spec_cluster_release(struct sweep_cluster *cl)
+{
+	int i;
+
+	for (i = 0; i < cl->n_sbatch_extra; i++)
+		free(cl->sbatch_extra[i]);
+	free(cl->sbatch_extra);
+	for (i = 0; i < cl->n_env; i++)
+		free(cl->env[i]);
+	free(cl->env);
+	for (i = 0; i < cl->n_setup; i++)
+		free(cl->setup[i]);
+	free(cl->setup);
+	cl->sbatch_extra = cl->env = cl->setup = NULL;
+	cl->n_sbatch_extra = cl->n_env = cl->n_setup = 0;
+}
+
+static void part_release(struct spec_part *p)
+{
+	int g;
+
+	for (g = 0; g < p->ngroups; g++)
+		free(p->groups[g].vals);
+	free(p->groups);
+	expr_free(p->where);
+	p->groups = NULL;
+	p->ngroups = 0;
+	p->where = NULL;
+}
+
+void spec_free(struct sweep_spec *s)
+{
+	int i;
+
+	if (!s)
+		return;
+	free(s->models);
+	free(s->model_index);
+	part_release(&s->top);
+	for (i = 0; i < s->nmembers; i++)
+		part_release(&s->members[i]);
+	free(s->members);
+	free(s->kernels);
+	spec_cluster_release(&s->cluster);
+	s->models = NULL;
+	s->model_index = NULL;
+	s->members = NULL;
+	s->kernels = NULL;
+	s->nmodels = s->nmembers = s->nkernels = 0;
+}

@@ -1,0 +1,114 @@
+/*
+ * The parsed form of a sweep spec (JSON, format in docs/spec.md): models, fixed values,
+ * grid axes and zipped groups (both stored as groups of fields advanced together), union
+ * members, `where` constraints, run settings and the target cluster. spec_parse() does
+ * every spec-level check (types, ranges, unknown keys, hostile strings) and names the
+ * JSON path of each fault; layout facts (validity, memory) are left to common/ and
+ * applied by the planner (sweeps/sweep.c).
+ */
+#ifndef LB_SPEC_H
+#define LB_SPEC_H
+
+#include <stddef.h>
+
+#include "common/layout.h"
+#include "sweeps/expr.h"
+#include "sweeps/sweep.h"
+
+/* Fields a spec may set in fixed / grid / zip (and read in where). Model fields first. */
+enum spec_field {
+	SF_LAYERS,
+	SF_HIDDEN,
+	SF_HEADS,
+	SF_KV_HEADS,
+	SF_FFN,
+	SF_VOCAB,
+	SF_TIED,
+	SF_SEQ_LEN,
+	SF_GLOBAL_BATCH,
+	SF_MICRO_BATCH,
+	SF_TP,
+	SF_PP,
+	SF_DP,
+	SF_GPUS,
+	SF_SEQUENCE_PARALLEL,
+	SF_ZERO_STAGE,
+	SF_CHECKPOINTING,
+	SF_ATTENTION,
+	SF_NORM,
+	SF_KERNEL, /* pseudo-field: attention x norm, kept as the entry's label */
+	SF_NFIELDS
+};
+
+/* Variables of `where`: every field above except kernel (compare attention and norm
+ * instead), then these derived ones. */
+enum spec_var {
+	SV_GPUS_PER_NODE = SF_NFIELDS,
+	SV_NODES,
+	SV_ACCUM, /* global_batch / (micro_batch * dp); 0 when not integral */
+	SV_MODEL, /* preset index (compare with a string: model == "llama-13b") */
+	SV_NVARS
+};
+
+/* Name of a field or variable ("tp", "kernel", "accum"). */
+const char *spec_var_name(int var);
+
+/* A value of the kernel pseudo-field: one of the paper's kernel strings, mapped onto
+ * attention x norm by paper_kernel_map (results/paper_csv.h). */
+struct spec_kernel {
+	char name[48]; /* "flash_attention2 + RMS kernel" */
+	enum lb_attn attention;
+	enum lb_norm norm;
+};
+
+/* Fields advanced together: one grid axis (nf = 1) or one zip object. */
+struct spec_group {
+	int nf;
+	int fields[SF_NFIELDS];
+	int len;	 /* points along this group */
+	long long *vals; /* len * nf values, row k at vals[k * nf] */
+	char path[64];	 /* JSON path for messages ("grid.tp", "zip[0]") */
+};
+
+/* Values fixed for every point, and the groups of one part of the spec. */
+struct spec_part {
+	long long fixed[SF_NFIELDS];
+	unsigned char has_fixed[SF_NFIELDS];
+	struct spec_group *groups;
+	int ngroups;
+	struct expr *where;  /* NULL = no constraint */
+	char where_path[64]; /* "where", "union[2].where" */
+};
+
+struct sweep_spec {
+	char path[256]; /* for messages */
+	char name[LB_NAME_MAX];
+	char description[512];
+	struct lb_model *models; /* presets with model_overrides applied */
+	int *model_index;	 /* preset index of each model (for where: model == "...") */
+	int nmodels;
+	struct spec_part top;
+	struct spec_part *members; /* union members; none = top alone */
+	int nmembers;
+	struct spec_kernel *kernels; /* values of the kernel field; a value is an index */
+	int nkernels;
+	int steps, warmup;
+	unsigned long long seed;
+	double step_time_guess_s;
+	struct sweep_cluster cluster;
+};
+
+/* Parse a spec text. Returns 0 (caller frees with spec_free), or -1 with err set to
+ * "PATH: JSON.PATH: fault". */
+int spec_parse(const char *path, const char *text, size_t len, struct sweep_spec *out, char *err,
+	       size_t errlen);
+
+void spec_free(struct sweep_spec *s);
+
+/* Free the heap parts of a cluster (sbatch_extra, env, setup). */
+void spec_cluster_release(struct sweep_cluster *c);
+
+/* The name rule for sweep names and Slurm names: [A-Za-z0-9_.-]+, shorter than max. */
+int spec_name_ok(const char *s, size_t max);
+
+#endif

@@ -15,7 +15,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "cli/commands.h"
 #include "results/db.h"
 #include "results/runlog.h"
 
@@ -463,65 +462,4 @@ out_finalize:
 	for (i = 0; i < Q_COUNT; i++)
 		sqlite3_finalize(c.q[i]);
 	return c.failed ? -1 : 0;
-}
-
-int cmd_collect(int argc, char **argv)
-{
-	const char *db_path = NULL;
-	struct collect_stats st = {0};
-	char err[512];
-	sqlite3 *db;
-	int i, npaths = 0, rc = 0;
-
-	for (i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--db")) {
-			if (++i >= argc) {
-				fprintf(stderr, "error: '--db' needs a path\n");
-				lb_usage(argv[0]);
-				return 2;
-			}
-			db_path = argv[i];
-		} else if (!strncmp(argv[i], "--db=", 5)) {
-			db_path = argv[i] + 5;
-		} else if (argv[i][0] == '-' && argv[i][1]) {
-			fprintf(stderr, "error: unknown option '%s'\n", argv[i]);
-			lb_usage(argv[0]);
-			return 2;
-		} else {
-			npaths++;
-		}
-	}
-	if (results_open(db_path, &db, err, sizeof(err))) {
-		fprintf(stderr, "error: %s\n", err);
-		return 1;
-	}
-	if (!npaths) {
-		struct stat sb;
-		if (stat("runs", &sb) || !S_ISDIR(sb.st_mode)) {
-			fprintf(stderr, "error: 'runs': no such directory; name run directories or "
-					"files to collect\n");
-			rc = 1;
-			goto out_close_db;
-		}
-		if (results_collect_path(db, "runs", &st, err, sizeof(err)))
-			rc = 1;
-	}
-	for (i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--db")) {
-			i++;
-			continue;
-		}
-		if (!strncmp(argv[i], "--db=", 5))
-			continue;
-		if (results_collect_path(db, argv[i], &st, err, sizeof(err)))
-			rc = 1;
-	}
-	printf("collected %d file%s: %d new run%s, %d updated, %d unchanged; %ld step%s; "
-	       "%d warning%s, %d error%s\n",
-	       st.files, st.files == 1 ? "" : "s", st.runs_new, st.runs_new == 1 ? "" : "s",
-	       st.runs_updated, st.runs_unchanged, st.steps, st.steps == 1 ? "" : "s", st.warnings,
-	       st.warnings == 1 ? "" : "s", st.errors, st.errors == 1 ? "" : "s");
-out_close_db:
-	results_close(db);
-	return rc;
 }

@@ -12,7 +12,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "cli/commands.h"
 #include "common/model.h"
 #include "results/db.h"
 #include "results/paper_csv.h"
@@ -200,71 +199,5 @@ out_finalize:
 	free(rows);
 out_free_text:
 	free(text);
-	return rc;
-}
-
-int cmd_import(int argc, char **argv)
-{
-	const char *db_path = NULL, *format = NULL;
-	struct import_stats st = {0};
-	char err[512];
-	sqlite3 *db;
-	int i, nfiles = 0, rc = 0;
-
-	for (i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		if (!strcmp(a, "--db") || !strcmp(a, "--format")) {
-			if (i + 1 >= argc) {
-				fprintf(stderr, "error: '%s' needs a value\n", a);
-				lb_usage(argv[0]);
-				return 2;
-			}
-			if (a[2] == 'd')
-				db_path = argv[++i];
-			else
-				format = argv[++i];
-		} else if (!strncmp(a, "--db=", 5)) {
-			db_path = a + 5;
-		} else if (!strncmp(a, "--format=", 9)) {
-			format = a + 9;
-		} else if (a[0] == '-' && a[1]) {
-			fprintf(stderr, "error: unknown option '%s'\n", a);
-			lb_usage(argv[0]);
-			return 2;
-		} else {
-			nfiles++;
-		}
-	}
-	if (!format || strcmp(format, "paper")) {
-		fprintf(stderr, "error: format '%s' is not supported; use '--format paper'\n",
-			format ? format : "");
-		lb_usage(argv[0]);
-		return 2;
-	}
-	if (!nfiles) {
-		fprintf(stderr, "error: no file to import\n");
-		lb_usage(argv[0]);
-		return 2;
-	}
-	if (results_open(db_path, &db, err, sizeof(err))) {
-		fprintf(stderr, "error: %s\n", err);
-		return 1;
-	}
-	for (i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--db") || !strcmp(argv[i], "--format")) {
-			i++;
-			continue;
-		}
-		if (argv[i][0] == '-' && argv[i][1])
-			continue;
-		if (results_import_paper(db, argv[i], &st, err, sizeof(err))) {
-			fprintf(stderr, "error: %s\n", err);
-			rc = 1;
-		}
-	}
-	printf("imported %d file%s: %d runs (%d ok, %d failed); %d warning%s\n", st.files,
-	       st.files == 1 ? "" : "s", st.rows, st.ok, st.failed, st.warnings,
-	       st.warnings == 1 ? "" : "s");
-	results_close(db);
 	return rc;
 }

@@ -8,7 +8,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "cli/commands.h"
 #include "common/util.h"
 #include "results/db.h"
 
@@ -185,77 +184,4 @@ int sql_print(sqlite3 *db, const char *query, enum sql_format fmt, FILE *out, ch
 		sqlite3_finalize(st);
 	}
 	return 0;
-}
-
-int cmd_sql(int argc, char **argv)
-{
-	const char *db_path = NULL, *query = NULL;
-	enum sql_format fmt = SQL_TABLE;
-	char err[512];
-	sqlite3 *db;
-	struct stat sb;
-	int i, rc = 0;
-
-	for (i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		if (!strcmp(a, "--db") || !strcmp(a, "--format")) {
-			if (i + 1 >= argc) {
-				fprintf(stderr, "error: '%s' needs a value\n", a);
-				lb_usage(argv[0]);
-				return 2;
-			}
-			if (a[2] == 'd')
-				db_path = argv[++i];
-			else if (sql_format_parse(argv[++i], &fmt)) {
-				fprintf(stderr,
-					"error: format '%s' is unknown; use table, csv or tsv\n",
-					argv[i]);
-				return 2;
-			}
-		} else if (!strncmp(a, "--db=", 5)) {
-			db_path = a + 5;
-		} else if (!strncmp(a, "--format=", 9)) {
-			if (sql_format_parse(a + 9, &fmt)) {
-				fprintf(stderr,
-					"error: format '%s' is unknown; use table, csv or tsv\n",
-					a + 9);
-				return 2;
-			}
-		} else if (a[0] == '-' && a[1] && !query) {
-			fprintf(stderr, "error: unknown option '%s'\n", a);
-			lb_usage(argv[0]);
-			return 2;
-		} else if (query) {
-			fprintf(stderr, "error: more than one query; quote the query as one "
-					"argument\n");
-			lb_usage(argv[0]);
-			return 2;
-		} else {
-			query = a;
-		}
-	}
-	if (!query) {
-		fprintf(stderr, "error: no query given\n");
-		lb_usage(argv[0]);
-		return 2;
-	}
-	if (!db_path)
-		db_path = results_default_db();
-	if (stat(db_path, &sb)) {
-		fprintf(stderr,
-			"error: database '%s' does not exist; collect or import runs first, or "
-			"give --db\n",
-			db_path);
-		return 1;
-	}
-	if (results_open(db_path, &db, err, sizeof(err))) {
-		fprintf(stderr, "error: %s\n", err);
-		return 1;
-	}
-	if (sql_print(db, query, fmt, stdout, err, sizeof(err))) {
-		fprintf(stderr, "error: query: %s\n", err);
-		rc = 1;
-	}
-	results_close(db);
-	return rc;
 }

@@ -1,0 +1,724 @@
+/*
+ * Unit tests of the collector and the schema: every run-log fixture collected into a
+ * fresh database, idempotency (collect twice, grow a log), job linking, the arithmetic
+ * of run_summary (median, mean, std, MFU, HFU by hand), best_layout, schema migrations,
+ * the jobs API, and a reader querying while a collect writes.
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "results/collect.h"
+#include "results/db.h"
+
+#define FIXDIR "tests/fixtures/runlogs"
+#define FIX    FIXDIR "/run-20261202T120000Z-node1-"
+
+struct env {
+	char dir[64];
+	char db_path[128];
+	sqlite3 *db;
+};
+
+static int setup(void **state)
+{
+	struct env *e = calloc(1, sizeof(*e));
+	char err[256];
+
+	if (!e)
+		return -1;
+	snprintf(e->dir, sizeof(e->dir), "/tmp/lb-collect-XXXXXX");
+	if (!mkdtemp(e->dir))
+		return -1;
+	snprintf(e->db_path, sizeof(e->db_path), "%s/results.db", e->dir);
+	if (results_open(e->db_path, &e->db, err, sizeof(err))) {
+		fprintf(stderr, "%s\n", err);
+		return -1;
+	}
+	*state = e;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct env *e = *state;
+	char cmd[128];
+
+	results_close(e->db);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", e->dir);
+	if (system(cmd) != 0)
+		return -1;
+	free(e);
+	return 0;
+}
+
+/* First column of the first row as a double / integer / text (NULL: NAN / -999 / "NULL"). */
+static double q_dbl(sqlite3 *db, const char *fmt, ...)
+{
+	char sql[1024];
+	sqlite3_stmt *st;
+	double v = NAN;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(sql, sizeof(sql), fmt, ap);
+	va_end(ap);
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+		fail_msg("%s: %s", sql, sqlite3_errmsg(db));
+	if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL)
+		v = sqlite3_column_double(st, 0);
+	sqlite3_finalize(st);
+	return v;
+}
+
+static long long q_int(sqlite3 *db, const char *fmt, ...)
+{
+	char sql[1024];
+	sqlite3_stmt *st;
+	long long v = -999;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(sql, sizeof(sql), fmt, ap);
+	va_end(ap);
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+		fail_msg("%s: %s", sql, sqlite3_errmsg(db));
+	if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL)
+		v = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	return v;
+}
+
+static char *q_text(sqlite3 *db, const char *fmt, ...)
+{
+	static char out[4096];
+	char sql[1024];
+	sqlite3_stmt *st;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(sql, sizeof(sql), fmt, ap);
+	va_end(ap);
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+		fail_msg("%s: %s", sql, sqlite3_errmsg(db));
+	snprintf(out, sizeof(out), "NULL");
+	if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL)
+		snprintf(out, sizeof(out), "%s", (const char *)sqlite3_column_text(st, 0));
+	sqlite3_finalize(st);
+	return out;
+}
+
+/* Collect one path quietly; returns the function's status. */
+static int collect(sqlite3 *db, const char *path, struct collect_stats *st)
+{
+	char err[512];
+
+	memset(st, 0, sizeof(*st));
+	st->quiet = 1;
+	return results_collect_path(db, path, st, err, sizeof(err));
+}
+
+#define RUN(uid) "(SELECT id FROM runs WHERE run_uid = '20261202T120000Z-node1-" uid "')"
+
+static void close_to(double got, double want, double tol)
+{
+	if (!(fabs(got - want) <= tol))
+		fail_msg("got %.17g, want %.17g", got, want);
+}
+
+static void test_ok_run(void **state)
+{
+	struct env *e = *state;
+	struct collect_stats st;
+
+	assert_int_equal(collect(e->db, FIX "1001-ok.jsonl", &st), 0);
+	assert_int_equal(st.runs_new, 1);
+	assert_int_equal(st.steps, 7);
+	assert_int_equal(st.warnings, 0);
+	assert_string_equal(q_text(e->db, "SELECT status FROM runs"), "ok");
+	assert_string_equal(q_text(e->db, "SELECT sweep FROM runs"), "fixture-sweep");
+	assert_string_equal(q_text(e->db, "SELECT source FROM sweeps WHERE name = 'fixture-sweep'"),
+			    "spec");
+	assert_string_equal(q_text(e->db, "SELECT layout_id FROM runs"), "92ce779f2d33830f");
+	assert_int_equal(q_int(e->db, "SELECT dp FROM layouts"), 2);
+	assert_int_equal(q_int(e->db, "SELECT gpus FROM layouts"), 2);
+	assert_string_equal(q_text(e->db, "SELECT checkpointing FROM layouts"), "none");
+	assert_int_equal(q_int(e->db, "SELECT count(*) FROM steps WHERE warmup = 1"), 2);
+	assert_string_equal(q_text(e->db, "SELECT rank_peak_mem FROM steps WHERE step = 3"),
+			    "[1000003,999993]");
+	close_to(q_dbl(e->db, "SELECT forward_s FROM steps WHERE step = 3"), 1.2 * 0.3, 1e-12);
+	assert_string_equal(q_text(e->db, "SELECT label FROM run_summary"), "flash+fused");
+	assert_string_equal(q_text(e->db, "SELECT gpu FROM runs"), "NVIDIA H100 80GB HBM3");
+	assert_int_equal(q_int(e->db, "SELECT exit_code FROM runs"), 0);
+	assert_string_equal(q_text(e->db, "SELECT job_ref FROM runs"), "NULL");
+}
+
+/* The arithmetic of run_summary by hand: steady steps 2..6 take 1.0 1.2 1.1 1.4 1.3 s. */
+static void test_view_arithmetic(void **state)
+{
+	struct env *e = *state;
+	struct collect_stats st;
+	const double flops = 1614151680.0, gpus = 2, peak = 989e12, mean = 1.2;
+	const double std = sqrt((0.04 + 0.0 + 0.01 + 0.04 + 0.01) / 4);
+
+	assert_int_equal(collect(e->db, FIX "1001-ok.jsonl", &st), 0);
+	assert_int_equal(q_int(e->db, "SELECT n_steps FROM run_summary"), 5);
+	close_to(q_dbl(e->db, "SELECT step_time_median FROM run_summary"), 1.2, 1e-12);
+	close_to(q_dbl(e->db, "SELECT step_time_mean FROM run_summary"), mean, 1e-12);
+	close_to(q_dbl(e->db, "SELECT step_time_std FROM run_summary"), std, 1e-12);
+	close_to(q_dbl(e->db, "SELECT mfu FROM run_summary"), flops / (mean * gpus * peak), 1e-18);
+	close_to(q_dbl(e->db, "SELECT hfu FROM run_summary"), flops / (mean * gpus * peak), 1e-18);
+	close_to(q_dbl(e->db, "SELECT tokens_per_s_per_gpu FROM run_summary"), 1024 / mean / gpus,
+		 1e-9);
+	close_to(q_dbl(e->db, "SELECT tflops_per_gpu FROM run_summary"), flops / mean / gpus / 1e12,
+		 1e-15);
+	assert_int_equal(q_int(e->db, "SELECT peak_mem_bytes FROM run_summary"), 1000006);
+	assert_string_equal(q_text(e->db, "SELECT mfu_reported FROM run_summary"), "NULL");
+	assert_string_equal(q_text(e->db, "SELECT status FROM run_summary"), "ok");
+	assert_int_equal(q_int(e->db, "SELECT gpus FROM run_summary"), 2);
+
+	/* an even count: the median is the mean of the middle two (1.1, 1.2 of 1.0 1.1 1.2 1.3) */
+	assert_int_equal(sqlite3_exec(e->db, "DELETE FROM steps WHERE step = 5", NULL, NULL, NULL),
+			 SQLITE_OK);
+	close_to(q_dbl(e->db, "SELECT step_time_median FROM run_summary"), 1.15, 1e-12);
+	close_to(q_dbl(e->db, "SELECT step_time_mean FROM run_summary"), 1.15, 1e-12);
+
+	/* HFU uses the hardware count: double it and HFU doubles, MFU stays */
+	assert_int_equal(sqlite3_exec(e->db,
+				      "UPDATE runs SET hw_flops_per_step = 2 * flops_per_step",
+				      NULL, NULL, NULL),
+			 SQLITE_OK);
+	close_to(q_dbl(e->db, "SELECT hfu / mfu FROM run_summary"), 2.0, 1e-12);
+
+	/* best_layout: the only ok run, ranked by its MFU */
+	assert_int_equal(q_int(e->db, "SELECT count(*) FROM best_layout"), 1);
+	close_to(q_dbl(e->db, "SELECT mfu_best FROM best_layout"),
+		 q_dbl(e->db, "SELECT mfu FROM run_summary"), 0);
+}
+
+static void test_failure_fixtures(void **state)
+{
+	static const struct {
+		const char *uid, *cls;
+		int exit_code, rank;
+	} cases[] = {
+	    {"1002-oom", "oom", 3, 0},
+	    {"1003-nccl", "nccl_error", 4, 1},
+	    {"1004-diverged", "diverged", 5, 0},
+	    {"1005-timeout", "timeout", 6, 1},
+	    {"1006-killed", "killed", 137, -999},
+	};
+	struct env *e = *state;
+	struct collect_stats st;
+	char path[256];
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		snprintf(path, sizeof(path), FIX "%s.jsonl", cases[i].uid);
+		assert_int_equal(collect(e->db, path, &st), 0);
+		assert_int_equal(st.runs_new, 1);
+		assert_string_equal(q_text(e->db,
+					   "SELECT status FROM runs WHERE run_uid LIKE '%%%s'",
+					   cases[i].uid),
+				    "failed");
+		assert_string_equal(q_text(e->db,
+					   "SELECT failure_class FROM run_summary WHERE run_uid "
+					   "LIKE '%%%s'",
+					   cases[i].uid),
+				    cases[i].cls);
+		assert_int_equal(q_int(e->db,
+				       "SELECT exit_code FROM runs WHERE run_uid LIKE '%%%s'",
+				       cases[i].uid),
+				 cases[i].exit_code);
+		assert_int_equal(q_int(e->db,
+				       "SELECT failed_rank FROM runs WHERE run_uid LIKE '%%%s'",
+				       cases[i].uid),
+				 cases[i].rank);
+		assert_string_not_equal(q_text(e->db,
+					       "SELECT message FROM runs WHERE run_uid LIKE '%%%s'",
+					       cases[i].uid),
+					"NULL");
+	}
+	/* the OOM run used full checkpointing: its layout row says so, HFU > MFU per FLOPs */
+	assert_string_equal(q_text(e->db, "SELECT checkpointing FROM layouts WHERE layout_id = "
+					  "'ba351398a49735e6'"),
+			    "full");
+	assert_true(q_dbl(e->db, "SELECT hw_flops_per_step / flops_per_step FROM runs WHERE "
+				 "run_uid LIKE '%%1002-oom'") > 1.2);
+	/* diverged: the last step's loss is NULL */
+	assert_string_equal(q_text(e->db, "SELECT loss FROM steps WHERE run_id = " RUN(
+					      "1004-diverged") " AND step = 4"),
+			    "NULL");
+	/* killed: only warmup steps, so no statistics */
+	assert_string_equal(
+	    q_text(e->db, "SELECT mfu FROM run_summary WHERE run_uid LIKE '%%1006-killed'"),
+	    "NULL");
+}
+
+static void copy_file(const char *from, const char *to, size_t limit)
+{
+	FILE *a = fopen(from, "rb"), *b = fopen(to, "wb");
+	char buf[65536];
+	size_t n;
+
+	assert_non_null(a);
+	assert_non_null(b);
+	while (limit && (n = fread(buf, 1, limit < sizeof(buf) ? limit : sizeof(buf), a)) > 0) {
+		assert_int_equal(fwrite(buf, 1, n, b), n);
+		limit -= n;
+	}
+	fclose(a);
+	fclose(b);
+}
+
+static void append(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "ab");
+
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+static void test_truncated_then_completed(void **state)
+{
+	struct env *e = *state;
+	struct collect_stats st;
+	char path[256];
+
+	snprintf(path, sizeof(path), "%s/run-20261202T120000Z-node1-1007-truncated.jsonl", e->dir);
+	copy_file(FIX "1007-truncated.jsonl", path, (size_t)-1);
+	assert_int_equal(collect(e->db, path, &st), 0);
+	assert_int_equal(st.warnings, 0); /* a cut-off last line is not a fault */
+	assert_int_equal(st.steps, 5);
+	assert_string_equal(q_text(e->db, "SELECT status FROM run_summary"), "running");
+	/* nothing new: unchanged */
+	assert_int_equal(collect(e->db, path, &st), 0);
+	assert_int_equal(st.runs_unchanged, 1);
+	/* the writer finishes the line and ends the run */
+	append(path, "e,\"time_s\":1.4,\"tokens\":1024,\"loss\":5.5,\"peak_mem_bytes\":1000005}\n"
+		     "{\"type\":\"end\",\"status\":\"ok\",\"class\":null,\"message\":\"done\","
+		     "\"rank\":null,\"exit_code\":0,\"end_time\":\"2026-12-02T12:01:00Z\"}\n");
+	assert_int_equal(collect(e->db, path, &st), 0);
+	assert_int_equal(st.runs_updated, 1);
+	assert_int_equal(st.steps, 1);
+	assert_int_equal(st.warnings, 0);
+	assert_string_equal(q_text(e->db, "SELECT status FROM run_summary"), "ok");
+	assert_int_equal(q_int(e->db, "SELECT n_steps FROM run_summary"), 4);
+	assert_int_equal(q_int(e->db, "SELECT count(*) FROM steps"), 6);
+	assert_string_equal(q_text(e->db, "SELECT end_time FROM runs"), "2026-12-02T12:01:00Z");
+}
+
+static void test_corrupt_middle(void **state)
+{
+	struct env *e = *state;
+	struct collect_stats st;
+
+	assert_int_equal(collect(e->db, FIX "1008-corrupt.jsonl", &st), 0);
+	assert_int_equal(st.warnings, 2);
+	assert_int_equal(st.steps, 6);
+	assert_string_equal(q_text(e->db, "SELECT status FROM runs"), "ok");
+	assert_string_equal(q_text(e->db, "SELECT group_concat(step) FROM steps"), "0,1,2,4,5,6");
+	/* warnings are not repeated on the next collect */
+	assert_int_equal(collect(e->db, FIX "1008-corrupt.jsonl", &st), 0);
+	assert_int_equal(st.warnings, 0);
+	assert_int_equal(st.runs_unchanged, 1);
+}
+
+static void test_running_adhoc_cpu(void **state)
+{
+	struct env *e = *state;
+	struct collect_stats st;
+
+	assert_int_equal(collect(e->db, FIX "1009-running.jsonl", &st), 0);
+	assert_string_equal(q_text(e->db, "SELECT status FROM run_summary"), "running");
+	assert_string_equal(q_text(e->db, "SELECT sweep FROM run_summary"), "adhoc");
+	assert_string_equal(q_text(e->db, "SELECT source FROM sweeps"), "adhoc");
+	assert_string_equal(q_text(e->db, "SELECT peak_tflops FROM run_summary"), "NULL");
+	assert_string_equal(q_text(e->db, "SELECT mfu FROM run_summary"), "NULL");
+	assert_string_equal(q_text(e->db, "SELECT hfu FROM run_summary"), "NULL");
+	assert_true(q_dbl(e->db, "SELECT tflops_per_gpu FROM run_summary") > 0);
+}
+
+static void test_newer_and_empty(void **state)
+{
+	struct env *e = *state;
+	struct collect_stats st;
+	char err[512] = "";
+
+	memset(&st, 0, sizeof(st));
+	st.quiet = 1;
+	assert_int_equal(results_collect_path(e->db, FIX "1010-newer.jsonl", &st, err, sizeof(err)),
+			 -1);
+	assert_int_equal(st.errors, 1);
+	assert_non_null(strstr(err, "1010-newer.jsonl:1: run log version 2 is newer than this "
+				    "build reads (1)"));
+	assert_int_equal(q_int(e->db, "SELECT count(*) FROM runs"), 0);
+	assert_int_equal(collect(e->db, FIX "1011-empty.jsonl", &st), 0);
+	assert_int_equal(st.warnings, 1);
+	assert_int_equal(q_int(e->db, "SELECT count(*) FROM runs"), 0);
+	assert_int_equal(collect(e->db, "tests/fixtures/runlogs/no-such-file.jsonl", &st), -1);
+}
+
+/* Every table as text, to compare two databases' content (collected times left out). */
+static char *dump(sqlite3 *db)
+{
+	static char out[65536];
+	static const char *const qs[] = {
+	    "SELECT group_concat(x, '|') FROM (SELECT name || source AS x FROM sweeps ORDER BY "
+	    "name)",
+	    "SELECT group_concat(x, '|') FROM (SELECT layout_id || canonical AS x FROM layouts "
+	    "ORDER BY layout_id)",
+	    "SELECT group_concat(x, '|') FROM (SELECT run_uid || status || "
+	    "ifnull(failure_class, '') || ifnull(exit_code, '') || log_bytes || bytes_ingested AS "
+	    "x FROM runs ORDER BY run_uid)",
+	    "SELECT count(*) || ':' || total(time_s) || ':' || total(step) || ':' || total(loss) "
+	    "FROM steps",
+	};
+	size_t n = 0;
+
+	for (size_t i = 0; i < sizeof(qs) / sizeof(qs[0]); i++)
+		n += (size_t)snprintf(out + n, sizeof(out) - n, "%s\n", q_text(db, "%s", qs[i]));
+	return out;
+}
+
+static void test_idempotent_directory(void **state)
+{
+	struct env *e = *state;
+	struct collect_stats st;
+	char first[65536];
+
+	assert_int_equal(collect(e->db, FIXDIR, &st), -1); /* the newer-version file is refused */
+	assert_int_equal(st.files, 11);
+	assert_int_equal(st.runs_new, 9);
+	assert_int_equal(st.errors, 1);
+	assert_int_equal(st.warnings, 3); /* two corrupt lines, one empty file */
+	snprintf(first, sizeof(first), "%s", dump(e->db));
+	assert_int_equal(collect(e->db, FIXDIR, &st), -1);
+	assert_int_equal(st.runs_new, 0);
+	assert_int_equal(st.runs_updated, 0);
+	assert_int_equal(st.runs_unchanged, 9);
+	assert_int_equal(st.steps, 0);
+	assert_string_equal(dump(e->db), first);
+	assert_int_equal(q_int(e->db, "SELECT count(*) FROM runs"), 9);
+	assert_int_equal(q_int(e->db, "SELECT count(*) FROM steps"), 37);
+}
+
+static void test_grow(void **state)
+{
+	struct env *e = *state;
+	struct collect_stats st;
+	char path[256];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/run-20261202T120000Z-node1-1009-running.jsonl", e->dir);
+	copy_file(FIX "1009-running.jsonl", path, (size_t)-1);
+	assert_int_equal(collect(e->db, path, &st), 0);
+	assert_int_equal(st.runs_new, 1);
+	assert_int_equal(q_int(e->db, "SELECT count(*) FROM steps"), 4);
+	f = fopen(path, "ab");
+	assert_non_null(f);
+	for (int i = 4; i < 7; i++)
+		fprintf(f,
+			"{\"type\":\"step\",\"step\":%d,\"warmup\":false,\"time_s\":2.0,"
+			"\"tokens\":1024,\"loss\":4.0,\"peak_mem_bytes\":2000000}\n",
+			i);
+	fclose(f);
+	assert_int_equal(collect(e->db, path, &st), 0);
+	assert_int_equal(st.runs_new, 0);
+	assert_int_equal(st.runs_updated, 1);
+	assert_int_equal(st.steps, 3);
+	assert_int_equal(q_int(e->db, "SELECT count(*) FROM steps"), 7);
+	assert_string_equal(q_text(e->db, "SELECT status FROM runs"), "running");
+	assert_int_equal(q_int(e->db, "SELECT peak_mem_bytes FROM run_summary"), 2000000);
+	append(path, "{\"type\":\"end\",\"status\":\"failed\",\"class\":\"killed\","
+		     "\"message\":\"killed by signal 15\",\"exit_code\":143}\n");
+	assert_int_equal(collect(e->db, path, &st), 0);
+	assert_int_equal(st.runs_updated, 1);
+	assert_string_equal(q_text(e->db, "SELECT failure_class FROM runs"), "killed");
+	assert_int_equal(q_int(e->db, "SELECT count(*) FROM runs"), 1);
+}
+
+static void test_job_link(void **state)
+{
+	struct env *e = *state;
+	struct collect_stats st;
+	struct results_job j, k;
+	struct lb_layout l;
+	char err[256];
+	int64_t id;
+
+	lb_layout_init(&l);
+	l.dp = 2;
+	l.gpus_per_node = 2;
+	l.steps = 7;
+	assert_int_equal(results_upsert_layout(e->db, &l, NULL), SQLITE_OK);
+	results_job_init(&j);
+	snprintf(j.executor, sizeof(j.executor), "slurm");
+	snprintf(j.sweep, sizeof(j.sweep), "fixture-sweep");
+	snprintf(j.layout_id, sizeof(j.layout_id), "92ce779f2d33830f");
+	snprintf(j.array_job_id, sizeof(j.array_job_id), "4242");
+	j.array_index = 3;
+	j.submit_time = 1796212800; /* 2026-12-02T12:00:00Z */
+	assert_int_equal(results_job_insert(e->db, &j, &id, err, sizeof(err)), 0);
+	/* a later job of another layout with a plain id */
+	k = j;
+	k.array_job_id[0] = 0;
+	k.array_index = -1;
+	snprintf(k.job_id, sizeof(k.job_id), "4243");
+	assert_int_equal(results_job_insert(e->db, &k, NULL, err, sizeof(err)), 0);
+	assert_int_equal(collect(e->db, FIX "1001-ok.jsonl", &st), 0);
+	assert_int_equal(collect(e->db, FIX "1003-nccl.jsonl", &st), 0);
+	assert_int_equal(q_int(e->db, "SELECT job_ref FROM runs WHERE run_uid LIKE '%%1001-ok'"),
+			 id);
+	assert_int_equal(q_int(e->db, "SELECT job_ref FROM runs WHERE run_uid LIKE '%%1003-nccl'"),
+			 k.id);
+	assert_string_equal(
+	    q_text(e->db, "SELECT submit_time FROM jobs WHERE id = %lld", (long long)id),
+	    "2026-12-02T12:00:00Z");
+}
+
+static void test_jobs_api(void **state)
+{
+	struct env *e = *state;
+	struct results_job j, *list;
+	struct lb_layout l;
+	char err[256], id[LB_ID_LEN + 1];
+	size_t n;
+
+	lb_layout_init(&l);
+	lb_layout_id(&l, id);
+	assert_int_equal(results_upsert_layout(e->db, &l, "flash+fused"), SQLITE_OK);
+	assert_int_equal(results_upsert_layout(e->db, &l, "other"), SQLITE_OK); /* label kept */
+	assert_string_equal(q_text(e->db, "SELECT label FROM layouts"), "flash+fused");
+	assert_int_equal(
+	    results_upsert_sweep(e->db, "s1", "spec", "specs/s1.json", "{}", err, sizeof(err)), 0);
+	assert_int_equal(results_upsert_sweep(e->db, "s1", "spec", NULL, NULL, err, sizeof(err)),
+			 0);
+	assert_string_equal(q_text(e->db, "SELECT spec_path FROM sweeps"), "specs/s1.json");
+	assert_int_equal(results_upsert_sweep(e->db, "s2", "bogus", NULL, NULL, err, sizeof(err)),
+			 -1);
+
+	results_job_init(&j);
+	snprintf(j.executor, sizeof(j.executor), "local");
+	snprintf(j.sweep, sizeof(j.sweep), "s1");
+	snprintf(j.layout_id, sizeof(j.layout_id), "%s", id);
+	assert_int_equal(results_job_insert(e->db, &j, NULL, err, sizeof(err)), 0);
+	assert_int_equal(results_layout_has_active_job(e->db, "s1", id), 1); /* PENDING */
+	assert_int_equal(results_layout_has_ok_run(e->db, "s1", id), 0);
+	snprintf(j.state, sizeof(j.state), "FAILED");
+	snprintf(j.failure_class, sizeof(j.failure_class), "oom");
+	j.exit_code = 3;
+	j.end_time = 1796212860;
+	assert_int_equal(results_job_update(e->db, &j, err, sizeof(err)), 0);
+	assert_int_equal(results_layout_has_active_job(e->db, "s1", id), 0);
+	j.attempt = 2;
+	j.state[0] = j.failure_class[0] = 0;
+	j.exit_code = -1;
+	j.end_time = 0;
+	assert_int_equal(results_job_insert(e->db, &j, NULL, err, sizeof(err)), 0);
+	assert_int_equal(results_jobs_list(e->db, "s1", 0, &list, &n, err, sizeof(err)), 0);
+	assert_int_equal(n, 2);
+	assert_string_equal(list[0].state, "FAILED");
+	assert_string_equal(list[0].failure_class, "oom");
+	assert_int_equal(list[0].exit_code, 3);
+	assert_int_equal(list[0].end_time, 1796212860);
+	assert_int_equal(list[0].array_index, -1);
+	free(list);
+	assert_int_equal(results_jobs_list(e->db, "s1", 1, &list, &n, err, sizeof(err)), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(list[0].attempt, 2);
+	assert_string_equal(list[0].state, "PENDING");
+	free(list);
+	j.id = 999;
+	assert_int_equal(results_job_update(e->db, &j, err, sizeof(err)), -1);
+	assert_string_equal(err, "job row 999 not found");
+	/* a job of an unknown layout is refused (foreign key) */
+	snprintf(j.layout_id, sizeof(j.layout_id), "ffffffffffffffff");
+	assert_int_equal(results_job_insert(e->db, &j, NULL, err, sizeof(err)), -1);
+}
+
+static void test_migrations(void **state)
+{
+	struct env *e = *state;
+	static const char two_steps[] = "-- migrate: 1\nCREATE TABLE a (x INTEGER);\n"
+					"-- migrate: 2\nALTER TABLE a ADD COLUMN y TEXT;\n"
+					"INSERT INTO a VALUES (1, 'two');\n";
+	char path[160], err[512];
+	sqlite3 *db;
+
+	/* a fresh database is at the current version with every table and view */
+	assert_int_equal(results_schema_version(e->db), RESULTS_SCHEMA_VERSION);
+	assert_int_equal(q_int(e->db, "SELECT count(*) FROM sqlite_master WHERE name IN "
+				      "('sweeps','layouts','jobs','runs','steps','run_summary',"
+				      "'best_layout')"),
+			 7);
+	assert_string_equal(q_text(e->db, "PRAGMA journal_mode"), "wal");
+
+	/* an empty version-0 file is migrated on open */
+	snprintf(path, sizeof(path), "%s/v0.db", e->dir);
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(results_schema_version(db), 0);
+	sqlite3_close(db);
+	assert_int_equal(results_open(path, &db, err, sizeof(err)), 0);
+	assert_int_equal(results_schema_version(db), RESULTS_SCHEMA_VERSION);
+	results_close(db);
+
+	/* step by step: a version-1 database gets only step 2 */
+	snprintf(path, sizeof(path), "%s/steps.db", e->dir);
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(
+	    results_migrate(db, "-- migrate: 1\nCREATE TABLE a (x INTEGER);\n", err, sizeof(err)),
+	    0);
+	assert_int_equal(results_schema_version(db), 1);
+	assert_int_equal(results_migrate(db, two_steps, err, sizeof(err)), 0);
+	assert_int_equal(results_schema_version(db), 2);
+	assert_string_equal(q_text(db, "SELECT y FROM a"), "two");
+	assert_int_equal(results_migrate(db, two_steps, err, sizeof(err)), 0); /* no-op */
+	assert_int_equal(q_int(db, "SELECT count(*) FROM a"), 1);
+	/* a failing step is rolled back and leaves the version */
+	assert_int_equal(results_migrate(db,
+					 "-- migrate: 1\n-- migrate: 2\n-- migrate: 3\nBOGUS;\n",
+					 err, sizeof(err)),
+			 -1);
+	assert_non_null(strstr(err, "schema migration to version 3"));
+	assert_int_equal(results_schema_version(db), 2);
+	/* steps out of order are refused */
+	assert_int_equal(results_migrate(db, "-- migrate: 2\nSELECT 1;\n", err, sizeof(err)), -1);
+	sqlite3_close(db);
+
+	/* a newer database is refused with a clear message */
+	snprintf(path, sizeof(path), "%s/new.db", e->dir);
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db, "PRAGMA user_version = 99", NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+	assert_int_equal(results_open(path, &db, err, sizeof(err)), -1);
+	assert_null(db);
+	assert_non_null(strstr(err, "has schema version 99, newer than this build's"));
+
+	/* not a database */
+	snprintf(path, sizeof(path), "%s/junk.db", e->dir);
+	{
+		FILE *f = fopen(path, "wb");
+		assert_non_null(f);
+		fputs("this is not an sqlite file, not at all, no; padding padding padding\n", f);
+		fclose(f);
+	}
+	assert_int_equal(results_open(path, &db, err, sizeof(err)), -1);
+}
+
+/* Write n run logs of m steps each under dir. */
+static void write_runs(const char *dir, int n, int m)
+{
+	char path[256];
+
+	for (int r = 0; r < n; r++) {
+		FILE *f;
+		snprintf(path, sizeof(path), "%s/run-r%04d.jsonl", dir, r);
+		f = fopen(path, "wb");
+		assert_non_null(f);
+		fprintf(f,
+			"{\"type\":\"header\",\"format\":\"layoutbench-runlog\",\"version\":1,"
+			"\"run_uid\":\"r%04d\",\"layout_id\":\"92ce779f2d33830f\",\"layout\":{"
+			"\"model\":\"tiny\",\"seq_len\":128,\"global_batch\":8,\"micro_batch\":1,"
+			"\"tp\":1,\"pp\":1,\"dp\":2,\"gpus_per_node\":2,\"nodes\":1,"
+			"\"sequence_parallel\":0,\"zero_stage\":0,\"checkpointing\":\"none\","
+			"\"attention\":\"flash\",\"norm\":\"fused\"},\"model\":{\"name\":\"tiny\","
+			"\"layers\":4,\"hidden\":64,\"heads\":4,\"kv_heads\":4,\"ffn\":128,"
+			"\"vocab\":256,\"tied\":0},\"flops_per_step\":1614151680,\"world_size\":2,"
+			"\"sweep\":\"load\"}\n",
+			r);
+		for (int s = 0; s < m; s++)
+			fprintf(f,
+				"{\"type\":\"step\",\"step\":%d,\"warmup\":%s,\"time_s\":%g,"
+				"\"tokens\":1024,\"loss\":3.5}\n",
+				s, s < 2 ? "true" : "false", 1.0 + 0.001 * s);
+		fprintf(f, "{\"type\":\"end\",\"status\":\"ok\",\"exit_code\":0}\n");
+		fclose(f);
+	}
+}
+
+/* A reader process queries run_summary in a loop while the parent collects: no
+ * "database is locked" (or any other) error on either side. */
+static void test_reader_during_collect(void **state)
+{
+	struct env *e = *state;
+	struct collect_stats st;
+	char runs[128], done[160];
+	pid_t pid;
+	int status;
+
+	snprintf(runs, sizeof(runs), "%s/runs", e->dir);
+	snprintf(done, sizeof(done), "%s/done", e->dir);
+	assert_int_equal(mkdir(runs, 0755), 0);
+	write_runs(runs, 150, 300);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		sqlite3 *db;
+		char err[256];
+		int loops = 0, bad = 0;
+		struct stat sb;
+		if (results_open(e->db_path, &db, err, sizeof(err)))
+			_exit(2);
+		while (stat(done, &sb) != 0 || loops < 3) {
+			sqlite3_stmt *q;
+			int rc = sqlite3_prepare_v2(db,
+						    "SELECT count(*), total(step_time_mean) FROM "
+						    "run_summary",
+						    -1, &q, NULL);
+			if (rc == SQLITE_OK) {
+				while ((rc = sqlite3_step(q)) == SQLITE_ROW)
+					;
+				sqlite3_finalize(q);
+			}
+			if (rc != SQLITE_DONE && rc != SQLITE_OK) {
+				fprintf(stderr, "reader: %s\n", sqlite3_errmsg(db));
+				bad++;
+			}
+			loops++;
+		}
+		results_close(db);
+		_exit(bad ? 1 : 0);
+	}
+	assert_int_equal(collect(e->db, runs, &st), 0);
+	{
+		FILE *f = fopen(done, "w");
+		assert_non_null(f);
+		fclose(f);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	assert_int_equal(st.runs_new, 150);
+	assert_int_equal(q_int(e->db, "SELECT count(*) FROM steps"), 150 * 300);
+	assert_int_equal(q_int(e->db, "SELECT sum(n_steps) FROM run_summary"), 150 * 298);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test_setup_teardown(test_ok_run, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_view_arithmetic, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_failure_fixtures, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_truncated_then_completed, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_corrupt_middle, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_running_adhoc_cpu, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_newer_and_empty, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_idempotent_directory, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_grow, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_job_link, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_jobs_api, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_migrations, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_reader_during_collect, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,657 @@
+/*
+ * The Llama model over the ops and comm tables: parameter table and initialisation,
+ * activation slots per checkpointing mode, and the forward and backward of a pipeline
+ * stage's layers for one micro-batch. Shapes and ownership: harness/model.h.
+ *
+ * Checkpointing (Korthikanti et al. 2022, "Reducing Activation Recomputation"):
+ * none keeps every layer's activations per slot; full keeps only each layer's input and
+ * re-runs the layer's forward in a shared workspace just before its backward; selective
+ * keeps everything except the attention core's saved state (probabilities or the
+ * log-sum-exp), which one shared buffer holds and the backward recomputes from q, k, v.
+ */
+#include "harness/model.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* How a shard's rows and columns map to the full tensor, for initialisation. */
+enum { MAP_FULL = 0, MAP_ROWS, MAP_COLS, MAP_QKV, MAP_GU };
+enum { K_ATTN_NORM = 0, K_WQKV, K_WO, K_MLP_NORM, K_WGU, K_WDOWN };
+#define KEY_EMBED 1000000
+#define KEY_NORM  1000001
+#define KEY_HEAD  1000002
+
+#define INIT_STD 0.02 /* GPT-2 / Megatron-LM default */
+
+/* --- allocation --- */
+
+static void *balloc(struct lb_llama *m, size_t n)
+{
+	void *p;
+
+	if (m->n_allocs == m->cap_allocs) {
+		int cap = m->cap_allocs ? 2 * m->cap_allocs : 64;
+		void **a = realloc(m->allocs, (size_t)cap * sizeof(*a));
+
+		if (!a)
+			return NULL;
+		m->allocs = a;
+		m->cap_allocs = cap;
+	}
+	p = m->ops->alloc(n ? n : 1);
+	if (p)
+		m->allocs[m->n_allocs++] = p;
+	return p;
+}
+
+void lb_llama_free(struct lb_llama *m)
+{
+	if (!m)
+		return;
+	for (int i = 0; i < m->n_allocs; i++)
+		m->ops->free_(m->allocs[i]);
+	free(m->allocs);
+	if (m->slots)
+		for (int s = 0; s < m->n_slots; s++) {
+			free(m->slots[s].layers);
+			free(m->slots[s].tokens);
+			free(m->slots[s].targets);
+		}
+	free(m->slots);
+	free(m->tensors);
+	free(m->lt);
+	memset(m, 0, sizeof(*m));
+}
+
+/* --- parameters --- */
+
+static int add_tensor(struct lb_llama *m, const char *name, int rows, int cols, int decay, int key,
+		      double std, int map)
+{
+	struct lb_tensor *t = &m->tensors[m->n_tensors];
+
+	snprintf(t->name, sizeof(t->name), "%s", name);
+	t->offset = m->n_params;
+	t->rows = rows;
+	t->cols = cols;
+	t->count = (size_t)rows * cols;
+	t->decay = decay;
+	t->key = key;
+	t->init_std = std;
+	t->row_kind = map;
+	m->n_params += t->count;
+	return m->n_tensors++;
+}
+
+static uint64_t splitmix64(uint64_t x)
+{
+	x += 0x9e3779b97f4a7c15ULL;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+	return x ^ (x >> 31);
+}
+
+/* A standard normal from (seed, key, index) alone (counter-based), so every shard of
+ * every layout draws the same full model. Box-Muller on two 53-bit uniforms. */
+static double normal_at(uint64_t seed, int key, uint64_t idx)
+{
+	uint64_t a = splitmix64(seed ^ splitmix64((uint64_t)key * 0x100000001b3ULL ^ idx));
+	uint64_t b = splitmix64(a);
+	double u1 = ((a >> 11) + 1.0) / 9007199254740993.0; /* (0, 1] */
+	double u2 = (b >> 11) / 9007199254740992.0;
+
+	return sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2);
+}
+
+/* Global (row, col, full cols) of a shard element. */
+static void global_index(const struct lb_llama *m, const struct lb_tensor *t, int r, int c,
+			 uint64_t *grow, uint64_t *gcol, uint64_t *gcols)
+{
+	int k = m->tp_rank, tp = m->tp_size;
+	int qd = m->nh * m->D, kd = m->nkv * m->D;
+
+	*grow = (uint64_t)r;
+	*gcol = (uint64_t)c;
+	*gcols = (uint64_t)t->cols;
+	switch (t->row_kind) {
+	case MAP_ROWS:
+		*grow = (uint64_t)k * t->rows + r;
+		break;
+	case MAP_COLS:
+		*gcol = (uint64_t)k * t->cols + c;
+		*gcols = (uint64_t)t->cols * tp;
+		break;
+	case MAP_QKV:
+		if (r < qd)
+			*grow = (uint64_t)k * qd + r;
+		else if (r < qd + kd)
+			*grow = (uint64_t)tp * qd + (uint64_t)k * kd + (r - qd);
+		else
+			*grow = (uint64_t)tp * (qd + kd) + (uint64_t)k * kd + (r - qd - kd);
+		break;
+	case MAP_GU:
+		if (r < m->F)
+			*grow = (uint64_t)k * m->F + r;
+		else
+			*grow = (uint64_t)tp * m->F + (uint64_t)k * m->F + (r - m->F);
+		break;
+	default:
+		break;
+	}
+}
+
+static int init_params(struct lb_llama *m)
+{
+	int maxcols = 0;
+	double *row;
+
+	for (int i = 0; i < m->n_tensors; i++)
+		if (m->tensors[i].cols > maxcols)
+			maxcols = m->tensors[i].cols;
+	row = malloc((size_t)maxcols * sizeof(*row));
+	if (!row)
+		return LB_E_OOM;
+	for (int i = 0; i < m->n_tensors; i++) {
+		const struct lb_tensor *t = &m->tensors[i];
+
+		for (int r = 0; r < t->rows; r++) {
+			for (int c = 0; c < t->cols; c++) {
+				uint64_t gr, gc, gcols;
+
+				if (t->init_std == 0) {
+					row[c] = 1.0;
+					continue;
+				}
+				global_index(m, t, r, c, &gr, &gc, &gcols);
+				row[c] = t->init_std *
+					 normal_at(m->layout.seed, t->key, gr * gcols + gc);
+			}
+			m->ops->write(m->ops->at(m->params, t->offset + (size_t)r * t->cols), row,
+				      (size_t)t->cols);
+		}
+	}
+	free(row);
+	return 0;
+}
+
+static int build_tensors(struct lb_llama *m)
+{
+	const struct lb_model *md = &m->layout.model;
+	int nl = m->layer_hi - m->layer_lo;
+	double out_std = INIT_STD / sqrt(2.0 * md->n_layers); /* GPT-2 residual scaling */
+	char name[48];
+
+	m->tensors = calloc((size_t)nl * 6 + 3, sizeof(*m->tensors));
+	m->lt = calloc((size_t)nl + 1, sizeof(*m->lt));
+	if (!m->tensors || !m->lt)
+		return LB_E_OOM;
+	m->t_embed = m->t_norm = m->t_head = -1;
+	if (m->first || (m->last && md->tied))
+		m->t_embed = add_tensor(m, "embed", m->V, m->H, 1, KEY_EMBED, INIT_STD, MAP_ROWS);
+	for (int j = 0; j < nl; j++) {
+		int l = m->layer_lo + j, key = (l + 1) * 8;
+
+		snprintf(name, sizeof(name), "layers.%d.attn_norm", l);
+		m->lt[j].attn_norm =
+		    add_tensor(m, name, 1, m->H, 0, key + K_ATTN_NORM, 0, MAP_FULL);
+		snprintf(name, sizeof(name), "layers.%d.wqkv", l);
+		m->lt[j].wqkv =
+		    add_tensor(m, name, m->qkv_dim, m->H, 1, key + K_WQKV, INIT_STD, MAP_QKV);
+		snprintf(name, sizeof(name), "layers.%d.wo", l);
+		m->lt[j].wo =
+		    add_tensor(m, name, m->H, m->nh * m->D, 1, key + K_WO, out_std, MAP_COLS);
+		snprintf(name, sizeof(name), "layers.%d.mlp_norm", l);
+		m->lt[j].mlp_norm = add_tensor(m, name, 1, m->H, 0, key + K_MLP_NORM, 0, MAP_FULL);
+		snprintf(name, sizeof(name), "layers.%d.wgu", l);
+		m->lt[j].wgu =
+		    add_tensor(m, name, 2 * m->F, m->H, 1, key + K_WGU, INIT_STD, MAP_GU);
+		snprintf(name, sizeof(name), "layers.%d.wdown", l);
+		m->lt[j].wdown =
+		    add_tensor(m, name, m->H, m->F, 1, key + K_WDOWN, out_std, MAP_COLS);
+	}
+	if (m->last) {
+		m->t_norm = add_tensor(m, "norm", 1, m->H, 0, KEY_NORM, 0, MAP_FULL);
+		if (md->tied)
+			m->t_head = m->t_embed;
+		else
+			m->t_head =
+			    add_tensor(m, "head", m->V, m->H, 1, KEY_HEAD, INIT_STD, MAP_ROWS);
+	}
+	return 0;
+}
+
+/* --- activations --- */
+
+#define A(n)                                                                                       \
+	do {                                                                                       \
+		if (!((n) = balloc(m, sz)))                                                        \
+			return LB_E_OOM;                                                           \
+	} while (0)
+
+static size_t attp_count(const struct lb_llama *m)
+{
+	if (m->layout.attention == LB_ATTN_FLASH)
+		return (size_t)m->B * m->nh * m->S;
+	return (size_t)m->B * m->nh * m->S * m->S;
+}
+
+/* Allocate a layer's activation buffers; with_attp: also the attention core's state. */
+static int alloc_layer(struct lb_llama *m, struct lb_layer_acts *a, int with_x_in, int with_attp)
+{
+	size_t th = (size_t)m->T * m->H, t = (size_t)m->T, sz;
+	int unfused = m->layout.norm == LB_NORM_UNFUSED;
+
+	sz = th;
+	if (with_x_in)
+		A(a->x_in);
+	A(a->xn1);
+	A(a->x_mid);
+	A(a->xn2);
+	if (unfused) {
+		A(a->xhat1);
+		A(a->xhat2);
+	}
+	sz = t;
+	A(a->rstd1);
+	A(a->rstd2);
+	sz = (size_t)m->T * m->qkv_dim;
+	A(a->qkv);
+	sz = (size_t)m->T * m->nh * m->D;
+	A(a->att);
+	sz = (size_t)m->T * 2 * m->F;
+	A(a->gu);
+	sz = (size_t)m->T * m->F;
+	A(a->act);
+	if (with_attp) {
+		sz = attp_count(m);
+		A(a->attp);
+	}
+	return 0;
+}
+
+static int alloc_slot(struct lb_llama *m, struct lb_slot *s)
+{
+	int nl = m->layer_hi - m->layer_lo, rc;
+	size_t th = (size_t)m->T * m->H, sz;
+	enum lb_ckpt ck = m->layout.checkpointing;
+
+	s->layers = calloc((size_t)nl, sizeof(*s->layers));
+	s->tokens = calloc((size_t)m->T, sizeof(*s->tokens));
+	s->targets = calloc((size_t)m->T, sizeof(*s->targets));
+	if (!s->layers || !s->tokens || !s->targets)
+		return LB_E_OOM;
+	for (int j = 0; j < nl; j++) {
+		struct lb_layer_acts *a = &s->layers[j];
+
+		if (ck == LB_CKPT_FULL) {
+			sz = th;
+			A(a->x_in);
+			continue;
+		}
+		if ((rc = alloc_layer(m, a, 1, ck == LB_CKPT_NONE)))
+			return rc;
+		if (ck == LB_CKPT_SELECTIVE)
+			a->attp = m->ws.attp;
+	}
+	sz = th;
+	A(s->x_out);
+	if (m->last) {
+		A(s->xnf);
+		if (m->layout.norm == LB_NORM_UNFUSED)
+			A(s->xhatf);
+		sz = (size_t)m->T;
+		A(s->rstdf);
+		A(s->losses);
+		A(s->rowmax);
+		A(s->sumexp);
+		A(s->tgt);
+		sz = (size_t)m->T * m->V;
+		A(s->logits);
+	}
+	return 0;
+}
+
+static int alloc_all(struct lb_llama *m)
+{
+	size_t th = (size_t)m->T * m->H, sz;
+	enum lb_ckpt ck = m->layout.checkpointing;
+	int rc;
+	double *cs;
+
+	sz = m->n_params;
+	A(m->params);
+	A(m->grads);
+	if (ck == LB_CKPT_FULL) {
+		if ((rc = alloc_layer(m, &m->ws, 0, 1)))
+			return rc;
+	} else if (ck == LB_CKPT_SELECTIVE) {
+		sz = attp_count(m);
+		A(m->ws.attp);
+	}
+	for (int s = 0; s < m->n_slots; s++)
+		if ((rc = alloc_slot(m, &m->slots[s])))
+			return rc;
+	sz = th;
+	A(m->dres);
+	A(m->dxn);
+	A(m->tmp);
+	A(m->tmp2);
+	sz = (size_t)m->T * m->qkv_dim;
+	A(m->dqkv);
+	sz = (size_t)m->T * m->nh * m->D;
+	A(m->datt);
+	sz = (size_t)m->T * 2 * m->F;
+	A(m->dgu);
+	sz = (size_t)m->T * m->F;
+	A(m->dact);
+	sz = th + m->T;
+	A(m->nscratch);
+	sz = lb_ops_attn_scratch(m->S);
+	A(m->ascratch);
+	sz = (size_t)m->S * m->D;
+	A(m->rope);
+	cs = lb_rope_table_host(m->S, m->D);
+	if (!cs)
+		return LB_E_OOM;
+	m->ops->write(m->rope, cs, sz);
+	free(cs);
+	return 0;
+}
+
+#undef A
+
+int lb_llama_init(struct lb_llama *m, const struct lb_ops *ops, struct lb_comm *tp,
+		  const struct lb_layout *layout, int stage, int n_slots)
+{
+	const struct lb_model *md = &layout->model;
+	int tps = tp ? tp->size : 1, rc, per;
+
+	memset(m, 0, sizeof(*m));
+	m->ops = ops;
+	m->tp = tp;
+	m->layout = *layout;
+	m->tp_rank = tp ? tp->rank : 0;
+	m->tp_size = tps;
+	if (tps != layout->tp || layout->pp < 1 || stage < 0 || stage >= layout->pp ||
+	    n_slots < 1 || md->n_layers % layout->pp || md->n_heads % tps || md->n_kv_heads % tps ||
+	    md->ffn % tps || md->vocab % tps || md->hidden % md->n_heads ||
+	    md->n_heads % md->n_kv_heads)
+		return LB_E_INVAL;
+	m->B = layout->micro_batch;
+	m->S = layout->seq_len;
+	m->T = m->B * m->S;
+	m->H = md->hidden;
+	m->D = md->hidden / md->n_heads;
+	m->nh = md->n_heads / tps;
+	m->nkv = md->n_kv_heads / tps;
+	m->F = md->ffn / tps;
+	m->V = md->vocab / tps;
+	m->v0 = m->tp_rank * m->V;
+	m->qkv_dim = (m->nh + 2 * m->nkv) * m->D;
+	per = md->n_layers / layout->pp;
+	m->layer_lo = stage * per;
+	m->layer_hi = m->layer_lo + per;
+	m->first = stage == 0;
+	m->last = stage == layout->pp - 1;
+	m->n_slots = n_slots;
+	m->slots = calloc((size_t)n_slots, sizeof(*m->slots));
+	if (!m->slots || (rc = build_tensors(m)) || (rc = alloc_all(m)) || (rc = init_params(m))) {
+		lb_llama_free(m);
+		return LB_E_OOM;
+	}
+	return 0;
+}
+
+void *lb_llama_param(struct lb_llama *m, int i)
+{
+	return m->ops->at(m->params, m->tensors[i].offset);
+}
+
+void *lb_llama_grad(struct lb_llama *m, int i)
+{
+	return m->ops->at(m->grads, m->tensors[i].offset);
+}
+
+int lb_llama_find(const struct lb_llama *m, const char *name)
+{
+	for (int i = 0; i < m->n_tensors; i++)
+		if (!strcmp(m->tensors[i].name, name))
+			return i;
+	return -1;
+}
+
+void lb_llama_zero_grads(struct lb_llama *m)
+{
+	m->ops->zero(m->grads, m->n_params);
+}
+
+void *lb_llama_stage_input(struct lb_llama *m, int slot)
+{
+	return m->slots[slot].layers[0].x_in;
+}
+
+void *lb_llama_stage_output(struct lb_llama *m, int slot)
+{
+	return m->slots[slot].x_out;
+}
+
+void *lb_llama_stage_doutput(struct lb_llama *m)
+{
+	return m->dres;
+}
+
+void *lb_llama_stage_dinput(struct lb_llama *m)
+{
+	return m->dres;
+}
+
+/* --- communication: tensor-parallel collectives, no-ops without a group --- */
+
+static int comm_status(int rc)
+{
+	if (rc == 0)
+		return 0;
+	return (rc == LB_COMM_ETIMEOUT || rc == LB_COMM_EPEER) ? LB_E_TIMEOUT : LB_E_COMM;
+}
+
+static int tp_all_reduce(struct lb_llama *m, void *buf, size_t n, enum lb_redop op)
+{
+	if (!m->tp || m->tp->size == 1)
+		return 0;
+	return comm_status(m->tp->ops->all_reduce(m->tp, buf, buf, n, m->ops->dtype, op, NULL));
+}
+
+#define CHECK(call)                                                                                \
+	do {                                                                                       \
+		int rc_ = (call);                                                                  \
+		if (rc_)                                                                           \
+			return rc_;                                                                \
+	} while (0)
+
+/* --- layer forward and backward --- */
+
+#define P(idx) lb_llama_param(m, (idx))
+#define G(idx) lb_llama_grad(m, (idx))
+
+static void norm_fwd(struct lb_llama *m, void *y, void *xhat, void *rstd, const void *x,
+		     const void *w)
+{
+	if (m->layout.norm == LB_NORM_FUSED)
+		m->ops->rmsnorm_fwd(y, rstd, x, w, m->T, m->H);
+	else
+		m->ops->rmsnorm_unfused_fwd(y, xhat, rstd, m->nscratch, x, w, m->T, m->H);
+}
+
+/* dx += the norm's input gradient; dw += its weight gradient. */
+static void norm_bwd(struct lb_llama *m, void *dx, void *dw, const void *dy, const void *x,
+		     const void *xhat, const void *w, const void *rstd)
+{
+	if (m->layout.norm == LB_NORM_FUSED)
+		m->ops->rmsnorm_bwd(dx, dw, dy, x, w, rstd, m->T, m->H);
+	else
+		m->ops->rmsnorm_unfused_bwd(dx, dw, dy, xhat, w, rstd, m->nscratch, m->T, m->H);
+}
+
+static void attn_fwd(struct lb_llama *m, struct lb_layer_acts *a)
+{
+	const struct lb_ops *o = m->ops;
+
+	switch (m->layout.attention) {
+	case LB_ATTN_NAIVE:
+		o->attn_naive_fwd(a->att, a->attp, m->ascratch, a->qkv, m->B, m->S, m->nh, m->nkv,
+				  m->D);
+		break;
+	case LB_ATTN_FUSED_SOFTMAX:
+		o->attn_fused_fwd(a->att, a->attp, a->qkv, m->B, m->S, m->nh, m->nkv, m->D);
+		break;
+	default:
+		o->attn_flash_fwd(a->att, a->attp, m->ascratch, a->qkv, m->B, m->S, m->nh, m->nkv,
+				  m->D);
+		break;
+	}
+}
+
+/* One layer's forward: a->x_in -> y (T, H). */
+static int layer_fwd(struct lb_llama *m, int j, struct lb_layer_acts *a, void *y)
+{
+	const struct lb_ops *o = m->ops;
+	int T = m->T, H = m->H, hd = m->nh * m->D;
+	size_t th = (size_t)T * H;
+
+	norm_fwd(m, a->xn1, a->xhat1, a->rstd1, a->x_in, P(m->lt[j].attn_norm));
+	o->matmul(a->qkv, a->xn1, P(m->lt[j].wqkv), T, m->qkv_dim, H, 0, 1, 1.0, 0);
+	o->rope_fwd(a->qkv, m->rope, T, m->S, m->qkv_dim, m->nh + m->nkv, m->D);
+	attn_fwd(m, a);
+	o->matmul(m->tmp, a->att, P(m->lt[j].wo), T, H, hd, 0, 1, 1.0, 0); /* row-parallel */
+	CHECK(tp_all_reduce(m, m->tmp, th, LB_SUM));
+	o->add(a->x_mid, a->x_in, m->tmp, th);
+	norm_fwd(m, a->xn2, a->xhat2, a->rstd2, a->x_mid, P(m->lt[j].mlp_norm));
+	o->matmul(a->gu, a->xn2, P(m->lt[j].wgu), T, 2 * m->F, H, 0, 1, 1.0, 0);
+	o->swiglu_fwd(a->act, a->gu, T, m->F);
+	o->matmul(m->tmp, a->act, P(m->lt[j].wdown), T, H, m->F, 0, 1, 1.0, 0); /* row-par. */
+	CHECK(tp_all_reduce(m, m->tmp, th, LB_SUM));
+	o->add(y, a->x_mid, m->tmp, th);
+	return 0;
+}
+
+/* One layer's backward: m->dres holds d(output) on entry and d(x_in) on exit. */
+static int layer_bwd(struct lb_llama *m, int j, struct lb_layer_acts *a)
+{
+	const struct lb_ops *o = m->ops;
+	int T = m->T, H = m->H, F = m->F, hd = m->nh * m->D;
+	size_t th = (size_t)T * H;
+
+	/* MLP: y = x_mid + down(swiglu(gu(norm(x_mid)))) */
+	o->matmul(m->dact, m->dres, P(m->lt[j].wdown), T, F, H, 0, 0, 1.0, 0);
+	o->matmul(G(m->lt[j].wdown), m->dres, a->act, H, F, T, 1, 0, 1.0, 1);
+	o->swiglu_bwd(m->dgu, m->dact, a->gu, T, F);
+	o->matmul(m->dxn, m->dgu, P(m->lt[j].wgu), T, H, 2 * F, 0, 0, 1.0, 0);
+	o->matmul(G(m->lt[j].wgu), m->dgu, a->xn2, 2 * F, H, T, 1, 0, 1.0, 1);
+	CHECK(tp_all_reduce(m, m->dxn, th, LB_SUM)); /* column-parallel input */
+	norm_bwd(m, m->dres, G(m->lt[j].mlp_norm), m->dxn, a->x_mid, a->xhat2, P(m->lt[j].mlp_norm),
+		 a->rstd2);
+
+	/* attention: x_mid = x_in + wo(attn(rope(qkv(norm(x_in))))) */
+	o->matmul(m->datt, m->dres, P(m->lt[j].wo), T, hd, H, 0, 0, 1.0, 0);
+	o->matmul(G(m->lt[j].wo), m->dres, a->att, H, hd, T, 1, 0, 1.0, 1);
+	if (m->layout.checkpointing == LB_CKPT_SELECTIVE)
+		attn_fwd(m, a); /* recompute the attention core's saved state */
+	if (m->layout.attention == LB_ATTN_FLASH)
+		o->attn_flash_bwd(m->dqkv, m->ascratch, m->datt, a->att, a->attp, a->qkv, m->B,
+				  m->S, m->nh, m->nkv, m->D);
+	else
+		o->attn_probs_bwd(m->dqkv, m->ascratch, m->datt, a->attp, a->qkv, m->B, m->S, m->nh,
+				  m->nkv, m->D);
+	o->rope_bwd(m->dqkv, m->rope, T, m->S, m->qkv_dim, m->nh + m->nkv, m->D);
+	o->matmul(m->dxn, m->dqkv, P(m->lt[j].wqkv), T, H, m->qkv_dim, 0, 0, 1.0, 0);
+	o->matmul(G(m->lt[j].wqkv), m->dqkv, a->xn1, m->qkv_dim, H, T, 1, 0, 1.0, 1);
+	CHECK(tp_all_reduce(m, m->dxn, th, LB_SUM));
+	norm_bwd(m, m->dres, G(m->lt[j].attn_norm), m->dxn, a->x_in, a->xhat1,
+		 P(m->lt[j].attn_norm), a->rstd1);
+	return 0;
+}
+
+/* The activation set layer j runs with in slot s (full: the shared workspace). */
+static struct lb_layer_acts layer_acts(struct lb_llama *m, struct lb_slot *s, int j)
+{
+	struct lb_layer_acts a = s->layers[j];
+
+	if (m->layout.checkpointing == LB_CKPT_FULL) {
+		a = m->ws;
+		a.x_in = s->layers[j].x_in;
+	}
+	return a;
+}
+
+/* --- stage forward and backward --- */
+
+int lb_llama_forward(struct lb_llama *m, int slot, const int32_t *tokens, const int32_t *targets,
+		     const void *in, double loss_scale, double *loss_sum)
+{
+	const struct lb_ops *o = m->ops;
+	struct lb_slot *s = &m->slots[slot];
+	int nl = m->layer_hi - m->layer_lo, T = m->T, H = m->H;
+	size_t th = (size_t)T * H;
+
+	if (m->first) {
+		memcpy(s->tokens, tokens, (size_t)T * sizeof(*tokens));
+		o->embed_fwd(s->layers[0].x_in, P(m->t_embed), s->tokens, T, H, m->v0, m->V);
+		CHECK(tp_all_reduce(m, s->layers[0].x_in, th, LB_SUM)); /* vocab-parallel */
+	} else if (in) {
+		o->copy(s->layers[0].x_in, in, th);
+	}
+	for (int j = 0; j < nl; j++) {
+		struct lb_layer_acts a = layer_acts(m, s, j);
+		void *y = j + 1 < nl ? s->layers[j + 1].x_in : s->x_out;
+
+		CHECK(layer_fwd(m, j, &a, y));
+	}
+	if (!m->last)
+		return 0;
+
+	/* final norm, vocab-parallel head, cross-entropy with its gradient */
+	memcpy(s->targets, targets, (size_t)T * sizeof(*targets));
+	norm_fwd(m, s->xnf, s->xhatf, s->rstdf, s->x_out, P(m->t_norm));
+	o->matmul(s->logits, s->xnf, P(m->t_head), T, m->V, H, 0, 1, 1.0, 0);
+	o->xent_max(s->rowmax, s->logits, T, m->V);
+	CHECK(tp_all_reduce(m, s->rowmax, (size_t)T, LB_MAX));
+	o->xent_sum(s->sumexp, s->tgt, s->logits, s->rowmax, s->targets, T, m->V, m->v0);
+	CHECK(tp_all_reduce(m, s->sumexp, (size_t)T, LB_SUM));
+	CHECK(tp_all_reduce(m, s->tgt, (size_t)T, LB_SUM));
+	o->xent_grad(s->logits, s->losses, s->rowmax, s->sumexp, s->tgt, s->targets, T, m->V, m->v0,
+		     loss_scale);
+	if (loss_sum)
+		*loss_sum = o->sum(s->losses, (size_t)T);
+	return 0;
+}
+
+int lb_llama_backward(struct lb_llama *m, int slot, const void *dout)
+{
+	const struct lb_ops *o = m->ops;
+	struct lb_slot *s = &m->slots[slot];
+	int nl = m->layer_hi - m->layer_lo, T = m->T, H = m->H;
+	size_t th = (size_t)T * H;
+
+	if (m->last) {
+		o->matmul(m->dxn, s->logits, P(m->t_head), T, H, m->V, 0, 0, 1.0, 0);
+		o->matmul(G(m->t_head), s->logits, s->xnf, m->V, H, T, 1, 0, 1.0, 1);
+		CHECK(tp_all_reduce(m, m->dxn, th, LB_SUM));
+		o->zero(m->dres, th);
+		norm_bwd(m, m->dres, G(m->t_norm), m->dxn, s->x_out, s->xhatf, P(m->t_norm),
+			 s->rstdf);
+	} else if (dout && dout != m->dres) {
+		o->copy(m->dres, dout, th);
+	}
+	for (int j = nl - 1; j >= 0; j--) {
+		struct lb_layer_acts a = layer_acts(m, s, j);
+
+		if (m->layout.checkpointing == LB_CKPT_FULL)
+			CHECK(layer_fwd(m, j, &a, m->tmp2)); /* recompute from the saved input */
+		CHECK(layer_bwd(m, j, &a));
+	}
+	if (m->first)
+		o->embed_bwd(G(m->t_embed), m->dres, s->tokens, T, H, m->v0, m->V);
+	return 0;
+}

@@ -1,0 +1,163 @@
+/*
+ * The Llama model of layoutbench-train, written once over the ops table (harness/ops.h)
+ * and the comm table (harness/comm.h): token embedding; per layer RMSNorm, QKV projection
+ * (grouped-query attention when KV heads < heads), RoPE, causal attention, output
+ * projection, residual, RMSNorm, SwiGLU MLP, residual; final RMSNorm; LM head (untied, or
+ * the embedding when tied); cross-entropy. Forward and backward are written out.
+ *
+ * Parallel structure: an lb_llama object is one rank's part of the model: the layers of
+ * its pipeline stage [layer_lo, layer_hi) (the first stage holds the embedding, the last
+ * the final norm and head) and its tensor-parallel shard of each weight (QKV and gate/up
+ * column-parallel, output and down row-parallel, embedding and head vocab-parallel), with
+ * the tensor-parallel all-reduces in place (no-ops in a group of one). Parameters live in
+ * one flat buffer with a table of tensor offsets; gradients likewise, so an optimizer
+ * (or ZeRO) works on ranges. Activations live in slots, one per micro-batch in flight, so
+ * a pipeline schedule can run several forwards before their backwards.
+ */
+#ifndef LB_HARNESS_MODEL_H
+#define LB_HARNESS_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/layout.h"
+#include "harness/comm.h"
+#include "harness/ops.h"
+
+/* Status codes of the model (and the trainer's core). */
+#define LB_E_OOM     -1 /* an allocation failed or passed the memory limit */
+#define LB_E_COMM    -2 /* a collective failed (nccl_error) */
+#define LB_E_TIMEOUT -3 /* a peer died or hung (timeout) */
+#define LB_E_INVAL   -4 /* a shape this object cannot run */
+
+/* One tensor of the flat parameter buffer (this rank's shard). */
+struct lb_tensor {
+	char name[48];	 /* "embed", "layers.3.wqkv", "norm", "head" */
+	size_t offset;	 /* elements into the flat buffer */
+	size_t count;	 /* rows * cols */
+	int rows, cols;	 /* shard shape, row-major */
+	int decay;	 /* 1: AdamW weight decay applies (matrices, not norm gains) */
+	int key;	 /* initialisation stream (layer * 8 + kind) */
+	double init_std; /* 0: ones (norm gains) */
+	int row_kind;	 /* how shard rows/cols map to the full tensor (init), model.c */
+};
+
+/* Activations of one layer for one micro-batch (T tokens; shard sizes). */
+struct lb_layer_acts {
+	void *x_in;  /* (T, H) layer input, the residual stream; all that full ckpt saves */
+	void *xn1;   /* (T, H) attention-norm output */
+	void *rstd1; /* (T) */
+	void *xhat1; /* (T, H) normalized input, unfused norm only (else NULL) */
+	void *qkv;   /* (T, (nh + 2*nkv)*D), q and k after RoPE */
+	void *attp;  /* naive/fused_softmax: probs (B, nh, S, S); flash: lse (B, nh, S) */
+	void *att;   /* (T, nh*D) attention output, the output projection's input */
+	void *x_mid; /* (T, H) residual stream after attention */
+	void *xn2;   /* (T, H) MLP-norm output */
+	void *rstd2; /* (T) */
+	void *xhat2; /* (T, H) unfused norm only */
+	void *gu;    /* (T, 2F) gate | up, before the activation */
+	void *act;   /* (T, F) silu(gate) * up, the down projection's input */
+};
+
+/* One micro-batch in flight. */
+struct lb_slot {
+	struct lb_layer_acts *layers; /* per local layer; full ckpt: only x_in is per slot */
+	void *x_out;  /* (T, H) output of the stage's last layer (final-norm input / sent on) */
+	void *xnf;    /* (T, H) final-norm output (last stage) */
+	void *rstdf;  /* (T) */
+	void *xhatf;  /* (T, H) unfused norm only */
+	void *logits; /* (T, V) logits, replaced by dlogits in the forward (last stage) */
+	void *losses; /* (T) per-token loss */
+	void *rowmax, *sumexp, *tgt; /* (T) cross-entropy statistics */
+	int32_t *tokens;	     /* (T) host: this micro-batch's inputs (first stage) */
+	int32_t *targets;	     /* (T) host: next tokens (last stage) */
+};
+
+struct lb_llama {
+	const struct lb_ops *ops;
+	struct lb_comm *tp; /* tensor-parallel group, or NULL (no communication) */
+	struct lb_layout layout;
+	int B, S, T;	   /* micro-batch, sequence, tokens per micro-batch */
+	int H, nh, nkv, D; /* hidden; query and KV heads of this shard; head dim */
+	int F, V, v0;	   /* SwiGLU inner size, vocab rows of this shard, first row */
+	int qkv_dim;	   /* (nh + 2*nkv) * D */
+	int tp_rank, tp_size;
+	int layer_lo, layer_hi; /* this stage's layers [lo, hi) */
+	int first, last;	/* 1: this stage holds the embedding / the head */
+
+	struct lb_tensor *tensors; /* n_tensors entries */
+	int n_tensors;
+	size_t n_params;	     /* elements of params and grads */
+	void *params;		     /* flat, n_params */
+	void *grads;		     /* flat, n_params; backward accumulates */
+	int t_embed, t_norm, t_head; /* tensor indices; -1 when not on this stage */
+	struct {
+		int attn_norm, wqkv, wo, mlp_norm, wgu, wdown;
+	} * lt; /* per local layer */
+
+	int n_slots;
+	struct lb_slot *slots;
+	struct lb_layer_acts ws; /* full: recompute workspace; selective: shared attp */
+	void *dres;		 /* (T, H) gradient of the residual stream */
+	void *dxn;		 /* (T, H) gradient of a norm output */
+	void *dqkv;		 /* (T, qkv_dim) */
+	void *datt;		 /* (T, nh*D) */
+	void *dgu;		 /* (T, 2F) */
+	void *dact;		 /* (T, F) */
+	void *tmp;		 /* (T, H) projection outputs before the all-reduce */
+	void *tmp2;		 /* (T, H) discarded output of a recomputed layer */
+	void *nscratch;		 /* T*H + T, unfused norm passes */
+	void *ascratch;		 /* attention scratch, lb_ops_attn_scratch(S) */
+	void *rope;		 /* (S, D/2, 2) cos/sin table */
+
+	void **allocs; /* every backend buffer, freed by lb_llama_free */
+	int n_allocs, cap_allocs;
+};
+
+/*
+ * Build this rank's part: stage `stage` of layout->pp (layers split evenly), shard
+ * tp->rank of layout->tp (tp NULL: rank 0 of 1), n_slots activation slots, parameters
+ * initialised deterministically from layout->seed (the same full model whatever the
+ * sharding). Returns 0, LB_E_OOM (everything allocated so far is freed) or LB_E_INVAL.
+ * Release with lb_llama_free.
+ */
+int lb_llama_init(struct lb_llama *m, const struct lb_ops *ops, struct lb_comm *tp,
+		  const struct lb_layout *layout, int stage, int n_slots);
+void lb_llama_free(struct lb_llama *m);
+
+/* Pointer to tensor i's parameters / gradients. */
+void *lb_llama_param(struct lb_llama *m, int i);
+void *lb_llama_grad(struct lb_llama *m, int i);
+/* Index of the tensor named name, or -1. */
+int lb_llama_find(const struct lb_llama *m, const char *name);
+
+void lb_llama_zero_grads(struct lb_llama *m);
+
+/*
+ * Forward of one micro-batch in slot `slot`. First stage: tokens (T host ids) are
+ * embedded; other stages read the input activation (T, H) from `in`, or, when in is
+ * NULL, from lb_llama_stage_input() where a receive put it. Last stage: targets (T) give
+ * the loss; the gradient of the logits is computed at once with weight loss_scale per
+ * token (1 / tokens of the global batch) and kept for the backward; *loss_sum gets the
+ * sum of this micro-batch's token losses. tokens/targets are copied into the slot.
+ * Returns 0 or an LB_E_* code.
+ */
+int lb_llama_forward(struct lb_llama *m, int slot, const int32_t *tokens, const int32_t *targets,
+		     const void *in, double loss_scale, double *loss_sum);
+/*
+ * Backward of the micro-batch in `slot`, accumulating into the gradients. Last stage: from
+ * the loss; other stages from dout (T, H), or from lb_llama_stage_doutput() when NULL.
+ * Afterwards lb_llama_stage_dinput() holds the gradient of the stage input (not the
+ * first stage). Returns 0 or an LB_E_* code.
+ */
+int lb_llama_backward(struct lb_llama *m, int slot, const void *dout);
+
+/* Stage boundary buffers, (T, H) each: the input of slot's forward, its output (to send
+ * on), the gradient arriving from the next stage, the gradient of the input (to send
+ * back). Owned by the model. */
+void *lb_llama_stage_input(struct lb_llama *m, int slot);
+void *lb_llama_stage_output(struct lb_llama *m, int slot);
+void *lb_llama_stage_doutput(struct lb_llama *m);
+void *lb_llama_stage_dinput(struct lb_llama *m);
+
+#endif

@@ -1,0 +1,43 @@
+/*
+ * AdamW over the flat parameter buffer (harness/model.h): fp32 master weights and the two
+ * moments for a range [lo, hi) of the flat buffer, so ZeRO-1 can give each data-parallel
+ * rank its own range; weight decay per tensor (matrices only) from the tensor table.
+ * Gradient-norm clipping enters as a scale on the gradients (lb_optim_clip_scale).
+ */
+#ifndef LB_OPTIM_H
+#define LB_OPTIM_H
+
+#include <stddef.h>
+
+#include "harness/model.h"
+#include "harness/ops.h"
+
+struct lb_optim {
+	const struct lb_ops *ops;
+	size_t lo, hi; /* elements [lo, hi) of the flat buffers this rank updates */
+	void *master;  /* (hi - lo) master weights (fp32 on every backend) */
+	void *m, *v;   /* (hi - lo) first and second moments */
+	int step;      /* optimizer steps taken */
+	double lr, beta1, beta2, eps, weight_decay;
+};
+
+/* Llama's AdamW settings (Touvron et al. 2023, section 2.2). */
+#define LB_ADAM_BETA1 0.9
+#define LB_ADAM_BETA2 0.95
+#define LB_ADAM_EPS   1e-8
+
+/* Allocate the state for [lo, hi) and copy the master weights from params.
+ * Returns 0 or LB_E_OOM. Release with lb_optim_free. */
+int lb_optim_init(struct lb_optim *o, const struct lb_ops *ops, const void *params, size_t lo,
+		  size_t hi, double lr, double weight_decay);
+void lb_optim_free(struct lb_optim *o);
+
+/* One AdamW step on [lo, hi): gradients scaled by grad_scale; decay per tensor. */
+void lb_optim_step(struct lb_optim *o, void *params, const void *grads,
+		   const struct lb_tensor *tensors, int n_tensors, double grad_scale);
+
+/* Gradient-norm clipping (Pascanu et al. 2013): the factor min(1, clip / norm); 1 when
+ * clip <= 0. norm is the global L2 norm of the gradients. */
+double lb_optim_clip_scale(double norm, double clip);
+
+#endif

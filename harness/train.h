@@ -1,0 +1,109 @@
+/*
+ * The trainer's core and shell: flag parsing (the layout flags through common/layout.h's
+ * parser, plus the trainer's own), one rank's trainer object (model, optimizer, data), an
+ * optimizer step as a list of micro-batch forward/backward operations for this rank's
+ * stage (so a pipeline schedule can drive it), and the whole run with its run log, live
+ * progress line, failure classes and exit codes (docs/trainer.md).
+ */
+#ifndef LB_TRAIN_H
+#define LB_TRAIN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/layout.h"
+#include "harness/comm.h"
+#include "harness/data.h"
+#include "harness/model.h"
+#include "harness/ops.h"
+#include "harness/optim.h"
+#include "harness/trainlog.h"
+
+#define LB_E_DATA -5 /* the data source failed (class error) */
+
+struct lb_train_opts {
+	struct lb_layout layout;
+	int device_cuda;      /* --device cuda */
+	char run_dir[4096];   /* --run-dir, default "." */
+	char data_path[4096]; /* --data; "" for the synthetic stream */
+	int data_elem;	      /* --data-dtype: 2 (u16, default) or 4 (u32) */
+	double lr;	      /* --lr, constant learning rate */
+	double weight_decay;  /* --weight-decay, AdamW decoupled decay on matrices */
+	double clip;	      /* --clip, global gradient-norm limit; 0: off */
+	uint64_t mem_limit;   /* --mem-limit / LAYOUTBENCH_MEM_LIMIT, bytes; 0: none */
+	int nproc_per_node;   /* --nproc-per-node, for the launcher */
+	double comm_timeout;  /* --comm-timeout, seconds, for the launcher */
+	int quiet;	      /* --quiet: no live progress lines */
+};
+
+#define LB_TRAIN_DEFAULT_LR	      3e-3
+#define LB_TRAIN_DEFAULT_WD	      0.1
+#define LB_TRAIN_DEFAULT_CLIP	      1.0
+#define LB_TRAIN_DEFAULT_COMM_TIMEOUT 300.0
+
+void lb_train_opts_init(struct lb_train_opts *o);
+
+/* Parse argv[1..argc) (argv[0] is the program). Returns 0, 1 when --help was asked
+ * (usage printed to stdout), or -1 with err set (a usage error: exit 2). Does not check
+ * the layout (lb_train_check does). */
+int lb_train_parse_args(struct lb_train_opts *o, int argc, char **argv, char *err, size_t errlen);
+/* Refuse what this build cannot run: a layout lb_layout_check rejects (its reason), the
+ * CUDA device in a CPU build, parallel sizes not yet supported. 0, or -1 with err. */
+int lb_train_check(const struct lb_train_opts *o, char *err, size_t errlen);
+/* The usage text (layout flags and trainer flags); static storage. */
+const char *lb_train_usage(void);
+/* Parse a byte count with an optional K, M, G or T suffix (powers of 1024). */
+int lb_parse_bytes(const char *s, uint64_t *out);
+
+/* One rank's trainer. */
+struct lb_trainer {
+	struct lb_train_opts opts;
+	const struct lb_ops *ops;
+	struct lb_comm *tp; /* tensor-parallel group (NULL: none) */
+	struct lb_llama model;
+	struct lb_optim optim;
+	struct lb_data data;
+	int dp_rank;
+	int accum;		 /* micro-batches per optimizer step on this rank */
+	int32_t *tokens;	 /* (T) host staging of a micro-batch */
+	int32_t *targets;	 /* (T) */
+	double loss_scale;	 /* 1 / tokens of the global batch */
+	struct lb_phases phases; /* of the last step */
+	double grad_norm;	 /* of the last step, before clipping */
+	char err[1024];		 /* what failed, after an LB_E_* return */
+};
+
+/* A micro-batch operation of this rank's stage: forward or backward of micro-batch
+ * `micro` (0-based within the step) in activation slot `slot`. */
+enum lb_mb_kind { LB_MB_FORWARD = 0, LB_MB_BACKWARD };
+struct lb_mb_op {
+	enum lb_mb_kind kind;
+	int micro;
+	int slot;
+};
+
+/* Build model, optimizer and data for opts (after lb_train_check) on backend ops.
+ * Returns 0 or an LB_E_* code (t->err says what). Release with lb_trainer_free. */
+int lb_trainer_init(struct lb_trainer *t, const struct lb_train_opts *o, const struct lb_ops *ops,
+		    struct lb_comm *tp);
+void lb_trainer_free(struct lb_trainer *t);
+
+/* Run a list of micro-batch operations of optimizer step `step`, accumulating gradients;
+ * *loss_sum (may be NULL) gets the sum of token losses of the forwards. A stop flag
+ * (lb_train_stop_signal) ends the list early with 1. Returns 0, 1 or an LB_E_* code. */
+int lb_trainer_run_ops(struct lb_trainer *t, int step, const struct lb_mb_op *list, int n,
+		       double *loss_sum);
+
+/* One optimizer step with the single-stage schedule (forward, backward per micro-batch):
+ * zero gradients, run, clip, AdamW. *loss gets the step's mean token loss. Returns 0,
+ * 1 (stopped by a signal) or an LB_E_* code. */
+int lb_trainer_step(struct lb_trainer *t, int step, double *loss);
+
+/* The signal (SIGTERM, SIGINT) that asked the run to stop, or 0. */
+int lb_train_stop_signal(void);
+
+/* The whole run: checks, run log, steps, live lines on stderr, the end record. Returns the
+ * process exit status (docs/run-log.md's table). */
+int lb_train_main(const struct lb_train_opts *o);
+
+#endif

@@ -1,0 +1,306 @@
+/*
+ * The run-log writer (docs/run-log.md, format version 1). Hand-written JSON, strings
+ * escaped by common/util.h's escaper; numbers in the C locale; one flush per line.
+ */
+#include "harness/trainlog.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/model.h"
+#include "common/util.h"
+#include "common/version.h"
+
+static struct lb_trainlog *current;
+static int current_rank;
+
+static void iso_now(char *buf, size_t len)
+{
+	time_t t = time(NULL);
+	struct tm tm;
+
+	gmtime_r(&t, &tm);
+	strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+static void host_name(char *buf, size_t len)
+{
+	if (gethostname(buf, len))
+		snprintf(buf, len, "unknown");
+	buf[len - 1] = '\0';
+}
+
+void lb_run_uid(char *buf, size_t len)
+{
+	char host[128], ts[32];
+	time_t t = time(NULL);
+	struct tm tm;
+
+	gmtime_r(&t, &tm);
+	strftime(ts, sizeof(ts), "%Y%m%dT%H%M%SZ", &tm);
+	host_name(host, sizeof(host));
+	for (char *p = host; *p; p++) /* the uid is part of a file name */
+		if (*p == '/' || *p == ' ')
+			*p = '_';
+	snprintf(buf, len, "%s-%s-%ld", ts, host, (long)getpid());
+}
+
+static int mkdir_p(const char *dir)
+{
+	char tmp[4096];
+	size_t n = strlen(dir);
+
+	if (n == 0 || n >= sizeof(tmp))
+		return -1;
+	memcpy(tmp, dir, n + 1);
+	for (char *p = tmp + 1; *p; p++)
+		if (*p == '/') {
+			*p = '\0';
+			if (mkdir(tmp, 0777) && errno != EEXIST)
+				return -1;
+			*p = '/';
+		}
+	if (mkdir(tmp, 0777) && errno != EEXIST)
+		return -1;
+	return 0;
+}
+
+static void add_str_or_null(struct lb_strbuf *sb, const char *s)
+{
+	if (s)
+		lb_strbuf_add_json(sb, s);
+	else
+		lb_strbuf_adds(sb, "null");
+}
+
+static void write_line(struct lb_trainlog *lg, struct lb_strbuf *sb)
+{
+	if (lg->f && !sb->failed) {
+		fputs(lb_strbuf_str(sb), lg->f);
+		fputc('\n', lg->f);
+		fflush(lg->f);
+	}
+	lb_strbuf_release(sb);
+}
+
+int lb_trainlog_open(struct lb_trainlog *lg, const char *run_dir, const struct lb_runinfo *info,
+		     char *err, size_t errlen)
+{
+	const struct lb_layout *l = info->layout;
+	const struct lb_model *m = &l->model;
+	struct lb_strbuf sb = LB_STRBUF_INIT;
+	char id[LB_ID_LEN + 1], ts[32], host[128], flags[2048];
+	const char *sweep = getenv("LAYOUTBENCH_SWEEP");
+	const char *job = getenv("SLURM_JOB_ID"), *task = getenv("SLURM_ARRAY_TASK_ID");
+
+	memset(lg, 0, sizeof(*lg));
+	lb_run_uid(lg->run_uid, sizeof(lg->run_uid));
+	if (mkdir_p(run_dir)) {
+		snprintf(err, errlen, "cannot create run directory '%s': %s", run_dir,
+			 strerror(errno));
+		return -1;
+	}
+	snprintf(lg->path, sizeof(lg->path), "%s/run-%s.jsonl", run_dir, lg->run_uid);
+	lg->f = fopen(lg->path, "w");
+	if (!lg->f) {
+		snprintf(err, errlen, "cannot create run log '%s': %s", lg->path, strerror(errno));
+		return -1;
+	}
+	lb_layout_id(l, id);
+	lb_layout_to_flags(l, flags, sizeof(flags));
+	iso_now(ts, sizeof(ts));
+	host_name(host, sizeof(host));
+
+	lb_strbuf_adds(&sb, "{\"type\":\"header\",\"format\":\"layoutbench-runlog\",\"version\":1,"
+			    "\"run_uid\":");
+	lb_strbuf_add_json(&sb, lg->run_uid);
+	lb_strbuf_adds(&sb, ",\"layout_id\":");
+	lb_strbuf_add_json(&sb, id);
+	lb_strbuf_adds(&sb, ",\"layout\":{\"model\":");
+	lb_strbuf_add_json(&sb, m->name);
+	lb_strbuf_addf(&sb,
+		       ",\"seq_len\":%d,\"global_batch\":%d,\"micro_batch\":%d,\"tp\":%d,"
+		       "\"pp\":%d,\"dp\":%d,\"gpus_per_node\":%d,\"nodes\":%d,"
+		       "\"sequence_parallel\":%d,\"zero_stage\":%d,\"checkpointing\":\"%s\","
+		       "\"attention\":\"%s\",\"norm\":\"%s\",\"steps\":%d,\"warmup\":%d,"
+		       "\"seed\":%llu}",
+		       l->seq_len, l->global_batch, l->micro_batch, l->tp, l->pp, l->dp,
+		       l->gpus_per_node, l->nodes, l->sequence_parallel, l->zero_stage,
+		       lb_ckpt_name(l->checkpointing), lb_attn_name(l->attention),
+		       lb_norm_name(l->norm), l->steps, l->warmup, (unsigned long long)l->seed);
+	lb_strbuf_adds(&sb, ",\"model\":{\"name\":");
+	lb_strbuf_add_json(&sb, m->name);
+	lb_strbuf_addf(&sb,
+		       ",\"layers\":%d,\"hidden\":%d,\"heads\":%d,\"kv_heads\":%d,\"ffn\":%d,"
+		       "\"vocab\":%d,\"tied\":%d}",
+		       m->n_layers, m->hidden, m->n_heads, m->n_kv_heads, m->ffn, m->vocab,
+		       m->tied);
+	lb_strbuf_adds(&sb, ",\"flags\":");
+	lb_strbuf_add_json(&sb, flags);
+	lb_strbuf_addf(&sb,
+		       ",\"params\":%lld,\"tokens_per_step\":%lld,\"flops_per_step\":%.17g,"
+		       "\"hw_flops_per_step\":%.17g,\"gpu\":",
+		       (long long)lb_param_count(m), (long long)l->global_batch * l->seq_len,
+		       lb_flops_per_step(l), lb_hw_flops_per_step(l));
+	lb_strbuf_add_json(&sb, info->gpu);
+	if (info->peak_tflops >= 0)
+		lb_strbuf_addf(&sb, ",\"peak_tflops\":%.17g", info->peak_tflops);
+	else
+		lb_strbuf_adds(&sb, ",\"peak_tflops\":null");
+	lb_strbuf_addf(&sb, ",\"world_size\":%d,\"hosts\":[", info->world_size);
+	if (info->hosts && info->n_hosts > 0) {
+		for (int i = 0; i < info->n_hosts; i++) {
+			if (i)
+				lb_strbuf_adds(&sb, ",");
+			lb_strbuf_add_json(&sb, info->hosts[i]);
+		}
+	} else {
+		lb_strbuf_add_json(&sb, host);
+	}
+	lb_strbuf_adds(&sb, "],\"backend\":");
+	lb_strbuf_add_json(&sb, info->backend);
+	lb_strbuf_adds(&sb, ",\"versions\":{\"layoutbench\":");
+	lb_strbuf_add_json(&sb, LB_VERSION);
+	lb_strbuf_adds(&sb, ",\"cuda\":");
+	add_str_or_null(&sb, info->cuda_version);
+	lb_strbuf_adds(&sb, ",\"nccl\":");
+	add_str_or_null(&sb, info->nccl_version);
+	lb_strbuf_adds(&sb, ",\"driver\":");
+	add_str_or_null(&sb, info->driver_version);
+	lb_strbuf_adds(&sb, "},\"git_commit\":");
+	add_str_or_null(&sb, strcmp(lb_git_commit(), "unknown") ? lb_git_commit() : NULL);
+	lb_strbuf_adds(&sb, ",\"start_time\":");
+	lb_strbuf_add_json(&sb, ts);
+	lb_strbuf_adds(&sb, ",\"sweep\":");
+	add_str_or_null(&sb, sweep && *sweep ? sweep : NULL);
+	lb_strbuf_adds(&sb, ",\"job_id\":");
+	if (job && *job) {
+		char jid[256];
+
+		if (task && *task)
+			snprintf(jid, sizeof(jid), "%s_%s", job, task);
+		else
+			snprintf(jid, sizeof(jid), "%s", job);
+		lb_strbuf_add_json(&sb, jid);
+	} else {
+		lb_strbuf_adds(&sb, "null");
+	}
+	lb_strbuf_adds(&sb, "}");
+	if (sb.failed) {
+		lb_strbuf_release(&sb);
+		snprintf(err, errlen, "run log: out of host memory");
+		return -1;
+	}
+	write_line(lg, &sb);
+	return 0;
+}
+
+void lb_trainlog_step(struct lb_trainlog *lg, int step, int warmup, double time_s, int64_t tokens,
+		      double loss, uint64_t peak_mem_bytes, const struct lb_phases *ph)
+{
+	struct lb_strbuf sb = LB_STRBUF_INIT;
+
+	if (!lg || !lg->f)
+		return;
+	lb_strbuf_addf(&sb,
+		       "{\"type\":\"step\",\"step\":%d,\"warmup\":%s,\"time_s\":%.9g,"
+		       "\"tokens\":%lld,\"loss\":%.9g,\"peak_mem_bytes\":%llu",
+		       step, warmup ? "true" : "false", time_s, (long long)tokens, loss,
+		       (unsigned long long)peak_mem_bytes);
+	if (ph) {
+		const char *names[] = {"forward_s", "backward_s", "optimizer_s", "comm_exposed_s",
+				       "bubble_s"};
+		double vals[] = {ph->forward_s, ph->backward_s, ph->optimizer_s, ph->comm_exposed_s,
+				 ph->bubble_s};
+		int n = 0;
+
+		lb_strbuf_adds(&sb, ",\"phases\":{");
+		for (int i = 0; i < 5; i++)
+			if (vals[i] >= 0)
+				lb_strbuf_addf(&sb, "%s\"%s\":%.9g", n++ ? "," : "", names[i],
+					       vals[i]);
+		lb_strbuf_adds(&sb, "}");
+	}
+	lb_strbuf_adds(&sb, "}");
+	write_line(lg, &sb);
+}
+
+void lb_trainlog_end(struct lb_trainlog *lg, const char *cls, const char *message, int rank,
+		     int exit_code)
+{
+	struct lb_strbuf sb = LB_STRBUF_INIT;
+	char ts[32];
+
+	if (!lg || !lg->f || lg->ended)
+		return;
+	lg->ended = 1;
+	iso_now(ts, sizeof(ts));
+	lb_strbuf_addf(&sb,
+		       "{\"type\":\"end\",\"status\":\"%s\",\"class\":", cls ? "failed" : "ok");
+	add_str_or_null(&sb, cls);
+	lb_strbuf_adds(&sb, ",\"message\":");
+	lb_strbuf_add_json(&sb, message ? message : "");
+	if (rank >= 0)
+		lb_strbuf_addf(&sb, ",\"rank\":%d", rank);
+	else
+		lb_strbuf_adds(&sb, ",\"rank\":null");
+	lb_strbuf_addf(&sb, ",\"exit_code\":%d,\"end_time\":", exit_code);
+	lb_strbuf_add_json(&sb, ts);
+	lb_strbuf_adds(&sb, "}");
+	write_line(lg, &sb);
+}
+
+void lb_trainlog_close(struct lb_trainlog *lg)
+{
+	if (lg && lg->f) {
+		fclose(lg->f);
+		lg->f = NULL;
+	}
+	if (current == lg)
+		current = NULL;
+}
+
+int lb_class_exit_code(const char *cls)
+{
+	if (!cls)
+		return LB_EXIT_OK;
+	if (!strcmp(cls, "oom"))
+		return LB_EXIT_OOM;
+	if (!strcmp(cls, "nccl_error"))
+		return LB_EXIT_NCCL;
+	if (!strcmp(cls, "diverged"))
+		return LB_EXIT_DIVERGED;
+	if (!strcmp(cls, "timeout"))
+		return LB_EXIT_TIMEOUT;
+	return LB_EXIT_ERROR;
+}
+
+void lb_trainlog_set_current(struct lb_trainlog *lg, int rank)
+{
+	current = lg;
+	current_rank = rank;
+}
+
+void lb_fatal(const char *file, int line, const char *cls, const char *fmt, ...)
+{
+	char msg[1024], host[128];
+	int code = lb_class_exit_code(cls);
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	host_name(host, sizeof(host));
+	fprintf(stderr, "%s:%d: host %s rank %d: error: %s\n", file, line, host, current_rank, msg);
+	if (current) {
+		lb_trainlog_end(current, cls, msg, current_rank, code);
+		lb_trainlog_close(current);
+	}
+	exit(code);
+}

@@ -1,0 +1,76 @@
+/*
+ * The run-log writer of layoutbench-train: JSON lines exactly as docs/run-log.md
+ * specifies (format version 1), written by rank 0 to <run-dir>/run-<run_uid>.jsonl and
+ * flushed after every line; a header, one line per optimizer step, an end record with
+ * the status and failure class. Also the failure classes and their exit codes, and the
+ * harness's fatal-error path (file:line, host, rank; the class into the log; exit).
+ */
+#ifndef LB_TRAINLOG_H
+#define LB_TRAINLOG_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "common/layout.h"
+
+/* Trainer exit codes (docs/run-log.md); killed is 128 + the signal. */
+#define LB_EXIT_OK	 0
+#define LB_EXIT_ERROR	 1
+#define LB_EXIT_USAGE	 2
+#define LB_EXIT_OOM	 3
+#define LB_EXIT_NCCL	 4
+#define LB_EXIT_DIVERGED 5
+#define LB_EXIT_TIMEOUT	 6
+
+struct lb_trainlog {
+	FILE *f;	   /* NULL on ranks other than 0, or before open */
+	char path[4096];   /* <run-dir>/run-<run_uid>.jsonl */
+	char run_uid[256]; /* <UTC yyyymmddThhmmssZ>-<host>-<pid> */
+	int ended;	   /* 1 once the end record is written */
+};
+
+/* What the header states beyond the layout. */
+struct lb_runinfo {
+	const struct lb_layout *layout;
+	const char *gpu;     /* product name; "cpu" for the CPU backend */
+	double peak_tflops;  /* per GPU; < 0: unknown (null) */
+	const char *backend; /* "cpu" or "cuda" */
+	int world_size;
+	const char *const *hosts; /* n_hosts names; NULL: this host */
+	int n_hosts;
+	const char *cuda_version, *nccl_version, *driver_version; /* NULL: null */
+};
+
+/* Phase times of a step, seconds; < 0: not known (omitted). */
+struct lb_phases {
+	double forward_s, backward_s, optimizer_s, comm_exposed_s, bubble_s;
+};
+
+/* Create run_dir (and parents) if needed, open the log and write the header.
+ * Returns 0, or -1 with err set. */
+int lb_trainlog_open(struct lb_trainlog *lg, const char *run_dir, const struct lb_runinfo *info,
+		     char *err, size_t errlen);
+void lb_trainlog_step(struct lb_trainlog *lg, int step, int warmup, double time_s, int64_t tokens,
+		      double loss, uint64_t peak_mem_bytes, const struct lb_phases *ph);
+/* The end record; cls NULL means status "ok". rank < 0 writes null. Idempotent: only
+ * the first call writes. */
+void lb_trainlog_end(struct lb_trainlog *lg, const char *cls, const char *message, int rank,
+		     int exit_code);
+void lb_trainlog_close(struct lb_trainlog *lg);
+
+/* Exit code of a failure class ("oom" -> 3, ...; unknown -> 1). */
+int lb_class_exit_code(const char *cls);
+
+/* The log the fatal path and signal handlers write to (rank 0's), and this rank. */
+void lb_trainlog_set_current(struct lb_trainlog *lg, int rank);
+
+/* No safe recovery: print "file:line: host H rank R: error: msg" on stderr, write the end
+ * record with the class, and exit with the class's code. */
+void lb_fatal(const char *file, int line, const char *cls, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5), noreturn));
+#define LB_FATAL(cls, ...) lb_fatal(__FILE__, __LINE__, (cls), __VA_ARGS__)
+
+/* Run uid for now on this host: "<UTC yyyymmddThhmmssZ>-<host>-<pid>". */
+void lb_run_uid(char *buf, size_t len);
+
+#endif

@@ -1,0 +1,352 @@
+/*
+ * Unit tests of grid expansion and planning (sweeps/sweep.c): cartesian product order,
+ * zip, union with member overrides, derived dp / gpus / nodes, `where` (dropped and
+ * counted), the kernel pseudo-field and its labels, duplicate merging, invalid and oom
+ * statuses with reasons, the point limit, and loading embedded specs.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "sweeps/sweep.h"
+
+static struct sweep_plan plan_ok(const char *text)
+{
+	struct sweep_plan p;
+	char err[1024] = "";
+
+	if (sweep_plan_text("t.json", text, strlen(text), &p, err, sizeof(err)))
+		fail_msg("plan failed: %s", err);
+	return p;
+}
+
+#define HEAD "\"name\": \"t\", \"model\": \"tiny\", "
+
+static void test_product_order(void **state)
+{
+	struct sweep_plan p = plan_ok("{" HEAD "\"grid\": {\"tp\": [1, 2], \"pp\": [1, 2, 4]},"
+				      "\"cluster\": {\"gpus_per_node\": 8}}");
+	static const int tp[] = {1, 1, 1, 2, 2, 2}, pp[] = {1, 2, 4, 1, 2, 4};
+	size_t i;
+
+	(void)state;
+	assert_int_equal(p.n_entries, 6);
+	for (i = 0; i < 6; i++) {
+		assert_int_equal(p.entries[i].layout.tp, tp[i]);
+		assert_int_equal(p.entries[i].layout.pp, pp[i]);
+		assert_int_equal(p.entries[i].layout.dp, 1); /* no gpus: dp defaults to 1 */
+	}
+	assert_int_equal(p.n_ok + p.n_oom + p.n_invalid, 6);
+	assert_string_equal(p.name, "t");
+	sweep_plan_free(&p);
+}
+
+static void test_zip(void **state)
+{
+	struct sweep_plan p =
+	    plan_ok("{" HEAD "\"grid\": {\"micro_batch\": [1, 2]},"
+		    "\"zip\": [{\"tp\": [1, 2, 4], \"pp\": [4, 2, 1]}], \"fixed\": {\"gpus\": 8},"
+		    "\"cluster\": {\"gpus_per_node\": 8}}");
+	size_t i;
+
+	(void)state;
+	assert_int_equal(p.n_entries, 6);
+	for (i = 0; i < 6; i++) {
+		const struct lb_layout *l = &p.entries[i].layout;
+
+		assert_int_equal(l->tp * l->pp, 4);
+		assert_int_equal(l->dp, 2); /* derived: 8 / (tp * pp) */
+		assert_int_equal(l->micro_batch, i < 3 ? 1 : 2);
+	}
+	sweep_plan_free(&p);
+}
+
+static void test_union(void **state)
+{
+	struct sweep_plan p =
+	    plan_ok("{" HEAD "\"fixed\": {\"micro_batch\": 2, \"checkpointing\": \"full\"},"
+		    "\"grid\": {\"tp\": [1, 2]},"
+		    "\"union\": [{\"grid\": {\"kernel\": [\"torch\", \"fused\"]}},"
+		    "{\"fixed\": {\"micro_batch\": 1, \"checkpointing\": \"none\"},"
+		    "\"grid\": {\"kernel\": [\"flash_attention2 + RMS kernel\"]}}],"
+		    "\"cluster\": {\"gpus_per_node\": 8}}");
+
+	(void)state;
+	assert_int_equal(p.n_entries, 6);
+	/* member 0: tp x kernel, mb 2, full */
+	assert_int_equal(p.entries[0].layout.micro_batch, 2);
+	assert_int_equal(p.entries[0].layout.checkpointing, LB_CKPT_FULL);
+	assert_int_equal(p.entries[0].layout.attention, LB_ATTN_NAIVE);
+	assert_int_equal(p.entries[0].layout.norm, LB_NORM_UNFUSED);
+	assert_string_equal(p.entries[0].label, "torch");
+	assert_int_equal(p.entries[1].layout.attention, LB_ATTN_FUSED_SOFTMAX);
+	assert_string_equal(p.entries[1].label, "fused");
+	assert_int_equal(p.entries[2].layout.tp, 2);
+	/* member 1 overrides the top-level fixed values */
+	assert_int_equal(p.entries[4].layout.micro_batch, 1);
+	assert_int_equal(p.entries[4].layout.checkpointing, LB_CKPT_NONE);
+	assert_int_equal(p.entries[4].layout.attention, LB_ATTN_FLASH);
+	assert_int_equal(p.entries[4].layout.norm, LB_NORM_FUSED);
+	assert_string_equal(p.entries[4].label, "flash_attention2 + RMS kernel");
+	assert_int_equal(p.entries[5].layout.tp, 2);
+	sweep_plan_free(&p);
+}
+
+static void test_derived(void **state)
+{
+	struct sweep_plan p =
+	    plan_ok("{" HEAD "\"fixed\": {\"global_batch\": 64}, \"grid\": {\"gpus\": [4, 16, 24],"
+		    "\"tp\": [2, 3]}, \"cluster\": {\"gpus_per_node\": 8}}");
+	const struct plan_entry *e = p.entries;
+
+	(void)state;
+	assert_int_equal(p.n_entries, 6);
+	/* 4 GPUs, tp 2: dp 2, a partial node */
+	assert_int_equal(e[0].layout.dp, 2);
+	assert_int_equal(e[0].layout.gpus_per_node, 4);
+	assert_int_equal(e[0].layout.nodes, 1);
+	assert_int_equal(e[0].status, PLAN_OK);
+	/* 4 GPUs, tp 3: not divisible */
+	assert_int_equal(e[1].status, PLAN_INVALID);
+	assert_string_equal(e[1].reason, "gpus=4 is not divisible by tp*pp=3");
+	/* 16 GPUs, tp 2: dp 8 on two nodes */
+	assert_int_equal(e[2].layout.dp, 8);
+	assert_int_equal(e[2].layout.gpus_per_node, 8);
+	assert_int_equal(e[2].layout.nodes, 2);
+	/* 24 GPUs, tp 3: dp 8, but tp=3 does not divide 4 heads (the layout rule's reason) */
+	assert_int_equal(e[5].layout.dp, 8);
+	assert_int_equal(e[5].layout.nodes, 3);
+	assert_int_equal(e[5].status, PLAN_INVALID);
+	assert_string_equal(e[5].reason, "tp=3 does not divide 4 heads");
+	sweep_plan_free(&p);
+
+	/* gpus and dp both given and inconsistent: the layout rule flags it */
+	p = plan_ok("{" HEAD "\"fixed\": {\"gpus\": 16, \"dp\": 1, \"tp\": 2},"
+		    "\"cluster\": {\"gpus_per_node\": 8}}");
+	assert_int_equal(p.n_entries, 1);
+	assert_int_equal(p.entries[0].status, PLAN_INVALID);
+	assert_non_null(strstr(p.entries[0].reason, "gpus_per_node*nodes=16 but tp*pp*dp=2"));
+	sweep_plan_free(&p);
+}
+
+static void test_where(void **state)
+{
+	struct sweep_plan p =
+	    plan_ok("{" HEAD "\"fixed\": {\"gpus\": 8, \"global_batch\": 32},"
+		    "\"grid\": {\"tp\": [1, 2, 4], \"micro_batch\": [1, 2, 4]},"
+		    "\"where\": \"accum >= 4 and divides(tp, heads) and gpus_per_node == 8\","
+		    "\"cluster\": {\"gpus_per_node\": 8}}");
+	size_t i;
+
+	(void)state;
+	/* dp = 8/tp; accum = 32/(mb*dp): tp1: 4,2,1; tp2: 8,4,2; tp4: 16,8,4 */
+	assert_int_equal(p.n_entries, 6);
+	assert_int_equal(p.n_filtered, 3);
+	for (i = 0; i < p.n_entries; i++)
+		assert_true(32 / (p.entries[i].layout.micro_batch * p.entries[i].layout.dp) >= 4);
+	sweep_plan_free(&p);
+
+	/* union members: the top-level where and the member's both apply */
+	p = plan_ok("{" HEAD "\"grid\": {\"tp\": [1, 2, 4]}, \"where\": \"tp < 4\","
+		    "\"union\": [{\"fixed\": {\"micro_batch\": 1}, \"where\": \"tp == 1\"},"
+		    "{\"fixed\": {\"micro_batch\": 2}}], \"cluster\": {\"gpus_per_node\": 8}}");
+	assert_int_equal(p.n_entries, 3);
+	assert_int_equal(p.n_filtered, 3);
+	assert_int_equal(p.entries[0].layout.tp, 1);
+	assert_int_equal(p.entries[1].layout.micro_batch, 2);
+	sweep_plan_free(&p);
+
+	/* enum comparisons and the model name */
+	p = plan_ok("{\"name\": \"t\", \"models\": [\"tiny\", \"tiny-deep\"],"
+		    "\"grid\": {\"attention\": [\"naive\", \"flash\"]},"
+		    "\"where\": \"attention == \\\"flash\\\" and model == \\\"tiny-deep\\\"\"}");
+	assert_int_equal(p.n_entries, 1);
+	assert_string_equal(p.entries[0].layout.model.name, "tiny-deep");
+	assert_int_equal(p.entries[0].layout.attention, LB_ATTN_FLASH);
+	sweep_plan_free(&p);
+}
+
+static void test_where_runtime_error(void **state)
+{
+	struct sweep_plan p;
+	char err[512];
+	const char *t =
+	    "{" HEAD "\"grid\": {\"tp\": [1, 2]}, \"union\": [{\"where\": \"1 / (tp - 2)\"}]}";
+
+	(void)state;
+	assert_int_equal(sweep_plan_text("t.json", t, strlen(t), &p, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "t.json: union[0].where: column 3: division by zero"));
+	assert_null(p.entries);
+}
+
+static void test_duplicates(void **state)
+{
+	struct sweep_plan p = plan_ok(
+	    "{" HEAD "\"grid\": {\"kernel\": [\"flash_attentionv1.0.8\", \"flash_attention2\", "
+	    "\"torch\", \"flash_attention\"], \"micro_batch\": [1, 2]}}");
+
+	(void)state;
+	/* the three FlashAttention versions are one layout: merged, labels joined */
+	assert_int_equal(p.n_entries, 4);
+	assert_int_equal(p.n_duplicates, 4);
+	assert_string_equal(p.entries[0].label,
+			    "flash_attentionv1.0.8|flash_attention2|flash_attention");
+	assert_int_equal(p.entries[0].layout.micro_batch, 1);
+	assert_int_equal(p.entries[1].layout.micro_batch, 2);
+	assert_string_equal(p.entries[2].label, "torch");
+	assert_int_equal(p.n_ok + p.n_oom + p.n_invalid, p.n_entries);
+	sweep_plan_free(&p);
+
+	/* the same point twice in a union: merged once, counted */
+	p = plan_ok("{" HEAD "\"union\": [{\"fixed\": {\"tp\": 1}}, {\"fixed\": {\"tp\": 1}}]}");
+	assert_int_equal(p.n_entries, 1);
+	assert_int_equal(p.n_duplicates, 1);
+	sweep_plan_free(&p);
+}
+
+static void test_status(void **state)
+{
+	struct sweep_plan p = plan_ok("{" HEAD "\"fixed\": {\"seq_len\": 64, \"global_batch\": 8},"
+				      "\"grid\": {\"tp\": [1, 3]}, \"cluster\": "
+				      "{\"gpus_per_node\": 8, \"gpu_mem_gib\": 0.001}}");
+
+	(void)state;
+	assert_int_equal(p.n_entries, 2);
+	assert_int_equal(p.entries[0].status, PLAN_OOM);
+	assert_non_null(strstr(p.entries[0].reason, "needs "));
+	assert_non_null(strstr(p.entries[0].reason, " GiB of 0.0 GiB"));
+	assert_true(p.entries[0].mem_gib > 0.001);
+	assert_int_equal(p.entries[1].status, PLAN_INVALID);
+	assert_string_equal(p.entries[1].reason, "tp=3 does not divide 4 heads");
+	assert_int_equal(p.n_oom, 1);
+	assert_int_equal(p.n_invalid, 1);
+	assert_string_equal(plan_status_name(PLAN_OK), "ok");
+	assert_string_equal(plan_status_name(PLAN_OOM), "oom");
+	assert_string_equal(plan_status_name(PLAN_INVALID), "invalid");
+	sweep_plan_free(&p);
+
+	/* no gpu_mem_gib: no pruning, memory still estimated */
+	p = plan_ok("{" HEAD "\"fixed\": {\"seq_len\": 64}}");
+	assert_int_equal(p.entries[0].status, PLAN_OK);
+	assert_true(p.entries[0].mem_gib > 0);
+	sweep_plan_free(&p);
+}
+
+static void test_model_overrides_and_run(void **state)
+{
+	struct sweep_plan p =
+	    plan_ok("{\"name\": \"t\", \"model\": \"llama-13b\","
+		    "\"model_overrides\": {\"layers\": 8, \"vocab\": 128000, \"tied\": false,"
+		    "\"heads\": 20}, \"run\": {\"steps\": 7, \"warmup\": 3, \"seed\": 42},"
+		    "\"fixed\": {\"seq_len\": 2048}}");
+	const struct lb_layout *l = &p.entries[0].layout;
+
+	(void)state;
+	assert_int_equal(l->model.n_layers, 8);
+	assert_int_equal(l->model.vocab, 128000);
+	assert_int_equal(l->model.n_heads, 20);
+	assert_int_equal(l->model.n_kv_heads, 20); /* follows heads without GQA */
+	assert_int_equal(l->model.hidden, 5120);
+	assert_int_equal(l->steps, 7);
+	assert_int_equal(l->warmup, 3);
+	assert_int_equal(l->seed, 42);
+	assert_int_equal(l->seq_len, 2048);
+	assert_int_equal(strlen(p.entries[0].id), 16);
+	sweep_plan_free(&p);
+}
+
+static void test_cluster_fields(void **state)
+{
+	struct sweep_plan p =
+	    plan_ok("{" HEAD "\"cluster\": {\"partition\": \"gpu-a100\", \"account\": \"proj_1\","
+		    "\"qos\": \"normal\", \"time_limit\": \"1-02:03:04\", \"gpus_per_node\": 4,"
+		    "\"gpu_mem_gib\": 131.3, \"gpu\": \"NVIDIA H200\", \"cpus_per_task\": 16,"
+		    "\"exclusive\": true, \"sbatch_extra\": [\"--constraint=a100\","
+		    "\"--mail-type=END\"], \"env\": {\"NCCL_DEBUG\": \"WARN\", \"X\": \"a'b $c\"},"
+		    "\"setup\": [\"module load cuda/12.4\"], \"device\": \"cpu\"},"
+		    "\"step_time_guess_s\": 2.5}");
+	const struct sweep_cluster *c = &p.cluster;
+
+	(void)state;
+	assert_string_equal(c->partition, "gpu-a100");
+	assert_string_equal(c->account, "proj_1");
+	assert_string_equal(c->qos, "normal");
+	assert_int_equal(c->time_limit_min, (24 + 2) * 60 + 3 + 1); /* seconds round up */
+	assert_int_equal(c->gpus_per_node, 4);
+	assert_true(c->gpu_mem_gib > 131.29 && c->gpu_mem_gib < 131.31);
+	assert_string_equal(c->gpu, "NVIDIA H200");
+	assert_int_equal(c->cpus_per_task, 16);
+	assert_int_equal(c->exclusive, 1);
+	assert_int_equal(c->n_sbatch_extra, 0 + 2);
+	assert_string_equal(c->sbatch_extra[1], "--mail-type=END");
+	assert_int_equal(c->n_env, 2);
+	assert_string_equal(c->env[1], "X=a'b $c");
+	assert_int_equal(c->n_setup, 1);
+	assert_string_equal(c->device, "cpu");
+	assert_true(p.step_time_guess_s == 2.5);
+	sweep_plan_free(&p);
+}
+
+static void test_limit(void **state)
+{
+	struct sweep_opts o = {100};
+	struct sweep_plan p;
+	char err[512];
+	const char *t = "{" HEAD "\"grid\": {\"tp\": [1,2,3,4,5,6,7,8,9,10,11],"
+			"\"pp\": [1,2,3,4,5,6,7,8,9,10]}}";
+
+	(void)state;
+	assert_int_equal(sweep_plan_text_opts("t.json", t, strlen(t), &o, &p, err, sizeof(err)),
+			 -1);
+	assert_non_null(strstr(err, "expands to 110 points (limit 100)"));
+	o.max_points = 110;
+	assert_int_equal(sweep_plan_text_opts("t.json", t, strlen(t), &o, &p, err, sizeof(err)), 0);
+	assert_int_equal(p.n_entries, 110);
+	sweep_plan_free(&p);
+}
+
+static void test_load(void **state)
+{
+	struct sweep_plan p;
+	char err[512];
+
+	(void)state;
+	assert_int_equal(sweep_plan_load("quickstart", &p, err, sizeof(err)), 0);
+	assert_string_equal(p.name, "quickstart");
+	assert_true(p.n_entries >= 6 && p.n_entries <= 8);
+	assert_int_equal(p.n_ok, p.n_entries);
+	assert_string_equal(p.cluster.device, "cpu");
+	sweep_plan_free(&p);
+	assert_int_equal(sweep_plan_load("paper-13b-2k.json", &p, err, sizeof(err)), 0);
+	assert_string_equal(p.name, "paper-13b-2k");
+	sweep_plan_free(&p);
+	assert_int_equal(sweep_plan_load("no-such-spec", &p, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "'no-such-spec': no such file"));
+	assert_int_equal(sweep_plan_load("/nonexistent/x.json", &p, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "cannot open '/nonexistent/x.json'"));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_product_order),
+	    cmocka_unit_test(test_zip),
+	    cmocka_unit_test(test_union),
+	    cmocka_unit_test(test_derived),
+	    cmocka_unit_test(test_where),
+	    cmocka_unit_test(test_where_runtime_error),
+	    cmocka_unit_test(test_duplicates),
+	    cmocka_unit_test(test_status),
+	    cmocka_unit_test(test_model_overrides_and_run),
+	    cmocka_unit_test(test_cluster_fields),
+	    cmocka_unit_test(test_limit),
+	    cmocka_unit_test(test_load),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -6,6 +6,7 @@
  */
 #include "common/layout.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -34,9 +35,21 @@ void lb_layout_init(struct lb_layout *l)
 	l->seed = 1;
 }
 
+/* a * b * c, saturated to the long long range (records may hold anything). */
+static long long mul3(long long a, long long b, long long c)
+{
+	long long ab, abc;
+
+	if (__builtin_mul_overflow(a, b, &ab) || __builtin_mul_overflow(ab, c, &abc))
+		return (a < 0) ^ (b < 0) ^ (c < 0) ? LLONG_MIN : LLONG_MAX;
+	return abc;
+}
+
 int lb_layout_world(const struct lb_layout *l)
 {
-	return l->tp * l->pp * l->dp;
+	long long w = mul3(l->tp, l->pp, l->dp);
+
+	return w > INT_MAX ? INT_MAX : (w < INT_MIN ? INT_MIN : (int)w);
 }
 
 int lb_layout_accum_steps(const struct lb_layout *l)
@@ -466,7 +479,7 @@ int lb_layout_check(const struct lb_layout *l, char *reason, size_t len)
 	if (l->tp > l->gpus_per_node)
 		FAIL("tp=%d exceeds gpus_per_node=%d; tensor parallelism stays within one node",
 		     l->tp, l->gpus_per_node);
-	world = (long long)l->tp * l->pp * l->dp;
+	world = mul3(l->tp, l->pp, l->dp);
 	gpus = (long long)l->gpus_per_node * l->nodes;
 	if (gpus != world)
 		FAIL("gpus_per_node*nodes=%lld but tp*pp*dp=%lld", gpus, world);

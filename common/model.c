@@ -66,23 +66,29 @@ const char *const *lb_model_preset_names(void)
 }
 
 /* Parameters of one transformer layer: Q and output (h*h each), K and V (h * kv_dim
- * each, kv_dim = kv_heads * head_dim), gate/up/down (3*h*ffn), two RMSNorm gains. */
-static int64_t layer_params(const struct lb_model *m)
+ * each, kv_dim = kv_heads * head_dim), gate/up/down (3*h*ffn), two RMSNorm gains.
+ * Counted in double: exact below 2^53 (every real model), and no overflow on absurd
+ * records. */
+static double layer_params(const struct lb_model *m)
 {
-	int64_t h = m->hidden;
-	int64_t kv_dim = m->n_heads > 0 ? h / m->n_heads * m->n_kv_heads : h;
+	double h = m->hidden;
+	double kv_dim = m->n_heads > 0 ? (double)(m->hidden / m->n_heads) * m->n_kv_heads : h;
 
-	return 2 * h * h + 2 * h * kv_dim + 3 * h * (int64_t)m->ffn + 2 * h;
+	return 2.0 * h * h + 2.0 * h * kv_dim + 3.0 * h * m->ffn + 2.0 * h;
 }
 
 int64_t lb_param_count(const struct lb_model *m)
 {
-	int64_t h = m->hidden, v = m->vocab;
-	int64_t n = (int64_t)m->n_layers * layer_params(m) + v * h + h;
+	double h = m->hidden, v = m->vocab;
+	double n = (double)m->n_layers * layer_params(m) + v * h + h;
 
 	if (!m->tied)
 		n += v * h;
-	return n;
+	if (n >= 9.0e18)
+		return INT64_MAX;
+	if (n <= -9.0e18)
+		return INT64_MIN;
+	return (int64_t)n;
 }
 
 double lb_flops_per_token(const struct lb_model *m, int seq_len)
@@ -99,7 +105,7 @@ double lb_hw_flops_per_token(const struct lb_layout *l)
 
 	switch (l->checkpointing) {
 	case LB_CKPT_FULL:
-		f += 2.0 * (double)m->n_layers * (double)layer_params(m) + attn_fwd;
+		f += 2.0 * (double)m->n_layers * layer_params(m) + attn_fwd;
 		break;
 	case LB_CKPT_SELECTIVE:
 		f += attn_fwd;
@@ -259,7 +265,7 @@ static double layer_activations(const struct lb_layout *l, enum lb_ckpt mode)
  * layers over 8 and 16 stages). */
 static double stage_layers(const struct lb_layout *l)
 {
-	return (double)((l->model.n_layers + l->pp - 1) / l->pp);
+	return (double)(((long long)l->model.n_layers + l->pp - 1) / l->pp);
 }
 
 /* One pipeline stage's memory. stage_params: parameters on this rank; inflight:
@@ -307,7 +313,7 @@ void lb_memory_estimate(const struct lb_layout *l, struct lb_mem_estimate *out)
 	    l->micro_batch <= 0)
 		return;
 	t = l->tp;
-	body = stage_layers(l) * (double)layer_params(m) / t;
+	body = stage_layers(l) * layer_params(m) / t;
 	emb = (double)m->vocab * m->hidden / t;
 	accum = lb_layout_accum_steps(l);
 	/* 1F1B (Narayanan et al. 2021): stage i holds pp - i micro-batches in flight,

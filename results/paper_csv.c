@@ -419,7 +419,7 @@ int paper_row_layout(const struct paper_row *r, const char *model, int seq_len, 
 		     struct lb_layout *out)
 {
 	int rc = 0;
-	int mp;
+	long long mp;
 
 	lb_layout_init(out);
 	if (lb_model_preset(model, &out->model))
@@ -431,8 +431,8 @@ int paper_row_layout(const struct paper_row *r, const char *model, int seq_len, 
 	out->micro_batch = r->micro_batch;
 	out->tp = r->tp;
 	out->pp = r->pp;
-	mp = r->tp * r->pp;
-	out->dp = mp > 0 ? r->world_size / mp : 0;
+	mp = (long long)r->tp * r->pp;
+	out->dp = mp > 0 ? (int)(r->world_size / mp) : 0;
 	out->gpus_per_node = r->world_size < 8 ? r->world_size : 8;
 	out->nodes = r->world_size < 8 ? 1 : r->world_size / 8;
 	out->sequence_parallel = r->sequence_parallel == 1 && r->tp > 1;

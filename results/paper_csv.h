@@ -70,8 +70,10 @@ int paper_kernel_map(const char *kernel, enum lb_attn *attn, enum lb_norm *norm)
  * runs shard the optimizer state; see docs/memory-model.md), checkpointing
  * every_layer -> full, the kernel mapped by paper_kernel_map (unknown -> flash + fused),
  * sequence parallelism only when the row says 1 and tp > 1 (a no-op at tp = 1), steps
- * 10 with warmup 1 (the paper timed the last 9 of 10 steps). Returns 0, or -1 when the
- * model is not a preset or the kernel is unknown (out is still filled as far as possible).
+ * 10 with warmup 1 (the paper timed the last 9 of 10 steps). pp need not divide the
+ * layers: the paper's 30B runs split 60 layers over 8 and 16 stages, which
+ * lb_layout_check rejects for our trainer (60 rows). Returns 0, or -1 when the model is
+ * not a preset or the kernel is unknown (out is still filled as far as possible).
  */
 int paper_row_layout(const struct paper_row *r, const char *model, int seq_len, int global_batch,
 		     struct lb_layout *out);

@@ -1,0 +1,266 @@
+/*
+ * Unit tests of the pipeline schedules and their simulator: for pp 1..8 and 1..16
+ * micro-batches, both schedules run without deadlock, every message meets its partner,
+ * every micro-batch gets one forward and one backward per stage (backward after
+ * forward), 1F1B holds at most pp - stage micro-batches in flight (GPipe: all of them),
+ * and the simulated bubble is (pp - 1) / (n_micro + pp - 1). Broken lists are caught.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "harness/schedule.h"
+
+#define PPMAX 8
+#define NMMAX 16
+
+static void build_all(enum lb_sched_kind kind, int pp, int nm, struct lb_schedule *st)
+{
+	char err[256];
+
+	for (int s = 0; s < pp; s++)
+		assert_int_equal(lb_schedule_build(kind, pp, s, nm, &st[s], err, sizeof(err)), 0);
+}
+
+static void release_all(int pp, struct lb_schedule *st)
+{
+	for (int s = 0; s < pp; s++)
+		lb_schedule_release(&st[s]);
+}
+
+/* Checks on the lists alone, independent of the simulator. */
+static void check_lists(int pp, int nm, const struct lb_schedule *st)
+{
+	for (int s = 0; s < pp; s++) {
+		int fwd_at[NMMAX], bwd_at[NMMAX], nsend[2] = {0, 0}, nrecv[2] = {0, 0};
+
+		for (int m = 0; m < nm; m++)
+			fwd_at[m] = bwd_at[m] = -1;
+		for (int i = 0; i < st[s].n_steps; i++) {
+			const struct lb_step *x = &st[s].steps[i];
+
+			assert_true(x->micro >= 0 && x->micro < nm);
+			switch (x->kind) {
+			case LB_STEP_FORWARD:
+				assert_int_equal(fwd_at[x->micro], -1);
+				fwd_at[x->micro] = i;
+				assert_int_equal(x->group, -1);
+				break;
+			case LB_STEP_BACKWARD:
+				assert_int_equal(bwd_at[x->micro], -1);
+				bwd_at[x->micro] = i;
+				break;
+			case LB_STEP_SEND_ACT:
+				assert_int_equal(x->peer, s + 1);
+				nsend[0]++;
+				break;
+			case LB_STEP_RECV_GRAD:
+				assert_int_equal(x->peer, s + 1);
+				nrecv[1]++;
+				break;
+			case LB_STEP_RECV_ACT:
+				assert_int_equal(x->peer, s - 1);
+				nrecv[0]++;
+				break;
+			case LB_STEP_SEND_GRAD:
+				assert_int_equal(x->peer, s - 1);
+				nsend[1]++;
+				break;
+			}
+			if (x->kind != LB_STEP_FORWARD && x->kind != LB_STEP_BACKWARD)
+				assert_true(x->group >= 0);
+		}
+		for (int m = 0; m < nm; m++) {
+			assert_true(fwd_at[m] >= 0);
+			assert_true(bwd_at[m] > fwd_at[m]);
+		}
+		/* every activation and gradient crosses each inner boundary once */
+		assert_int_equal(nsend[0], s < pp - 1 ? nm : 0);
+		assert_int_equal(nrecv[1], s < pp - 1 ? nm : 0);
+		assert_int_equal(nrecv[0], s > 0 ? nm : 0);
+		assert_int_equal(nsend[1], s > 0 ? nm : 0);
+	}
+}
+
+static void sweep(enum lb_sched_kind kind)
+{
+	struct lb_schedule st[PPMAX];
+	struct lb_sim_report rep;
+
+	for (int pp = 1; pp <= PPMAX; pp++)
+		for (int nm = 1; nm <= NMMAX; nm++) {
+			build_all(kind, pp, nm, st);
+			check_lists(pp, nm, st);
+			if (lb_schedule_simulate(st, pp, &rep) != 0)
+				fail_msg("%s pp=%d n_micro=%d: %s", lb_sched_name(kind), pp, nm,
+					 rep.error);
+			assert_int_equal(rep.deadlock, 0);
+			assert_string_equal(rep.error, "");
+			for (int s = 0; s < pp; s++) {
+				int bound = kind == LB_SCHED_1F1B ? pp - s : nm;
+
+				if (bound > nm)
+					bound = nm;
+				assert_int_equal(rep.busy[s], 2 * nm);
+				if (kind == LB_SCHED_1F1B)
+					assert_true(rep.max_in_flight[s] <= pp - s);
+				assert_int_equal(rep.max_in_flight[s], bound);
+			}
+			/* unit forward and backward: time 2 (nm + pp - 1) */
+			assert_int_equal(rep.time, 2 * (nm + pp - 1));
+			assert_true(fabs(rep.bubble - (double)(pp - 1) / (nm + pp - 1)) < 1e-12);
+			release_all(pp, st);
+		}
+}
+
+static void test_1f1b_sweep(void **state)
+{
+	sweep(LB_SCHED_1F1B);
+}
+
+static void test_gpipe_sweep(void **state)
+{
+	sweep(LB_SCHED_GPIPE);
+}
+
+/* The lists themselves, as text (golden). */
+static void test_format(void **state)
+{
+	struct lb_schedule st[4];
+	char buf[512];
+
+	build_all(LB_SCHED_1F1B, 4, 4, st);
+	lb_schedule_format(&st[0], buf, sizeof(buf));
+	assert_string_equal(buf, "F0 sa0 F1 sa1 F2 sa2 F3 [sa3 rg0] B0 rg1 B1 rg2 B2 rg3 B3");
+	lb_schedule_format(&st[1], buf, sizeof(buf));
+	assert_string_equal(buf, "ra0 F0 sa0 ra1 F1 sa1 ra2 F2 [sa2 rg0] B0 [sg0 ra3] F3 "
+				 "[sa3 rg1] B1 sg1 rg2 B2 sg2 rg3 B3 sg3");
+	lb_schedule_format(&st[3], buf, sizeof(buf));
+	assert_string_equal(buf, "ra0 F0 B0 [sg0 ra1] F1 B1 [sg1 ra2] F2 B2 [sg2 ra3] F3 B3 sg3");
+	release_all(4, st);
+	build_all(LB_SCHED_GPIPE, 2, 2, st);
+	lb_schedule_format(&st[1], buf, sizeof(buf));
+	assert_string_equal(buf, "ra0 F0 ra1 F1 B0 sg0 B1 sg1");
+	release_all(2, st);
+	build_all(LB_SCHED_1F1B, 1, 2, st);
+	lb_schedule_format(&st[0], buf, sizeof(buf));
+	assert_string_equal(buf, "F0 B0 F1 B1");
+	release_all(1, st);
+}
+
+/* The simulator finds what is wrong. */
+static void test_broken(void **state)
+{
+	struct lb_schedule st[2];
+	struct lb_sim_report rep;
+	struct lb_step tmp;
+
+	/* stage 1 receives before sending, stage 0 too, without a group: with rendezvous
+	 * messaging both wait forever */
+	build_all(LB_SCHED_1F1B, 2, 2, st);
+	/* stage 0: F0 [sa0 rg0]... swap into "rg0 before sa0" as separate groups */
+	for (int i = 0; i < st[0].n_steps; i++)
+		if (st[0].steps[i].kind == LB_STEP_SEND_ACT && st[0].steps[i].micro == 1) {
+			/* split the pair: recv first, alone; then send alone */
+			tmp = st[0].steps[i];
+			st[0].steps[i] = st[0].steps[i + 1];
+			st[0].steps[i + 1] = tmp;
+			st[0].steps[i].group = 100;
+			st[0].steps[i + 1].group = 101;
+			break;
+		}
+	/* still fine: stage 1 issues [sg0 ra1] together */
+	assert_int_equal(lb_schedule_simulate(st, 2, &rep), 0);
+	/* stage 1 receives ra1 first, alone, then sends sg0: each waits for the other */
+	for (int i = 0; i < st[1].n_steps; i++)
+		if (st[1].steps[i].kind == LB_STEP_SEND_GRAD && st[1].steps[i].micro == 0) {
+			tmp = st[1].steps[i];
+			st[1].steps[i] = st[1].steps[i + 1];
+			st[1].steps[i + 1] = tmp;
+			st[1].steps[i].group = 100;
+			st[1].steps[i + 1].group = 101;
+			break;
+		}
+	assert_int_equal(lb_schedule_simulate(st, 2, &rep), -1);
+	assert_int_equal(rep.deadlock, 1);
+	assert_non_null(strstr(rep.error, "deadlock"));
+	release_all(2, st);
+
+	/* a forward dropped */
+	build_all(LB_SCHED_GPIPE, 2, 3, st);
+	for (int i = 0; i < st[1].n_steps; i++)
+		if (st[1].steps[i].kind == LB_STEP_FORWARD && st[1].steps[i].micro == 2) {
+			memmove(&st[1].steps[i], &st[1].steps[i + 1],
+				sizeof(tmp) * (size_t)(st[1].n_steps - i - 1));
+			st[1].n_steps--;
+			break;
+		}
+	assert_int_equal(lb_schedule_simulate(st, 2, &rep), -1);
+	assert_non_null(strstr(rep.error, "micro-batch 2"));
+	release_all(2, st);
+
+	/* messages out of order */
+	build_all(LB_SCHED_GPIPE, 2, 3, st);
+	for (int i = 0; i < st[1].n_steps; i++)
+		if (st[1].steps[i].kind == LB_STEP_RECV_ACT) {
+			st[1].steps[i].micro = 1;
+			break;
+		}
+	assert_int_equal(lb_schedule_simulate(st, 2, &rep), -1);
+	assert_non_null(strstr(rep.error, "same order"));
+	release_all(2, st);
+
+	/* a send to a stage that does not exist */
+	build_all(LB_SCHED_GPIPE, 2, 1, st);
+	st[1].steps[0].kind = LB_STEP_SEND_ACT; /* ra0 -> sa0 to stage 0 */
+	assert_int_equal(lb_schedule_simulate(st, 2, &rep), -1);
+	assert_string_not_equal(rep.error, "");
+	release_all(2, st);
+}
+
+static void test_bad_args(void **state)
+{
+	struct lb_schedule s;
+	enum lb_sched_kind k;
+	char err[256];
+
+	assert_int_equal(lb_schedule_build(LB_SCHED_1F1B, 0, 0, 1, &s, err, sizeof(err)), -1);
+	assert_int_equal(lb_schedule_build(LB_SCHED_1F1B, 4, 4, 1, &s, err, sizeof(err)), -1);
+	assert_string_equal(err, "stage 4 is not in a pipeline of 4 stages");
+	assert_int_equal(lb_schedule_build(LB_SCHED_1F1B, 4, 0, 0, &s, err, sizeof(err)), -1);
+	assert_int_equal(lb_sched_parse("gpipe", &k), 0);
+	assert_int_equal(k, LB_SCHED_GPIPE);
+	assert_int_equal(lb_sched_parse("1f1b", &k), 0);
+	assert_int_equal(k, LB_SCHED_1F1B);
+	assert_int_equal(lb_sched_parse("zb", &k), -1);
+	assert_string_equal(lb_step_name(LB_STEP_RECV_GRAD), "recv_grad");
+}
+
+/* Larger pipelines keep the bounds (a quick look beyond the exhaustive sweep). */
+static void test_large(void **state)
+{
+	static struct lb_schedule st[32];
+	struct lb_sim_report rep;
+
+	build_all(LB_SCHED_1F1B, 32, 128, st);
+	assert_int_equal(lb_schedule_simulate(st, 32, &rep), 0);
+	assert_int_equal(rep.max_in_flight[0], 32);
+	assert_int_equal(rep.max_in_flight[31], 1);
+	assert_true(fabs(rep.bubble - 31.0 / 159.0) < 1e-12);
+	release_all(32, st);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_bad_args),   cmocka_unit_test(test_format),
+	    cmocka_unit_test(test_1f1b_sweep), cmocka_unit_test(test_gpipe_sweep),
+	    cmocka_unit_test(test_broken),     cmocka_unit_test(test_large),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,128 @@
+/*
+ * `layoutbench quickstart`: the main job end to end on the embedded default, on any
+ * machine: plan the embedded tiny sweep (sweeps/specs/quickstart.json), train every
+ * runnable layout with the local executor and the CPU backend, collect the run logs into
+ * SQLite, then print the loss of each run (first and last step), the report table and
+ * where the HTML report is. Everything lands under one folder (default
+ * ./layoutbench-quickstart); running it again skips layouts already completed.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli/commands.h"
+#include "slurm/submit.h"
+
+#define QS_SPEC "quickstart"
+
+/* Loss at the first and last step of each run, beside its speed: the run is learning,
+ * and how fast each layout went. MFU is unknown on a CPU (no peak), never invented. */
+static const char *qs_loss_query =
+    "SELECT s.layout_id AS layout, s.label, s.micro_batch AS mbs, s.checkpointing AS ckpt,"
+    " printf('%.3f', (SELECT loss FROM steps WHERE run_id = s.run_id ORDER BY step LIMIT 1))"
+    "   AS loss_first,"
+    " printf('%.3f', (SELECT loss FROM steps WHERE run_id = s.run_id ORDER BY step DESC"
+    "   LIMIT 1)) AS loss_last,"
+    " printf('%.4f', s.step_time_mean) AS step_s,"
+    " printf('%.0f', s.tokens_per_s_per_gpu) AS tokens_per_s,"
+    " printf('%.4f', s.tflops_per_gpu) AS tflops,"
+    " CASE WHEN s.mfu IS NULL THEN 'unknown' ELSE printf('%.2f%%', 100 * s.mfu) END AS mfu"
+    " FROM run_summary s WHERE s.sweep = 'quickstart' AND s.status = 'ok'"
+    " ORDER BY s.tflops_per_gpu DESC";
+
+static int make_dir(const char *path)
+{
+	if (mkdir(path, 0777) == 0 || errno == EEXIST)
+		return 0;
+	fprintf(stderr, "error: cannot create '%s': %s\n", path, strerror(errno));
+	return -1;
+}
+
+int cmd_quickstart(int argc, char **argv)
+{
+	const char *out = "layoutbench-quickstart";
+	const char *db = NULL;
+	long jobs = 0;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		if ((!strcmp(a, "--out") || !strcmp(a, "--db") || !strcmp(a, "--jobs")) &&
+		    i + 1 >= argc) {
+			fprintf(stderr, "error: '%s' needs a value\n", a);
+			lb_usage("quickstart");
+			return 2;
+		}
+		if (!strcmp(a, "--out")) {
+			out = argv[++i];
+		} else if (!strcmp(a, "--db")) {
+			db = argv[++i];
+		} else if (!strcmp(a, "--jobs")) {
+			char *end;
+			errno = 0;
+			jobs = strtol(argv[++i], &end, 10);
+			if (errno || *end || jobs < 1 || jobs > 1024) {
+				fprintf(stderr, "error: --jobs: expected 1..1024, got '%s'\n",
+					argv[i]);
+				return 2;
+			}
+		} else {
+			fprintf(stderr, "error: unknown option '%s'\n", a);
+			lb_usage("quickstart");
+			return 2;
+		}
+	}
+	if (make_dir(out))
+		return 1;
+	char dbpath[PATH_MAX], runs[PATH_MAX], html[PATH_MAX];
+	if (!db) {
+		snprintf(dbpath, sizeof(dbpath), "%s/results.db", out);
+		db = dbpath;
+	}
+	snprintf(runs, sizeof(runs), "%s/runs", out);
+	snprintf(html, sizeof(html), "%s/report", out);
+
+	fprintf(stderr, "== 1/4 plan: the embedded sweep '%s'\n", QS_SPEC);
+	char *plan_argv[] = {"plan", QS_SPEC, "--format", "table", NULL};
+	if (cmd_plan(4, plan_argv))
+		return 1;
+
+	fprintf(stderr, "\n== 2/4 train every runnable layout (local executor, CPU backend)\n");
+	struct submit_opts o;
+	submit_opts_init(&o);
+	o.spec = QS_SPEC;
+	o.executor = "local";
+	o.db_path = db;
+	o.runs_dir = runs;
+	o.wait = 1;
+	o.local_slots = (int)jobs;
+	char err[512] = "";
+	int rc = submit_sweep(&o, err, sizeof(err));
+	if (rc < 0) {
+		fprintf(stderr, "error: %s\n", err);
+		return 1;
+	}
+
+	printf("\n== 3/4 loss and speed of each run (database %s)\n", db);
+	fflush(stdout);
+	char *sql_argv[] = {"sql", "--db", (char *)db, (char *)qs_loss_query, NULL};
+	if (cmd_sql(4, sql_argv))
+		return 1;
+
+	printf("\n== 4/4 report (MFU is unknown on a CPU: it has no bf16 peak)\n");
+	fflush(stdout);
+	char *rep_argv[] = {"report",	"--db", (char *)db, "--sweep", QS_SPEC,
+			    "--figure", "best", "--format", "md",      NULL};
+	if (cmd_report(9, rep_argv))
+		return 1;
+	char *html_argv[] = {"report", "--db",	   (char *)db, "--sweep", QS_SPEC, "--figure",
+			     "all",    "--format", "html",     "--out",	  html,	   NULL};
+	if (cmd_report(11, html_argv) == 0)
+		fprintf(stderr, "\nHTML report: %s/report.html\n", html);
+	fprintf(stderr,
+		"query the results: build/layoutbench sql --db %s \"SELECT * FROM "
+		"run_summary\"\n",
+		db);
+	return rc ? 1 : 0;
+}

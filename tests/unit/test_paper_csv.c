@@ -303,7 +303,7 @@ static void test_shipped_files(void **state)
 	while ((de = readdir(d))) {
 		char path[4096], err[256], title[128], model[32], reason[256];
 		struct paper_row *rows;
-		size_t n, len, nl = strlen(de->d_name);
+		size_t n, len = 0, nl = strlen(de->d_name);
 		int seq, gb, sp_col;
 		char *text;
 

@@ -72,7 +72,7 @@ static void test_memory_agreement(void **state)
 	while ((de = readdir(d))) {
 		char path[4096], err[256], model[32];
 		struct paper_row *rows;
-		size_t n, len, k, nl = strlen(de->d_name);
+		size_t n, len = 0, k, nl = strlen(de->d_name);
 		int seq, gb, fa = 0, ft = 0;
 		char *text;
 

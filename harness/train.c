@@ -333,19 +333,22 @@ int lb_trainer_init(struct lb_trainer *t, const struct lb_train_opts *o, const s
 		return LB_E_OOM;
 	}
 	ops->set_mem_limit(o->mem_limit);
+	ops->reset_peak();
 	rc = lb_llama_init(&t->model, ops, tp, l, 0, 1);
 	if (rc == 0)
 		rc = lb_optim_init(&t->optim, ops, t->model.params, 0, t->model.n_params, o->lr,
 				   o->weight_decay);
 	if (rc) {
 		if (rc == LB_E_OOM) {
-			uint64_t live = 0;
+			uint64_t peak = 0;
 
-			ops->mem_stats(&live, NULL);
-			snprintf(t->err, sizeof(t->err),
-				 "out of memory allocating the model (%llu bytes live, limit %llu "
-				 "bytes); lower the micro-batch or checkpoint activations",
-				 (unsigned long long)live, (unsigned long long)o->mem_limit);
+			ops->mem_stats(NULL, &peak);
+			snprintf(
+			    t->err, sizeof(t->err),
+			    "out of memory allocating weights, optimizer state and activations "
+			    "(%llu bytes held at the failing allocation, limit %llu bytes); "
+			    "lower the micro-batch or checkpoint activations",
+			    (unsigned long long)peak, (unsigned long long)o->mem_limit);
 		} else {
 			snprintf(t->err, sizeof(t->err), "the model cannot run this layout");
 		}

@@ -1,0 +1,77 @@
+#!/bin/sh
+# layoutbench-train's refusals and failure classes, end to end: usage errors exit 2 with
+# no run log (bad flag, impossible layout with lb_layout_check's reason, tp > 1 not yet
+# supported, cuda in a CPU build); --mem-limit makes an oom (exit 3, end record class
+# oom); a huge learning rate diverges (exit 5); SIGTERM ends the run as killed (143);
+# a good run ends ok with one step line per step; --help lists layout and trainer flags.
+BUILD=${BUILD:-build}
+TRAIN="$(pwd)/$BUILD/layoutbench-train"
+
+[ -x "$TRAIN" ] || { echo "error: '$TRAIN' not built (make BUILD=$BUILD)"; exit 1; }
+tmp=$(mktemp -d) || exit 1
+trap 'rm -rf "$tmp"' EXIT
+fail=0
+tiny="--model tiny --seq-len 32 --global-batch 2 --micro-batch 1 --steps 3 --warmup 1 --quiet"
+
+expect() { # name want-rc cmd...
+	name=$1 want=$2
+	shift 2
+	"$@" >"$tmp/out" 2>"$tmp/err"
+	rc=$?
+	[ "$rc" = "$want" ] || { echo "FAIL: $name: exit $rc, want $want"; cat "$tmp/err"; fail=1; }
+}
+last_end() { # dir -> the end record of the only log in dir
+	tail -n 1 "$1"/run-*.jsonl
+}
+
+expect bad-flag 2 "$TRAIN" --bogus 1
+grep -q "^error: unknown flag '--bogus'" "$tmp/err" || { echo "FAIL: bad-flag message"; fail=1; }
+expect bad-value 2 "$TRAIN" --lr fast
+expect impossible 2 "$TRAIN" --model tiny --heads 3 --run-dir "$tmp/none"
+grep -q "^error: 3 heads do not divide hidden=64$" "$tmp/err" || { cat "$tmp/err"; echo "FAIL: layout reason"; fail=1; }
+expect tp2 2 "$TRAIN" --tp 2 --gpus-per-node 2 --run-dir "$tmp/none"
+grep -q "^error: tp=2: tensor parallelism is not yet supported by this trainer$" "$tmp/err" ||
+	{ echo "FAIL: tp=2 message"; fail=1; }
+expect cuda 2 "$TRAIN" --device cuda --run-dir "$tmp/none"
+grep -q "^error: layoutbench-train was built without the CUDA backend (build with 'make cuda')$" "$tmp/err" ||
+	{ echo "FAIL: cuda message"; fail=1; }
+[ -e "$tmp/none" ] && { echo "FAIL: a usage error wrote a run log"; fail=1; }
+expect help 0 "$TRAIN" --help
+for f in --model --seq-len --checkpointing --device --run-dir --data --data-dtype --lr \
+	--weight-decay --clip --mem-limit --nproc-per-node --comm-timeout; do
+	grep -q -- "$f" "$tmp/out" || { echo "FAIL: --help does not list $f"; fail=1; }
+done
+
+# ok
+expect ok 0 "$TRAIN" $tiny --run-dir "$tmp/ok"
+[ "$(grep -c '"type":"step"' "$tmp"/ok/run-*.jsonl)" = 3 ] || { echo "FAIL: ok: step lines"; fail=1; }
+last_end "$tmp/ok" | grep -q '"status":"ok","class":null' || { echo "FAIL: ok: end record"; fail=1; }
+
+# oom by --mem-limit, and by the environment
+expect oom 3 "$TRAIN" $tiny --mem-limit 200K --run-dir "$tmp/oom"
+last_end "$tmp/oom" | grep -q '"status":"failed","class":"oom".*"exit_code":3' ||
+	{ last_end "$tmp/oom"; echo "FAIL: oom end record"; fail=1; }
+expect oom-env 3 env LAYOUTBENCH_MEM_LIMIT=200K "$TRAIN" $tiny --run-dir "$tmp/oom2"
+
+# diverged
+expect diverged 5 "$TRAIN" $tiny --lr 1e30 --clip 0 --run-dir "$tmp/div"
+last_end "$tmp/div" | grep -q '"class":"diverged".*"exit_code":5' ||
+	{ last_end "$tmp/div"; echo "FAIL: diverged end record"; fail=1; }
+
+# killed by SIGTERM
+"$TRAIN" --model tiny --seq-len 32 --steps 100000 --quiet --run-dir "$tmp/kill" 2>/dev/null &
+pid=$!
+i=0
+while [ $i -lt 50 ] && ! grep -q '"type":"step"' "$tmp"/kill/run-*.jsonl 2>/dev/null; do
+	sleep 0.1
+	i=$((i + 1))
+done
+kill -TERM $pid
+wait $pid
+rc=$?
+[ $rc = 143 ] || { echo "FAIL: killed: exit $rc, want 143"; fail=1; }
+last_end "$tmp/kill" | grep -q '"class":"killed".*"exit_code":143' ||
+	{ last_end "$tmp/kill"; echo "FAIL: killed end record"; fail=1; }
+
+[ $fail = 0 ] && echo "train failures: ok"
+exit $fail

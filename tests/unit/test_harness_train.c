@@ -1,0 +1,385 @@
+/*
+ * Unit tests of the trainer's core and shell: flag parsing and refusals, the loss falling
+ * on a repeated batch and on the synthetic stream, bitwise-equal losses for one seed,
+ * token files (u16, u32, wrap, an id >= vocab naming its offset), the data-parallel
+ * slicing rule, the memory limit as an out-of-memory, and the run-log writer (keys,
+ * escaping, the end record).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness/train.h"
+
+static void tiny_opts(struct lb_train_opts *o)
+{
+	lb_train_opts_init(o);
+	o->layout.seq_len = 32;
+	o->layout.global_batch = 4;
+	o->layout.micro_batch = 2;
+	o->layout.steps = 8;
+	o->quiet = 1;
+}
+
+static int parse(struct lb_train_opts *o, const char *line, char *err, size_t errlen)
+{
+	char buf[1024], *argv[64];
+	int argc = 0;
+
+	snprintf(buf, sizeof(buf), "%s", line);
+	argv[argc++] = "layoutbench-train";
+	for (char *tok = strtok(buf, " "); tok && argc < 63; tok = strtok(NULL, " "))
+		argv[argc++] = tok;
+	argv[argc] = NULL;
+	lb_train_opts_init(o);
+	return lb_train_parse_args(o, argc, argv, err, errlen);
+}
+
+static void test_parse_flags(void **state)
+{
+	struct lb_train_opts o;
+	char err[512], reason[512];
+
+	assert_int_equal(parse(&o,
+			       "--model tiny-gqa --seq-len 64 --global-batch 8 --micro-batch 2 "
+			       "--checkpointing selective --attention naive --norm unfused "
+			       "--steps 3 --warmup 1 --seed 9 --device cpu --run-dir /tmp/x "
+			       "--lr=0.01 --weight-decay 0 --clip 0.5 --mem-limit 2M "
+			       "--data-dtype u32 --nproc-per-node 1 --comm-timeout 30 --quiet",
+			       err, sizeof(err)),
+			 0);
+	assert_string_equal(o.layout.model.name, "tiny-gqa");
+	assert_int_equal(o.layout.seq_len, 64);
+	assert_int_equal(o.layout.checkpointing, LB_CKPT_SELECTIVE);
+	assert_int_equal(o.layout.attention, LB_ATTN_NAIVE);
+	assert_int_equal(o.layout.norm, LB_NORM_UNFUSED);
+	assert_true(o.layout.seed == 9);
+	assert_string_equal(o.run_dir, "/tmp/x");
+	assert_true(o.lr == 0.01 && o.weight_decay == 0 && o.clip == 0.5);
+	assert_true(o.mem_limit == 2u << 20);
+	assert_int_equal(o.data_elem, 4);
+	assert_true(o.quiet && o.comm_timeout == 30);
+	assert_int_equal(lb_train_check(&o, err, sizeof(err)), 0);
+
+	assert_int_equal(parse(&o, "--frobnicate 3", err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "unknown flag '--frobnicate'"));
+	assert_int_equal(parse(&o, "--lr fast", err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "--lr"));
+	assert_int_equal(parse(&o, "--mem-limit 12Q", err, sizeof(err)), -1);
+	assert_int_equal(parse(&o, "--device tpu", err, sizeof(err)), -1);
+	assert_int_equal(parse(&o, "--lr", err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "needs a value"));
+
+	/* refusals: cuda in a CPU build, parallel sizes, an impossible layout */
+	assert_int_equal(parse(&o, "--device cuda", err, sizeof(err)), 0);
+	assert_int_equal(lb_train_check(&o, err, sizeof(err)), -1);
+	assert_string_equal(err, "layoutbench-train was built without the CUDA backend (build "
+				 "with 'make cuda')");
+	assert_int_equal(parse(&o, "--tp 2 --gpus-per-node 2", err, sizeof(err)), 0);
+	assert_int_equal(lb_train_check(&o, err, sizeof(err)), -1);
+	assert_string_equal(err, "tp=2: tensor parallelism is not yet supported by this trainer");
+	assert_int_equal(parse(&o, "--heads 3", err, sizeof(err)), 0);
+	assert_int_equal(lb_train_check(&o, err, sizeof(err)), -1);
+	assert_int_equal(lb_layout_check(&o.layout, reason, sizeof(reason)), -1);
+	assert_string_equal(err, reason); /* the same reason plan gives */
+	assert_int_equal(parse(&o, "--nproc-per-node 2", err, sizeof(err)), 0);
+	assert_int_equal(lb_train_check(&o, err, sizeof(err)), -1);
+}
+
+static void test_parse_bytes(void **state)
+{
+	uint64_t v;
+
+	assert_int_equal(lb_parse_bytes("1000", &v), 0);
+	assert_true(v == 1000);
+	assert_int_equal(lb_parse_bytes("3K", &v), 0);
+	assert_true(v == 3072);
+	assert_int_equal(lb_parse_bytes("2G", &v), 0);
+	assert_true(v == 2ULL << 30);
+	assert_int_equal(lb_parse_bytes("", &v), -1);
+	assert_int_equal(lb_parse_bytes("-1", &v), -1);
+	assert_int_equal(lb_parse_bytes("1.5G", &v), -1);
+}
+
+static void test_repeated_batch_loss_falls(void **state)
+{
+	struct lb_train_opts o;
+	struct lb_trainer t;
+	double first = 0, loss = 0;
+
+	tiny_opts(&o);
+	assert_int_equal(lb_trainer_init(&t, &o, lb_ops_cpu(), NULL), 0);
+	for (int i = 0; i < 6; i++) {
+		assert_int_equal(lb_trainer_step(&t, 0, &loss), 0); /* step 0's batch again */
+		if (i == 0)
+			first = loss;
+	}
+	assert_true(loss < first - 1.0);
+	assert_true(t.phases.forward_s > 0 && t.phases.backward_s > 0);
+	lb_trainer_free(&t);
+}
+
+static void test_synthetic_loss_falls_in_8_steps(void **state)
+{
+	struct lb_train_opts o;
+	struct lb_trainer t;
+	double loss[8];
+
+	tiny_opts(&o);
+	o.layout.seq_len = 64;
+	o.layout.global_batch = 8;
+	o.layout.micro_batch = 1;
+	assert_int_equal(lb_trainer_init(&t, &o, lb_ops_cpu(), NULL), 0);
+	for (int s = 0; s < 8; s++)
+		assert_int_equal(lb_trainer_step(&t, s, &loss[s]), 0);
+	assert_true(fabs(loss[0] - log(256.0)) < 0.2); /* starts near uniform */
+	assert_true(loss[7] < loss[0] - 0.7);
+	lb_trainer_free(&t);
+}
+
+static void test_same_seed_bitwise(void **state)
+{
+	struct lb_train_opts o;
+	double a[3], b[3], *pa, *pb;
+	struct lb_trainer t;
+	size_t n;
+
+	tiny_opts(&o);
+	o.layout.attention = LB_ATTN_FUSED_SOFTMAX;
+	assert_int_equal(lb_trainer_init(&t, &o, lb_ops_cpu(), NULL), 0);
+	for (int s = 0; s < 3; s++)
+		assert_int_equal(lb_trainer_step(&t, s, &a[s]), 0);
+	n = t.model.n_params;
+	pa = malloc(n * sizeof(double));
+	pb = malloc(n * sizeof(double));
+	lb_ops_cpu()->read(pa, t.model.params, n);
+	lb_trainer_free(&t);
+	assert_int_equal(lb_trainer_init(&t, &o, lb_ops_cpu(), NULL), 0);
+	for (int s = 0; s < 3; s++)
+		assert_int_equal(lb_trainer_step(&t, s, &b[s]), 0);
+	lb_ops_cpu()->read(pb, t.model.params, n);
+	lb_trainer_free(&t);
+	assert_memory_equal(a, b, sizeof(a));
+	assert_memory_equal(pa, pb, n * sizeof(double));
+	/* another seed is another run */
+	o.layout.seed = 2;
+	assert_int_equal(lb_trainer_init(&t, &o, lb_ops_cpu(), NULL), 0);
+	assert_int_equal(lb_trainer_step(&t, 0, &b[0]), 0);
+	lb_trainer_free(&t);
+	assert_true(a[0] != b[0]);
+	free(pa);
+	free(pb);
+}
+
+static char *write_tokens(const char *dir, const char *name, int elem, const uint32_t *ids, int n)
+{
+	static char path[4][512];
+	static int k;
+	char *p = path[k++ % 4];
+	FILE *f;
+
+	snprintf(p, 512, "%s/%s", dir, name);
+	f = fopen(p, "wb");
+	assert_non_null(f);
+	for (int i = 0; i < n; i++) {
+		if (elem == 2) {
+			uint16_t v = (uint16_t)ids[i];
+			fwrite(&v, 2, 1, f);
+		} else {
+			fwrite(&ids[i], 4, 1, f);
+		}
+	}
+	fclose(f);
+	return p;
+}
+
+static void test_data_files(void **state)
+{
+	char dir[] = "/tmp/lbtest-data-XXXXXX", err[512], *p16, *p32, *bad, *odd;
+	uint32_t ids[20];
+	int32_t tok[8], tgt[8];
+	struct lb_data d;
+	struct lb_train_opts o;
+	struct lb_trainer t;
+	double loss;
+	FILE *f;
+
+	assert_non_null(mkdtemp(dir));
+	for (int i = 0; i < 20; i++)
+		ids[i] = (uint32_t)(i * 7 % 256);
+	p16 = write_tokens(dir, "a.u16", 2, ids, 20);
+	p32 = write_tokens(dir, "a.u32", 4, ids, 20);
+	for (int w = 2; w <= 4; w += 2) {
+		assert_int_equal(
+		    lb_data_open(&d, w == 2 ? p16 : p32, w, 256, 8, 1, err, sizeof(err)), 0);
+		assert_true(d.n_tokens == 20);
+		assert_int_equal(lb_data_sequence(&d, 1, tok, tgt, err, sizeof(err)), 0);
+		for (int i = 0; i < 8; i++) {
+			assert_int_equal(tok[i], (int32_t)ids[8 + i]);
+			assert_int_equal(tgt[i], (int32_t)ids[9 + i]);
+		}
+		/* sequence 2 starts at token 16 and wraps after token 19 */
+		assert_int_equal(lb_data_sequence(&d, 2, tok, tgt, err, sizeof(err)), 0);
+		assert_int_equal(tok[3], (int32_t)ids[19]);
+		assert_int_equal(tok[4], (int32_t)ids[0]);
+		assert_int_equal(tgt[7], (int32_t)ids[4]);
+		lb_data_close(&d);
+	}
+	ids[13] = 300; /* >= vocab 256 */
+	bad = write_tokens(dir, "bad.u32", 4, ids, 20);
+	assert_int_equal(lb_data_open(&d, bad, 4, 256, 8, 1, err, sizeof(err)), 0);
+	assert_int_equal(lb_data_sequence(&d, 0, tok, tgt, err, sizeof(err)), 0);
+	assert_int_equal(lb_data_sequence(&d, 1, tok, tgt, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "token id 300 at token offset 13 (byte offset 52)"));
+	lb_data_close(&d);
+	odd = write_tokens(dir, "odd.u16", 2, ids, 3);
+	f = fopen(odd, "ab");
+	fputc(1, f);
+	fclose(f);
+	assert_int_equal(lb_data_open(&d, odd, 2, 256, 8, 1, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "not a whole number"));
+	assert_int_equal(lb_data_open(&d, "/nonexistent/x", 2, 256, 8, 1, err, sizeof(err)), -1);
+
+	/* train on each file */
+	for (int w = 2; w <= 4; w += 2) {
+		tiny_opts(&o);
+		o.layout.seq_len = 8;
+		snprintf(o.data_path, sizeof(o.data_path), "%s", w == 2 ? p16 : p32);
+		o.data_elem = w;
+		assert_int_equal(lb_trainer_init(&t, &o, lb_ops_cpu(), NULL), 0);
+		assert_int_equal(lb_trainer_step(&t, 0, &loss), 0);
+		assert_true(isfinite(loss));
+		lb_trainer_free(&t);
+	}
+	unlink(p16), unlink(p32), unlink(bad), unlink(odd);
+	rmdir(dir);
+}
+
+static void test_dp_slicing(void **state)
+{
+	struct lb_layout l1, l2;
+	int seen[64] = {0};
+
+	lb_layout_init(&l1);
+	l1.global_batch = 16;
+	l1.micro_batch = 2;
+	l2 = l1;
+	l2.dp = 2;
+	/* step 3 of dp=2: ranks x micro-batches cover sequences [48, 64) once each */
+	for (int r = 0; r < 2; r++)
+		for (int i = 0; i < lb_layout_accum_steps(&l2); i++)
+			for (int j = 0; j < l2.micro_batch; j++)
+				seen[lb_data_seq_index(&l2, 3, r, i) + j - 48]++;
+	for (int g = 0; g < 16; g++)
+		assert_int_equal(seen[g], 1);
+	assert_true(lb_data_seq_index(&l1, 3, 0, 4) == 56);
+	assert_true(lb_data_seq_index(&l2, 3, 1, 0) == 56);
+}
+
+static void test_mem_limit_is_oom(void **state)
+{
+	struct lb_train_opts o;
+	struct lb_trainer t;
+
+	tiny_opts(&o);
+	o.mem_limit = 100000; /* the tiny model's weights alone are 800 kB */
+	assert_int_equal(lb_trainer_init(&t, &o, lb_ops_cpu(), NULL), LB_E_OOM);
+	assert_non_null(strstr(t.err, "out of memory"));
+	o.mem_limit = 0;
+	assert_int_equal(lb_trainer_init(&t, &o, lb_ops_cpu(), NULL), 0);
+	lb_trainer_free(&t);
+	lb_ops_cpu()->set_mem_limit(0);
+}
+
+static void test_run_log(void **state)
+{
+	char dir[] = "/tmp/lbtest-log-XXXXXX", sub[600], err[512], line[8192];
+	struct lb_trainlog lg;
+	struct lb_runinfo info = {0};
+	struct lb_phases ph = {0.1, 0.2, 0.03, -1, -1};
+	struct lb_layout l;
+	FILE *f;
+	int n = 0;
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(sub, sizeof(sub), "%s/a/b", dir);
+	lb_layout_init(&l);
+	info.layout = &l;
+	info.gpu = "cpu";
+	info.peak_tflops = -1;
+	info.backend = "cpu";
+	info.world_size = 1;
+	setenv("LAYOUTBENCH_SWEEP", "we\"ird\\name", 1);
+	setenv("SLURM_JOB_ID", "123", 1);
+	setenv("SLURM_ARRAY_TASK_ID", "4", 1);
+	assert_int_equal(lb_trainlog_open(&lg, sub, &info, err, sizeof(err)), 0);
+	unsetenv("LAYOUTBENCH_SWEEP");
+	unsetenv("SLURM_JOB_ID");
+	unsetenv("SLURM_ARRAY_TASK_ID");
+	lb_trainlog_step(&lg, 0, 1, 0.5, 1024, 5.5, 4096, &ph);
+	lb_trainlog_end(&lg, "oom", "out of \"memory\"", 0, 3);
+	lb_trainlog_end(&lg, NULL, "second end is ignored", -1, 0);
+	lb_trainlog_close(&lg);
+	f = fopen(lg.path, "r");
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f)) {
+		if (n == 0) {
+			assert_non_null(strstr(line, "{\"type\":\"header\",\"format\":"
+						     "\"layoutbench-runlog\",\"version\":1,"));
+			assert_non_null(strstr(line, "\"sweep\":\"we\\\"ird\\\\name\""));
+			assert_non_null(strstr(line, "\"job_id\":\"123_4\""));
+			assert_non_null(strstr(line, "\"peak_tflops\":null"));
+			assert_non_null(strstr(line, "\"backend\":\"cpu\""));
+			assert_non_null(strstr(line, "\"gpu\":\"cpu\""));
+			assert_non_null(strstr(line, "\"checkpointing\":\"none\""));
+			assert_non_null(strstr(line, lg.run_uid));
+		} else if (n == 1) {
+			assert_non_null(
+			    strstr(line, "\"type\":\"step\",\"step\":0,\"warmup\":true"));
+			assert_non_null(strstr(line, "\"loss\":5.5"));
+			assert_non_null(strstr(line, "\"peak_mem_bytes\":4096"));
+			assert_non_null(strstr(line, "\"phases\":{\"forward_s\":0.1,"));
+			assert_null(strstr(line, "bubble_s"));
+		} else {
+			assert_non_null(strstr(line,
+					       "\"type\":\"end\",\"status\":\"failed\","
+					       "\"class\":\"oom\",\"message\":\"out of "
+					       "\\\"memory\\\"\",\"rank\":0,\"exit_code\":3"));
+		}
+		n++;
+	}
+	fclose(f);
+	assert_int_equal(n, 3);
+	assert_int_equal(lb_class_exit_code("diverged"), 5);
+	assert_int_equal(lb_class_exit_code("timeout"), 6);
+	assert_int_equal(lb_class_exit_code("nccl_error"), 4);
+	assert_int_equal(lb_class_exit_code("error"), 1);
+	unlink(lg.path);
+	rmdir(sub);
+	snprintf(sub, sizeof(sub), "%s/a", dir);
+	rmdir(sub);
+	rmdir(dir);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_parse_flags),
+	    cmocka_unit_test(test_parse_bytes),
+	    cmocka_unit_test(test_repeated_batch_loss_falls),
+	    cmocka_unit_test(test_synthetic_loss_falls_in_8_steps),
+	    cmocka_unit_test(test_same_seed_bitwise),
+	    cmocka_unit_test(test_data_files),
+	    cmocka_unit_test(test_dp_slicing),
+	    cmocka_unit_test(test_mem_limit_is_oom),
+	    cmocka_unit_test(test_run_log),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -318,6 +318,7 @@ static int render_script(const struct sweep_plan *p, const struct slurm_render_o
 	slurm_shell_quote(&sb, o->train_path);
 	lb_strbuf_adds(&sb, "\n[ -n \"${LAYOUTBENCH_TRAIN:-}\" ] && train=$LAYOUTBENCH_TRAIN\n");
 	lb_strbuf_adds(&sb,
+		       "job=${SLURM_ARRAY_JOB_ID:-${SLURM_JOB_ID:-0}}_${SLURM_ARRAY_TASK_ID:-0}\n"
 		       "export LAYOUTBENCH_LAYOUT=\"$layout\" LAYOUTBENCH_RUN_DIR=\"$run_dir\"\n"
 		       "mkdir -p \"$run_dir\" || exit 126\n");
 	lb_strbuf_adds(
@@ -325,7 +326,7 @@ static int render_script(const struct sweep_plan *p, const struct slurm_render_o
 	    "if ! command -v \"$train\" >/dev/null 2>&1; then\n"
 	    "   echo \"error: trainer '$train' not found on $(hostname) (set LAYOUTBENCH_TRAIN "
 	    "or build it there)\" >&2\n"
-	    "   echo 127 >\"$run_dir/job-${SLURM_JOB_ID:-0}.exit\"\n"
+	    "   echo 127 >\"$run_dir/job-$job.exit\"\n"
 	    "   exit 127\nfi\n");
 	lb_strbuf_adds(&sb, "echo \"layoutbench: sweep $LAYOUTBENCH_SWEEP layout $layout job "
 			    "${SLURM_JOB_ID:-} on $(hostname)\"\n");
@@ -333,7 +334,7 @@ static int render_script(const struct sweep_plan *p, const struct slurm_render_o
 	if (c->device[0])
 		lb_strbuf_addf(&sb, " --device %s", c->device);
 	lb_strbuf_adds(&sb, " --run-dir \"$run_dir\"\nrc=$?\n"
-			    "echo \"$rc\" >\"$run_dir/job-${SLURM_JOB_ID:-0}.exit\"\n"
+			    "echo \"$rc\" >\"$run_dir/job-$job.exit\"\n"
 			    "exit \"$rc\"\n");
 	if (sb.failed) {
 		snprintf(err, errlen, "out of memory rendering a job script");
@@ -453,6 +454,12 @@ int slurm_render_batch(const struct sweep_plan *p, const size_t *sel, size_t n_s
 			a->cpus_per_task = p->cluster.cpus_per_task;
 			a->time_limit_min = shapes[i].time;
 			a->throttle = o->throttle > 0 ? o->throttle : 0;
+			snprintf(a->partition, sizeof(a->partition), "%s", p->cluster.partition);
+			snprintf(a->account, sizeof(a->account), "%s", p->cluster.account);
+			snprintf(a->qos, sizeof(a->qos), "%s", p->cluster.qos);
+			a->exclusive = p->cluster.exclusive;
+			a->extra = p->cluster.sbatch_extra;
+			a->n_extra = p->cluster.n_sbatch_extra;
 			if (a->n_tasks == 1)
 				snprintf(a->array_spec, sizeof(a->array_spec), "0");
 			else

@@ -38,9 +38,15 @@ struct slurm_array {
 	int cpus_per_task;   /* --cpus-per-task; 0 = unset */
 	int time_limit_min;  /* --time, minutes; 0 = unset (partition default) */
 	int throttle;	     /* %K; 0 = none */
-	size_t n_tasks;	     /* array indices 0..n_tasks-1 */
-	size_t *entry;	     /* n_tasks indexes into the plan's entries */
-	char array_spec[48]; /* "0-9%4" (--array) */
+	char partition[64];  /* from the spec's cluster; "" = default */
+	char account[64];
+	char qos[64];
+	int exclusive;	    /* 0/1 */
+	char *const *extra; /* the spec's extra #SBATCH options (borrowed from the plan) */
+	int n_extra;
+	size_t n_tasks;		       /* array indices 0..n_tasks-1 */
+	size_t *entry;		       /* n_tasks indexes into the plan's entries */
+	char array_spec[48];	       /* "0-9%4" (--array) */
 	char out_path[SLURM_PATH_MAX]; /* --output, with %A (array job id) and %a (index) */
 	char err_path[SLURM_PATH_MAX]; /* --error */
 	char *script;		       /* the whole script text, "#!/bin/bash\n..." */

@@ -13,19 +13,19 @@
 #include <stddef.h>
 
 struct submit_opts {
-	const char *spec;     /* spec file, "-" (stdin) or an embedded name ("quickstart") */
-	const char *executor; /* "slurm", "rest" or "local"; NULL = "slurm" */
-	const char *db_path;  /* NULL = results_default_db() */
-	const char *runs_dir; /* NULL = "./runs"; a layout runs in <runs>/<sweep>/<layout id> */
-	const char *rest_url; /* NULL = $SLURMRESTD_URL */
+	const char *spec;	  /* spec file, "-" (stdin) or an embedded name ("quickstart") */
+	const char *executor;	  /* "slurm", "rest" or "local"; NULL = "slurm" */
+	const char *db_path;	  /* NULL = results_default_db() */
+	const char *runs_dir;	  /* NULL = "./runs"; a layout runs in <runs>/<sweep>/<layout id> */
+	const char *rest_url;	  /* NULL = $SLURMRESTD_URL */
 	const char *rest_version; /* "v0.0.38"...; NULL = newest the server offers */
-	int throttle;	      /* %K tasks of one array at once; 0 = none */
-	int max_array;	      /* tasks per array; 0 = the cluster's MaxArraySize (1001 for rest) */
-	int dry_run;	      /* 1: print what would be submitted, submit nothing */
-	int wait;	      /* 1: block until every job ended, collecting runs */
-	int force;	      /* 1: submit layouts already done or in flight again */
-	int quiet;	      /* 1: no progress lines */
-	int local_slots;      /* local executor: ranks at once; 0 = GPUs or CPU cores */
+	int throttle;		  /* %K tasks of one array at once; 0 = none */
+	int max_array;	 /* tasks per array; 0 = the cluster's MaxArraySize (1001 for rest) */
+	int dry_run;	 /* 1: print what would be submitted, submit nothing */
+	int wait;	 /* 1: block until every job ended, collecting runs */
+	int force;	 /* 1: submit layouts already done or in flight again */
+	int quiet;	 /* 1: no progress lines */
+	int local_slots; /* local executor: ranks at once; 0 = GPUs or CPU cores */
 };
 
 /* Set o to the defaults above (everything 0/NULL). */

@@ -1,0 +1,80 @@
+/*
+ * Failure classes (classify.h). Order of evidence: the scheduler's own verdict on the
+ * allocation (time limit, node failure, preemption, cancellation, cgroup OOM) first; then
+ * the trainer's (its end record, its exit code: 3 = oom, 126/127 = the script could not
+ * start it); no run log at all means the trainer never started (launch_error).
+ */
+#include "slurm/classify.h"
+
+#include <string.h>
+
+static const char *const classes[] = {"oom",	   "timeout",	   "node_fail", "preempted",
+				      "cancelled", "launch_error", "failed",	"unknown"};
+
+int slurm_class_valid(const char *name)
+{
+	for (size_t i = 0; i < sizeof(classes) / sizeof(classes[0]); i++)
+		if (!strcmp(name, classes[i]))
+			return 1;
+	return 0;
+}
+
+static int is(const char *a, const char *b)
+{
+	return a && !strcmp(a, b);
+}
+
+/* The trainer's side: its end record, else its exit code. */
+static const char *from_trainer(const struct slurm_class_in *in)
+{
+	if (in->exit_code == 126 || in->exit_code == 127)
+		return "launch_error";
+	if (in->has_run && is(in->run_status, "ok") && in->exit_code <= 0)
+		return "";
+	if (is(in->run_class, "oom") || in->exit_code == 3)
+		return "oom";
+	if (!in->has_run)
+		return in->exit_code >= 0 ? "launch_error" : "unknown";
+	return "failed";
+}
+
+const char *slurm_classify(const struct slurm_class_in *in)
+{
+	const char *s = in->state ? in->state : "";
+
+	if (!*s || is(s, "UNKNOWN")) {
+		if (!in->has_run && in->exit_code < 0)
+			return "unknown";
+		if (in->has_run && is(in->run_status, "running") && in->exit_code < 0)
+			return "unknown";
+		return from_trainer(in);
+	}
+	if (is(s, "TIMEOUT") || is(s, "DEADLINE"))
+		return "timeout";
+	if (is(s, "NODE_FAIL") || is(s, "BOOT_FAIL"))
+		return "node_fail";
+	if (is(s, "PREEMPTED"))
+		return "preempted";
+	if (is(s, "CANCELLED"))
+		return "cancelled";
+	if (is(s, "OUT_OF_MEMORY"))
+		return "oom";
+	if (is(s, "COMPLETED")) {
+		if (in->has_run && is(in->run_status, "failed"))
+			return from_trainer(in);
+		return in->has_run ? "" : "launch_error";
+	}
+	if (is(s, "FAILED"))
+		return from_trainer(in);
+	return "unknown";
+}
+
+const char *slurm_purged_state(const struct slurm_class_in *in)
+{
+	const char *c = slurm_classify(in);
+	if (!*c)
+		return "COMPLETED";
+	if (!strcmp(c, "unknown"))
+		return "UNKNOWN";
+	return "FAILED";
+}

@@ -1,0 +1,29 @@
+/*
+ * Failure classes of a finished job, from what the scheduler said (state, exit code) and
+ * what the run log's end record said (through the runs table). Pure. The classes:
+ * oom, timeout, node_fail, preempted, cancelled, launch_error, failed, unknown; "" is
+ * success. docs/slurm.md has the table.
+ */
+#ifndef LB_SLURM_CLASSIFY_H
+#define LB_SLURM_CLASSIFY_H
+
+struct slurm_class_in {
+	const char *state;	/* scheduler state; "" or NULL when the scheduler no longer
+				   knows the job (purged after MinJobAge) */
+	int exit_code;		/* the script's exit status (128+N: signal N); -1 unknown */
+	int has_run;		/* 1: a run log of this job was collected */
+	const char *run_status; /* "ok", "failed", "running" (no end record) */
+	const char *run_class;	/* the end record's class ("oom", "nccl_error", ...); "" none */
+};
+
+/* The class ("" = success), as a static string. */
+const char *slurm_classify(const struct slurm_class_in *in);
+
+/* The state to record for a purged job: "COMPLETED" when its run ended ok, "FAILED" when
+ * it failed, else "UNKNOWN". */
+const char *slurm_purged_state(const struct slurm_class_in *in);
+
+/* 1 if name is one of the classes above (not ""). */
+int slurm_class_valid(const char *name);
+
+#endif

@@ -1,0 +1,67 @@
+/*
+ * Executor dispatch (exec.h) and what the executors share: the job environment without
+ * secrets, final-state test.
+ */
+#include "slurm/exec.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+extern char **environ;
+
+int exec_open(const char *name, const struct exec_opts *o, struct executor **out, char *err,
+	      size_t errlen)
+{
+	*out = NULL;
+	if (!name || !strcmp(name, "slurm"))
+		return exec_slurm_open(o, out, err, errlen);
+	if (!strcmp(name, "rest"))
+		return exec_rest_open(o, out, err, errlen);
+	if (!strcmp(name, "local"))
+		return exec_local_open(o, out, err, errlen);
+	snprintf(err, errlen, "unknown executor '%s' (use slurm, rest or local)", name);
+	return -1;
+}
+
+void exec_close(struct executor *x)
+{
+	if (x && x->close)
+		x->close(x);
+}
+
+int exec_state_final(const char *s)
+{
+	static const char *active[] = {"PENDING",     "RUNNING",   "CONFIGURING", "COMPLETING",
+				       "REQUEUED",    "RESIZING",  "SUSPENDED",	  "REQUEUE_HOLD",
+				       "REQUEUE_FED", "SIGNALING", "STAGE_OUT",	  NULL};
+	if (!s || !*s)
+		return 0;
+	for (int i = 0; active[i]; i++)
+		if (!strcmp(s, active[i]))
+			return 0;
+	return 1;
+}
+
+int exec_env_is_secret(const char *e)
+{
+	return !strncmp(e, "SLURM_JWT=", 10) || !strncmp(e, "SLURMRESTD_TOKEN=", 17);
+}
+
+char **exec_job_environ(size_t *n)
+{
+	size_t cnt = 0, k = 0;
+	for (char **e = environ; e && *e; e++)
+		cnt++;
+	char **env = calloc(cnt + 2, sizeof(*env));
+	if (!env)
+		return NULL;
+	for (char **e = environ; e && *e; e++)
+		if (!exec_env_is_secret(*e))
+			env[k++] = *e;
+	if (k == 0)
+		env[k++] = "PATH=/usr/local/bin:/usr/bin:/bin";
+	env[k] = NULL;
+	*n = k;
+	return env;
+}

@@ -1,0 +1,299 @@
+/*
+ * The libslurm executor: slurm_init(NULL) reads the cluster's own configuration
+ * (/etc/slurm/slurm.conf or $SLURM_CONF); arrays go through slurm_submit_batch_job with
+ * the job description filled from the rendered array (the script's #SBATCH lines are for
+ * humans and plain sbatch: libslurm does not read them); polls are one slurm_load_jobs;
+ * cancels are one slurm_kill_job per whole array. Built only with LB_WITH_SLURM.
+ */
+#include "slurm/exec.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#ifndef LB_WITH_SLURM
+
+int exec_slurm_open(const struct exec_opts *o, struct executor **out, char *err, size_t errlen)
+{
+	(void)o;
+	*out = NULL;
+	snprintf(err, errlen,
+		 "layoutbench was built without Slurm support (install libslurm-dev and rebuild)");
+	return -1;
+}
+
+#else
+
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <slurm/slurm.h>
+#include <slurm/slurm_errno.h>
+
+/* Exported by libslurm but not declared in the 22.05 headers. */
+extern const char *slurm_job_reason_string(enum job_state_reason inx);
+
+static int g_inited;
+
+static const char *state_name(uint32_t st)
+{
+	static const char *names[] = {"PENDING",   "RUNNING",	"SUSPENDED", "COMPLETED",
+				      "CANCELLED", "FAILED",	"TIMEOUT",   "NODE_FAIL",
+				      "PREEMPTED", "BOOT_FAIL", "DEADLINE",  "OUT_OF_MEMORY"};
+	uint32_t base = st & JOB_STATE_BASE;
+	return base < sizeof(names) / sizeof(names[0]) ? names[base] : "UNKNOWN";
+}
+
+/* Extra #SBATCH options that map onto the job description. */
+static int apply_extra(job_desc_msg_t *d, const char *opt, char *err, size_t errlen)
+{
+	const char *eq = strchr(opt, '=');
+	const char *v = eq ? eq + 1 : "";
+	size_t n = eq ? (size_t)(eq - opt) : strlen(opt);
+	long mb;
+
+	if (n == 5 && !strncmp(opt, "--mem", 5) && lb_parse_long(v, 1, 1L << 40, &mb) == 0)
+		d->pn_min_memory = (uint64_t)mb;
+	else if (n == 12 && !strncmp(opt, "--constraint", 12))
+		d->features = (char *)v;
+	else if (n == 13 && !strncmp(opt, "--reservation", 13))
+		d->reservation = (char *)v;
+	else if (n == 9 && !strncmp(opt, "--exclude", 9))
+		d->exc_nodes = (char *)v;
+	else if (n == 10 && !strncmp(opt, "--nodelist", 10))
+		d->req_nodes = (char *)v;
+	else if (n == 9 && !strncmp(opt, "--comment", 9))
+		d->comment = (char *)v;
+	else if (n == 6 && !strncmp(opt, "--gres", 6))
+		d->tres_per_node = (char *)v;
+	else {
+		snprintf(err, errlen,
+			 "cluster.sbatch_extra '%s' is not supported by the slurm executor (it "
+			 "takes --mem, --constraint, --reservation, --exclude, --nodelist, "
+			 "--comment, --gres; or submit the rendered script with sbatch)",
+			 opt);
+		return -1;
+	}
+	return 0;
+}
+
+struct slurm_priv {
+	struct exec_opts o;
+};
+
+static int ss_submit(struct executor *x, const struct slurm_array *a, const char *script_path,
+		     const char *work_dir, char *array_job_id, size_t idlen, char *err,
+		     size_t errlen)
+{
+	struct slurm_priv *pv = x->priv;
+	job_desc_msg_t d;
+	submit_response_msg_t *resp = NULL;
+	char gres[64];
+	size_t nenv = 0;
+	char **env = exec_job_environ(&nenv);
+
+	(void)script_path;
+	if (!env) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	slurm_init_job_desc_msg(&d);
+	d.name = (char *)a->job_name;
+	d.script = a->script;
+	d.environment = env;
+	d.env_size = (uint32_t)nenv;
+	d.work_dir = (char *)work_dir;
+	d.std_out = (char *)a->out_path;
+	d.std_err = (char *)a->err_path;
+	d.array_inx = (char *)a->array_spec;
+	d.user_id = getuid();
+	d.group_id = getgid();
+	d.min_nodes = d.max_nodes = (uint32_t)a->nodes;
+	d.ntasks_per_node = (uint16_t)a->ntasks_per_node;
+	d.num_tasks = (uint32_t)(a->nodes * a->ntasks_per_node);
+	if (a->cpus_per_task > 0)
+		d.cpus_per_task = (uint16_t)a->cpus_per_task;
+	if (a->time_limit_min > 0)
+		d.time_limit = (uint32_t)a->time_limit_min;
+	if (a->gpus_per_node > 0) {
+		snprintf(gres, sizeof(gres), "gres:gpu:%d", a->gpus_per_node);
+		d.tres_per_node = gres;
+	}
+	if (a->partition[0])
+		d.partition = (char *)a->partition;
+	if (a->account[0])
+		d.account = (char *)a->account;
+	if (a->qos[0])
+		d.qos = (char *)a->qos;
+	if (a->exclusive)
+		d.shared = JOB_SHARED_NONE;
+	if (pv->o.hold)
+		d.priority = 0;
+	for (int i = 0; i < a->n_extra; i++)
+		if (apply_extra(&d, a->extra[i], err, errlen)) {
+			free(env);
+			return -1;
+		}
+	if (slurm_submit_batch_job(&d, &resp) != SLURM_SUCCESS) {
+		snprintf(err, errlen, "slurm: submitting array '%s' failed: %s", a->job_name,
+			 slurm_strerror(slurm_get_errno()));
+		free(env);
+		return -1;
+	}
+	snprintf(array_job_id, idlen, "%u", resp->job_id);
+	slurm_free_submit_response_response_msg(resp);
+	free(env);
+	return 0;
+}
+
+/* Is task `task` inside an array_task_str such as "2-5%2" or "1,3,7-9"? */
+static int in_task_str(const char *s, long task)
+{
+	char buf[512];
+	snprintf(buf, sizeof(buf), "%s", s);
+	char *pct = strchr(buf, '%');
+	if (pct)
+		*pct = '\0';
+	char *save = NULL;
+	for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		char *end;
+		long lo = strtol(tok, &end, 10), hi = lo;
+		if (*end == '-')
+			hi = strtol(end + 1, &end, 10);
+		if (task >= lo && task <= hi)
+			return 1;
+	}
+	return 0;
+}
+
+static void fill(struct exec_state *s, const slurm_job_info_t *j)
+{
+	int ec = (int)j->exit_code;
+	s->known = 1;
+	snprintf(s->state, sizeof(s->state), "%s", state_name(j->job_state));
+	snprintf(s->reason, sizeof(s->reason), "%s",
+		 j->state_reason ? slurm_job_reason_string(j->state_reason) : "");
+	if (!strcmp(s->reason, "None"))
+		s->reason[0] = '\0';
+	if (exec_state_final(s->state))
+		s->exit_code = WIFEXITED(ec) ? WEXITSTATUS(ec) : 128 + WTERMSIG(ec);
+	else
+		s->exit_code = -1;
+	s->start_time = j->start_time > 0 && (j->job_state & JOB_STATE_BASE) != JOB_PENDING
+			    ? (int64_t)j->start_time
+			    : 0;
+	s->end_time = exec_state_final(s->state) ? (int64_t)j->end_time : 0;
+}
+
+static int ss_poll(struct executor *x, const struct results_job *jobs, size_t n,
+		   struct exec_state *out, char *err, size_t errlen)
+{
+	job_info_msg_t *msg = NULL;
+	(void)x;
+	if (slurm_load_jobs((time_t)0, &msg, SHOW_ALL) != SLURM_SUCCESS) {
+		snprintf(err, errlen, "slurm: loading jobs failed: %s",
+			 slurm_strerror(slurm_get_errno()));
+		return -1;
+	}
+	for (size_t i = 0; i < n; i++) {
+		memset(&out[i], 0, sizeof(out[i]));
+		out[i].exit_code = -1;
+		long aid = strtol(jobs[i].array_job_id, NULL, 10);
+		long jid = strtol(jobs[i].job_id, NULL, 10);
+		for (uint32_t r = 0; r < msg->record_count; r++) {
+			const slurm_job_info_t *j = &msg->job_array[r];
+			int hit;
+			if (jobs[i].array_index >= 0 && aid > 0) {
+				if (j->array_task_str)
+					hit = j->array_job_id == (uint32_t)aid &&
+					      in_task_str(j->array_task_str, jobs[i].array_index);
+				else
+					hit = j->array_job_id == (uint32_t)aid &&
+					      j->array_task_id == (uint32_t)jobs[i].array_index;
+				if (!hit && j->array_job_id == 0 && j->job_id == (uint32_t)aid &&
+				    jobs[i].array_index == 0)
+					hit = 1; /* an array of one shows as a plain job */
+			} else {
+				hit = j->job_id == (uint32_t)jid;
+			}
+			if (hit) {
+				fill(&out[i], j);
+				break;
+			}
+		}
+	}
+	slurm_free_job_info_msg(msg);
+	return 0;
+}
+
+static int ss_cancel(struct executor *x, const struct results_job *jobs, size_t n, char *err,
+		     size_t errlen)
+{
+	int rc = 0;
+	(void)x;
+	for (size_t i = 0; i < n; i++) {
+		char id[80];
+		if (jobs[i].array_index >= 0)
+			snprintf(id, sizeof(id), "%s_%d", jobs[i].array_job_id,
+				 jobs[i].array_index);
+		else
+			snprintf(id, sizeof(id), "%s", jobs[i].job_id);
+		if (slurm_kill_job2(id, SIGKILL, 0, NULL) != SLURM_SUCCESS) {
+			int e = slurm_get_errno();
+			if (e == ESLURM_ALREADY_DONE || e == ESLURM_INVALID_JOB_ID)
+				continue;
+			snprintf(err, errlen, "slurm: cancelling job %s failed: %s", id,
+				 slurm_strerror(e));
+			rc = -1;
+		}
+	}
+	return rc;
+}
+
+static void ss_close(struct executor *x)
+{
+	free(x->priv);
+	free(x);
+}
+
+int exec_slurm_open(const struct exec_opts *o, struct executor **out, char *err, size_t errlen)
+{
+	slurm_conf_t *conf = NULL;
+	struct executor *x;
+
+	*out = NULL;
+	if (!g_inited) {
+		slurm_init(NULL);
+		g_inited = 1;
+	}
+	if (slurm_load_ctl_conf((time_t)0, &conf) != SLURM_SUCCESS) {
+		snprintf(err, errlen,
+			 "slurm: cannot reach slurmctld: %s (is Slurm running? for a local test "
+			 "cluster: sh scripts/slurm-local.sh start)",
+			 slurm_strerror(slurm_get_errno()));
+		return -1;
+	}
+	x = calloc(1, sizeof(*x));
+	struct slurm_priv *pv = calloc(1, sizeof(*pv));
+	if (!x || !pv) {
+		free(x);
+		free(pv);
+		slurm_free_ctl_conf(conf);
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	pv->o = *o;
+	x->name = "slurm";
+	x->max_array = conf->max_array_sz > 0 ? (int)conf->max_array_sz : SLURM_DEFAULT_MAX_ARRAY;
+	slurm_free_ctl_conf(conf);
+	x->submit = ss_submit;
+	x->poll = ss_poll;
+	x->cancel = ss_cancel;
+	x->close = ss_close;
+	x->priv = pv;
+	*out = x;
+	return 0;
+}
+
+#endif

@@ -383,34 +383,39 @@ static const char *model_error(int rc)
 	}
 }
 
-int lb_trainer_run_ops(struct lb_trainer *t, int step, const struct lb_mb_op *list, int n,
-		       double *loss_sum)
+int lb_trainer_run_steps(struct lb_trainer *t, int step, const struct lb_step *list, int n,
+			 double *loss_sum)
 {
 	double sum = 0;
 	int rc;
 
 	for (int i = 0; i < n; i++) {
-		const struct lb_mb_op *op = &list[i];
+		const struct lb_step *op = &list[i];
+		int slot = op->micro % t->model.n_slots;
 		double t0 = now_s(), ls = 0;
 
 		if (stop_signal)
 			return 1;
-		if (op->kind == LB_MB_FORWARD) {
+		if (op->kind == LB_STEP_FORWARD) {
 			if (lb_data_batch(&t->data, &t->opts.layout, step, t->dp_rank, op->micro,
 					  t->tokens, t->targets, t->err, sizeof(t->err)))
 				return LB_E_DATA;
-			rc = lb_llama_forward(&t->model, op->slot, t->tokens, t->targets, NULL,
+			rc = lb_llama_forward(&t->model, slot, t->tokens, t->targets, NULL,
 					      t->loss_scale, &ls);
 			t->phases.forward_s += now_s() - t0;
 			sum += ls;
-		} else {
-			rc = lb_llama_backward(&t->model, op->slot, NULL);
+		} else if (op->kind == LB_STEP_BACKWARD) {
+			rc = lb_llama_backward(&t->model, slot, NULL);
 			t->phases.backward_s += now_s() - t0;
+		} else {
+			snprintf(t->err, sizeof(t->err),
+				 "pipeline step '%s' is not supported by this trainer yet",
+				 lb_step_name(op->kind));
+			return LB_E_INVAL;
 		}
 		if (rc) {
 			snprintf(t->err, sizeof(t->err), "%s in the %s of micro-batch %d",
-				 model_error(rc),
-				 op->kind == LB_MB_FORWARD ? "forward" : "backward", op->micro);
+				 model_error(rc), lb_step_name(op->kind), op->micro);
 			return rc;
 		}
 	}
@@ -422,24 +427,17 @@ int lb_trainer_run_ops(struct lb_trainer *t, int step, const struct lb_mb_op *li
 int lb_trainer_step(struct lb_trainer *t, int step, double *loss)
 {
 	const struct lb_ops *ops = t->ops;
-	struct lb_mb_op *list;
+	struct lb_schedule sched;
 	double sum = 0, t0, scale;
 	int rc;
 
 	memset(&t->phases, 0, sizeof(t->phases));
 	t->phases.comm_exposed_s = t->phases.bubble_s = -1; /* not measured on one rank */
-	list = calloc((size_t)t->accum * 2, sizeof(*list));
-	if (!list) {
-		snprintf(t->err, sizeof(t->err), "out of host memory");
-		return LB_E_OOM;
-	}
-	for (int i = 0; i < t->accum; i++) {
-		list[2 * i] = (struct lb_mb_op){LB_MB_FORWARD, i, 0};
-		list[2 * i + 1] = (struct lb_mb_op){LB_MB_BACKWARD, i, 0};
-	}
+	if (lb_schedule_build(LB_SCHED_1F1B, 1, 0, t->accum, &sched, t->err, sizeof(t->err)))
+		return LB_E_INVAL;
 	lb_llama_zero_grads(&t->model);
-	rc = lb_trainer_run_ops(t, step, list, t->accum * 2, &sum);
-	free(list);
+	rc = lb_trainer_run_steps(t, step, sched.steps, sched.n_steps, &sum);
+	lb_schedule_release(&sched);
 	if (rc)
 		return rc;
 	*loss = sum * t->loss_scale;
@@ -546,11 +544,19 @@ int lb_train_main(const struct lb_train_opts *o)
 		}
 		ops->mem_stats(NULL, &peak);
 		lb_trainlog_step(&lg, step, step < l->warmup, dt, tokens, loss, peak, &t->phases);
-		if (!o->quiet)
+		if (!o->quiet) {
+			char mfu[64] = "";
+
+			/* MFU = model FLOPs / (time * GPUs * peak), only with a known peak */
+			if (info.peak_tflops > 0)
+				snprintf(mfu, sizeof(mfu), " MFU %.1f%%",
+					 100.0 * flops / dt /
+					     (info.world_size * info.peak_tflops * 1e12));
 			fprintf(stderr,
-				"step %d/%d loss %.4f time %.3f s %.0f tok/s %.4f TFLOP/s%s\n",
-				step + 1, l->steps, loss, dt, tokens / dt, flops / dt / 1e12,
+				"step %d/%d loss %.4f time %.3f s %.0f tok/s %.4f TFLOP/s%s%s\n",
+				step + 1, l->steps, loss, dt, tokens / dt, flops / dt / 1e12, mfu,
 				step < l->warmup ? " (warmup)" : "");
+		}
 	}
 	if (stop_signal) {
 		int sig = stop_signal;

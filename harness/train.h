@@ -17,6 +17,7 @@
 #include "harness/model.h"
 #include "harness/ops.h"
 #include "harness/optim.h"
+#include "harness/schedule.h"
 #include "harness/trainlog.h"
 
 #define LB_E_DATA -5 /* the data source failed (class error) */
@@ -73,28 +74,24 @@ struct lb_trainer {
 	char err[1024];		 /* what failed, after an LB_E_* return */
 };
 
-/* A micro-batch operation of this rank's stage: forward or backward of micro-batch
- * `micro` (0-based within the step) in activation slot `slot`. */
-enum lb_mb_kind { LB_MB_FORWARD = 0, LB_MB_BACKWARD };
-struct lb_mb_op {
-	enum lb_mb_kind kind;
-	int micro;
-	int slot;
-};
-
 /* Build model, optimizer and data for opts (after lb_train_check) on backend ops.
  * Returns 0 or an LB_E_* code (t->err says what). Release with lb_trainer_free. */
 int lb_trainer_init(struct lb_trainer *t, const struct lb_train_opts *o, const struct lb_ops *ops,
 		    struct lb_comm *tp);
 void lb_trainer_free(struct lb_trainer *t);
 
-/* Run a list of micro-batch operations of optimizer step `step`, accumulating gradients;
+/* Run one stage's list of steps of optimizer step `step` (harness/schedule.h: the
+ * pipeline schedule is data), accumulating gradients. A forward or backward of micro-batch
+ * i uses activation slot i % model.n_slots (n_slots must cover the schedule's micro-batches
+ * in flight: 1 for a single stage, pp - stage for 1F1B). Sends and receives are refused
+ * (LB_E_INVAL) until the pipeline-parallel part fills them in over the comm table.
  * *loss_sum (may be NULL) gets the sum of token losses of the forwards. A stop flag
  * (lb_train_stop_signal) ends the list early with 1. Returns 0, 1 or an LB_E_* code. */
-int lb_trainer_run_ops(struct lb_trainer *t, int step, const struct lb_mb_op *list, int n,
-		       double *loss_sum);
+int lb_trainer_run_steps(struct lb_trainer *t, int step, const struct lb_step *list, int n,
+			 double *loss_sum);
 
-/* One optimizer step with the single-stage schedule (forward, backward per micro-batch):
+/* One optimizer step with this stage's 1F1B schedule (one stage: forward, backward per
+ * micro-batch):
  * zero gradients, run, clip, AdamW. *loss gets the step's mean token loss. Returns 0,
  * 1 (stopped by a signal) or an LB_E_* code. */
 int lb_trainer_step(struct lb_trainer *t, int step, double *loss);

@@ -126,6 +126,23 @@ static void test_repeated_batch_loss_falls(void **state)
 	lb_trainer_free(&t);
 }
 
+static void test_run_steps_refuses_sends(void **state)
+{
+	struct lb_train_opts o;
+	struct lb_trainer t;
+	struct lb_step list[] = {{LB_STEP_FORWARD, 0, -1, -1}, {LB_STEP_SEND_ACT, 0, 1, 0}};
+	double sum = -1;
+
+	tiny_opts(&o);
+	assert_int_equal(lb_trainer_init(&t, &o, lb_ops_cpu(), NULL), 0);
+	assert_int_equal(t.model.n_slots, 1);
+	assert_int_equal(lb_trainer_run_steps(&t, 0, list, 1, &sum), 0);
+	assert_true(sum > 0);
+	assert_int_equal(lb_trainer_run_steps(&t, 0, list, 2, &sum), LB_E_INVAL);
+	assert_string_equal(t.err, "pipeline step 'send_act' is not supported by this trainer yet");
+	lb_trainer_free(&t);
+}
+
 static void test_synthetic_loss_falls_in_8_steps(void **state)
 {
 	struct lb_train_opts o;
@@ -374,6 +391,7 @@ int main(void)
 	    cmocka_unit_test(test_parse_flags),
 	    cmocka_unit_test(test_parse_bytes),
 	    cmocka_unit_test(test_repeated_batch_loss_falls),
+	    cmocka_unit_test(test_run_steps_refuses_sends),
 	    cmocka_unit_test(test_synthetic_loss_falls_in_8_steps),
 	    cmocka_unit_test(test_same_seed_bitwise),
 	    cmocka_unit_test(test_data_files),

@@ -1,0 +1,325 @@
+/*
+ * Unit tests of job-script rendering: the one quoting function, safe names and paths,
+ * grouping layouts by resource shape, splitting at MaxArraySize, the throttle, hostile
+ * spec values rejected (names, partitions, env names, sbatch options) or quoted (env
+ * values), and the failure classes.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/util.h"
+#include "slurm/classify.h"
+#include "slurm/exec.h"
+#include "slurm/render.h"
+#include "sweeps/sweep.h"
+
+static char *quote(const char *s)
+{
+	struct lb_strbuf sb = LB_STRBUF_INIT;
+	slurm_shell_quote(&sb, s);
+	return lb_strbuf_detach(&sb);
+}
+
+static void test_quote(void **state)
+{
+	char *q;
+	(void)state;
+	q = quote("plain");
+	assert_string_equal(q, "'plain'");
+	free(q);
+	q = quote("it's");
+	assert_string_equal(q, "'it'\\''s'");
+	free(q);
+	q = quote("");
+	assert_string_equal(q, "''");
+	free(q);
+	q = quote("$(id) `id` ; rm -rf / \n\"x\"");
+	assert_string_equal(q, "'$(id) `id` ; rm -rf / \n\"x\"'");
+	free(q);
+	q = quote("''");
+	assert_string_equal(q, "''\\'''\\'''");
+	free(q);
+}
+
+static void test_safe(void **state)
+{
+	(void)state;
+	assert_true(slurm_safe_name("paper-13b_2k.v1"));
+	assert_false(slurm_safe_name(""));
+	assert_false(slurm_safe_name("-x"));
+	assert_false(slurm_safe_name(".x"));
+	assert_false(slurm_safe_name("a b"));
+	assert_false(slurm_safe_name("a;b"));
+	assert_false(slurm_safe_name("a$(id)"));
+	assert_true(slurm_safe_path("/home/u/runs-1/x_y.z"));
+	assert_false(slurm_safe_path("/home/u/my runs"));
+	assert_false(slurm_safe_path("/tmp/`id`"));
+	assert_false(slurm_safe_path("/tmp/a\nb"));
+}
+
+/* A plan of n layouts; layouts i with i % shapes == k get k+1 nodes. */
+static void make_plan(struct sweep_plan *p, size_t n, int shapes)
+{
+	memset(p, 0, sizeof(*p));
+	snprintf(p->name, sizeof(p->name), "unit");
+	snprintf(p->cluster.device, sizeof(p->cluster.device), "cuda");
+	p->cluster.time_limit_min = 30;
+	p->entries = calloc(n, sizeof(*p->entries));
+	p->n_entries = n;
+	for (size_t i = 0; i < n; i++) {
+		struct plan_entry *e = &p->entries[i];
+		lb_layout_init(&e->layout);
+		e->layout.nodes = (int)(i % (size_t)shapes) + 1;
+		e->layout.gpus_per_node = 4;
+		e->layout.dp = e->layout.nodes * 4;
+		e->layout.seed = i; /* distinct ids are not needed here */
+		snprintf(e->id, sizeof(e->id), "%016zx", i);
+		e->status = PLAN_OK;
+	}
+	p->n_ok = n;
+}
+
+static const struct slurm_render_opts opts = {"/scratch/runs", "/opt/lb/bin/layoutbench-train", 0,
+					      0};
+
+static void test_grouping(void **state)
+{
+	struct sweep_plan p;
+	struct slurm_batch b;
+	char err[256];
+	(void)state;
+
+	make_plan(&p, 10, 2);
+	p.entries[3].status = PLAN_OOM;
+	assert_int_equal(slurm_render_batch(&p, NULL, 0, &opts, &b, err, sizeof(err)), 0);
+	assert_int_equal(b.n_arrays, 2);
+	assert_int_equal(b.n_tasks, 9);
+	assert_int_equal(b.arrays[0].nodes, 1);
+	assert_int_equal(b.arrays[0].n_tasks, 5);
+	assert_int_equal(b.arrays[1].nodes, 2);
+	assert_int_equal(b.arrays[1].n_tasks, 4); /* entry 3 (oom) left out */
+	assert_int_equal(b.arrays[1].gpus_per_node, 4);
+	assert_string_equal(b.arrays[0].array_spec, "0-4");
+	assert_non_null(strstr(b.arrays[1].script, "#SBATCH --nodes=2\n"));
+	assert_non_null(strstr(b.arrays[1].script, "#SBATCH --gpus-per-node=4\n"));
+	assert_non_null(strstr(b.arrays[1].script, "#SBATCH --time=30\n"));
+	assert_non_null(strstr(b.arrays[0].script, "export NCCL_NVLS_ENABLE=0\n"));
+	assert_non_null(strstr(b.arrays[0].script, "3) layout=0000000000000006\n"));
+	assert_null(strstr(b.arrays[1].script, "layout=0000000000000003"));
+	assert_string_equal(b.arrays[0].out_path, "/scratch/runs/unit/logs/a0-%A_%a.out");
+	slurm_batch_free(&b);
+
+	/* a selection: only those entries, an oom one refused */
+	size_t sel[2] = {0, 5};
+	assert_int_equal(slurm_render_batch(&p, sel, 2, &opts, &b, err, sizeof(err)), 0);
+	assert_int_equal(b.n_tasks, 2);
+	assert_int_equal(b.n_arrays, 2);
+	assert_string_equal(b.arrays[0].array_spec, "0");
+	assert_string_equal(b.arrays[0].job_name, "unit.0000000000000000");
+	slurm_batch_free(&b);
+	sel[1] = 3;
+	assert_int_equal(slurm_render_batch(&p, sel, 2, &opts, &b, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "oom"));
+	sweep_plan_free(&p);
+}
+
+static void test_split_and_throttle(void **state)
+{
+	struct sweep_plan p;
+	struct slurm_batch b;
+	struct slurm_render_opts o = opts;
+	char err[256];
+	(void)state;
+
+	make_plan(&p, 2500, 1);
+	assert_int_equal(slurm_render_batch(&p, NULL, 0, &o, &b, err, sizeof(err)), 0);
+	assert_int_equal(b.n_arrays, 3); /* 1001 + 1001 + 498 */
+	assert_int_equal(b.arrays[0].n_tasks, 1001);
+	assert_string_equal(b.arrays[0].array_spec, "0-1000");
+	assert_int_equal(b.arrays[2].n_tasks, 498);
+	assert_int_equal(b.n_tasks, 2500);
+	slurm_batch_free(&b);
+	o.max_array = 100;
+	o.throttle = 8;
+	assert_int_equal(slurm_render_batch(&p, NULL, 0, &o, &b, err, sizeof(err)), 0);
+	assert_int_equal(b.n_arrays, 25);
+	assert_string_equal(b.arrays[0].array_spec, "0-99%8");
+	assert_non_null(strstr(b.arrays[0].script, "#SBATCH --array=0-99%8\n"));
+	slurm_batch_free(&b);
+	sweep_plan_free(&p);
+}
+
+static int render_err(struct sweep_plan *p, char *err, size_t len)
+{
+	struct slurm_batch b;
+	int rc = slurm_render_batch(p, NULL, 0, &opts, &b, err, len);
+	if (rc == 0)
+		slurm_batch_free(&b);
+	return rc;
+}
+
+static void test_hostile(void **state)
+{
+	struct sweep_plan p;
+	char err[512];
+	char *env[] = {"GOOD=$(id) `id`; rm -rf / 'q' \"d\"", NULL};
+	char *badenv[] = {"BAD;X=1"};
+	char *extra[] = {"--mem=1000"};
+	char *badextra[] = {"--comment=x;id"};
+	struct slurm_batch b;
+	(void)state;
+
+	make_plan(&p, 2, 1);
+	snprintf(p.cluster.partition, sizeof(p.cluster.partition), "gpu;rm -rf /");
+	assert_int_equal(render_err(&p, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "cluster.partition 'gpu;rm -rf /'"));
+	p.cluster.partition[0] = '\0';
+	snprintf(p.cluster.account, sizeof(p.cluster.account), "a\nb");
+	assert_int_equal(render_err(&p, err, sizeof(err)), -1);
+	p.cluster.account[0] = '\0';
+	snprintf(p.cluster.qos, sizeof(p.cluster.qos), "$(id)");
+	assert_int_equal(render_err(&p, err, sizeof(err)), -1);
+	p.cluster.qos[0] = '\0';
+	snprintf(p.name, sizeof(p.name), "x`id`");
+	assert_int_equal(render_err(&p, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "sweep name 'x`id`'"));
+	snprintf(p.name, sizeof(p.name), "unit");
+	snprintf(p.entries[0].layout.model.name, sizeof(p.entries[0].layout.model.name), "t;id");
+	assert_int_equal(render_err(&p, err, sizeof(err)), -1);
+	snprintf(p.entries[0].layout.model.name, sizeof(p.entries[0].layout.model.name), "tiny");
+	p.cluster.env = badenv;
+	p.cluster.n_env = 1;
+	assert_int_equal(render_err(&p, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "cluster.env[0]"));
+	p.cluster.sbatch_extra = badextra;
+	p.cluster.n_sbatch_extra = 1;
+	p.cluster.n_env = 0;
+	assert_int_equal(render_err(&p, err, sizeof(err)), -1);
+	p.cluster.sbatch_extra = extra;
+	p.cluster.env = env;
+	p.cluster.n_env = 1;
+	assert_int_equal(slurm_render_batch(&p, NULL, 0, &opts, &b, err, sizeof(err)), 0);
+	assert_non_null(
+	    strstr(b.arrays[0].script, "export GOOD='$(id) `id`; rm -rf / '\\''q'\\'' \"d\"'\n"));
+	assert_non_null(strstr(b.arrays[0].script, "#SBATCH --mem=1000\n"));
+	slurm_batch_free(&b);
+	/* a runs folder with a space cannot go into #SBATCH --output */
+	struct slurm_render_opts o = opts;
+	o.runs_dir = "/tmp/my runs";
+	p.cluster.n_env = 0;
+	p.cluster.n_sbatch_extra = 0;
+	assert_int_equal(slurm_render_batch(&p, NULL, 0, &o, &b, err, sizeof(err)), -1);
+	p.cluster.env = NULL;
+	p.cluster.sbatch_extra = NULL;
+	sweep_plan_free(&p);
+}
+
+static void test_spec_nvls(void **state)
+{
+	struct sweep_plan p;
+	struct slurm_batch b;
+	char err[256];
+	char *env[] = {"NCCL_NVLS_ENABLE=1"};
+	(void)state;
+	make_plan(&p, 1, 1);
+	p.cluster.env = env;
+	p.cluster.n_env = 1;
+	assert_int_equal(slurm_render_batch(&p, NULL, 0, &opts, &b, err, sizeof(err)), 0);
+	assert_null(strstr(b.arrays[0].script, "NCCL_NVLS_ENABLE=0"));
+	assert_non_null(strstr(b.arrays[0].script, "export NCCL_NVLS_ENABLE='1'\n"));
+	slurm_batch_free(&b);
+	p.cluster.env = NULL;
+	p.cluster.n_env = 0;
+	sweep_plan_free(&p);
+}
+
+static void test_classify(void **state)
+{
+	struct slurm_class_in in = {0};
+	(void)state;
+	in.state = "COMPLETED";
+	in.exit_code = 0;
+	in.has_run = 1;
+	in.run_status = "ok";
+	in.run_class = "";
+	assert_string_equal(slurm_classify(&in), "");
+	in.has_run = 0;
+	assert_string_equal(slurm_classify(&in), "launch_error");
+	in.state = "FAILED";
+	in.exit_code = 3;
+	assert_string_equal(slurm_classify(&in), "oom");
+	in.exit_code = 127;
+	assert_string_equal(slurm_classify(&in), "launch_error");
+	in.exit_code = 1;
+	in.has_run = 1;
+	in.run_status = "failed";
+	in.run_class = "oom";
+	assert_string_equal(slurm_classify(&in), "oom");
+	in.run_class = "nccl_error";
+	assert_string_equal(slurm_classify(&in), "failed");
+	in.state = "TIMEOUT";
+	assert_string_equal(slurm_classify(&in), "timeout");
+	in.state = "CANCELLED";
+	assert_string_equal(slurm_classify(&in), "cancelled");
+	in.state = "NODE_FAIL";
+	assert_string_equal(slurm_classify(&in), "node_fail");
+	in.state = "PREEMPTED";
+	assert_string_equal(slurm_classify(&in), "preempted");
+	in.state = "OUT_OF_MEMORY";
+	assert_string_equal(slurm_classify(&in), "oom");
+	/* purged: the run log decides, else unknown */
+	in.state = "";
+	in.exit_code = -1;
+	in.has_run = 1;
+	in.run_status = "ok";
+	in.run_class = "";
+	assert_string_equal(slurm_classify(&in), "");
+	assert_string_equal(slurm_purged_state(&in), "COMPLETED");
+	in.run_status = "failed";
+	in.run_class = "oom";
+	assert_string_equal(slurm_classify(&in), "oom");
+	assert_string_equal(slurm_purged_state(&in), "FAILED");
+	in.has_run = 0;
+	assert_string_equal(slurm_classify(&in), "unknown");
+	assert_string_equal(slurm_purged_state(&in), "UNKNOWN");
+	in.exit_code = 127;
+	assert_string_equal(slurm_classify(&in), "launch_error");
+	assert_true(slurm_class_valid("oom"));
+	assert_false(slurm_class_valid("nccl_error"));
+}
+
+static void test_env_secrets(void **state)
+{
+	size_t n = 0;
+	(void)state;
+	setenv("SLURM_JWT", "secret-jwt", 1);
+	setenv("SLURMRESTD_TOKEN", "secret-token", 1);
+	char **env = exec_job_environ(&n);
+	assert_non_null(env);
+	assert_true(n > 0);
+	for (size_t i = 0; i < n; i++) {
+		assert_null(strstr(env[i], "secret-jwt"));
+		assert_null(strstr(env[i], "secret-token"));
+	}
+	free(env);
+	assert_true(exec_state_final("COMPLETED"));
+	assert_false(exec_state_final("PENDING"));
+	assert_false(exec_state_final(""));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_quote),	     cmocka_unit_test(test_safe),
+	    cmocka_unit_test(test_grouping),	     cmocka_unit_test(test_split_and_throttle),
+	    cmocka_unit_test(test_hostile),	     cmocka_unit_test(test_spec_nvls),
+	    cmocka_unit_test(test_classify),	     cmocka_unit_test(test_env_secrets),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

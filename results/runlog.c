@@ -11,6 +11,9 @@
 
 #include <cjson/cJSON.h>
 
+/* Largest integer the fast path reads exactly (15 digits) and the array text holds. */
+#define RUNLOG_INT_MAX 999999999999999LL
+
 /* A short description of a JSON value for messages: a string "x", true, null, 1.5, ... */
 static void describe(const cJSON *v, char *buf, size_t len)
 {
@@ -173,6 +176,46 @@ static int get_json(struct ctx *c, const cJSON *o, const char *key, int is_array
 		snprintf(c->err, c->errlen, "out of memory");
 		return -1;
 	}
+	return 0;
+}
+
+/* An array of byte counts as canonical text "[1,2,3]" (malloc'd into *out), or NULL when
+ * absent or null. Elements are integers in [0, RUNLOG_INT_MAX]. */
+static int get_int_array(struct ctx *c, const cJSON *o, const char *key, char **out)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key), *e;
+	size_t n = 0, cap, at = 0;
+	char *buf;
+	int i = 0;
+
+	*out = NULL;
+	if (!v || cJSON_IsNull(v))
+		return 0;
+	if (!cJSON_IsArray(v))
+		return fault(c, key, "an array of integers", v);
+	cJSON_ArrayForEach(e, v) n++;
+	cap = 2 + n * 17 + 1;
+	buf = malloc(cap);
+	if (!buf) {
+		snprintf(c->err, c->errlen, "out of memory");
+		return -1;
+	}
+	buf[at++] = '[';
+	cJSON_ArrayForEach(e, v)
+	{
+		double d = cJSON_IsNumber(e) ? e->valuedouble : -1;
+		if (!(d >= 0 && d <= (double)RUNLOG_INT_MAX && d == floor(d))) {
+			char k[80];
+			snprintf(k, sizeof(k), "%s[%d]", key, i);
+			free(buf);
+			return fault(c, k, "an integer in [0, 999999999999999]", e);
+		}
+		at += (size_t)snprintf(buf + at, cap - at, "%s%lld", i ? "," : "", (long long)d);
+		i++;
+	}
+	buf[at++] = ']';
+	buf[at] = 0;
+	*out = buf;
 	return 0;
 }
 
@@ -355,7 +398,7 @@ static int parse_step(struct ctx *c, const cJSON *root, struct runlog_step *s)
 	    get_int64(c, root, "tokens", 0, 0, INT64_MAX, &s->tokens) ||
 	    get_double(c, root, "loss", 0, 1, -INFINITY, &s->loss) ||
 	    get_int64(c, root, "peak_mem_bytes", 0, 0, INT64_MAX, &s->peak_mem_bytes) ||
-	    get_json(c, root, "rank_peak_mem_bytes", 1, &s->rank_peak_mem))
+	    get_int_array(c, root, "rank_peak_mem_bytes", &s->rank_peak_mem))
 		return -1;
 	ph = cJSON_GetObjectItemCaseSensitive(root, "phases");
 	if (!ph || cJSON_IsNull(ph))
@@ -404,8 +447,328 @@ static int parse_end(struct ctx *c, const cJSON *root, struct runlog_end *e)
 	return 0;
 }
 
+/*
+ * Fast path for step lines as the trainer writes them (flat keys, plain numbers): the
+ * collector reads a million of them per sweep, and cJSON's allocations and locale look-ups
+ * dominate. It accepts only what it reads exactly as the general path would (integers of
+ * at most 15 digits, numbers by Clinger's exact fast path or strtod, no escapes, no
+ * duplicate or unknown keys) and otherwise returns 0: the general path then parses the
+ * line and names any fault. Returns 1 when s is filled.
+ */
+struct scan {
+	const char *p, *end;
+};
+
+static void sc_ws(struct scan *sc)
+{
+	while (sc->p < sc->end &&
+	       (*sc->p == ' ' || *sc->p == '\t' || *sc->p == '\n' || *sc->p == '\r'))
+		sc->p++;
+}
+
+static int sc_char(struct scan *sc, char ch)
+{
+	sc_ws(sc);
+	if (sc->p < sc->end && *sc->p == ch) {
+		sc->p++;
+		return 1;
+	}
+	return 0;
+}
+
+/* A key or string without escapes; sets *k and *n. */
+static int sc_string(struct scan *sc, const char **k, size_t *n)
+{
+	const char *q;
+
+	if (!sc_char(sc, '"'))
+		return 0;
+	for (q = sc->p; q < sc->end && *q != '"'; q++)
+		if (*q == '\\' || (unsigned char)*q < 0x20)
+			return 0;
+	if (q == sc->end)
+		return 0;
+	*k = sc->p;
+	*n = (size_t)(q - sc->p);
+	sc->p = q + 1;
+	return 1;
+}
+
+static int sc_literal_n(struct scan *sc, const char *lit, size_t n)
+{
+	sc_ws(sc);
+	if ((size_t)(sc->end - sc->p) >= n && !memcmp(sc->p, lit, n)) {
+		sc->p += n;
+		return 1;
+	}
+	return 0;
+}
+
+#define sc_literal(sc, lit) sc_literal_n((sc), (lit), sizeof(lit) - 1)
+
+/* The end of a number must be a delimiter. */
+static int sc_delim(const struct scan *sc)
+{
+	return sc->p == sc->end || *sc->p == ',' || *sc->p == '}' || *sc->p == ']' ||
+	       *sc->p == ' ' || *sc->p == '\t' || *sc->p == '\n' || *sc->p == '\r';
+}
+
+/* A non-negative integer of 1 to 15 digits, no fraction or exponent. */
+static int sc_uint(struct scan *sc, int64_t *v)
+{
+	int64_t x = 0;
+	int nd = 0;
+
+	sc_ws(sc);
+	if (sc->end - sc->p > 1 && sc->p[0] == '0' && sc->p[1] >= '0' && sc->p[1] <= '9')
+		return 0; /* a leading zero: not canonical */
+	while (sc->p < sc->end && *sc->p >= '0' && *sc->p <= '9') {
+		if (++nd > 15)
+			return 0;
+		x = x * 10 + (*sc->p++ - '0');
+	}
+	if (!nd || !sc_delim(sc))
+		return 0;
+	*v = x;
+	return 1;
+}
+
+/* A JSON number: exact by Clinger's fast path (mantissa <= 2^53, |exponent| <= 22),
+ * else strtod on the same text (what cJSON calls). */
+static int sc_number(struct scan *sc, double *v)
+{
+	static const double pow10[] = {1e0,  1e1,  1e2,	 1e3,  1e4,  1e5,  1e6,	 1e7,
+				       1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+				       1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+	const char *start;
+	uint64_t m = 0;
+	int neg = 0, nd = 0, exp10 = 0, e = 0, eneg = 0, ed = 0;
+	char buf[64];
+
+	sc_ws(sc);
+	start = sc->p;
+	if (sc->p < sc->end && *sc->p == '-') {
+		neg = 1;
+		sc->p++;
+	}
+	while (sc->p < sc->end && *sc->p >= '0' && *sc->p <= '9') {
+		if (nd < 19)
+			m = m * 10 + (uint64_t)(*sc->p - '0');
+		else
+			exp10++;
+		nd++;
+		sc->p++;
+	}
+	if (!nd)
+		return 0;
+	if (sc->p < sc->end && *sc->p == '.') {
+		int fd = 0;
+		sc->p++;
+		while (sc->p < sc->end && *sc->p >= '0' && *sc->p <= '9') {
+			if (nd < 19) {
+				m = m * 10 + (uint64_t)(*sc->p - '0');
+				exp10--;
+			}
+			nd++;
+			fd++;
+			sc->p++;
+		}
+		if (!fd)
+			return 0;
+	}
+	if (sc->p < sc->end && (*sc->p == 'e' || *sc->p == 'E')) {
+		sc->p++;
+		if (sc->p < sc->end && (*sc->p == '+' || *sc->p == '-'))
+			eneg = *sc->p++ == '-';
+		while (sc->p < sc->end && *sc->p >= '0' && *sc->p <= '9') {
+			if (++ed > 4)
+				return 0;
+			e = e * 10 + (*sc->p++ - '0');
+		}
+		if (!ed)
+			return 0;
+		exp10 += eneg ? -e : e;
+	}
+	if (!sc_delim(sc))
+		return 0;
+	if (nd <= 19 && m <= (1ULL << 53) && exp10 >= -22 && exp10 <= 22) {
+		double d = (double)m;
+		d = exp10 < 0 ? d / pow10[-exp10] : d * pow10[exp10];
+		*v = neg ? -d : d;
+		return 1;
+	}
+	if ((size_t)(sc->p - start) >= sizeof(buf))
+		return 0;
+	memcpy(buf, start, (size_t)(sc->p - start));
+	buf[sc->p - start] = 0;
+	*v = strtod(buf, NULL);
+	return isfinite(*v);
+}
+
+static int sc_key_is(const char *k, size_t n, const char *name)
+{
+	return strlen(name) == n && !memcmp(k, name, n);
+}
+
+/* The same for a string literal, without strlen. */
+#define KEY_IS(k, n, lit) ((n) == sizeof(lit) - 1 && !memcmp((k), (lit), sizeof(lit) - 1))
+
+static int fast_phases(struct scan *sc, struct runlog_step *s)
+{
+	static const char *const names[] = {"forward_s", "backward_s", "optimizer_s",
+					    "comm_exposed_s", "bubble_s"};
+	double *dst[] = {&s->forward_s, &s->backward_s, &s->optimizer_s, &s->comm_exposed_s,
+			 &s->bubble_s};
+	unsigned seen = 0;
+
+	if (sc_char(sc, '}'))
+		return 1;
+	for (;;) {
+		const char *k;
+		size_t n;
+		int i;
+
+		if (!sc_string(sc, &k, &n) || !sc_char(sc, ':'))
+			return 0;
+		for (i = 0; i < 5 && !sc_key_is(k, n, names[i]); i++)
+			;
+		if (i == 5 || (seen & (1u << i)))
+			return 0;
+		seen |= 1u << i;
+		if (sc_literal(sc, "null"))
+			*dst[i] = NAN;
+		else if (!sc_number(sc, dst[i]) || *dst[i] < 0)
+			return 0;
+		if (sc_char(sc, '}'))
+			return 1;
+		if (!sc_char(sc, ','))
+			return 0;
+	}
+}
+
+static int fast_rank_mem(struct scan *sc, struct runlog_step *s)
+{
+	char buf[512];
+	size_t at = 1;
+	int64_t v;
+
+	buf[0] = '[';
+	if (!sc_char(sc, ']')) {
+		for (;;) {
+			const char *d;
+			sc_ws(sc);
+			d = sc->p;
+			if (!sc_uint(sc, &v) || at + 20 >= sizeof(buf))
+				return 0;
+			if (at > 1)
+				buf[at++] = ',';
+			memcpy(buf + at, d, (size_t)(sc->p - d));
+			at += (size_t)(sc->p - d);
+			if (sc_char(sc, ']'))
+				break;
+			if (!sc_char(sc, ','))
+				return 0;
+		}
+	}
+	buf[at++] = ']';
+	buf[at] = 0;
+	s->rank_peak_mem = malloc(at + 1);
+	if (s->rank_peak_mem)
+		memcpy(s->rank_peak_mem, buf, at + 1);
+	return s->rank_peak_mem != NULL;
+}
+
+enum { F_TYPE = 1, F_STEP = 2, F_WARMUP = 4, F_TIME = 8, F_REQUIRED = 15 };
+
+static int fast_step(const char *line, size_t len, struct runlog_step *s)
+{
+	struct scan sc = {line, line + len};
+	unsigned seen = 0, bit;
+
+	memset(s, 0, sizeof(*s));
+	s->tokens = s->peak_mem_bytes = -1;
+	s->loss = s->forward_s = s->backward_s = s->optimizer_s = s->comm_exposed_s = s->bubble_s =
+	    NAN;
+	if (!sc_char(&sc, '{'))
+		return 0;
+	for (;;) {
+		const char *k, *v;
+		size_t n, vn;
+		int64_t iv;
+		int ok = 0;
+
+		if (!sc_string(&sc, &k, &n) || !sc_char(&sc, ':'))
+			goto out_not_handled;
+		if (KEY_IS(k, n, "type")) {
+			bit = F_TYPE;
+			ok = sc_string(&sc, &v, &vn) && KEY_IS(v, vn, "step");
+		} else if (KEY_IS(k, n, "step")) {
+			bit = F_STEP;
+			ok = sc_uint(&sc, &iv);
+			s->step = iv;
+		} else if (KEY_IS(k, n, "warmup")) {
+			bit = F_WARMUP;
+			ok = 1;
+			if (sc_literal(&sc, "true"))
+				s->warmup = 1;
+			else if (sc_literal(&sc, "false"))
+				s->warmup = 0;
+			else if (sc_uint(&sc, &iv) && iv <= 1)
+				s->warmup = (int)iv;
+			else
+				ok = 0;
+		} else if (KEY_IS(k, n, "time_s")) {
+			bit = F_TIME;
+			ok = sc_number(&sc, &s->time_s) && s->time_s >= 0;
+		} else if (KEY_IS(k, n, "tokens")) {
+			bit = 16;
+			ok = sc_literal(&sc, "null") || sc_uint(&sc, &s->tokens);
+		} else if (KEY_IS(k, n, "loss")) {
+			bit = 32;
+			ok = sc_literal(&sc, "null") || sc_number(&sc, &s->loss);
+		} else if (KEY_IS(k, n, "peak_mem_bytes")) {
+			bit = 64;
+			ok = sc_literal(&sc, "null") || sc_uint(&sc, &s->peak_mem_bytes);
+		} else if (KEY_IS(k, n, "rank_peak_mem_bytes")) {
+			bit = 128;
+			ok = !s->rank_peak_mem && (sc_literal(&sc, "null") ||
+						   (sc_char(&sc, '[') && fast_rank_mem(&sc, s)));
+		} else if (KEY_IS(k, n, "phases")) {
+			bit = 256;
+			ok = sc_literal(&sc, "null") || (sc_char(&sc, '{') && fast_phases(&sc, s));
+		} else {
+			goto out_not_handled;
+		}
+		if (!ok || (seen & bit))
+			goto out_not_handled;
+		seen |= bit;
+		if (sc_char(&sc, '}'))
+			break;
+		if (!sc_char(&sc, ','))
+			goto out_not_handled;
+	}
+	sc_ws(&sc);
+	if (sc.p != sc.end || (seen & F_REQUIRED) != F_REQUIRED)
+		goto out_not_handled;
+	return 1;
+out_not_handled:
+	free(s->rank_peak_mem);
+	s->rank_peak_mem = NULL;
+	return 0;
+}
+
 int runlog_parse_line(const char *line, size_t len, struct runlog_record *rec, char *err,
 		      size_t errlen)
+{
+	if (len > 8 && line[0] == '{' && fast_step(line, len, &rec->step)) {
+		rec->type = RUNLOG_STEP;
+		return 0;
+	}
+	return runlog_parse_line_general(line, len, rec, err, errlen);
+}
+
+int runlog_parse_line_general(const char *line, size_t len, struct runlog_record *rec, char *err,
+			      size_t errlen)
 {
 	struct ctx c = {"record", "", err, errlen};
 	const cJSON *type;

@@ -1,0 +1,43 @@
+#!/bin/sh
+# Golden test of job-script rendering: `layoutbench plan SPEC --render DIR` for the
+# quickstart spec and tests/golden/render/cluster.json (every cluster field, two shapes,
+# a hostile env value) must give exactly tests/golden/render/<name>/. Trainer path, runs
+# folder and throttle are pinned through the environment. Regenerate with
+# LB_UPDATE_GOLDEN=1 sh tests/sh/slurm_golden.sh (then read the diff before committing).
+set -u
+BUILD=${BUILD:-build}
+LB="$BUILD/layoutbench"
+[ -x "$LB" ] || { echo "no $LB (make BUILD=$BUILD first)"; exit 1; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+export LAYOUTBENCH_TRAIN=/opt/layoutbench/bin/layoutbench-train
+export LAYOUTBENCH_RUNS=/scratch/runs
+export LAYOUTBENCH_THROTTLE=4
+rc=0
+for spec in quickstart tests/golden/render/cluster.json; do
+	name=$(basename "$spec" .json)
+	out="$tmp/$name"
+	if ! "$LB" plan "$spec" --render "$out" >"$tmp/$name.plan" 2>"$tmp/$name.err"; then
+		echo "FAIL: plan $spec --render failed:"
+		cat "$tmp/$name.err"
+		rc=1
+		continue
+	fi
+	if [ "${LB_UPDATE_GOLDEN:-0}" = 1 ]; then
+		rm -rf "tests/golden/render/$name"
+		cp -r "$out" "tests/golden/render/$name"
+		echo "updated tests/golden/render/$name"
+		continue
+	fi
+	if ! diff -ru "tests/golden/render/$name" "$out"; then
+		echo "FAIL: rendered scripts of $spec differ from tests/golden/render/$name"
+		rc=1
+	else
+		echo "ok: $spec"
+	fi
+	# every rendered script is valid bash
+	for s in "$out"/*.sbatch; do
+		bash -n "$s" || { echo "FAIL: $s is not valid bash"; rc=1; }
+	done
+done
+exit $rc

@@ -102,58 +102,39 @@ static void FN(reset_peak)(void)
 
 /* --- matmul --- */
 
-/* C += alpha * A B^T, A (M, K), B (N, K): dot products, 4x4 register blocks. */
+/* C += alpha * A B^T, A (M, K), B (N, K): B is transposed block by block into a stack
+ * tile so the inner loop runs along C's rows (axpy, vectorizable) as in the NN case. */
+#define MM_TILE 64
+
 static void FN(mm_nt)(REAL *c, const REAL *a, const REAL *b, int m, int n, int k, REAL alpha)
 {
-	int i = 0, j;
+	REAL bt[MM_TILE][MM_TILE]; /* (p, j) tile of B^T */
 
-	for (; i + 4 <= m; i += 4) {
-		const REAL *a0 = a + (size_t)i * k, *a1 = a0 + k, *a2 = a1 + k, *a3 = a2 + k;
+	for (int j0 = 0; j0 < n; j0 += MM_TILE) {
+		int nj = n - j0 < MM_TILE ? n - j0 : MM_TILE;
 
-		for (j = 0; j + 4 <= n; j += 4) {
-			const REAL *b0 = b + (size_t)j * k, *b1 = b0 + k, *b2 = b1 + k,
-				   *b3 = b2 + k;
-			REAL s[16] = {0};
+		for (int p0 = 0; p0 < k; p0 += MM_TILE) {
+			int np = k - p0 < MM_TILE ? k - p0 : MM_TILE;
 
-			for (int p = 0; p < k; p++) {
-				REAL x0 = a0[p], x1 = a1[p], x2 = a2[p], x3 = a3[p];
-				REAL y0 = b0[p], y1 = b1[p], y2 = b2[p], y3 = b3[p];
+			for (int jj = 0; jj < nj; jj++)
+				for (int pp = 0; pp < np; pp++)
+					bt[pp][jj] = b[(size_t)(j0 + jj) * k + p0 + pp];
+			for (int i = 0; i < m; i++) {
+				REAL *ci = c + (size_t)i * n + j0;
+				const REAL *ai = a + (size_t)i * k + p0;
 
-				s[0] += x0 * y0, s[1] += x0 * y1, s[2] += x0 * y2, s[3] += x0 * y3;
-				s[4] += x1 * y0, s[5] += x1 * y1, s[6] += x1 * y2, s[7] += x1 * y3;
-				s[8] += x2 * y0, s[9] += x2 * y1, s[10] += x2 * y2,
-				    s[11] += x2 * y3;
-				s[12] += x3 * y0, s[13] += x3 * y1, s[14] += x3 * y2,
-				    s[15] += x3 * y3;
+				for (int pp = 0; pp < np; pp++) {
+					REAL x = alpha * ai[pp];
+					const REAL *bp = bt[pp];
+
+					for (int jj = 0; jj < nj; jj++)
+						ci[jj] += x * bp[jj];
+				}
 			}
-			for (int r = 0; r < 4; r++)
-				for (int q = 0; q < 4; q++)
-					c[(size_t)(i + r) * n + j + q] += alpha * s[r * 4 + q];
-		}
-		for (; j < n; j++) {
-			const REAL *bj = b + (size_t)j * k;
-			REAL s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-
-			for (int p = 0; p < k; p++) {
-				s0 += a0[p] * bj[p], s1 += a1[p] * bj[p];
-				s2 += a2[p] * bj[p], s3 += a3[p] * bj[p];
-			}
-			c[(size_t)i * n + j] += alpha * s0;
-			c[(size_t)(i + 1) * n + j] += alpha * s1;
-			c[(size_t)(i + 2) * n + j] += alpha * s2;
-			c[(size_t)(i + 3) * n + j] += alpha * s3;
 		}
 	}
-	for (; i < m; i++)
-		for (j = 0; j < n; j++) {
-			const REAL *ai = a + (size_t)i * k, *bj = b + (size_t)j * k;
-			REAL s = 0;
-
-			for (int p = 0; p < k; p++)
-				s += ai[p] * bj[p];
-			c[(size_t)i * n + j] += alpha * s;
-		}
 }
+#undef MM_TILE
 
 static void FN(matmul)(void *cv, const void *av, const void *bv, int m, int n, int k, int ta,
 		       int tb, double alpha_d, int accumulate)

@@ -90,6 +90,17 @@ static size_t series_index(const char **list, size_t n, const char *s)
 	return 0;
 }
 
+/* A bar's height on the plot's axis: MFU in percent or TFLOP/s per GPU; 0 when unknown
+ * or failed. */
+static double bar_height(const struct report_bar *b, int use_mfu)
+{
+	if (b->state != REPORT_BAR_VALUE)
+		return 0;
+	if (use_mfu)
+		return b->run->mfu * 100.0;
+	return b->run->has_tflops ? b->run->tflops : 0;
+}
+
 /* Geometry: a bar is one x unit wide; a group takes at least GROUP_MIN_UNITS (room for its
  * wrapped name) with its bars centred, and groups are GROUP_GAP units apart. */
 #define GROUP_MIN_UNITS 4.0
@@ -118,11 +129,8 @@ void plot_script(struct lb_strbuf *sb, const struct report_figure *f)
 		for (size_t k = i; k < j; k++) {
 			const struct report_bar *b = &f->bars[k];
 			xs[k] = start + (double)(k - i);
-			if (b->state == REPORT_BAR_VALUE) {
-				double y = use_mfu ? b->run->mfu * 100.0 : b->run->tflops;
-				if ((use_mfu || b->run->has_tflops) && y > ymax)
-					ymax = y;
-			}
+			if (bar_height(b, use_mfu) > ymax)
+				ymax = bar_height(b, use_mfu);
 		}
 		x += slot + GROUP_GAP;
 	}
@@ -137,29 +145,46 @@ void plot_script(struct lb_strbuf *sb, const struct report_figure *f)
 		       "set terminal svg size %d,560 noenhanced font 'sans,11' background "
 		       "'white'\n",
 		       width);
+	/* Three blocks: the boxes, the labels above measured bars, the labels of failed bars
+	 * (written at the base). Separate blocks rather than NaN filters: gnuplot 5.4 crashes
+	 * on a labels plot whose only point is filtered out. */
+	size_t nvalue = 0, nfail = 0;
 	lb_strbuf_adds(sb, "$bars << EOD\n");
 	for (size_t i = 0; i < f->n; i++) {
 		const struct report_bar *b = &f->bars[i];
 		size_t si = series_index(series, nseries, b->series);
-		double y = 0;
+		lb_strbuf_addf(sb, "%g %.6f %zu\n", xs[i], bar_height(b, use_mfu),
+			       si % NPALETTE + 1);
+	}
+	lb_strbuf_adds(sb, "EOD\n$values << EOD\n");
+	for (size_t i = 0; i < f->n; i++) {
+		const struct report_bar *b = &f->bars[i];
+		double y = bar_height(b, use_mfu);
+		if (b->state != REPORT_BAR_VALUE)
+			continue;
 		render_bar_annotation(f, b, ann, sizeof(ann));
-		if (b->state == REPORT_BAR_VALUE) {
-			if (use_mfu) {
-				y = b->run->mfu * 100.0;
-				snprintf(val, sizeof(val), "%.2f", y);
-			} else if (b->run->has_tflops) {
-				y = b->run->tflops;
-				snprintf(val, sizeof(val), y >= 1 ? "%.1f" : "%.3g", y);
-			} else {
-				snprintf(val, sizeof(val), "n/a");
-			}
-			snprintf(text, sizeof(text), "%s %s", val, ann);
-		} else {
-			report_bar_mfu_text(b, "n/a", text, sizeof(text));
-		}
-		lb_strbuf_addf(sb, "%g %.6f %zu ", xs[i], y, si % NPALETTE + 1);
+		if (use_mfu)
+			snprintf(val, sizeof(val), "%.2f", y);
+		else if (b->run->has_tflops)
+			snprintf(val, sizeof(val), y >= 1 ? "%.1f" : "%.3g", y);
+		else
+			snprintf(val, sizeof(val), "n/a");
+		snprintf(text, sizeof(text), "%s %s", val, ann);
+		lb_strbuf_addf(sb, "%g %.6f ", xs[i], y);
 		gp_data_text(sb, text);
-		lb_strbuf_addf(sb, " %d\n", b->state == REPORT_BAR_VALUE ? 0 : 1);
+		lb_strbuf_adds(sb, "\n");
+		nvalue++;
+	}
+	lb_strbuf_adds(sb, "EOD\n$failures << EOD\n");
+	for (size_t i = 0; i < f->n; i++) {
+		const struct report_bar *b = &f->bars[i];
+		if (b->state == REPORT_BAR_VALUE)
+			continue;
+		report_bar_mfu_text(b, "n/a", text, sizeof(text));
+		lb_strbuf_addf(sb, "%g 0 ", xs[i]);
+		gp_data_text(sb, text);
+		lb_strbuf_adds(sb, "\n");
+		nfail++;
 	}
 	lb_strbuf_adds(sb, "EOD\n");
 	for (size_t k = 0; k < NPALETTE; k++)
@@ -192,11 +217,13 @@ void plot_script(struct lb_strbuf *sb, const struct report_figure *f)
 	lb_strbuf_addf(sb, "set bmargin %d\n", maxlines + 2);
 	lb_strbuf_adds(sb, "set title ");
 	gp_quote(sb, report_kind_title(f->kind));
-	lb_strbuf_adds(sb, "\nplot $bars using 1:2:3 with boxes lc variable notitle, \\\n"
-			   "  $bars using 1:($5 == 0 ? $2 : NaN):4 with labels rotate by 90 left "
-			   "offset 0,0.4 font 'sans,9' notitle, \\\n"
-			   "  $bars using 1:($5 == 1 ? 0 : NaN):4 with labels rotate by 90 left "
-			   "offset 0,0.4 font 'sans,9' tc rgb '#b00000' notitle");
+	lb_strbuf_adds(sb, "\nplot $bars using 1:2:3 with boxes lc variable notitle");
+	if (nvalue)
+		lb_strbuf_adds(sb, ", \\\n  $values using 1:2:3 with labels rotate by 90 left "
+				   "offset 0,0.4 font 'sans,9' notitle");
+	if (nfail)
+		lb_strbuf_adds(sb, ", \\\n  $failures using 1:2:3 with labels rotate by 90 left "
+				   "offset 0,0.4 font 'sans,9' tc rgb '#b00000' notitle");
 	for (size_t k = 0; k < nseries; k++) {
 		lb_strbuf_addf(sb, ", \\\n  NaN with boxes lt %zu title ", k % NPALETTE + 1);
 		gp_quote(sb, series[k]);

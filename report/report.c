@@ -496,9 +496,29 @@ static int run_by_best_group(const void *pa, const void *pb)
 		return a->seq_len < b->seq_len ? -1 : 1;
 	if (a->gpus != b->gpus)
 		return a->gpus < b->gpus ? -1 : 1;
-	if (a != b && report_run_measured(a) && report_run_measured(b))
+	if (a != b)
 		return report_run_better(a, b) ? -1 : 1;
 	return a->run_id < b->run_id ? -1 : a->run_id > b->run_id;
+}
+
+int report_runs_best(const struct report_runs *rs, struct report_runs *out)
+{
+	const struct report_run **v = malloc((rs->n ? rs->n : 1) * sizeof(*v));
+	size_t n = 0;
+	int rc = 0;
+
+	if (!v)
+		return -1;
+	for (size_t i = 0; i < rs->n; i++)
+		if (rs->v[i].status == REPORT_RUN_OK)
+			v[n++] = &rs->v[i];
+	qsort(v, n, sizeof(*v), run_by_best_group);
+	for (size_t i = 0; i < n && !rc; i++)
+		if (i == 0 || strcmp(v[i]->model, v[i - 1]->model) ||
+		    v[i]->seq_len != v[i - 1]->seq_len || v[i]->gpus != v[i - 1]->gpus)
+			rc = report_runs_add(out, v[i]);
+	free(v);
+	return rc;
 }
 
 static void build_best(struct builder *b, const struct report_run **v, size_t n)

@@ -79,6 +79,12 @@ int report_run_measured(const struct report_run *r);
  * higher TFLOP/s per GPU, then the lower run_id (the earlier run). */
 int report_run_better(const struct report_run *a, const struct report_run *b);
 
+/* The best_layout view's rule applied to a set of runs: per (model, seq_len, gpus), the ok
+ * run that ranks highest by report_run_better (ok runs without MFU or TFLOP/s rank last,
+ * by run_id), exactly as the view orders them. Appends a copy of each winner to out
+ * (initialised by the caller). Returns 0, or -1 when out of memory. */
+int report_runs_best(const struct report_runs *rs, struct report_runs *out);
+
 /* Kernel classes shared by the figures: imported runs match the paper's kernel string,
  * ours the attention and norm kernels. */
 int report_run_is_flash_rms(const struct report_run *r); /* "flash_attention2 + RMS kernel" /

@@ -191,6 +191,33 @@ static void test_plot_run(void **state)
 	lb_strbuf_release(&sb);
 	report_figure_release(&f);
 	report_runs_release(&rs);
+
+	/* one bar alone, measured or failed (gnuplot 5.4 crashed on a filtered-out single
+	 * label point; the script must not trigger it) */
+	for (int failed = 0; failed < 2; failed++) {
+		struct report_run r;
+		report_runs_init(&rs);
+		memset(&r, 0, sizeof(r));
+		r.run_id = 1;
+		r.sweep = r.label = r.model = "x";
+		r.checkpointing = "none";
+		r.attention = "flash";
+		r.norm = "fused";
+		r.status = failed ? REPORT_RUN_FAILED : REPORT_RUN_OK;
+		r.failure_class = failed ? "oom" : NULL;
+		r.has_tflops = !failed;
+		r.tflops = 0.002;
+		assert_int_equal(report_runs_add(&rs, &r), 0);
+		assert_int_equal(report_figure_build(&rs, REPORT_KERNELS, NULL, &f), 0);
+		assert_int_equal(f.n, 1);
+		plot_script(&sb, &f);
+		assert_int_equal(plot_run(lb_strbuf_str(&sb), &svg, err, sizeof(err)), 0);
+		assert_non_null(strstr(svg, failed ? "OOM" : "0.002 (0,0,0)"));
+		free(svg);
+		lb_strbuf_release(&sb);
+		report_figure_release(&f);
+		report_runs_release(&rs);
+	}
 }
 
 int main(void)

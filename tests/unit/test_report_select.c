@@ -452,6 +452,41 @@ static void test_sweep_filter_and_best(void **state)
 	report_runs_release(&rs);
 }
 
+/* report_runs_best: the best_layout view's rule (per model, seq_len, gpus; ok runs only;
+ * MFU, then TFLOP/s, then run_id; unmeasured ok runs last). */
+static void test_runs_best(void **state)
+{
+	(void)state;
+	struct report_runs rs, best;
+	char csv[512];
+
+	report_runs_init(&rs);
+	report_runs_init(&best);
+	struct report_run r = failed("x", "oom");
+	r.gpus = 16; /* only failed runs at 16 GPUs: no row */
+	add(&rs, r);
+	add(&rs, mk("x", -1, -1)); /* ok, unmeasured */
+	r = mk("y", -1, 5);	   /* unknown MFU, known TFLOP/s (another sweep) */
+	r.tp = 2;
+	add(&rs, r);
+	r = mk("x", 0.1, 1); /* known MFU beats any TFLOP/s */
+	r.pp = 4;
+	add(&rs, r);
+	r = mk("z", -1, -1); /* a group with only an unmeasured ok run: kept, as the view does */
+	r.seq_len = 256;
+	add(&rs, r);
+	r = mk("x", 0.9, 1);
+	r.status = REPORT_RUN_RUNNING;
+	add(&rs, r);
+	assert_int_equal(report_runs_best(&rs, &best), 0);
+	assert_int_equal(best.n, 2);
+	csv_of(&best, REPORT_BEST, NULL, csv, sizeof(csv));
+	assert_string_equal(csv, "tiny/128/8,flash+fused,10.00,1,1,4,none\n"
+				 "tiny/256/8,flash+fused,FAILED(unmeasured),,,,\n");
+	report_runs_release(&best);
+	report_runs_release(&rs);
+}
+
 static void test_mfu_text_rounding(void **state)
 {
 	(void)state;
@@ -486,6 +521,7 @@ int main(void)
 	    cmocka_unit_test(test_rms),
 	    cmocka_unit_test(test_sweep_filter_and_best),
 	    cmocka_unit_test(test_mfu_text_rounding),
+	    cmocka_unit_test(test_runs_best),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,90 @@
+#!/bin/sh
+# End-to-end test of `layoutbench report` on our own runs: three CPU run logs
+# (tests/golden/report/runs: unknown peak, one OOM) collected into a temporary database;
+# MFU must read n/a (never invented) with TFLOP/s per GPU shown and used for ranking, in
+# CSV (empty MFU), markdown and HTML. Also: usage errors (exit 2), a missing database
+# (exit 1), --sweep, LAYOUTBENCH_DB, --out for each format, and `--figure all` CSV sections.
+BUILD=${BUILD:-build}
+LB="$BUILD/layoutbench"
+RUNS=tests/golden/report/runs
+
+[ -x "$LB" ] || { echo "error: '$LB' not built (make BUILD=$BUILD)"; exit 1; }
+tmp=$(mktemp -d) || exit 1
+trap 'rm -rf "$tmp"' EXIT
+fail=0
+db="$tmp/r.db"
+cp -r "$RUNS" "$tmp/runs"
+
+if ! "$LB" collect --db "$db" "$tmp/runs" >"$tmp/collect.out" 2>&1; then
+	if grep -q 'not built yet' "$tmp/collect.out"; then
+		echo "'layoutbench collect' is not built yet"
+		exit 77
+	fi
+	cat "$tmp/collect.out"
+	echo "error: collect failed"
+	exit 1
+fi
+
+# usage errors: exit 2 with the usage line
+for args in "" "--figure nope" "--figure kernels --format pdf" "--figure" "--bogus x --figure all"; do
+	# shellcheck disable=SC2086
+	"$LB" report --db "$db" $args >"$tmp/u.out" 2>"$tmp/u.err"
+	rc=$?
+	[ $rc = 2 ] || { echo "FAIL: 'report $args' exited $rc, want 2"; fail=1; }
+	grep -q '^usage: layoutbench report' "$tmp/u.err" || { echo "FAIL: no usage for '$args'"; fail=1; }
+	grep -q '^error: ' "$tmp/u.err" || { echo "FAIL: no error line for '$args'"; fail=1; }
+done
+# a missing database: exit 1, says what to do, creates nothing
+"$LB" report --db "$tmp/none.db" --figure all 2>"$tmp/m.err"
+[ $? = 1 ] || { echo "FAIL: missing db exit status"; fail=1; }
+grep -q "^error: database '$tmp/none.db' not found" "$tmp/m.err" || { cat "$tmp/m.err"; echo "FAIL: missing db message"; fail=1; }
+[ -e "$tmp/none.db" ] && { echo "FAIL: report created a database"; fail=1; }
+
+# unknown peak: CSV MFU empty, ranked by TFLOP/s
+"$LB" report --db "$db" --figure kernels --format csv >"$tmp/k.csv" || fail=1
+cat >"$tmp/k.want" <<'EOF'
+group,series,mfu,micro_batch,tp,pp,checkpointing
+cpu-sweep,flash+unfused,,2,1,1,none
+cpu-sweep,flash+fused,,1,1,1,none
+EOF
+diff -u "$tmp/k.want" "$tmp/k.csv" || { echo "FAIL: kernels csv"; fail=1; }
+"$LB" report --db "$db" --figure best --format csv >"$tmp/b.csv" || fail=1
+grep -qx 'tiny/128/2,flash+unfused,,2,1,1,none' "$tmp/b.csv" || { cat "$tmp/b.csv"; echo "FAIL: best by TFLOP/s"; fail=1; }
+
+# markdown: n/a and TFLOP/s per GPU
+LAYOUTBENCH_DB="$db" "$LB" report --figure kernels >"$tmp/k.md" || { echo "FAIL: LAYOUTBENCH_DB"; fail=1; }
+grep -qF '| flash+unfused | n/a | 0.002 | 2 | 1 | 1 | 2 | none |' "$tmp/k.md" || { cat "$tmp/k.md"; echo "FAIL: md n/a row"; fail=1; }
+grep -qF '| flash+fused | n/a | 0.001 | 1 | 1 | 1 | 2 | none |' "$tmp/k.md" || { echo "FAIL: md second row"; fail=1; }
+
+# --sweep
+"$LB" report --db "$db" --sweep nope --figure kernels --format csv >"$tmp/s.csv" || fail=1
+[ "$(wc -l <"$tmp/s.csv")" = 1 ] || { echo "FAIL: --sweep nope shows rows"; fail=1; }
+"$LB" report --db "$db" --sweep=cpu-sweep --figure=kernels --format=csv >"$tmp/s2.csv" || fail=1
+cmp -s "$tmp/s2.csv" "$tmp/k.csv" || { echo "FAIL: --sweep cpu-sweep"; fail=1; }
+
+# --figure all as CSV on stdout: seven sections
+"$LB" report --db "$db" --figure all --format csv >"$tmp/all.csv" || fail=1
+[ "$(grep -c '^# figure: ' "$tmp/all.csv")" = 7 ] || { echo "FAIL: csv sections"; fail=1; }
+[ "$(grep -c '^group,series,mfu,micro_batch,tp,pp,checkpointing$' "$tmp/all.csv")" = 7 ] ||
+	{ echo "FAIL: csv section headers"; fail=1; }
+
+# --out: md to report.md, html to report.html; nothing on stdout
+"$LB" report --db "$db" --figure all --out "$tmp/o" >"$tmp/o.out" 2>/dev/null || fail=1
+[ -s "$tmp/o/report.md" ] && [ ! -s "$tmp/o.out" ] || { echo "FAIL: md --out"; fail=1; }
+if command -v "${LB_GNUPLOT:-gnuplot}" >/dev/null 2>&1; then
+	"$LB" report --db "$db" --figure all --format html --out "$tmp/o" 2>"$tmp/h.err" || { cat "$tmp/h.err"; fail=1; }
+	page="$tmp/o/report.html"
+	grep -q 'TFLOP/s per GPU (model FLOPs)' "$page" || { echo "FAIL: plot axis is not TFLOP/s"; fail=1; }
+	grep -q '<td class="num">n/a</td>' "$page" || { echo "FAIL: html n/a"; fail=1; }
+	grep -q '<td class="num">0.002</td>' "$page" || { echo "FAIL: html TFLOP/s"; fail=1; }
+	grep -q 'MFU \[%\]' "$page" && { echo "FAIL: plot claims MFU without a peak"; fail=1; }
+	# seqpar has no runs: a figure with no plot, still a heading
+	grep -q '<h2>Figure 5: sequence parallelism</h2>' "$page" || { echo "FAIL: empty figure heading"; fail=1; }
+fi
+# an unwritable --out: exit 1 with the path named
+"$LB" report --db "$db" --figure kernels --out /proc/nope 2>"$tmp/w.err"
+[ $? = 1 ] || { echo "FAIL: unwritable --out exit status"; fail=1; }
+grep -q "/proc/nope" "$tmp/w.err" || { echo "FAIL: unwritable --out message"; fail=1; }
+
+[ $fail = 0 ] && echo "report_cli: all checks passed"
+exit $fail

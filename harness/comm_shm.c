@@ -464,6 +464,28 @@ static void reduce_into(void *dst, unsigned char *const *src, int n, size_t coun
 	size_t b, i;
 	int k;
 
+	if (t == LB_F32 && op != LB_MAX) { /* the common case, without conversions */
+		float acc[RBLK];
+
+		for (b = 0; b < count; b += RBLK) {
+			size_t m = count - b < RBLK ? count - b : RBLK;
+			const float *s0 = (const float *)src[0] + b;
+
+			for (i = 0; i < m; i++)
+				acc[i] = s0[i];
+			for (k = 1; k < n; k++) {
+				const float *sk = (const float *)src[k] + b;
+
+				for (i = 0; i < m; i++)
+					acc[i] += sk[i];
+			}
+			if (op == LB_AVG)
+				for (i = 0; i < m; i++)
+					acc[i] /= (float)n;
+			memcpy((float *)dst + b, acc, m * sizeof(float));
+		}
+		return;
+	}
 	for (b = 0; b < count; b += RBLK) {
 		size_t m = count - b < RBLK ? count - b : RBLK;
 

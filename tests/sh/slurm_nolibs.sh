@@ -1,0 +1,32 @@
+#!/bin/sh
+# A build without libslurm and libcurl still builds, and its slurm and rest executors say
+# exactly how to get them; the local executor still works (dry run here).
+set -u
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+B="$tmp/build"
+if ! make --no-print-directory BUILD="$B" WITH_SLURM=0 WITH_CURL=0 "$B/layoutbench" \
+	>"$tmp/make.log" 2>&1; then
+	tail -n 30 "$tmp/make.log"
+	echo "FAIL: the build without libslurm and libcurl failed"
+	exit 1
+fi
+fail=0
+cd "$tmp" || exit 1
+"$B/layoutbench" submit quickstart --executor slurm --db "$tmp/x.db" >out 2>err
+rc=$?
+want='error: layoutbench was built without Slurm support (install libslurm-dev and rebuild)'
+[ $rc != 0 ] || { echo "FAIL: submit --executor slurm succeeded without libslurm"; fail=1; }
+grep -qxF "$want" err || { echo "FAIL: slurm executor said: $(cat err)"; fail=1; }
+SLURMRESTD_URL=http://127.0.0.1:9 SLURMRESTD_TOKEN=x "$B/layoutbench" submit quickstart \
+	--executor rest --db "$tmp/x.db" >out 2>err
+rc=$?
+want='error: layoutbench was built without slurmrestd support (install libcurl4-openssl-dev and rebuild)'
+[ $rc != 0 ] || { echo "FAIL: submit --executor rest succeeded without libcurl"; fail=1; }
+grep -qxF "$want" err || { echo "FAIL: rest executor said: $(cat err)"; fail=1; }
+"$B/layoutbench" submit quickstart --executor local --dry-run --db "$tmp/x.db" >out 2>err ||
+	{ echo "FAIL: local dry run: $(cat err)"; fail=1; }
+grep -q "^dry run: sweep 'quickstart', executor local: 8 layout" out ||
+	{ echo "FAIL: local dry run printed: $(cat out)"; fail=1; }
+[ "$fail" = 0 ] && echo "ok: both messages exact, local executor available"
+exit $fail

@@ -17,18 +17,22 @@
 
 #define REAL	 float
 #define FN(name) name##_f32
+#define EXP	 expf
 #define OPS_NAME "cpu"
 #include "harness/ops_cpu_impl.h"
 #undef REAL
 #undef FN
+#undef EXP
 #undef OPS_NAME
 
 #define REAL	 double
 #define FN(name) name##_f64
+#define EXP	 exp
 #define OPS_NAME "cpu-f64"
 #include "harness/ops_cpu_impl.h"
 #undef REAL
 #undef FN
+#undef EXP
 #undef OPS_NAME
 
 const struct lb_ops *lb_ops_cpu(void)

@@ -2,7 +2,8 @@
  * The CPU reference ops, written once over a `REAL` element type and instantiated by
  * harness/ops_cpu.c in float (the trainer's CPU backend) and double (gradient checks in
  * the tests: the same code, tight enough to catch a wrong index). The includer defines
- * REAL, FN(name) (a name suffix per instantiation) and OPS_NAME. Every function is static;
+ * REAL, FN(name) (a name suffix per instantiation), EXP (expf or exp: the attention's
+ * exponentials in the element type) and OPS_NAME. Every function is static;
  * the table at the end is FN(table). Reductions along a row (norms, softmax sums, dot
  * products of the attention) accumulate in double in both instantiations. No allocation
  * inside an op: scratch comes from the caller.
@@ -319,13 +320,22 @@ static void FN(rope_bwd)(void *dx, const void *cs, int t, int s, int stride, int
 
 /* --- attention --- */
 
+/* Dot product in double with four partial sums (a fixed order: deterministic; four
+ * independent chains instead of one). */
 static REAL FN(dot)(const REAL *a, const REAL *b, int d)
 {
-	double s = 0;
+	double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+	int i = 0;
 
-	for (int i = 0; i < d; i++)
-		s += (double)a[i] * b[i];
-	return (REAL)s;
+	for (; i + 4 <= d; i += 4) {
+		s0 += (double)a[i] * b[i];
+		s1 += (double)a[i + 1] * b[i + 1];
+		s2 += (double)a[i + 2] * b[i + 2];
+		s3 += (double)a[i + 3] * b[i + 3];
+	}
+	for (; i < d; i++)
+		s0 += (double)a[i] * b[i];
+	return (REAL)((s0 + s1) + (s2 + s3));
 }
 
 #define QKV_Q(qkv, b, s, i, hq, nh, nkv, d)                                                        \
@@ -396,7 +406,7 @@ static void FN(attn_naive_fwd)(void *outv, void *probsv, void *scratch, const vo
 				for (int j = 0; j < s; j++)
 					mx = r[j] > mx ? r[j] : mx;
 				for (int j = 0; j < s; j++) {
-					p[(size_t)i * s + j] = (REAL)exp((double)(r[j] - mx));
+					p[(size_t)i * s + j] = EXP(r[j] - mx);
 					z += p[(size_t)i * s + j];
 				}
 				for (int j = 0; j < s; j++)
@@ -426,7 +436,7 @@ static void FN(attn_fused_fwd)(void *outv, void *probsv, const void *qkvv, int b
 				for (int j = 0; j <= i; j++)
 					mx = r[j] * scale > mx ? r[j] * scale : mx;
 				for (int j = 0; j <= i; j++) {
-					r[j] = (REAL)exp(r[j] * scale - mx);
+					r[j] = EXP((REAL)(r[j] * scale - mx));
 					z += r[j];
 				}
 				for (int j = 0; j <= i; j++)
@@ -520,12 +530,12 @@ static void FN(attn_flash_fwd)(void *outv, void *lsev, void *scratch, const void
 								    scale);
 						mt = sc[j - j0] > mt ? sc[j - j0] : mt;
 					}
-					REAL corr = (REAL)exp(m - mt);
+					REAL corr = EXP((REAL)(m - mt));
 					l *= corr;
 					for (int e = 0; e < d; e++)
 						o[e] *= corr;
 					for (int j = j0; j < j1; j++) {
-						REAL p = (REAL)exp(sc[j - j0] - mt);
+						REAL p = EXP((REAL)(sc[j - j0] - mt));
 						const REAL *v =
 						    QKV_V(qkv, bb, s, j, hk, nh, nkv, d);
 
@@ -540,6 +550,18 @@ static void FN(attn_flash_fwd)(void *outv, void *lsev, void *scratch, const void
 				lse[((size_t)bb * nh + hq) * s + i] = (REAL)(m + log(l));
 			}
 		}
+}
+
+/* dq += ds k; dk += ds q; dv += p dout: three disjoint rows (restrict: no alias checks). */
+static void FN(axpy3)(REAL *restrict dq, REAL *restrict dk, REAL *restrict dv,
+		      const REAL *restrict k, const REAL *restrict q, const REAL *restrict dout,
+		      REAL ds, REAL p, int d)
+{
+	for (int e = 0; e < d; e++) {
+		dq[e] += ds * k[e];
+		dk[e] += ds * q[e];
+		dv[e] += p * dout[e];
+	}
 }
 
 static void FN(attn_flash_bwd)(void *dqkvv, void *scratch, const void *doutv, const void *outv,
@@ -567,14 +589,10 @@ static void FN(attn_flash_bwd)(void *dqkvv, void *scratch, const void *doutv, co
 					const REAL *v = QKV_V(qkv, bb, s, j, hk, nh, nkv, d);
 					REAL *dk = QKV_K(dqkv, bb, s, j, hk, nh, nkv, d);
 					REAL *dv = QKV_V(dqkv, bb, s, j, hk, nh, nkv, d);
-					REAL p = (REAL)exp(FN(dot)(q, k, d) * scale - l);
+					REAL p = EXP((REAL)(FN(dot)(q, k, d) * scale - l));
 					REAL ds = p * (FN(dot)(doi, v, d) - di) * (REAL)scale;
 
-					for (int e = 0; e < d; e++) {
-						dq[e] += ds * k[e];
-						dk[e] += ds * q[e];
-						dv[e] += p * doi[e];
-					}
+					FN(axpy3)(dq, dk, dv, k, q, doi, ds, p, d);
 				}
 			}
 		}

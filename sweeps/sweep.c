@@ -6,8 +6,11 @@
  * the derived dp / gpus / nodes and the run settings; `where` drops it or keeps it; then
  * lb_layout_check (invalid, with its reason) and lb_memory_estimate against the GPU's
  * memory (oom, with "needs X GiB of Y GiB") decide its status. A point whose layout id
- * repeats an earlier one is merged into it. No per-point allocation: entries live in one
- * growing array, duplicates are found with an open-addressing table of ids.
+ * repeats an earlier one is merged into it. No per-point allocation: every point has a
+ * slot in one array, judged in parallel (threads take contiguous ranges of the point
+ * index space, so the result does not depend on the thread count); one pass in point
+ * order then drops filtered points, merges duplicates (an open-addressing table of ids)
+ * and compacts.
  */
 #include "sweeps/sweep.h"
 
@@ -17,7 +20,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "common/embed.h"
 #include "common/model.h"
@@ -93,16 +98,6 @@ static void idset_release(struct idset *s)
 	memset(s, 0, sizeof(*s));
 }
 
-struct planner {
-	const struct sweep_spec *spec;
-	struct sweep_plan *plan;
-	size_t cap;
-	struct idset ids;
-	char *err;
-	size_t errlen;
-	size_t point; /* 0-based index of the point being planned */
-};
-
 static void set_field(const struct sweep_spec *s, struct lb_layout *l, int f, long long v,
 		      long long *gpus, const char **label)
 {
@@ -172,87 +167,50 @@ static void set_field(const struct sweep_spec *s, struct lb_layout *l, int f, lo
 	}
 }
 
-static int plan_fail(struct planner *pl, const char *jpath, const char *msg)
+/* Work shared by the judging threads: read-only but for each thread's own slots. */
+struct planner {
+	const struct sweep_spec *spec;
+	const struct merged *parts;
+	const size_t *part_off; /* first global point index of each part; [nparts] = total */
+	int nparts;
+	struct plan_entry *entries; /* one slot per point, by global index */
+	uint64_t *keys;		    /* layout id as a number, per point */
+	unsigned char *kept;	    /* 1: the point passed `where` */
+};
+
+/* One thread's range of points and its outcome. */
+struct worker {
+	const struct planner *pl;
+	size_t begin, end;
+	size_t err_point; /* first point whose `where` failed; SIZE_MAX = none */
+	char err[320];
+	const char *err_path;
+};
+
+static uint64_t id_key(const char *id)
 {
-	snprintf(pl->err, pl->errlen, "%s: %s: %s", pl->spec->path, jpath, msg);
-	return -1;
+	uint64_t k = 0;
+	int i;
+
+	for (i = 0; i < LB_ID_LEN && id[i]; i++) {
+		char c = id[i];
+
+		k = (k << 4) | (uint64_t)(c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10);
+	}
+	return k;
 }
 
-/* Add a judged point, or merge it into the entry with the same layout id. */
-static int record(struct planner *pl, const struct plan_entry *e)
+/* Judge one point into e: derived values, where, validity, memory. Returns 1 kept, 0
+ * dropped by where, -1 when where cannot be evaluated (w->err set). Thread-safe. */
+static int judge_point(struct worker *w, const struct merged *m, int model, struct lb_layout *l,
+		       long long gpus, const char *label, size_t point, struct plan_entry *e)
 {
-	struct sweep_plan *p = pl->plan;
-	struct idset *s = &pl->ids;
-	uint64_t key = strtoull(e->id, NULL, 16);
-	size_t j;
-
-	if ((s->n + 1) * 2 > s->cap && idset_grow(s))
-		return plan_fail(pl, "(plan)", "out of memory");
-	for (j = key & (s->cap - 1); s->idx[j]; j = (j + 1) & (s->cap - 1)) {
-		struct plan_entry *old;
-		size_t n;
-
-		if (s->keys[j] != key)
-			continue;
-		old = &p->entries[s->idx[j] - 1];
-		if (!lb_layout_equal(&old->layout, &e->layout))
-			continue; /* a hash collision: a different layout */
-		p->n_duplicates++;
-		if (e->label[0]) {
-			const char *hit = strstr(old->label, e->label);
-			size_t ln = strlen(e->label);
-			int listed = hit && (hit == old->label || hit[-1] == '|') &&
-				     (hit[ln] == '\0' || hit[ln] == '|');
-
-			n = strlen(old->label);
-			if (!listed && n + 1 + ln < sizeof(old->label))
-				snprintf(old->label + n, sizeof(old->label) - n, "%s%s",
-					 n ? "|" : "", e->label);
-		}
-		return 0;
-	}
-	if (p->n_entries == pl->cap) {
-		size_t cap = pl->cap ? pl->cap * 2 : 64;
-		struct plan_entry *ne = realloc(p->entries, cap * sizeof(*ne));
-
-		if (!ne)
-			return plan_fail(pl, "(plan)", "out of memory");
-		p->entries = ne;
-		pl->cap = cap;
-	}
-	if (p->n_entries >= UINT32_MAX - 1)
-		return plan_fail(pl, "(plan)", "too many entries");
-	p->entries[p->n_entries] = *e;
-	s->keys[j] = key;
-	s->idx[j] = (uint32_t)(p->n_entries + 1);
-	s->n++;
-	p->n_entries++;
-	switch (e->status) {
-	case PLAN_OK:
-		p->n_ok++;
-		break;
-	case PLAN_OOM:
-		p->n_oom++;
-		break;
-	case PLAN_INVALID:
-		p->n_invalid++;
-		break;
-	}
-	return 0;
-}
-
-/* Judge one point: derived values, where, validity, memory. */
-static int plan_point(struct planner *pl, const struct merged *m, int model, struct lb_layout *l,
-		      long long gpus, const char *label)
-{
-	const struct sweep_spec *s = pl->spec;
+	const struct sweep_spec *s = w->pl->spec;
 	const struct sweep_cluster *cl = &s->cluster;
-	struct plan_entry e;
 	const char *derr = NULL;
 	char dbuf[160];
-	int w;
+	int i;
 
-	memset(&e, 0, sizeof(e));
 	/* heads without kv_heads: a model without grouped-query attention keeps kv = heads */
 	if (m->has[SF_HEADS] && !m->has[SF_KV_HEADS] &&
 	    s->models[model].n_kv_heads == s->models[model].n_heads)
@@ -285,9 +243,9 @@ static int plan_point(struct planner *pl, const struct merged *m, int model, str
 		l->nodes = (int)((gpus + cl->gpus_per_node - 1) / cl->gpus_per_node);
 	}
 	/* where: dropped points are counted, not listed */
-	for (w = 0; w < m->nwhere; w++) {
+	for (i = 0; i < m->nwhere; i++) {
 		long long v[SV_NVARS];
-		char msg[200], full[300];
+		char msg[200];
 		int truth;
 
 		v[SF_LAYERS] = l->model.n_layers;
@@ -314,40 +272,197 @@ static int plan_point(struct planner *pl, const struct merged *m, int model, str
 		v[SV_NODES] = l->nodes;
 		v[SV_ACCUM] = lb_layout_accum_steps(l);
 		v[SV_MODEL] = s->model_index[model];
-		if (expr_eval(m->wparts[w]->where, v, &truth, msg, sizeof(msg))) {
-			snprintf(full, sizeof(full),
-				 "%s (at point %zu: tp=%d pp=%d dp=%d "
-				 "micro_batch=%d)",
-				 msg, pl->point + 1, l->tp, l->pp, l->dp, l->micro_batch);
-			return plan_fail(pl, m->wparts[w]->where_path, full);
+		if (expr_eval(m->wparts[i]->where, v, &truth, msg, sizeof(msg))) {
+			snprintf(w->err, sizeof(w->err),
+				 "%s (at point %zu: tp=%d pp=%d dp=%d micro_batch=%d)", msg,
+				 point + 1, l->tp, l->pp, l->dp, l->micro_batch);
+			w->err_path = m->wparts[i]->where_path;
+			w->err_point = point;
+			return -1;
 		}
-		if (!truth) {
-			pl->plan->n_filtered++;
+		if (!truth)
 			return 0;
-		}
 	}
-	e.layout = *l;
+	e->layout = *l;
+	e->label[0] = '\0';
 	if (label)
-		snprintf(e.label, sizeof(e.label), "%s", label);
-	lb_layout_id(l, e.id);
+		snprintf(e->label, sizeof(e->label), "%s", label);
+	lb_layout_id(l, e->id);
+	e->mem_gib = 0.0;
+	e->status = PLAN_OK;
+	e->reason[0] = '\0';
 	if (derr) {
-		e.status = PLAN_INVALID;
-		snprintf(e.reason, sizeof(e.reason), "%s", derr);
-	} else if (lb_layout_check(l, e.reason, sizeof(e.reason))) {
-		e.status = PLAN_INVALID;
+		e->status = PLAN_INVALID;
+		snprintf(e->reason, sizeof(e->reason), "%s", derr);
+	} else if (lb_layout_check(l, e->reason, sizeof(e->reason))) {
+		e->status = PLAN_INVALID;
 	} else {
 		struct lb_mem_estimate est;
 		double cap = cl->gpu_mem_gib * LB_MEM_USABLE_FRACTION;
 
 		lb_memory_estimate(l, &est);
-		e.mem_gib = est.total / GIB;
-		if (cl->gpu_mem_gib > 0 && e.mem_gib > cap) {
-			e.status = PLAN_OOM;
-			snprintf(e.reason, sizeof(e.reason), "needs %.1f GiB of %.1f GiB",
-				 e.mem_gib, cap);
+		e->mem_gib = est.total / GIB;
+		if (cl->gpu_mem_gib > 0 && e->mem_gib > cap) {
+			e->status = PLAN_OOM;
+			snprintf(e->reason, sizeof(e->reason), "needs %.1f GiB of %.1f GiB",
+				 e->mem_gib, cap);
 		}
 	}
-	return record(pl, &e);
+	return 1;
+}
+
+/* The base layout of a model in a part: preset, overrides, fixed values, run settings. */
+static void part_base(const struct sweep_spec *s, const struct merged *m, int model,
+		      struct lb_layout *base, long long *gpus, const char **label)
+{
+	int f;
+
+	lb_layout_init(base);
+	base->model = s->models[model];
+	if (s->steps > 0)
+		base->steps = s->steps;
+	if (s->warmup >= 0)
+		base->warmup = s->warmup;
+	base->seed = s->seed;
+	*gpus = 0;
+	*label = NULL;
+	for (f = 0; f < SF_NFIELDS; f++)
+		if (m->has_fixed[f])
+			set_field(s, base, f, m->fixed[f], gpus, label);
+}
+
+/* Judge the points [w->begin, w->end) of the global index space. */
+static void *work(void *arg)
+{
+	struct worker *w = arg;
+	const struct planner *pl = w->pl;
+	const struct sweep_spec *s = pl->spec;
+	size_t g = w->begin;
+	int p = 0;
+
+	while (g < w->end) {
+		const struct merged *m;
+		struct lb_layout base;
+		long long base_gpus;
+		const char *base_label;
+		int idx[2 * SF_NFIELDS]; /* a field is swept once per part: groups <= fields */
+		size_t per_model = 1, local, end;
+		int model, gi;
+
+		while (pl->part_off[p + 1] <= g)
+			p++;
+		m = &pl->parts[p];
+		end = pl->part_off[p + 1] < w->end ? pl->part_off[p + 1] : w->end;
+		for (gi = 0; gi < m->ngroups; gi++)
+			per_model *= (size_t)m->groups[gi]->len;
+		local = g - pl->part_off[p];
+		model = (int)(local / per_model);
+		local %= per_model;
+		for (gi = m->ngroups - 1; gi >= 0; gi--) {
+			idx[gi] = (int)(local % (size_t)m->groups[gi]->len);
+			local /= (size_t)m->groups[gi]->len;
+		}
+		part_base(s, m, model, &base, &base_gpus, &base_label);
+		for (; g < end; g++) {
+			struct lb_layout l = base;
+			long long gpus = base_gpus;
+			const char *label = base_label;
+			int r;
+
+			for (gi = 0; gi < m->ngroups; gi++) {
+				const struct spec_group *gr = m->groups[gi];
+				const long long *row = &gr->vals[(size_t)idx[gi] * (size_t)gr->nf];
+				int f;
+
+				for (f = 0; f < gr->nf; f++)
+					set_field(s, &l, gr->fields[f], row[f], &gpus, &label);
+			}
+			r = judge_point(w, m, model, &l, gpus, label, g, &pl->entries[g]);
+			if (r < 0)
+				return NULL;
+			pl->kept[g] = (unsigned char)r;
+			if (r)
+				pl->keys[g] = id_key(pl->entries[g].id);
+			for (gi = m->ngroups - 1; gi >= 0; gi--) {
+				if (++idx[gi] < m->groups[gi]->len)
+					break;
+				idx[gi] = 0;
+			}
+			if (gi < 0 && g + 1 < end) {
+				model++;
+				part_base(s, m, model, &base, &base_gpus, &base_label);
+			}
+		}
+	}
+	return NULL;
+}
+
+/* In point order: drop filtered points, merge duplicates, compact, count. */
+static int merge_points(const struct planner *pl, size_t total, struct sweep_plan *out)
+{
+	struct idset ids;
+	size_t g, n = 0;
+
+	memset(&ids, 0, sizeof(ids));
+	for (g = 0; g < total; g++) {
+		struct plan_entry *e = &pl->entries[g];
+		uint64_t key = pl->keys[g];
+		int dup = 0;
+		size_t j;
+
+		if (!pl->kept[g]) {
+			out->n_filtered++;
+			continue;
+		}
+		if ((ids.n + 1) * 2 > ids.cap && idset_grow(&ids)) {
+			idset_release(&ids);
+			return -1;
+		}
+		for (j = key & (ids.cap - 1); ids.idx[j]; j = (j + 1) & (ids.cap - 1)) {
+			struct plan_entry *old;
+
+			if (ids.keys[j] != key)
+				continue;
+			old = &pl->entries[ids.idx[j] - 1];
+			if (!lb_layout_equal(&old->layout, &e->layout))
+				continue; /* a hash collision: a different layout */
+			dup = 1;
+			out->n_duplicates++;
+			if (e->label[0]) {
+				const char *hit = strstr(old->label, e->label);
+				size_t ln = strlen(e->label), on = strlen(old->label);
+				int listed = hit && (hit == old->label || hit[-1] == '|') &&
+					     (hit[ln] == '\0' || hit[ln] == '|');
+
+				if (!listed && on + 1 + ln < sizeof(old->label))
+					snprintf(old->label + on, sizeof(old->label) - on, "%s%s",
+						 on ? "|" : "", e->label);
+			}
+			break;
+		}
+		if (dup)
+			continue;
+		if (n != g)
+			pl->entries[n] = *e;
+		ids.keys[j] = key;
+		ids.idx[j] = (uint32_t)(n + 1);
+		ids.n++;
+		switch (pl->entries[n].status) {
+		case PLAN_OK:
+			out->n_ok++;
+			break;
+		case PLAN_OOM:
+			out->n_oom++;
+			break;
+		case PLAN_INVALID:
+			out->n_invalid++;
+			break;
+		}
+		n++;
+	}
+	idset_release(&ids);
+	out->n_entries = n;
+	return 0;
 }
 
 static int build_merged(const struct sweep_spec *s, const struct spec_part *mem, struct merged *m)
@@ -401,55 +516,6 @@ static size_t count_points(const struct sweep_spec *s, const struct merged *m)
 	return n;
 }
 
-static int expand_part(struct planner *pl, const struct merged *m)
-{
-	const struct sweep_spec *s = pl->spec;
-	int idx[2 * SF_NFIELDS]; /* a field is swept once per part: groups <= fields */
-	int i, f, g;
-
-	for (i = 0; i < s->nmodels; i++) {
-		struct lb_layout base;
-		long long base_gpus = 0;
-		const char *base_label = NULL;
-
-		lb_layout_init(&base);
-		base.model = s->models[i];
-		if (s->steps > 0)
-			base.steps = s->steps;
-		if (s->warmup >= 0)
-			base.warmup = s->warmup;
-		base.seed = s->seed;
-		for (f = 0; f < SF_NFIELDS; f++)
-			if (m->has_fixed[f])
-				set_field(s, &base, f, m->fixed[f], &base_gpus, &base_label);
-		memset(idx, 0, sizeof(idx));
-		for (;;) {
-			struct lb_layout l = base;
-			long long gpus = base_gpus;
-			const char *label = base_label;
-
-			for (g = 0; g < m->ngroups; g++) {
-				const struct spec_group *gr = m->groups[g];
-				const long long *row = &gr->vals[(size_t)idx[g] * (size_t)gr->nf];
-
-				for (f = 0; f < gr->nf; f++)
-					set_field(s, &l, gr->fields[f], row[f], &gpus, &label);
-			}
-			if (plan_point(pl, m, i, &l, gpus, label))
-				return -1;
-			pl->point++;
-			for (g = m->ngroups - 1; g >= 0; g--) {
-				if (++idx[g] < m->groups[g]->len)
-					break;
-				idx[g] = 0;
-			}
-			if (g < 0)
-				break;
-		}
-	}
-	return 0;
-}
-
 void sweep_plan_free(struct sweep_plan *p)
 {
 	if (!p)
@@ -459,25 +525,50 @@ void sweep_plan_free(struct sweep_plan *p)
 	memset(p, 0, sizeof(*p));
 }
 
+/* Threads for a plan of total points: the online CPUs (at most 16), one for small plans. */
+static int thread_count(const struct sweep_opts *opts, size_t total)
+{
+	long n;
+
+	if (opts && opts->threads > 0)
+		n = opts->threads;
+	else if (total < 20000)
+		n = 1;
+	else
+		n = sysconf(_SC_NPROCESSORS_ONLN);
+	if (n < 1)
+		n = 1;
+	if (n > 16)
+		n = 16;
+	if ((size_t)n > total)
+		n = total ? (long)total : 1;
+	return (int)n;
+}
+
 int sweep_plan_text_opts(const char *path, const char *text, size_t len,
 			 const struct sweep_opts *opts, struct sweep_plan *out, char *err,
 			 size_t errlen)
 {
 	size_t max = opts && opts->max_points ? opts->max_points : SWEEP_MAX_POINTS;
+	struct worker workers[16];
+	pthread_t tids[16];
 	struct sweep_spec spec;
 	struct merged *parts = NULL;
+	size_t *off = NULL;
 	struct planner pl;
-	size_t total = 0;
-	int nparts, i, rc = -1;
+	size_t total = 0, first_err = SIZE_MAX;
+	int nparts, i, nthreads, rc = -1;
 
 	memset(out, 0, sizeof(*out));
+	memset(&pl, 0, sizeof(pl));
 	if (spec_parse(path, text, len, &spec, err, errlen))
 		return -1;
 	nparts = spec.nmembers ? spec.nmembers : 1;
 	parts = calloc((size_t)nparts, sizeof(*parts));
-	if (!parts) {
+	off = calloc((size_t)nparts + 1, sizeof(*off));
+	if (!parts || !off) {
 		snprintf(err, errlen, "%s: out of memory", spec.path);
-		goto out_spec;
+		goto out_parts;
 	}
 	for (i = 0; i < nparts; i++) {
 		size_t n;
@@ -488,6 +579,7 @@ int sweep_plan_text_opts(const char *path, const char *text, size_t len,
 		}
 		n = count_points(&spec, &parts[i]);
 		total = n > SIZE_MAX - total ? SIZE_MAX : total + n;
+		off[i + 1] = total;
 	}
 	if (total > max) {
 		if (total == SIZE_MAX)
@@ -502,37 +594,81 @@ int sweep_plan_text_opts(const char *path, const char *text, size_t len,
 				 spec.path, total, max);
 		goto out_parts;
 	}
-	memset(&pl, 0, sizeof(pl));
 	pl.spec = &spec;
-	pl.plan = out;
-	pl.err = err;
-	pl.errlen = errlen;
-	if (total) {
-		out->entries = malloc(total * sizeof(*out->entries));
-		if (!out->entries) {
-			snprintf(err, errlen, "%s: out of memory for %zu points", spec.path, total);
-			goto out_parts;
-		}
-		pl.cap = total;
+	pl.parts = parts;
+	pl.part_off = off;
+	pl.nparts = nparts;
+	pl.entries = malloc(total * sizeof(*pl.entries));
+	pl.keys = malloc(total * sizeof(*pl.keys));
+	pl.kept = malloc(total);
+	if (!pl.entries || !pl.keys || !pl.kept) {
+		snprintf(err, errlen, "%s: out of memory for %zu points", spec.path, total);
+		goto out_points;
 	}
-	for (i = 0; i < nparts; i++)
-		if (expand_part(&pl, &parts[i]))
-			goto out_ids;
+	/* judge the points in parallel, each thread a contiguous range of indices */
+	nthreads = thread_count(opts, total);
+	for (i = 0; i < nthreads; i++) {
+		workers[i].pl = &pl;
+		workers[i].begin = total * (size_t)i / (size_t)nthreads;
+		workers[i].end = total * (size_t)(i + 1) / (size_t)nthreads;
+		workers[i].err_point = SIZE_MAX;
+		workers[i].err[0] = '\0';
+		workers[i].err_path = NULL;
+	}
+	for (i = 1; i < nthreads; i++)
+		if (pthread_create(&tids[i], NULL, work, &workers[i])) {
+			int k;
+
+			/* run this range here instead */
+			work(&workers[i]);
+			for (k = i + 1; k < nthreads; k++)
+				work(&workers[k]);
+			nthreads = i;
+			break;
+		}
+	work(&workers[0]);
+	for (i = 1; i < nthreads; i++)
+		pthread_join(tids[i], NULL);
+	nthreads = thread_count(opts, total);
+	for (i = 0; i < nthreads; i++)
+		if (workers[i].err_point < first_err)
+			first_err = workers[i].err_point;
+	for (i = 0; i < nthreads; i++)
+		if (workers[i].err_point == first_err && first_err != SIZE_MAX) {
+			snprintf(err, errlen, "%s: %s: %s", spec.path, workers[i].err_path,
+				 workers[i].err);
+			goto out_points;
+		}
+	if (merge_points(&pl, total, out)) {
+		snprintf(err, errlen, "%s: out of memory", spec.path);
+		goto out_points;
+	}
+	out->entries = pl.entries;
+	pl.entries = NULL;
+	if (out->n_entries && out->n_entries < total / 2) {
+		struct plan_entry *shrunk =
+		    realloc(out->entries, out->n_entries * sizeof(*out->entries));
+
+		if (shrunk)
+			out->entries = shrunk;
+	}
 	snprintf(out->name, sizeof(out->name), "%s", spec.name);
 	snprintf(out->description, sizeof(out->description), "%s", spec.description);
 	out->step_time_guess_s = spec.step_time_guess_s;
 	out->cluster = spec.cluster; /* the plan takes the cluster's heap parts */
 	memset(&spec.cluster, 0, sizeof(spec.cluster));
 	rc = 0;
-out_ids:
-	idset_release(&pl.ids);
+out_points:
+	free(pl.entries);
+	free(pl.keys);
+	free(pl.kept);
 	if (rc)
-		sweep_plan_free(out);
+		memset(out, 0, sizeof(*out));
 out_parts:
-	for (i = 0; i < nparts; i++)
+	for (i = 0; parts && i < nparts; i++)
 		free(parts[i].groups);
 	free(parts);
-out_spec:
+	free(off);
 	spec_free(&spec);
 	return rc;
 }

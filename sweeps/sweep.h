@@ -80,6 +80,7 @@ int sweep_plan_load(const char *spec_arg, struct sweep_plan *out, char *err, siz
 #define SWEEP_MAX_POINTS 4000000
 struct sweep_opts {
 	size_t max_points;
+	int threads; /* judging threads; 0 = the online CPUs for large plans, 1 for small */
 };
 
 /* sweep_plan_text with options (opts may be NULL). */

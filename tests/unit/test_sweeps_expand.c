@@ -294,7 +294,7 @@ static void test_cluster_fields(void **state)
 
 static void test_limit(void **state)
 {
-	struct sweep_opts o = {100};
+	struct sweep_opts o = {100, 0};
 	struct sweep_plan p;
 	char err[512];
 	const char *t = "{" HEAD "\"grid\": {\"tp\": [1,2,3,4,5,6,7,8,9,10,11],"

@@ -303,6 +303,8 @@ static void wake_everyone(struct shm_seg *s)
 
 /* ---- waiting ---- */
 
+static int barrier_missing(struct shm_comm *sc, uint32_t k);
+
 /* Members of sc that died or left: EPEER (posting the abort record so that every
  * other rank stops at once), else 0. */
 static int check_peers(struct shm_comm *sc, const char *what)
@@ -383,14 +385,16 @@ static int wait_word(struct shm_comm *sc, _Atomic uint32_t *word, uint32_t targe
 			char reason[SHM_REASON_MAX];
 
 			if (m >= 0) {
-				snprintf(reason, sizeof(reason),
-					 "did not arrive in %s within %.1f s (hung)", what,
-					 s->timeout_s);
+				const char *verb = who_missing == barrier_missing
+						       ? "did not arrive"
+						       : "sent or received nothing";
+
+				snprintf(reason, sizeof(reason), "%s in %s within %.1f s (hung)",
+					 verb, what, s->timeout_s);
 				post_abort(s, m, reason);
-				return seg_fail(
-				    s, LB_COMM_ETIMEOUT, m,
-				    "timeout after %.1f s in %s: rank %d did not arrive",
-				    s->timeout_s, what, m);
+				return seg_fail(s, LB_COMM_ETIMEOUT, m,
+						"timeout after %.1f s in %s: rank %d %s",
+						s->timeout_s, what, m, verb);
 			}
 			return seg_fail(s, LB_COMM_ETIMEOUT, -1, "timeout after %.1f s in %s",
 					s->timeout_s, what);
@@ -1206,10 +1210,11 @@ int lb_comm_shm_create(const char *name, int rank, int size, double timeout_s, s
 				if (h->size == size && h->version == SHM_VERSION &&
 				    h->total_bytes == l.total)
 					break;
-				snprintf(err, errlen,
-					 "shm segment '%s' was created for %d ranks, rank %d expects "
-					 "%d (check that every rank was started with the same size)",
-					 name, h->size, rank, size);
+				snprintf(
+				    err, errlen,
+				    "shm segment '%s' was created for %d ranks, rank %d expects "
+				    "%d (check that every rank was started with the same size)",
+				    name, h->size, rank, size);
 				munmap(base, l.total);
 				return LB_COMM_EFAIL;
 			}

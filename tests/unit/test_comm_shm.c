@@ -554,7 +554,7 @@ static int hang_rank(int r, int n, const char *name, void *arg)
 	if (!c)
 		return 2;
 	if (r == 1) {
-		sleep(3);
+		usleep(1600000); /* past rank 0's 1 s timeout */
 		return 0;
 	}
 	t0 = now_s();
@@ -589,7 +589,7 @@ static int abort_rank(int r, int n, const char *name, void *arg)
 	if (r == 3) {
 		usleep(200000);
 		lb_comm_shm_abort(c, "oom");
-		sleep(2); /* still alive: the others must learn from the abort record */
+		usleep(1200000); /* alive: the others must learn from the abort record */
 		return 3;
 	}
 	t0 = now_s();
@@ -612,8 +612,55 @@ static void test_abort(void **state)
 		assert_int_equal(sh->code[r], LB_COMM_EPEER);
 		assert_int_equal(sh->err_rank[r], 3);
 		assert_string_equal(sh->msg[r], "rank 3 failed: oom");
-		assert_true(sh->elapsed[r] < 2.0); /* not the 10 s timeout */
+		assert_true(sh->elapsed[r] < 1.0); /* before rank 3 exits, not the timeout */
 	}
+}
+
+/* send/recv waits are bounded too: rank 1 exits (arg 0) or stays alive without sending
+ * (arg 1); rank 0's grouped exchange with it must fail with EPEER or ETIMEOUT. */
+static int p2p_fail_rank(int r, int n, const char *name, void *arg)
+{
+	int hang = *(int *)arg;
+	struct lb_comm *c = join(r, n, name, 1.0);
+	size_t cnt = 200000; /* 800 KB: more than a channel holds */
+	float *a = calloc(cnt, 4), *b = calloc(cnt, 4);
+	double t0;
+
+	if (!c || !a || !b)
+		return 2;
+	if (r == 1) {
+		if (hang)
+			usleep(1600000);
+		_exit(0);
+	}
+	t0 = now_s();
+	if (c->ops->group_start(c) || c->ops->send(c, a, cnt, LB_F32, 1, NULL) ||
+	    c->ops->recv(c, b, cnt, LB_F32, 1, NULL))
+		return 3;
+	sh->code[r] = c->ops->group_end(c);
+	sh->elapsed[r] = now_s() - t0;
+	lb_comm_shm_error(c, &sh->err_rank[r], sh->msg[r], sizeof(sh->msg[r]));
+	free(a);
+	free(b);
+	return 0;
+}
+
+static void test_p2p_peer_fails(void **state)
+{
+	int codes[MAXP], hang = 0;
+
+	memset(sh, 0, sizeof(*sh));
+	assert_int_equal(spawn(2, p2p_fail_rank, &hang, codes, 20, NULL), 0);
+	assert_int_equal(sh->code[0], LB_COMM_EPEER);
+	assert_int_equal(sh->err_rank[0], 1);
+	assert_true(sh->elapsed[0] < 3.0);
+	hang = 1;
+	memset(sh, 0, sizeof(*sh));
+	assert_int_equal(spawn(2, p2p_fail_rank, &hang, codes, 20, NULL), 0);
+	assert_int_equal(sh->code[0], LB_COMM_ETIMEOUT);
+	assert_int_equal(sh->err_rank[0], 1);
+	assert_non_null(strstr(sh->msg[0], "in group_end: rank 1 sent or received nothing"));
+	assert_true(sh->elapsed[0] >= 0.9 && sh->elapsed[0] < 3.0);
 }
 
 /* Two of three ranks start: the rendezvous times out with a message. */
@@ -716,19 +763,13 @@ static void test_bad_args(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_bad_args),
-	    cmocka_unit_test(test_collectives_2),
-	    cmocka_unit_test(test_collectives_3),
-	    cmocka_unit_test(test_collectives_4),
-	    cmocka_unit_test(test_collectives_8),
-	    cmocka_unit_test(test_bf16),
-	    cmocka_unit_test(test_split),
-	    cmocka_unit_test(test_groups),
-	    cmocka_unit_test(test_ring),
-	    cmocka_unit_test(test_peer_exits),
-	    cmocka_unit_test(test_peer_hangs),
-	    cmocka_unit_test(test_abort),
-	    cmocka_unit_test(test_rendezvous_timeout),
+	    cmocka_unit_test(test_bad_args),	   cmocka_unit_test(test_collectives_2),
+	    cmocka_unit_test(test_collectives_3),  cmocka_unit_test(test_collectives_4),
+	    cmocka_unit_test(test_collectives_8),  cmocka_unit_test(test_bf16),
+	    cmocka_unit_test(test_split),	   cmocka_unit_test(test_groups),
+	    cmocka_unit_test(test_ring),	   cmocka_unit_test(test_peer_exits),
+	    cmocka_unit_test(test_peer_hangs),	   cmocka_unit_test(test_abort),
+	    cmocka_unit_test(test_p2p_peer_fails), cmocka_unit_test(test_rendezvous_timeout),
 	    cmocka_unit_test(test_stale_segment),
 	};
 

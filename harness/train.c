@@ -440,9 +440,26 @@ int lb_trainer_step(struct lb_trainer *t, int step, double *loss)
 	lb_schedule_release(&sched);
 	if (rc)
 		return rc;
+	if (t->dp && t->dp->size > 1) { /* data parallelism: sum gradients and loss */
+		float fsum = (float)sum;
+
+		rc = t->dp->ops->all_reduce(t->dp, t->model.grads, t->model.grads,
+					    t->model.n_params, ops->dtype, LB_SUM, NULL);
+		if (!rc)
+			rc = t->dp->ops->all_reduce(t->dp, &fsum, &fsum, 1, LB_F32, LB_SUM, NULL);
+		if (rc) {
+			snprintf(t->err, sizeof(t->err), "data-parallel gradient all-reduce: %s",
+				 lb_comm_strerror(rc));
+			return (rc == LB_COMM_ETIMEOUT || rc == LB_COMM_EPEER) ? LB_E_TIMEOUT
+									       : LB_E_COMM;
+		}
+		sum = fsum;
+	}
 	*loss = sum * t->loss_scale;
 
 	t0 = now_s();
+	/* with tp or pp > 1 the squares of each rank's shard are to be summed over them
+	 * (replicated tensors counted once) before the square root */
 	t->grad_norm = sqrt(ops->sum_sq(t->model.grads, t->model.n_params));
 	scale = lb_optim_clip_scale(t->grad_norm, t->opts.clip);
 	lb_optim_step(&t->optim, t->model.params, t->model.grads, t->model.tensors,

@@ -61,10 +61,13 @@ struct lb_trainer {
 	struct lb_train_opts opts;
 	const struct lb_ops *ops;
 	struct lb_comm *tp; /* tensor-parallel group (NULL: none) */
+	struct lb_comm *dp; /* data-parallel group (NULL: none); gradients and the loss
+			       are summed over it (each rank's loss scale is already
+			       1 / tokens of the global batch) */
 	struct lb_llama model;
 	struct lb_optim optim;
 	struct lb_data data;
-	int dp_rank;
+	int dp_rank;		 /* this rank's slice of the global batch (data.h) */
 	int accum;		 /* micro-batches per optimizer step on this rank */
 	int32_t *tokens;	 /* (T) host staging of a micro-batch */
 	int32_t *targets;	 /* (T) */

@@ -143,6 +143,42 @@ static void test_run_steps_refuses_sends(void **state)
 	lb_trainer_free(&t);
 }
 
+/* A fake data-parallel group of two ranks holding the same data: all-reduce doubles. */
+static int twice_all_reduce(struct lb_comm *c, const void *in, void *out, size_t count,
+			    enum lb_dtype t, enum lb_redop op, void *stream)
+{
+	float *o = out;
+
+	assert_ptr_equal(in, out);
+	assert_int_equal(t, LB_F32);
+	assert_int_equal(op, LB_SUM);
+	for (size_t i = 0; i < count; i++)
+		o[i] *= 2;
+	return 0;
+}
+
+static void test_dp_group_sums_gradients(void **state)
+{
+	static const struct lb_comm_ops twice_ops = {.name = "twice",
+						     .all_reduce = twice_all_reduce};
+	struct lb_comm twice = {.ops = &twice_ops, .rank = 0, .size = 2};
+	struct lb_train_opts o;
+	struct lb_trainer a, b;
+	double la, lb;
+
+	tiny_opts(&o);
+	o.clip = 0; /* compare the raw gradients */
+	assert_int_equal(lb_trainer_init(&a, &o, lb_ops_cpu(), NULL), 0);
+	assert_int_equal(lb_trainer_init(&b, &o, lb_ops_cpu(), NULL), 0);
+	b.dp = &twice;
+	assert_int_equal(lb_trainer_step(&a, 0, &la), 0);
+	assert_int_equal(lb_trainer_step(&b, 0, &lb), 0);
+	assert_true(fabs(lb - 2 * la) < 1e-5 * la);
+	assert_true(fabs(b.grad_norm - 2 * a.grad_norm) < 1e-6 * a.grad_norm);
+	lb_trainer_free(&a);
+	lb_trainer_free(&b);
+}
+
 static void test_synthetic_loss_falls_in_8_steps(void **state)
 {
 	struct lb_train_opts o;
@@ -392,6 +428,7 @@ int main(void)
 	    cmocka_unit_test(test_parse_bytes),
 	    cmocka_unit_test(test_repeated_batch_loss_falls),
 	    cmocka_unit_test(test_run_steps_refuses_sends),
+	    cmocka_unit_test(test_dp_group_sums_gradients),
 	    cmocka_unit_test(test_synthetic_loss_falls_in_8_steps),
 	    cmocka_unit_test(test_same_seed_bitwise),
 	    cmocka_unit_test(test_data_files),

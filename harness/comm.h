@@ -68,6 +68,9 @@ size_t lb_dtype_size(enum lb_dtype t);
 const char *lb_dtype_name(enum lb_dtype t);
 /* Text of a LB_COMM_E* code (static text), e.g. for "all_reduce failed: %s". */
 const char *lb_comm_strerror(int code);
+/* The run log's failure class of a LB_COMM_E* code: "timeout" (ETIMEOUT, EPEER: a peer
+ * died or hung), "nccl_error" (EFAIL and anything else); NULL for 0. */
+const char *lb_comm_failure_class(int code);
 
 /* The one-rank communicator (always available). Caller frees with comm->ops->destroy. */
 struct lb_comm *lb_comm_self(void);

@@ -1,6 +1,7 @@
 /*
  * Helpers shared by every comm table implementation: element sizes and names of the
- * dtypes, and the text of the LB_COMM_E* codes for error messages. libc only.
+ * dtypes, the text of the LB_COMM_E* codes for error messages and their failure class
+ * in the run log (docs/run-log.md). libc only.
  */
 #include "harness/comm.h"
 
@@ -45,4 +46,13 @@ const char *lb_comm_strerror(int code)
 		return "a peer rank exited or reported a failure";
 	}
 	return "unknown communicator error";
+}
+
+const char *lb_comm_failure_class(int code)
+{
+	if (code == 0)
+		return NULL;
+	if (code == LB_COMM_ETIMEOUT || code == LB_COMM_EPEER)
+		return "timeout";
+	return "nccl_error";
 }

@@ -183,7 +183,7 @@ int lb_launch(int nproc, lb_rank_main_fn fn, void *arg, const struct lb_launch_o
 	      struct lb_launch_result *res)
 {
 	struct lb_launch_opts o = LB_LAUNCH_OPTS_INIT;
-	struct sigaction sa, old_int, old_term;
+	struct sigaction sa, old_int, old_term, old_chld;
 	pid_t parent = getpid(), *pids;
 	struct reaped *round;
 	double t0 = mono_s(), stop_at = -1;
@@ -218,6 +218,9 @@ int lb_launch(int nproc, lb_rank_main_fn fn, void *arg, const struct lb_launch_o
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, &old_int);
 	sigaction(SIGTERM, &sa, &old_term);
+	sa.sa_handler = SIG_DFL; /* SIG_IGN would reap the ranks before we see their status */
+	sigaction(SIGCHLD, &sa, &old_chld);
+	sa.sa_handler = on_signal;
 	fflush(NULL);
 	for (r = 0; r < nproc; r++) {
 		pid_t pid = fork();
@@ -308,6 +311,7 @@ int lb_launch(int nproc, lb_rank_main_fn fn, void *arg, const struct lb_launch_o
 	}
 	sigaction(SIGINT, &old_int, NULL);
 	sigaction(SIGTERM, &old_term, NULL);
+	sigaction(SIGCHLD, &old_chld, NULL);
 	shm_unlink(res->rdzv_name); /* rank 0 did if it got that far; a no-op then */
 	res->elapsed_s = mono_s() - t0;
 	free(pids);

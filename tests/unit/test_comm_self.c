@@ -21,6 +21,10 @@ static void test_dtype_size(void **state)
 	assert_string_equal(lb_dtype_name(LB_BF16), "bf16");
 	assert_string_equal(lb_comm_strerror(LB_COMM_EPEER),
 			    "a peer rank exited or reported a failure");
+	assert_null(lb_comm_failure_class(0));
+	assert_string_equal(lb_comm_failure_class(LB_COMM_ETIMEOUT), "timeout");
+	assert_string_equal(lb_comm_failure_class(LB_COMM_EPEER), "timeout");
+	assert_string_equal(lb_comm_failure_class(LB_COMM_EFAIL), "nccl_error");
 }
 
 static void test_self_collectives(void **state)

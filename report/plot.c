@@ -19,9 +19,12 @@
 
 #include "report/render.h"
 
-/* Colour-blind friendly palette (Tableau 10); series cycle through it. */
+/* Tableau 20 (the ten Tableau colours, then their light variants); series cycle through
+ * it, so figures with up to 20 series never repeat a colour. */
 static const char *const palette[] = {"#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2",
-				      "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"};
+				      "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac",
+				      "#a0cbe8", "#ffbe7d", "#8cd17d", "#86bcb6", "#f1ce63",
+				      "#d4a6c8", "#fabfd2", "#d7b5a6", "#79706e", "#499894"};
 #define NPALETTE (sizeof(palette) / sizeof(palette[0]))
 
 /* A gnuplot single-quoted string: only ' is special (doubled); control bytes dropped. */

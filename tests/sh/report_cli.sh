@@ -81,6 +81,11 @@ if command -v "${LB_GNUPLOT:-gnuplot}" >/dev/null 2>&1; then
 	# seqpar has no runs: a figure with no plot, still a heading
 	grep -q '<h2>Figure 5: sequence parallelism</h2>' "$page" || { echo "FAIL: empty figure heading"; fail=1; }
 fi
+# a gnuplot that runs and fails: exit 1, the page still written with its tables
+LB_GNUPLOT=false "$LB" report --db "$db" --figure kernels --format html >"$tmp/f.html" 2>"$tmp/f.err"
+[ $? = 1 ] || { echo "FAIL: failing gnuplot exit status"; fail=1; }
+grep -q "gnuplot exited with status 1" "$tmp/f.err" || { cat "$tmp/f.err"; echo "FAIL: failing gnuplot message"; fail=1; }
+grep -q '<td class="num">0.002</td>' "$tmp/f.html" || { echo "FAIL: page without plots lacks tables"; fail=1; }
 # an unwritable --out: exit 1 with the path named
 "$LB" report --db "$db" --figure kernels --out /proc/nope 2>"$tmp/w.err"
 [ $? = 1 ] || { echo "FAIL: unwritable --out exit status"; fail=1; }

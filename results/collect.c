@@ -9,6 +9,7 @@
 #include <ftw.h>
 #include <limits.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -114,6 +115,15 @@ static int run(sqlite3_stmt *s)
 	return rc;
 }
 
+/* The same for a statement whose every parameter is bound each time. */
+static int run_all_bound(sqlite3_stmt *s)
+{
+	int rc = sqlite3_step(s);
+
+	sqlite3_reset(s);
+	return rc;
+}
+
 static int read_file(const char *path, char **buf, size_t *len)
 {
 	FILE *f = fopen(path, "rb");
@@ -214,7 +224,7 @@ static int write_step(struct collector *c, long long run_id, const struct runlog
 	bind_dbl(s, 11, p->comm_exposed_s, 1);
 	bind_dbl(s, 12, p->bubble_s, 1);
 	bind_str(s, 13, p->rank_peak_mem);
-	return run(s) == SQLITE_DONE ? 0 : -1;
+	return run_all_bound(s) == SQLITE_DONE ? 0 : -1;
 }
 
 static int write_end(struct collector *c, long long run_id, const struct runlog_end *e)
@@ -261,103 +271,230 @@ static int count_lines(const char *buf, size_t len)
 	return n;
 }
 
-static void collect_file(struct collector *c, const char *file)
-{
-	char abspath[PATH_MAX], perr[256];
-	long long run_id = -1, log_bytes = 0, off = 0;
-	struct runlog_record rec;
-	int found, is_new = 0, lineno, changed = 0;
-	long steps = 0;
-	char *buf = NULL;
-	size_t len, pos;
+/*
+ * One file's way through the collector, in three parts so that parsing (the worker
+ * thread) overlaps writing (the calling thread, the only one touching the database):
+ * prepare (read the file, look its run up, parse the header), parse (every line after
+ * the resume offset into items; pure) and write (one transaction).
+ */
+enum job_state { JOB_DONE = 0, JOB_NEW, JOB_RESUME };
 
+struct item {
+	enum runlog_type type; /* 0: a line that could not be read (fault says why) */
+	int lineno;	       /* 1-based line number in the file */
+	struct runlog_step step;
+	struct runlog_end end;
+	char *fault; /* malloc'd; type 0 only */
+};
+
+struct job {
+	const char *file; /* as given, for messages */
+	char abspath[PATH_MAX];
+	char *buf; /* the whole file, NUL-terminated */
+	size_t len;
+	enum job_state state;
+	long long run_id;	   /* JOB_RESUME */
+	struct runlog_record hdr;  /* JOB_NEW: the header */
+	size_t off;		   /* resume offset: the first byte to parse */
+	int lineno0;		   /* lines before off */
+	struct item *items;	   /* parse output */
+	size_t n_items, cap_items; /* */
+	size_t consumed;	   /* offset after the last line read */
+	int oom;		   /* parse ran out of memory */
+};
+
+static void job_release(struct job *j)
+{
+	for (size_t i = 0; i < j->n_items; i++) {
+		struct item *it = &j->items[i];
+		struct runlog_record r = {0};
+		if (it->type == RUNLOG_STEP) {
+			r.type = RUNLOG_STEP;
+			r.step = it->step;
+			runlog_record_release(&r);
+		} else if (it->type == RUNLOG_END) {
+			r.type = RUNLOG_END;
+			r.end = it->end;
+			runlog_record_release(&r);
+		}
+		free(it->fault);
+	}
+	free(j->items);
+	if (j->state == JOB_NEW)
+		runlog_record_release(&j->hdr);
+	free(j->buf);
+	memset(j, 0, sizeof(*j));
+}
+
+static void prepare(struct collector *c, struct job *j, const char *file)
+{
+	long long log_bytes = 0, off = 0;
+	char perr[256];
+	int found;
+
+	memset(j, 0, sizeof(*j));
+	j->file = file;
+	j->state = JOB_DONE;
 	c->st->files++;
-	if (!realpath(file, abspath) || read_file(abspath, &buf, &len)) {
+	if (!realpath(file, j->abspath) || read_file(j->abspath, &j->buf, &j->len)) {
 		fail(c, "'%s': %s", file, strerror(errno));
 		return;
 	}
-	found = find_run(c->q[Q_FIND_PATH], abspath, &run_id, &log_bytes, &off);
-	if (found < 0)
-		goto out_db_error;
-	if (found && log_bytes == (long long)len) {
-		c->st->runs_unchanged++;
-		goto out_free;
+	found = find_run(c->q[Q_FIND_PATH], j->abspath, &j->run_id, &log_bytes, &off);
+	if (found < 0) {
+		fail(c, "%s: database: %s", file, sqlite3_errmsg(c->db));
+		return;
 	}
-	if (len == 0) {
+	if (found && log_bytes == (long long)j->len) {
+		c->st->runs_unchanged++;
+		return;
+	}
+	if (j->len == 0) {
 		warn(c, "%s: empty run log (no header yet); skipped", file);
-		goto out_free;
+		return;
+	}
+	if (!found) {
+		/* a new file: its first line must be a header */
+		const char *nl = memchr(j->buf, '\n', j->len);
+		size_t hlen = nl ? (size_t)(nl - j->buf) + 1 : j->len;
+
+		if (runlog_parse_line(j->buf, hlen, &j->hdr, perr, sizeof(perr))) {
+			if (!nl)
+				warn(c, "%s: no complete header yet; skipped", file);
+			else
+				fail(c, "%s:1: %s", file, perr);
+			return;
+		}
+		if (j->hdr.type != RUNLOG_HEADER) {
+			runlog_record_release(&j->hdr);
+			fail(c, "%s:1: expected a header record first", file);
+			return;
+		}
+		found =
+		    find_run(c->q[Q_FIND_UID], j->hdr.header.run_uid, &j->run_id, &log_bytes, &off);
+		if (found < 0) {
+			runlog_record_release(&j->hdr);
+			fail(c, "%s: database: %s", file, sqlite3_errmsg(c->db));
+			return;
+		}
+		if (!found) {
+			j->state = JOB_NEW;
+			j->off = hlen;
+			j->lineno0 = 1;
+			return;
+		}
+		runlog_record_release(&j->hdr); /* the run was collected from another path */
+	}
+	j->state = JOB_RESUME;
+	j->off = off >= 0 && off <= (long long)j->len ? (size_t)off : 0;
+	j->lineno0 = count_lines(j->buf, j->off);
+}
+
+/* Pure: the lines of j->buf from j->off into j->items. */
+static void parse_job(struct job *j)
+{
+	size_t pos;
+	int lineno = j->lineno0;
+
+	for (pos = j->off; pos < j->len;) {
+		const char *nl = memchr(j->buf + pos, '\n', j->len - pos);
+		size_t llen = nl ? (size_t)(nl - (j->buf + pos)) + 1 : j->len - pos;
+		struct runlog_record rec;
+		struct item *it;
+		char perr[256];
+		int rc;
+
+		lineno++;
+		rc = runlog_parse_line(j->buf + pos, llen, &rec, perr, sizeof(perr));
+		if (rc && !nl)
+			break; /* a line still being written: read it next time */
+		if (j->n_items == j->cap_items) {
+			size_t cap = j->cap_items ? 2 * j->cap_items : 256;
+			struct item *v = realloc(j->items, cap * sizeof(*v));
+			if (!v) {
+				if (!rc)
+					runlog_record_release(&rec);
+				j->oom = 1;
+				break;
+			}
+			j->items = v;
+			j->cap_items = cap;
+		}
+		it = &j->items[j->n_items++];
+		memset(it, 0, sizeof(*it));
+		it->lineno = lineno;
+		if (rc) {
+			it->fault = strdup(perr);
+		} else {
+			it->type = rec.type;
+			if (rec.type == RUNLOG_STEP)
+				it->step = rec.step;
+			else if (rec.type == RUNLOG_END)
+				it->end = rec.end;
+			else
+				runlog_record_release(&rec); /* a second header */
+		}
+		pos += llen;
+	}
+	j->consumed = pos;
+}
+
+static void *parse_thread(void *arg)
+{
+	parse_job(arg);
+	return NULL;
+}
+
+static void write_job(struct collector *c, struct job *j)
+{
+	long long run_id = j->run_id, lb, off;
+	int is_new = j->state == JOB_NEW, changed = 0;
+	long steps = 0;
+
+	if (j->state == JOB_DONE)
+		return;
+	if (j->oom) {
+		fail(c, "%s: out of memory", j->file);
+		return;
 	}
 	if (sqlite3_exec(c->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
 		goto out_db_error;
-	if (!found) {
-		/* a new file: its first line must be a header */
-		const char *nl = memchr(buf, '\n', len);
-		size_t hlen = nl ? (size_t)(nl - buf) + 1 : len;
-
-		if (runlog_parse_line(buf, hlen, &rec, perr, sizeof(perr))) {
-			if (!nl) {
-				warn(c, "%s: no complete header yet; skipped", file);
-				goto out_rollback;
-			}
-			fail(c, "%s:1: %s", file, perr);
-			goto out_rollback;
-		}
-		if (rec.type != RUNLOG_HEADER) {
-			runlog_record_release(&rec);
-			fail(c, "%s:1: expected a header record first", file);
-			goto out_rollback;
-		}
-		found = find_run(c->q[Q_FIND_UID], rec.header.run_uid, &run_id, &log_bytes, &off);
-		if (found < 0) {
-			runlog_record_release(&rec);
+	if (is_new) {
+		/* another log of this list may have brought the same run_uid meanwhile */
+		int found = find_run(c->q[Q_FIND_UID], j->hdr.header.run_uid, &run_id, &lb, &off);
+		if (found < 0)
 			goto out_db_error_rollback;
+		if (found) {
+			warn(c, "%s: run '%s' was already collected from another log; skipped",
+			     j->file, j->hdr.header.run_uid);
+			sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
+			return;
 		}
-		if (!found) {
-			run_id = insert_run(c, file, &rec.header, abspath);
-			is_new = 1;
-			off = (long long)hlen;
-		}
-		runlog_record_release(&rec);
+		run_id = insert_run(c, j->file, &j->hdr.header, j->abspath);
 		if (run_id < 0)
 			goto out_db_error_rollback;
 	}
-	if (off < 0 || off > (long long)len)
-		off = 0;
-	lineno = count_lines(buf, (size_t)off);
-	for (pos = (size_t)off; pos < len;) {
-		const char *nl = memchr(buf + pos, '\n', len - pos);
-		size_t llen = nl ? (size_t)(nl - (buf + pos)) + 1 : len - pos;
+	for (size_t i = 0; i < j->n_items; i++) {
+		const struct item *it = &j->items[i];
 
-		lineno++;
-		if (runlog_parse_line(buf + pos, llen, &rec, perr, sizeof(perr))) {
-			if (!nl)
-				break; /* a line still being written: read it next time */
-			warn(c, "%s:%d: %s", file, lineno, perr);
-			pos += llen;
-			continue;
-		}
-		if (rec.type == RUNLOG_STEP) {
-			if (write_step(c, run_id, &rec.step)) {
-				runlog_record_release(&rec);
+		if (!it->type) {
+			warn(c, "%s:%d: %s", j->file, it->lineno, it->fault ? it->fault : "?");
+		} else if (it->type == RUNLOG_STEP) {
+			if (write_step(c, run_id, &it->step))
 				goto out_db_error_rollback;
-			}
 			steps++;
-		} else if (rec.type == RUNLOG_END) {
-			if (write_end(c, run_id, &rec.end)) {
-				runlog_record_release(&rec);
+		} else if (it->type == RUNLOG_END) {
+			if (write_end(c, run_id, &it->end))
 				goto out_db_error_rollback;
-			}
 			changed = 1;
-		} else if (pos) {
-			warn(c, "%s:%d: a second header record; ignored", file, lineno);
+		} else {
+			warn(c, "%s:%d: a second header record; ignored", j->file, it->lineno);
 		}
-		runlog_record_release(&rec);
-		pos += llen;
 	}
 	sqlite3_bind_int64(c->q[Q_FINISH], 1, run_id);
-	sqlite3_bind_text(c->q[Q_FINISH], 2, abspath, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(c->q[Q_FINISH], 3, (long long)len);
-	sqlite3_bind_int64(c->q[Q_FINISH], 4, (long long)pos);
+	sqlite3_bind_text(c->q[Q_FINISH], 2, j->abspath, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(c->q[Q_FINISH], 3, (long long)j->len);
+	sqlite3_bind_int64(c->q[Q_FINISH], 4, (long long)j->consumed);
 	if (run(c->q[Q_FINISH]) != SQLITE_DONE)
 		goto out_db_error_rollback;
 	if (sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
@@ -369,19 +506,44 @@ static void collect_file(struct collector *c, const char *file)
 		c->st->runs_updated++;
 	else
 		c->st->runs_unchanged++;
-	goto out_free;
+	return;
 
 out_db_error_rollback:
-	fail(c, "%s: database: %s", file, sqlite3_errmsg(c->db));
+	fail(c, "%s: database: %s", j->file, sqlite3_errmsg(c->db));
 	sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
-	goto out_free;
-out_rollback:
-	sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
-	goto out_free;
+	return;
 out_db_error:
-	fail(c, "%s: database: %s", file, sqlite3_errmsg(c->db));
-out_free:
-	free(buf);
+	fail(c, "%s: database: %s", j->file, sqlite3_errmsg(c->db));
+}
+
+/* Collect files in order: file i+1 is parsed by a worker thread while file i is written. */
+static void collect_files(struct collector *c, char *const *files, size_t n)
+{
+	struct job jobs[2];
+	pthread_t tid;
+	int running = 0;
+
+	if (!n)
+		return;
+	prepare(c, &jobs[0], files[0]);
+	parse_job(&jobs[0]);
+	for (size_t i = 0; i < n; i++) {
+		struct job *cur = &jobs[i % 2], *next = &jobs[(i + 1) % 2];
+
+		if (i + 1 < n) {
+			prepare(c, next, files[i + 1]);
+			running = next->state != JOB_DONE &&
+				  pthread_create(&tid, NULL, parse_thread, next) == 0;
+			if (!running && next->state != JOB_DONE)
+				parse_job(next);
+		}
+		write_job(c, cur);
+		job_release(cur);
+		if (running) {
+			pthread_join(tid, NULL);
+			running = 0;
+		}
+	}
 }
 
 /* Directory walk: nftw has no user pointer, so the list lives here for one walk. */
@@ -428,6 +590,9 @@ int results_collect_path(sqlite3 *db, const char *path, struct collect_stats *st
 	struct stat sb;
 	int i;
 
+	/* the collector writes parents before children itself; checking every step row's
+	 * run is a third of the insert time */
+	sqlite3_exec(db, "PRAGMA foreign_keys = OFF", NULL, NULL, NULL);
 	for (i = 0; i < Q_COUNT; i++)
 		if (sqlite3_prepare_v2(db, queries[i], -1, &c.q[i], NULL) != SQLITE_OK) {
 			snprintf(err, errlen, "database: %s", sqlite3_errmsg(db));
@@ -447,19 +612,20 @@ int results_collect_path(sqlite3 *db, const char *path, struct collect_stats *st
 		if (walk_oom)
 			fail(&c, "'%s': out of memory", path);
 		qsort(walk_files, walk_n, sizeof(*walk_files), cmp_str);
-		for (size_t k = 0; k < walk_n; k++) {
-			if (!walk_oom)
-				collect_file(&c, walk_files[k]);
+		if (!walk_oom)
+			collect_files(&c, walk_files, walk_n);
+		for (size_t k = 0; k < walk_n; k++)
 			free(walk_files[k]);
-		}
 		free(walk_files);
 		walk_files = NULL;
 		walk_n = walk_cap = 0;
 	} else {
-		collect_file(&c, path);
+		char *one = (char *)path;
+		collect_files(&c, &one, 1);
 	}
 out_finalize:
 	for (i = 0; i < Q_COUNT; i++)
 		sqlite3_finalize(c.q[i]);
+	sqlite3_exec(db, "PRAGMA foreign_keys = ON", NULL, NULL, NULL);
 	return c.failed ? -1 : 0;
 }

@@ -229,6 +229,65 @@ static void test_modes_agree(void **state)
 	lb_llama_free(&probe);
 }
 
+/* Two pipeline stages chained by hand (stage 0's output is stage 1's input, stage 1's
+ * input gradient is stage 0's output gradient) give the loss and gradients of one stage. */
+static void test_pp2_stages_match_pp1(void **state)
+{
+	const struct lb_ops *o = lb_ops_cpu();
+	struct lb_layout l1, l2;
+	struct lb_llama whole, st[2];
+	int32_t tok[256], tgt[256];
+	double loss1 = 0, loss2 = 0;
+
+	lb_layout_init(&l1);
+	assert_int_equal(lb_model_preset("tiny-gqa", &l1.model), 0);
+	l1.seq_len = 24;
+	l1.micro_batch = 2;
+	l1.global_batch = 2;
+	l1.checkpointing = LB_CKPT_SELECTIVE;
+	l2 = l1;
+	l2.pp = 2;
+	batch(&l1, tok, tgt);
+	assert_int_equal(lb_llama_init(&whole, o, NULL, &l1, 0, 1), 0);
+	for (int s = 0; s < 2; s++) {
+		assert_int_equal(lb_llama_init(&st[s], o, NULL, &l2, s, 2), 0);
+		lb_llama_zero_grads(&st[s]);
+	}
+	assert_true(st[0].first && !st[0].last && !st[1].first && st[1].last);
+	assert_int_equal(st[0].layer_hi, 2);
+	assert_int_equal(st[1].layer_lo, 2);
+	assert_int_equal(st[0].t_head, -1);
+	assert_int_equal(st[1].t_embed, -1);
+	lb_llama_zero_grads(&whole);
+	assert_int_equal(lb_llama_forward(&whole, 0, tok, tgt, NULL, 1.0 / whole.T, &loss1), 0);
+	assert_int_equal(lb_llama_backward(&whole, 0, NULL), 0);
+	/* slot 1 of each stage, to use a slot other than the first */
+	assert_int_equal(lb_llama_forward(&st[0], 1, tok, tgt, NULL, 1.0 / whole.T, NULL), 0);
+	assert_int_equal(lb_llama_forward(&st[1], 1, tok, tgt, lb_llama_stage_output(&st[0], 1),
+					  1.0 / whole.T, &loss2),
+			 0);
+	assert_true(fabs(loss1 - loss2) <= 1e-6 * loss1);
+	assert_int_equal(lb_llama_backward(&st[1], 1, NULL), 0);
+	assert_int_equal(lb_llama_backward(&st[0], 1, lb_llama_stage_dinput(&st[1])), 0);
+	for (int s = 0; s < 2; s++)
+		for (int t = 0; t < st[s].n_tensors; t++) {
+			const struct lb_tensor *tt = &st[s].tensors[t];
+			int w = lb_llama_find(&whole, tt->name);
+			const float *a = lb_llama_grad(&st[s], t), *b = lb_llama_grad(&whole, w);
+
+			assert_true(w >= 0);
+			for (size_t e = 0; e < tt->count; e++)
+				if (a[e] != b[e]) {
+					fprintf(stderr, "stage %d %s[%zu]: %.9g vs %.9g\n", s,
+						tt->name, e, a[e], b[e]);
+					fail();
+				}
+		}
+	lb_llama_free(&whole);
+	lb_llama_free(&st[0]);
+	lb_llama_free(&st[1]);
+}
+
 static void test_param_table(void **state)
 {
 	const char *presets[] = {"tiny", "tiny-gqa", "tiny-tied"};
@@ -298,6 +357,7 @@ int main(void)
 	    cmocka_unit_test(test_gradcheck_tied_naive_full_unfused),
 	    cmocka_unit_test(test_gradcheck_fused_softmax_selective),
 	    cmocka_unit_test(test_modes_agree),
+	    cmocka_unit_test(test_pp2_stages_match_pp1),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -305,9 +305,21 @@ static void wake_everyone(struct shm_seg *s)
 
 static int barrier_missing(struct shm_comm *sc, uint32_t k);
 
+/* 1 if world rank w is the peer of a queued send/recv that has not finished. */
+static int p2p_involved(const struct shm_comm *sc, int w)
+{
+	int i;
+
+	for (i = 0; i < sc->nops; i++)
+		if (!sc->ops[i].finished && sc->ops[i].peer == w)
+			return 1;
+	return 0;
+}
+
 /* Members of sc that died or left: EPEER (posting the abort record so that every
- * other rank stops at once), else 0. */
-static int check_peers(struct shm_comm *sc, const char *what)
+ * other rank stops at once), else 0. p2p: only the peers of unfinished send/recv count
+ * (the others may have finished and left). */
+static int check_peers(struct shm_comm *sc, const char *what, int p2p)
 {
 	struct shm_seg *s = sc->seg;
 	struct shm_ctx *x = sc->x;
@@ -318,7 +330,7 @@ static int check_peers(struct shm_comm *sc, const char *what)
 		int w = x->members[i];
 		pid_t pid = atomic_load(&s->hdr->pid[w]);
 
-		if (w == s->world_rank)
+		if (w == s->world_rank || (p2p && !p2p_involved(sc, w)))
 			continue;
 		if (atomic_load(&s->hdr->departed[w])) {
 			snprintf(reason, sizeof(reason), "left the communicator during %s", what);
@@ -331,14 +343,15 @@ static int check_peers(struct shm_comm *sc, const char *what)
 			return check_abort(s);
 		}
 	}
-	if (sc->ctx_id != 0 && atomic_load(&x->detached) > 0)
+	if (!p2p && sc->ctx_id != 0 && atomic_load(&x->detached) > 0)
 		return seg_fail(s, LB_COMM_EPEER, -1,
 				"a member destroyed its %d-rank communicator during %s", x->n,
 				what);
 	return 0;
 }
 
-/* Wait until (int32)(*word - target) >= 0 (mode 0) or *word != target (mode 1).
+/* Wait until (int32)(*word - target) >= 0 (mode 0: barriers) or *word != target (mode 1:
+ * the doorbell of send/recv).
  * *deadline_io: the absolute deadline (CLOCK_MONOTONIC seconds), or < 0 to start one
  * timeout from the first sleep. Returns 0, or an error with the segment's error set; on
  * timeout who_missing() names the rank waited for (world numbering, -1 unknown). */
@@ -377,7 +390,7 @@ static int wait_word(struct shm_comm *sc, _Atomic uint32_t *word, uint32_t targe
 			last_check = t;
 		if (t - last_check >= LB_SHM_SLICE_S) {
 			last_check = t;
-			if ((rc = check_peers(sc, what)))
+			if ((rc = check_peers(sc, what, mode == 1)))
 				return rc;
 		}
 		if (t >= deadline) {

@@ -663,6 +663,43 @@ static void test_p2p_peer_fails(void **state)
 	assert_true(sh->elapsed[0] >= 0.9 && sh->elapsed[0] < 3.0);
 }
 
+/* A rank that finished and left does not disturb a send/recv between two others. */
+static int left_rank(int r, int n, const char *name, void *arg)
+{
+	struct lb_comm *c = join(r, n, name, 5.0);
+	size_t cnt = 300000, i;
+	float *a = malloc(cnt * 4), *b = malloc(cnt * 4);
+
+	if (!c || !a || !b)
+		return 2;
+	if (r == 2) {
+		c->ops->destroy(c);
+		return 0;
+	}
+	usleep(r == 0 ? 100000 : 300000); /* rank 2 is gone; rank 0 waits for rank 1 */
+	for (i = 0; i < cnt; i++)
+		a[i] = val(r, i);
+	if (c->ops->group_start(c) || c->ops->send(c, a, cnt, LB_F32, 1 - r, NULL) ||
+	    c->ops->recv(c, b, cnt, LB_F32, 1 - r, NULL) || c->ops->group_end(c))
+		return 3;
+	for (i = 0; i < cnt; i++)
+		if (b[i] != val(1 - r, i))
+			return 4;
+	/* a collective of the world does notice */
+	if (c->ops->barrier(c) != LB_COMM_EPEER)
+		return 5;
+	free(a);
+	free(b);
+	return 0;
+}
+
+static void test_p2p_after_other_left(void **state)
+{
+	int codes[MAXP];
+
+	assert_int_equal(spawn(3, left_rank, NULL, codes, 20, NULL), 0);
+}
+
 /* Two of three ranks start: the rendezvous times out with a message. */
 static int missing_rank(int r, int n, const char *name, void *arg)
 {
@@ -763,13 +800,21 @@ static void test_bad_args(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_bad_args),	   cmocka_unit_test(test_collectives_2),
-	    cmocka_unit_test(test_collectives_3),  cmocka_unit_test(test_collectives_4),
-	    cmocka_unit_test(test_collectives_8),  cmocka_unit_test(test_bf16),
-	    cmocka_unit_test(test_split),	   cmocka_unit_test(test_groups),
-	    cmocka_unit_test(test_ring),	   cmocka_unit_test(test_peer_exits),
-	    cmocka_unit_test(test_peer_hangs),	   cmocka_unit_test(test_abort),
-	    cmocka_unit_test(test_p2p_peer_fails), cmocka_unit_test(test_rendezvous_timeout),
+	    cmocka_unit_test(test_bad_args),
+	    cmocka_unit_test(test_collectives_2),
+	    cmocka_unit_test(test_collectives_3),
+	    cmocka_unit_test(test_collectives_4),
+	    cmocka_unit_test(test_collectives_8),
+	    cmocka_unit_test(test_bf16),
+	    cmocka_unit_test(test_split),
+	    cmocka_unit_test(test_groups),
+	    cmocka_unit_test(test_ring),
+	    cmocka_unit_test(test_peer_exits),
+	    cmocka_unit_test(test_peer_hangs),
+	    cmocka_unit_test(test_abort),
+	    cmocka_unit_test(test_p2p_peer_fails),
+	    cmocka_unit_test(test_p2p_after_other_left),
+	    cmocka_unit_test(test_rendezvous_timeout),
 	    cmocka_unit_test(test_stale_segment),
 	};
 

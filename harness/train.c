@@ -489,7 +489,7 @@ static int fail_run(struct lb_trainlog *lg, const char *cls, const char *msg)
 {
 	int code = lb_class_exit_code(cls);
 
-	fprintf(stderr, "error: %s: %s\n", cls, msg);
+	fprintf(stderr, "error: %s (class %s)\n", msg, cls);
 	lb_trainlog_end(lg, cls, msg, 0, code);
 	return code;
 }
@@ -582,7 +582,7 @@ int lb_train_main(const struct lb_train_opts *o)
 			 sig == SIGTERM	 ? "SIGTERM"
 			 : sig == SIGINT ? "SIGINT"
 					 : "signal");
-		fprintf(stderr, "error: killed: %s\n", msg);
+		fprintf(stderr, "error: %s (class killed)\n", msg);
 		code = 128 + sig;
 		lb_trainlog_end(&lg, "killed", msg, 0, code);
 		goto out_trainer;

@@ -58,6 +58,18 @@ expect diverged 5 "$TRAIN" $tiny --lr 1e30 --clip 0 --run-dir "$tmp/div"
 last_end "$tmp/div" | grep -q '"class":"diverged".*"exit_code":5' ||
 	{ last_end "$tmp/div"; echo "FAIL: diverged end record"; fail=1; }
 
+# a token file with an id >= vocab: class error, the message names the offset
+i=0
+: >"$tmp/tok.u16"
+while [ $i -lt 40 ]; do
+	if [ $i = 30 ]; then printf '\054\001' >>"$tmp/tok.u16"; else printf '\007\000' >>"$tmp/tok.u16"; fi
+	i=$((i + 1))
+done
+expect data-ok 0 "$TRAIN" $tiny --seq-len 4 --data "$tmp/tok.u16" --run-dir "$tmp/dataok"
+expect data-bad 1 "$TRAIN" $tiny --seq-len 8 --data "$tmp/tok.u16" --run-dir "$tmp/data"
+last_end "$tmp/data" | grep -q '"class":"error","message":"data file .*token id 300 at token offset 30 (byte offset 60) is >= vocab 256","rank":0,"exit_code":1' ||
+	{ last_end "$tmp/data"; echo "FAIL: data error end record"; fail=1; }
+
 # killed by SIGTERM
 "$TRAIN" --model tiny --seq-len 32 --steps 100000 --quiet --run-dir "$tmp/kill" 2>/dev/null &
 pid=$!

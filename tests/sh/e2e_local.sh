@@ -1,0 +1,152 @@
+#!/bin/sh
+# End to end through one executor (LB_E2E_EXECUTOR: local, the default, needs no Slurm;
+# e2e_slurm.sh and e2e_rest.sh run this with slurm and rest against the single-node
+# cluster of scripts/slurm-local.sh):
+#   1. the quickstart sweep: submit --wait, every layout's run and steps in the database,
+#      a report from it, a second submit skips everything;
+#   2. failures injected by the test through a wrapper trainer (LAYOUTBENCH_TRAIN) and
+#      fault files: a run past a 1-minute time limit (timeout), an allocation cap (oom),
+#      an exit 127 (launch_error), and a sweep cancelled while running (cancelled);
+#      `status` must class each; the test removes the faults and `resubmit --wait` must
+#      bring every layout to completion.
+# LB_E2E_FAILURES=0 skips part 2 (the rest test only runs part 1 and the cancel case).
+set -u
+BUILD=${BUILD:-build}
+EXECUTOR=${LB_E2E_EXECUTOR:-local}
+FAILURES=${LB_E2E_FAILURES:-1}
+ROOT=$(pwd)
+LB="$ROOT/$BUILD/layoutbench"
+TRAIN="$ROOT/$BUILD/layoutbench-train"
+unset SLURM_JWT LAYOUTBENCH_TRAIN LAYOUTBENCH_DB LAYOUTBENCH_MEM_LIMIT
+
+if [ "$EXECUTOR" != local ]; then
+	skip="no Slurm (set LB_SLURM_TESTS=1 and run scripts/slurm-local.sh start)"
+	[ "${LB_SLURM_TESTS:-0}" = 1 ] || { echo "$skip"; exit 77; }
+	envf=${LB_SLURM_DIR:-/run/layoutbench-slurm}/env
+	# shellcheck disable=SC1090
+	[ -r "$envf" ] && . "$envf"
+	out=$(scontrol ping 2>&1)
+	case "$out" in *"is UP"*) ;; *) echo "$skip"; exit 77 ;; esac
+	if [ "$EXECUTOR" = rest ] && [ -z "${SLURMRESTD_URL:-}" ]; then
+		echo "$skip"
+		exit 77
+	fi
+fi
+
+[ -x "$LB" ] && [ -x "$TRAIN" ] || { echo "no $LB or $TRAIN (make BUILD=$BUILD first)"; exit 1; }
+
+W=$(mktemp -d /tmp/lb-e2e-$EXECUTOR.XXXXXX)
+trap '"$LB" cancel --db "$W/e2e.db" >/dev/null 2>&1; rm -rf "$W"' EXIT
+cd "$W" || exit 1
+DB="$W/e2e.db"
+RUNS="$W/runs"
+fail=0
+bad() { echo "FAIL: $*"; fail=1; }
+q() { sqlite3 "$DB" "$1"; }
+T0=$(date +%s)
+lap() { echo "  ($(($(date +%s) - T0)) s) $*"; }
+SUB="--executor $EXECUTOR --db $DB --runs $RUNS --slots 8"
+
+# ---------------------------------------------------------------- 1. quickstart
+"$LB" submit quickstart $SUB --wait >q.out 2>q.err
+rc=$?
+[ $rc = 0 ] || { bad "quickstart submit --wait exited $rc"; tail -n 20 q.err; }
+grep -q "^sweep 'quickstart': 8 completed, 0 failed" q.out || bad "quickstart: $(cat q.out)"
+[ "$(q "SELECT COUNT(*) FROM jobs WHERE sweep='quickstart' AND state='COMPLETED' AND executor='$EXECUTOR'")" = 8 ] ||
+	bad "quickstart: not 8 COMPLETED jobs: $(q "SELECT job_id, state FROM jobs")"
+[ "$(q "SELECT COUNT(*) FROM runs WHERE sweep='quickstart' AND status='ok' AND job_ref IS NOT NULL")" = 8 ] ||
+	bad "quickstart: not 8 ok runs tied to their jobs"
+[ "$(q "SELECT COUNT(*) FROM steps JOIN runs ON runs.id = steps.run_id WHERE runs.sweep='quickstart'")" = 64 ] ||
+	bad "quickstart: not 8 x 8 steps in the database"
+"$LB" report --db "$DB" --sweep quickstart --figure all --format md >report.md 2>report.err ||
+	bad "report failed: $(cat report.err)"
+grep -q "quickstart" report.md || bad "the report does not name the sweep"
+"$LB" submit quickstart $SUB >q2.out 2>&1 || bad "second submit failed: $(cat q2.out)"
+grep -q "nothing to submit (8 layout(s) done" q2.out || bad "second submit: $(cat q2.out)"
+lap "quickstart: 8 layouts completed and collected"
+
+# ---------------------------------------------------------------- 2. failures
+cat >"$W/train-wrap" <<EOF
+#!/bin/sh
+# the trainer with faults the test injects (files in $W)
+mb=
+prev=
+for a in "\$@"; do [ "\$prev" = --micro-batch ] && mb=\$a; prev=\$a; done
+case \$mb in
+1) [ -e "$W/fault-slow" ] && exec sleep 600 ;;
+2) [ -e "$W/fault-oom" ] && exec "$TRAIN" "\$@" --mem-limit 1K ;;
+4) [ -e "$W/fault-launch" ] && exit 127 ;;
+esac
+exec "$TRAIN" "\$@"
+EOF
+chmod +x "$W/train-wrap"
+cat >fail.json <<'EOF'
+{"name": "e2e-fail", "model": "tiny", "fixed": {"seq_len": 64, "global_batch": 8},
+ "grid": {"micro_batch": [1, 2, 4, 8]}, "run": {"steps": 3, "warmup": 1},
+ "cluster": {"time_limit": 1, "gpus_per_node": 1, "device": "cpu"}}
+EOF
+cat >cancel.json <<'EOF'
+{"name": "e2e-cancel", "model": "tiny", "fixed": {"seq_len": 64, "global_batch": 8},
+ "grid": {"micro_batch": [1]}, "run": {"steps": 3, "warmup": 1},
+ "cluster": {"time_limit": 5, "gpus_per_node": 1, "device": "cpu"}}
+EOF
+touch fault-slow fault-oom fault-launch
+export LAYOUTBENCH_TRAIN="$W/train-wrap"
+specs="cancel.json"
+[ "$FAILURES" = 1 ] && specs="fail.json cancel.json"
+for s in $specs; do
+	"$LB" submit "$s" $SUB >>f.out 2>>f.err || { bad "submit $s failed"; cat f.err; }
+done
+# cancel e2e-cancel once its job runs
+n=0
+until q "SELECT state FROM jobs WHERE sweep='e2e-cancel'" | grep -q RUNNING; do
+	"$LB" status --db "$DB" --sweep e2e-cancel >/dev/null 2>&1
+	n=$((n + 1))
+	[ $n -gt 60 ] && { bad "e2e-cancel never ran: $(q "SELECT state FROM jobs WHERE sweep='e2e-cancel'")"; break; }
+	sleep 1
+done
+"$LB" cancel --db "$DB" --sweep e2e-cancel >c.out 2>&1 || bad "cancel failed: $(cat c.out)"
+grep -q "^cancelled 1 job" c.out || bad "cancel said: $(cat c.out)"
+lap "e2e-cancel cancelled"
+# wait until the failure sweep has ended (the time limit is 1 minute)
+sweeps="e2e-cancel"
+[ "$FAILURES" = 1 ] && sweeps="e2e-fail e2e-cancel"
+n=0
+while :; do
+	"$LB" status --db "$DB" >st.out 2>&1
+	left=$(q "SELECT COUNT(*) FROM jobs WHERE sweep LIKE 'e2e-%' AND state IN ('PENDING','RUNNING','COMPLETING','CONFIGURING')")
+	[ "$left" = 0 ] && break
+	n=$((n + 1))
+	[ $n -gt 200 ] && { bad "failure sweeps did not end: $(cat st.out)"; break; }
+	sleep 1
+done
+cls() { q "SELECT failure_class FROM jobs j JOIN layouts l USING (layout_id) WHERE j.sweep='$1' AND l.micro_batch=$2 ORDER BY j.id DESC LIMIT 1"; }
+[ "$(cls e2e-cancel 1)" = cancelled ] || bad "cancelled job classed '$(cls e2e-cancel 1)'"
+if [ "$FAILURES" = 1 ]; then
+	[ "$(cls e2e-fail 1)" = timeout ] || bad "time limit classed '$(cls e2e-fail 1)'"
+	[ "$(cls e2e-fail 2)" = oom ] || bad "allocation cap classed '$(cls e2e-fail 2)'"
+	[ "$(cls e2e-fail 4)" = launch_error ] || bad "exit 127 classed '$(cls e2e-fail 4)'"
+	[ -z "$(cls e2e-fail 8)" ] || bad "the good layout classed '$(cls e2e-fail 8)'"
+	grep -q "class timeout *1" st.out || bad "status does not count the timeout: $(cat st.out)"
+	grep -q "class oom *1" st.out || bad "status does not count the oom"
+	grep -q "class launch_error *1" st.out || bad "status does not count the launch error"
+fi
+grep -q "class cancelled *1" st.out || bad "status does not count the cancellation"
+lap "failures classed: $(grep -c '^  failed ' st.out) failed layouts"
+
+# ---------------------------------------------------------------- 3. resubmit
+rm -f fault-slow fault-oom fault-launch
+"$LB" resubmit --db "$DB" --wait >r.out 2>r.err
+rc=$?
+[ $rc = 0 ] || { bad "resubmit --wait exited $rc: $(cat r.out r.err | tail -n 20)"; }
+"$LB" status --db "$DB" >st2.out 2>&1
+for s in $sweeps; do
+	total=$(q "SELECT COUNT(DISTINCT layout_id) FROM jobs WHERE sweep='$s'")
+	ok=$(q "SELECT COUNT(*) FROM (SELECT layout_id, state, failure_class, MAX(id) FROM jobs WHERE sweep='$s' GROUP BY layout_id) WHERE state='COMPLETED' AND failure_class IS NULL")
+	[ "$ok" = "$total" ] || bad "$s: $ok of $total layouts completed after resubmit: $(cat st2.out)"
+done
+[ "$FAILURES" = 1 ] && { [ "$(q "SELECT MAX(attempt) FROM jobs WHERE sweep='e2e-fail'")" = 2 ] ||
+	bad "resubmitted jobs are not attempt 2"; }
+lap "resubmit: every layout completed"
+[ "$fail" = 0 ] && echo "e2e ($EXECUTOR): all passed in $(($(date +%s) - T0)) s"
+exit $fail

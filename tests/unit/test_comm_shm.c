@@ -285,7 +285,8 @@ static void test_collectives_8(void **state)
 	run_collectives(8);
 }
 
-/* bf16 sum: accumulated in fp32 in rank order, rounded once. */
+/* bf16 sum: accumulated in fp32 in rank order, rounded once; in-place reduce_scatter and
+ * all_gather. */
 static int bf16_rank(int r, int n, const char *name, void *arg)
 {
 	struct lb_comm *c = join(r, n, name, 10.0);
@@ -309,9 +310,40 @@ static int bf16_rank(int r, int n, const char *name, void *arg)
 		if (buf[i] != (uint16_t)(u >> 16))
 			return 4;
 	}
+	/* in place, as NCCL allows: reduce_scatter into in + rank * count, all_gather from
+	 * out + rank * count; 300000 per rank crosses several staging rounds */
+	{
+		size_t cnt = 300000, i;
+		float *x = malloc(sizeof(float) * cnt * (size_t)n);
+
+		if (!x)
+			return 6;
+		for (i = 0; i < cnt * (size_t)n; i++)
+			x[i] = val(r, i);
+		if (c->ops->reduce_scatter(c, x, x + (size_t)r * cnt, cnt, LB_F32, LB_SUM, NULL))
+			return 7;
+		for (i = 0; i < cnt; i++) {
+			size_t g = (size_t)r * cnt + i;
+			float acc = val(0, g);
+
+			for (int k = 1; k < n; k++)
+				acc += val(k, g);
+			if (memcmp(&x[g], &acc, 4))
+				return 8;
+		}
+		for (i = 0; i < cnt; i++)
+			x[(size_t)r * cnt + i] = val(r, i);
+		if (c->ops->all_gather(c, x + (size_t)r * cnt, x, cnt, LB_F32, NULL))
+			return 9;
+		for (int k = 0; k < n; k++)
+			for (i = 0; i < cnt; i++)
+				if (x[(size_t)k * cnt + i] != val(k, i))
+					return 10;
+		free(x);
+	}
 	/* f16 reductions are refused with a clear error, not computed wrongly */
 	if (c->ops->all_reduce(c, buf, buf, 100, LB_F16, LB_SUM, NULL) != LB_COMM_EFAIL)
-		return 5;
+		return 11;
 	c->ops->destroy(c);
 	return 0;
 }

@@ -6,6 +6,7 @@
  * against an independent oracle (plain nested loops calling lb_layout_check), and
  * entries are spot-checked against the odometer order; a wrong count is a FAIL.
  * Prints RESULT lines (bench/run.sh); the wall time is the median of 3 runs.
+ * LB_BENCH_THREADS=N sets the planner's thread count (default: the online CPUs).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -94,6 +95,7 @@ static int cmp_double(const void *x, const void *y)
 int main(void)
 {
 	char spec[4096], l1[128], l2[128], l3[128], l4[128], l5[128], l6[128], err[1024];
+	struct sweep_opts opts = {0, 0}; /* threads: LB_BENCH_THREADS, 0 = the online CPUs */
 	struct sweep_plan p;
 	size_t want_kept, want_valid, i;
 	double t[3], cpu[3], wall;
@@ -112,12 +114,16 @@ int main(void)
 		 "\"where\": \"micro_batch <= 8\", \"run\": {\"steps\": 10, \"warmup\": 1},"
 		 "\"cluster\": {\"gpus_per_node\": %d, \"gpu_mem_gib\": 80}}",
 		 DP, l1, l2, l3, l4, l5, l6, GPN);
+	if (getenv("LB_BENCH_THREADS") &&
+	    (opts.threads = (int)strtol(getenv("LB_BENCH_THREADS"), NULL, 10)) < 0)
+		opts.threads = 0;
 	oracle(&want_kept, &want_valid);
 	printf("oracle: %zu points kept by where, %zu valid layouts\n", want_kept, want_valid);
 	for (run = 0; run < 3; run++) {
 		double t0 = clock_s(CLOCK_MONOTONIC), c0 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
 
-		if (sweep_plan_text("bench.json", spec, strlen(spec), &p, err, sizeof(err))) {
+		if (sweep_plan_text_opts("bench.json", spec, strlen(spec), &opts, &p, err,
+					 sizeof(err))) {
 			printf("plan failed: %s\n", err);
 			printf("RESULT\tplan_1m_points_wall\t-\ts\t< 2\tFAIL\n");
 			return 1;

@@ -397,6 +397,24 @@ static void *work(void *arg)
 	return NULL;
 }
 
+/* 1 if label is one of the '|'-separated labels of list. */
+static int label_listed(const char *list, const char *label)
+{
+	size_t ln = strlen(label);
+	const char *p = list;
+
+	for (;;) {
+		const char *bar = strchr(p, '|');
+		size_t n = bar ? (size_t)(bar - p) : strlen(p);
+
+		if (n == ln && !strncmp(p, label, ln))
+			return 1;
+		if (!bar)
+			return 0;
+		p = bar + 1;
+	}
+}
+
 /* In point order: drop filtered points, merge duplicates, compact, count. */
 static int merge_points(const struct planner *pl, size_t total, struct sweep_plan *out)
 {
@@ -429,14 +447,14 @@ static int merge_points(const struct planner *pl, size_t total, struct sweep_pla
 			dup = 1;
 			out->n_duplicates++;
 			if (e->label[0]) {
-				const char *hit = strstr(old->label, e->label);
 				size_t ln = strlen(e->label), on = strlen(old->label);
-				int listed = hit && (hit == old->label || hit[-1] == '|') &&
-					     (hit[ln] == '\0' || hit[ln] == '|');
 
-				if (!listed && on + 1 + ln < sizeof(old->label))
-					snprintf(old->label + on, sizeof(old->label) - on, "%s%s",
-						 on ? "|" : "", e->label);
+				if (!label_listed(old->label, e->label) &&
+				    on + 1 + ln < sizeof(old->label)) {
+					if (on)
+						old->label[on++] = '|';
+					memcpy(old->label + on, e->label, ln + 1);
+				}
 			}
 			break;
 		}

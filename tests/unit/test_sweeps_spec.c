@@ -128,7 +128,7 @@ static void test_structure(void **state)
 	bad("{" H ", \"grid\": {\"kernel\": [\"torch\"], \"attention\": [\"flash\"]}}",
 	    "'kernel' sets attention and norm; do not also give 'attention'");
 	bad("{" H ", \"union\": [{\"grid\": {\"kernel\": [\"torch\"]}, \"fixed\": {\"norm\": "
-		  "\"fused\"}}]}",
+	    "\"fused\"}}]}",
 	    "union[0]: 'kernel' sets attention and norm; do not also give 'norm'");
 	bad("{" H ", \"grid\": {\"tp\": [1]}, \"union\": [{\"grid\": {\"tp\": [2]}}]}",
 	    "union[0]: 'tp' is swept at the top level");

@@ -258,12 +258,8 @@ static int rs_submit(struct executor *x, const struct slurm_array *a, const char
 			cJSON_AddStringToObject(job, "exclusive", "true");
 		}
 	}
-	if (pv->o.hold) {
-		if (pv->minor >= 39)
-			cJSON_AddBoolToObject(job, "hold", 1);
-		else
-			cJSON_AddNumberToObject(job, "priority", 0);
-	}
+	if (pv->o.hold)
+		cJSON_AddBoolToObject(job, "hold", 1);
 	for (int i = 0; i < a->n_extra; i++)
 		if (add_extra(job, a->extra[i], err, errlen))
 			goto out_free;

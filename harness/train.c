@@ -553,14 +553,14 @@ int lb_train_main(const struct lb_train_opts *o)
 			goto out_trainer;
 		}
 		dt = now_s() - t0;
-		if (!isfinite(loss)) {
+		ops->mem_stats(NULL, &peak);
+		lb_trainlog_step(&lg, step, step < l->warmup, dt, tokens, loss, peak, &t->phases);
+		if (!isfinite(loss)) { /* logged with loss null, then the end record */
 			snprintf(msg, sizeof(msg), "loss is %s at step %d (lower --lr or --clip)",
 				 isnan(loss) ? "nan" : "inf", step);
 			code = fail_run(&lg, "diverged", msg);
 			goto out_trainer;
 		}
-		ops->mem_stats(NULL, &peak);
-		lb_trainlog_step(&lg, step, step < l->warmup, dt, tokens, loss, peak, &t->phases);
 		if (!o->quiet) {
 			char mfu[64] = "";
 

@@ -40,11 +40,14 @@ void lb_run_uid(char *buf, size_t len)
 {
 	char host[128], ts[32];
 	time_t t = time(NULL);
+
+	/* at most 127 bytes (docs/run-log.md): 16 + 1 + host (<= 64) + 1 + pid (<= 20) */
 	struct tm tm;
 
 	gmtime_r(&t, &tm);
 	strftime(ts, sizeof(ts), "%Y%m%dT%H%M%SZ", &tm);
 	host_name(host, sizeof(host));
+	host[64] = '\0';
 	for (char *p = host; *p; p++) /* the uid is part of a file name */
 		if (*p == '/' || *p == ' ')
 			*p = '_';
@@ -98,6 +101,7 @@ int lb_trainlog_open(struct lb_trainlog *lg, const char *run_dir, const struct l
 	char id[LB_ID_LEN + 1], ts[32], host[128], flags[2048];
 	const char *sweep = getenv("LAYOUTBENCH_SWEEP");
 	const char *job = getenv("SLURM_JOB_ID"), *task = getenv("SLURM_ARRAY_TASK_ID");
+	const char *array_job = getenv("SLURM_ARRAY_JOB_ID"), *label = getenv("LAYOUTBENCH_LABEL");
 
 	memset(lg, 0, sizeof(*lg));
 	lb_run_uid(lg->run_uid, sizeof(lg->run_uid));
@@ -180,16 +184,19 @@ int lb_trainlog_open(struct lb_trainlog *lg, const char *run_dir, const struct l
 	lb_strbuf_adds(&sb, ",\"sweep\":");
 	add_str_or_null(&sb, sweep && *sweep ? sweep : NULL);
 	lb_strbuf_adds(&sb, ",\"job_id\":");
-	if (job && *job) {
+	if (array_job && *array_job && task && *task) { /* an array task: <array job>_<task> */
 		char jid[256];
 
-		if (task && *task)
-			snprintf(jid, sizeof(jid), "%s_%s", job, task);
-		else
-			snprintf(jid, sizeof(jid), "%s", job);
+		snprintf(jid, sizeof(jid), "%s_%s", array_job, task);
 		lb_strbuf_add_json(&sb, jid);
+	} else if (job && *job) {
+		lb_strbuf_add_json(&sb, job);
 	} else {
 		lb_strbuf_adds(&sb, "null");
+	}
+	if (label && *label) {
+		lb_strbuf_adds(&sb, ",\"label\":");
+		lb_strbuf_add_json(&sb, label);
 	}
 	lb_strbuf_adds(&sb, "}");
 	if (sb.failed) {
@@ -210,9 +217,13 @@ void lb_trainlog_step(struct lb_trainlog *lg, int step, int warmup, double time_
 		return;
 	lb_strbuf_addf(&sb,
 		       "{\"type\":\"step\",\"step\":%d,\"warmup\":%s,\"time_s\":%.9g,"
-		       "\"tokens\":%lld,\"loss\":%.9g,\"peak_mem_bytes\":%llu",
-		       step, warmup ? "true" : "false", time_s, (long long)tokens, loss,
-		       (unsigned long long)peak_mem_bytes);
+		       "\"tokens\":%lld,\"loss\":",
+		       step, warmup ? "true" : "false", time_s, (long long)tokens);
+	if (isfinite(loss))
+		lb_strbuf_addf(&sb, "%.9g", loss);
+	else
+		lb_strbuf_adds(&sb, "null"); /* diverged: JSON has no NaN */
+	lb_strbuf_addf(&sb, ",\"peak_mem_bytes\":%llu", (unsigned long long)peak_mem_bytes);
 	if (ph) {
 		const char *names[] = {"forward_s", "backward_s", "optimizer_s", "comm_exposed_s",
 				       "bubble_s"};

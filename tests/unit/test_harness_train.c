@@ -372,11 +372,16 @@ static void test_run_log(void **state)
 	setenv("LAYOUTBENCH_SWEEP", "we\"ird\\name", 1);
 	setenv("SLURM_JOB_ID", "123", 1);
 	setenv("SLURM_ARRAY_TASK_ID", "4", 1);
+	setenv("SLURM_ARRAY_JOB_ID", "120", 1);
+	setenv("LAYOUTBENCH_LABEL", "flash+fused", 1);
 	assert_int_equal(lb_trainlog_open(&lg, sub, &info, err, sizeof(err)), 0);
 	unsetenv("LAYOUTBENCH_SWEEP");
 	unsetenv("SLURM_JOB_ID");
 	unsetenv("SLURM_ARRAY_TASK_ID");
+	unsetenv("SLURM_ARRAY_JOB_ID");
+	unsetenv("LAYOUTBENCH_LABEL");
 	lb_trainlog_step(&lg, 0, 1, 0.5, 1024, 5.5, 4096, &ph);
+	lb_trainlog_step(&lg, 1, 0, 0.5, 1024, NAN, 4096, NULL);
 	lb_trainlog_end(&lg, "oom", "out of \"memory\"", 0, 3);
 	lb_trainlog_end(&lg, NULL, "second end is ignored", -1, 0);
 	lb_trainlog_close(&lg);
@@ -387,7 +392,8 @@ static void test_run_log(void **state)
 			assert_non_null(strstr(line, "{\"type\":\"header\",\"format\":"
 						     "\"layoutbench-runlog\",\"version\":1,"));
 			assert_non_null(strstr(line, "\"sweep\":\"we\\\"ird\\\\name\""));
-			assert_non_null(strstr(line, "\"job_id\":\"123_4\""));
+			assert_non_null(strstr(line, "\"job_id\":\"120_4\""));
+			assert_non_null(strstr(line, "\"label\":\"flash+fused\""));
 			assert_non_null(strstr(line, "\"peak_tflops\":null"));
 			assert_non_null(strstr(line, "\"backend\":\"cpu\""));
 			assert_non_null(strstr(line, "\"gpu\":\"cpu\""));
@@ -400,6 +406,9 @@ static void test_run_log(void **state)
 			assert_non_null(strstr(line, "\"peak_mem_bytes\":4096"));
 			assert_non_null(strstr(line, "\"phases\":{\"forward_s\":0.1,"));
 			assert_null(strstr(line, "bubble_s"));
+		} else if (n == 2) {
+			assert_non_null(strstr(line, "\"step\":1,\"warmup\":false,"));
+			assert_non_null(strstr(line, "\"loss\":null,\"peak_mem_bytes\":4096}"));
 		} else {
 			assert_non_null(strstr(line,
 					       "\"type\":\"end\",\"status\":\"failed\","
@@ -409,7 +418,7 @@ static void test_run_log(void **state)
 		n++;
 	}
 	fclose(f);
-	assert_int_equal(n, 3);
+	assert_int_equal(n, 4);
 	assert_int_equal(lb_class_exit_code("diverged"), 5);
 	assert_int_equal(lb_class_exit_code("timeout"), 6);
 	assert_int_equal(lb_class_exit_code("nccl_error"), 4);

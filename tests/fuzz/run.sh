@@ -30,7 +30,13 @@ if ! "$FUZZ_CC" -fsanitize=fuzzer -o "$OUT/gen/probe" "$probe" >/dev/null 2>&1; 
 fi
 embed_files=$(ls results/*.sql sweeps/specs/*.json report/*.gp 2>/dev/null)
 # shellcheck disable=SC2086
-sh scripts/embed.sh $embed_files >"$OUT/gen/embed.c.tmp" && mv "$OUT/gen/embed.c.tmp" "$OUT/gen/embed.c" || exit 1
+sh scripts/embed.sh $embed_files >"$OUT/gen/embed.c.tmp" || exit 1
+# keep the old file (and its time stamp) when nothing changed, so targets are not rebuilt
+if cmp -s "$OUT/gen/embed.c.tmp" "$OUT/gen/embed.c"; then
+	rm -f "$OUT/gen/embed.c.tmp"
+else
+	mv "$OUT/gen/embed.c.tmp" "$OUT/gen/embed.c" || exit 1
+fi
 fail=0 ran=0
 for f in tests/fuzz/fuzz_*.c; do
 	[ -f "$f" ] || continue
@@ -47,8 +53,16 @@ for f in tests/fuzz/fuzz_*.c; do
 		done
 	done
 	libs=$(sed -n 's|^// fuzz-libs:||p' "$f")
+	# rebuild when the target, a source, or a header next to a source is newer
+	stale=1
+	if [ -x "$OUT/$name" ]; then
+		dirs=$(for s in $srcs "$f"; do dirname "$s"; done | sort -u)
+		# shellcheck disable=SC2086
+		[ -z "$(find $dirs tests/fuzz/run.sh -maxdepth 1 \( -name '*.c' -o -name '*.h' -o -name run.sh \) \
+			-newer "$OUT/$name" 2>/dev/null | head -n 1)" ] && stale=0
+	fi
 	# shellcheck disable=SC2086
-	if ! "$FUZZ_CC" -std=c11 -g -O1 -D_GNU_SOURCE -I. -I"$OUT/gen" -DLB_GIT_COMMIT='"fuzz"' \
+	if [ $stale = 1 ] && ! "$FUZZ_CC" -std=c11 -g -O1 -D_GNU_SOURCE -I. -I"$OUT/gen" -DLB_GIT_COMMIT='"fuzz"' \
 		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 		-fno-omit-frame-pointer -o "$OUT/$name" "$f" $srcs $libs; then
 		echo "fuzz: FAIL: cannot build $name"

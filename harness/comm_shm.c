@@ -466,10 +466,83 @@ static uint16_t f32_to_bf16(float f)
 	return (uint16_t)(u >> 16);
 }
 
+/* IEEE binary16: subnormals, infinities and NaN kept. */
+static float f16_to_f32(uint16_t h)
+{
+	uint32_t sign = (uint32_t)(h & 0x8000U) << 16, exp = (h >> 10) & 0x1fU, man = h & 0x3ffU;
+	uint32_t u;
+	float f;
+
+	if (exp == 0 && man == 0) {
+		u = sign;
+	} else if (exp == 0) { /* subnormal: normalise */
+		exp = 127 - 15 + 1;
+		while (!(man & 0x400U)) {
+			man <<= 1;
+			exp--;
+		}
+		u = sign | (exp << 23) | ((man & 0x3ffU) << 13);
+	} else if (exp == 31) {
+		u = sign | 0x7f800000U | (man << 13);
+	} else {
+		u = sign | ((exp + 127 - 15) << 23) | (man << 13);
+	}
+	memcpy(&f, &u, 4);
+	return f;
+}
+
+/* Round to nearest even; overflow gives infinity, NaN a quiet NaN. */
+static uint16_t f32_to_f16(float f)
+{
+	uint32_t u, a, sign;
+
+	memcpy(&u, &f, 4);
+	sign = (u >> 16) & 0x8000U;
+	a = u & 0x7fffffffU;
+	if (a > 0x7f800000U)
+		return (uint16_t)(sign | 0x7e00U);
+	if (a >= 0x477ff000U) /* >= 65520: rounds to infinity */
+		return (uint16_t)(sign | 0x7c00U);
+	if (a < 0x38800000U) { /* below 2^-14: a multiple of 2^-24, exact after scaling */
+		float v;
+		uint32_t r;
+		float frac;
+
+		memcpy(&v, &a, 4);
+		v *= 16777216.0f;
+		r = (uint32_t)v;
+		frac = v - (float)r;
+		if (frac > 0.5f || (frac == 0.5f && (r & 1U)))
+			r++;
+		return (uint16_t)(sign | r); /* r == 0x400 is the smallest normal */
+	}
+	a += 0xc8000fffU + ((a >> 13) & 1U); /* exponent -112, rounding bias */
+	return (uint16_t)(sign | (a >> 13));
+}
+
 static int reducible(enum lb_dtype t, enum lb_redop op)
 {
-	return (t == LB_F32 || t == LB_I32 || t == LB_BF16) &&
+	return (t == LB_F32 || t == LB_I32 || t == LB_BF16 || t == LB_F16) &&
 	       (op == LB_SUM || op == LB_MAX || op == LB_AVG);
+}
+
+static float load_f(enum lb_dtype t, const unsigned char *p, size_t i)
+{
+	if (t == LB_F32)
+		return ((const float *)p)[i];
+	if (t == LB_BF16)
+		return bf16_to_f32(((const uint16_t *)p)[i]);
+	return f16_to_f32(((const uint16_t *)p)[i]);
+}
+
+static void store_f(enum lb_dtype t, void *p, size_t i, float v)
+{
+	if (t == LB_F32)
+		((float *)p)[i] = v;
+	else if (t == LB_BF16)
+		((uint16_t *)p)[i] = f32_to_bf16(v);
+	else
+		((uint16_t *)p)[i] = f32_to_f16(v);
 }
 
 #define RBLK 1024
@@ -506,18 +579,14 @@ static void reduce_into(void *dst, unsigned char *const *src, int n, size_t coun
 	for (b = 0; b < count; b += RBLK) {
 		size_t m = count - b < RBLK ? count - b : RBLK;
 
-		if (t == LB_F32 || t == LB_BF16) {
+		if (t != LB_I32) { /* f32 max, bf16, f16: through fp32 */
 			float acc[RBLK], v[RBLK];
 
 			for (i = 0; i < m; i++)
-				acc[i] = t == LB_F32
-					     ? ((const float *)src[0])[b + i]
-					     : bf16_to_f32(((const uint16_t *)src[0])[b + i]);
+				acc[i] = load_f(t, src[0], b + i);
 			for (k = 1; k < n; k++) {
 				for (i = 0; i < m; i++)
-					v[i] = t == LB_F32
-						   ? ((const float *)src[k])[b + i]
-						   : bf16_to_f32(((const uint16_t *)src[k])[b + i]);
+					v[i] = load_f(t, src[k], b + i);
 				if (op == LB_MAX) {
 					for (i = 0; i < m; i++)
 						acc[i] = v[i] > acc[i] ? v[i] : acc[i];
@@ -529,12 +598,8 @@ static void reduce_into(void *dst, unsigned char *const *src, int n, size_t coun
 			if (op == LB_AVG)
 				for (i = 0; i < m; i++)
 					acc[i] /= (float)n;
-			for (i = 0; i < m; i++) {
-				if (t == LB_F32)
-					((float *)dst)[b + i] = acc[i];
-				else
-					((uint16_t *)dst)[b + i] = f32_to_bf16(acc[i]);
-			}
+			for (i = 0; i < m; i++)
+				store_f(t, dst, b + i, acc[i]);
 		} else { /* LB_I32 */
 			int64_t acc[RBLK];
 
@@ -594,7 +659,7 @@ static int shm_all_reduce(struct lb_comm *c, const void *in, void *out, size_t c
 	if (!reducible(t, op))
 		return seg_fail(sc->seg, LB_COMM_EFAIL, -1,
 				"all_reduce: %s with op %d is not supported by the shm "
-				"communicator (use f32, bf16 or i32 with sum, max or avg)",
+				"communicator (use f32, bf16, f16 or i32 with sum, max or avg)",
 				lb_dtype_name(t), (int)op);
 	if (count == 0)
 		return 0;
@@ -639,7 +704,7 @@ static int shm_reduce_scatter(struct lb_comm *c, const void *in, void *out, size
 	if (!reducible(t, op))
 		return seg_fail(sc->seg, LB_COMM_EFAIL, -1,
 				"reduce_scatter: %s with op %d is not supported by the shm "
-				"communicator (use f32, bf16 or i32 with sum, max or avg)",
+				"communicator (use f32, bf16, f16 or i32 with sum, max or avg)",
 				lb_dtype_name(t), (int)op);
 	if (count == 0)
 		return 0;

@@ -33,7 +33,8 @@
 struct lb_ops {
 	const char *name;    /* "cpu" (fp32), "cpu-f64", "cuda" */
 	size_t elem_size;    /* bytes per element of every buffer */
-	enum lb_dtype dtype; /* element type given to the comm table */
+	enum lb_dtype dtype; /* element type given to the comm table (the fp64 CPU table has no
+				comm type: it serves single-process checks, with no group) */
 
 	/* --- memory --- */
 	/* n elements, zero-filled. NULL when the allocation fails or would take the

@@ -288,6 +288,48 @@ static void test_pp2_stages_match_pp1(void **state)
 	lb_llama_free(&st[1]);
 }
 
+/* Activation memory by mode: full keeps only layer inputs, selective drops the attention
+ * core's probabilities (one shared buffer), none keeps everything; flash saves only the
+ * log-sum-exp, so selective gains little there. */
+static uint64_t live_bytes(const struct lb_layout *l)
+{
+	const struct lb_ops *o = lb_ops_cpu();
+	struct lb_llama m;
+	uint64_t before, after;
+
+	o->mem_stats(&before, NULL);
+	assert_int_equal(lb_llama_init(&m, o, NULL, l, 0, 1), 0);
+	o->mem_stats(&after, NULL);
+	lb_llama_free(&m);
+	return after - before;
+}
+
+static void test_checkpointing_memory(void **state)
+{
+	struct lb_layout l;
+	uint64_t none, sel, full, fnone, fsel;
+
+	lb_layout_init(&l);
+	l.seq_len = 128;
+	l.micro_batch = 2;
+	l.attention = LB_ATTN_NAIVE;
+	none = live_bytes(&l);
+	l.checkpointing = LB_CKPT_SELECTIVE;
+	sel = live_bytes(&l);
+	l.checkpointing = LB_CKPT_FULL;
+	full = live_bytes(&l);
+	assert_true(full < sel && sel < none);
+	/* 4 layers' probabilities (B, nh, S, S) fp32 minus the one shared buffer */
+	assert_int_equal(none - sel, 3ULL * 2 * 4 * 128 * 128 * 4);
+	l.attention = LB_ATTN_FLASH;
+	l.checkpointing = LB_CKPT_NONE;
+	fnone = live_bytes(&l);
+	l.checkpointing = LB_CKPT_SELECTIVE;
+	fsel = live_bytes(&l);
+	assert_true(fnone < none && fsel < fnone);
+	assert_int_equal(fnone - fsel, 3ULL * 2 * 4 * 128 * 4); /* the lse only */
+}
+
 static void test_param_table(void **state)
 {
 	const char *presets[] = {"tiny", "tiny-gqa", "tiny-tied"};
@@ -358,6 +400,7 @@ int main(void)
 	    cmocka_unit_test(test_gradcheck_fused_softmax_selective),
 	    cmocka_unit_test(test_modes_agree),
 	    cmocka_unit_test(test_pp2_stages_match_pp1),
+	    cmocka_unit_test(test_checkpointing_memory),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -283,14 +283,12 @@ static int judge_point(struct worker *w, const struct merged *m, int model, stru
 		if (!truth)
 			return 0;
 	}
+	memset(e, 0, sizeof(*e)); /* no stale bytes in the returned entries */
 	e->layout = *l;
-	e->label[0] = '\0';
 	if (label)
 		snprintf(e->label, sizeof(e->label), "%s", label);
 	lb_layout_id(l, e->id);
-	e->mem_gib = 0.0;
 	e->status = PLAN_OK;
-	e->reason[0] = '\0';
 	if (derr) {
 		e->status = PLAN_INVALID;
 		snprintf(e->reason, sizeof(e->reason), "%s", derr);

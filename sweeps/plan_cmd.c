@@ -276,7 +276,7 @@ static int write_json(FILE *f, const struct sweep_plan *p)
 		cJSON_AddNumberToObject(s, "filtered", (double)p->n_filtered);
 		cJSON_AddNumberToObject(s, "duplicates", (double)p->n_duplicates);
 		if (p->step_time_guess_s > 0)
-			cJSON_AddNumberToObject(s, "gpu_hours", round2(gpu_hours(p)));
+			cJSON_AddNumberToObject(s, "gpu_hours", round(gpu_hours(p) * 1e4) / 1e4);
 		else
 			cJSON_AddNullToObject(s, "gpu_hours");
 	}

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "common/model.h"
 #include "common/util.h"
@@ -488,8 +489,10 @@ static const char *rc_class(int rc)
 static int fail_run(struct lb_trainlog *lg, const char *cls, const char *msg)
 {
 	int code = lb_class_exit_code(cls);
+	char host[128] = "unknown";
 
-	fprintf(stderr, "error: %s (class %s)\n", msg, cls);
+	gethostname(host, sizeof(host) - 1);
+	fprintf(stderr, "error: host %s rank 0: %s (class %s)\n", host, msg, cls);
 	lb_trainlog_end(lg, cls, msg, 0, code);
 	return code;
 }

@@ -273,6 +273,8 @@ static int judge_point(struct worker *w, const struct merged *m, int model, stru
 		v[SV_ACCUM] = lb_layout_accum_steps(l);
 		v[SV_MODEL] = s->model_index[model];
 		if (expr_eval(m->wparts[i]->where, v, &truth, msg, sizeof(msg))) {
+			if (derr)
+				break; /* dp is underivable (0): list the point with that reason */
 			snprintf(w->err, sizeof(w->err),
 				 "%s (at point %zu: tp=%d pp=%d dp=%d micro_batch=%d)", msg,
 				 point + 1, l->tp, l->pp, l->dp, l->micro_batch);

@@ -7,6 +7,7 @@
 // fuzz-sources: sweeps/expr.c sweeps/spec.c sweeps/sweep.c common/*.c results/paper_csv.c @embed
 // fuzz-libs: -lcjson -lm -lpthread
 // fuzz-seeds: sweeps/specs/*.json
+// fuzz-dict: tests/fuzz/spec.dict
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>

@@ -7,6 +7,7 @@
 #                               Makefile generates them)
 #   // fuzz-libs: -lfoo ...    libraries to link
 #   // fuzz-seeds: GLOB...     seed inputs copied into its corpus
+#   // fuzz-dict: FILE         a libFuzzer dictionary
 # Objects, binaries, corpora and crash artifacts go to "${BUILD:-build}-fuzz". Exit
 # status: 0 when every target ran clean, 1 on a crash, leak or build failure, 77 when
 # clang has no libFuzzer. Env: BUILD, FUZZ_TIME, FUZZ_CC (default clang), FUZZ (a
@@ -76,8 +77,12 @@ for f in tests/fuzz/fuzz_*.c; do
 			[ -f "$g" ] && cp "$g" "$corpus/seed-$(basename "$g")"
 		done
 	done
+	dict=$(sed -n 's|^// fuzz-dict:[[:space:]]*||p' "$f" | head -n 1)
+	dictarg=""
+	[ -n "$dict" ] && [ -f "$dict" ] && dictarg="-dict=$dict"
 	echo "fuzz: $name for ${FUZZ_TIME}s"
-	if ! "$OUT/$name" -max_total_time="$FUZZ_TIME" -timeout=10 -rss_limit_mb=2048 \
+	# shellcheck disable=SC2086
+	if ! "$OUT/$name" $dictarg -max_total_time="$FUZZ_TIME" -timeout=10 -rss_limit_mb=2048 \
 		-print_final_stats=1 -artifact_prefix="$OUT/crash-$name-" "$corpus" \
 		>"$OUT/$name.log" 2>&1; then
 		echo "fuzz: FAIL: $name found a crash, leak or timeout (log $OUT/$name.log; inputs $OUT/crash-$name-*)"

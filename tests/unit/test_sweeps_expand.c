@@ -184,6 +184,50 @@ static void test_where_runtime_error(void **state)
 	assert_null(p.entries);
 }
 
+static void test_where_underivable_dp(void **state)
+{
+	/* gpus=8, tp=3: dp cannot be derived (0); the where divides by it */
+	struct sweep_plan p = plan_ok("{" HEAD "\"fixed\": {\"gpus\": 8},"
+				      "\"grid\": {\"tp\": [2, 3]}, \"where\": \"gpus / dp >= 1\","
+				      "\"cluster\": {\"gpus_per_node\": 8}}");
+
+	(void)state;
+	assert_int_equal(p.n_entries, 2);
+	assert_int_equal(p.entries[1].status, PLAN_INVALID);
+	assert_string_equal(p.entries[1].reason, "gpus=8 is not divisible by tp*pp=3");
+	sweep_plan_free(&p);
+}
+
+static void test_threads_same_plan(void **state)
+{
+	const char *t = "{\"name\": \"t\", \"models\": [\"llama-13b\", \"llama-30b\"],"
+			"\"fixed\": {\"gpus\": 64},"
+			"\"grid\": {\"tp\": [1, 2, 3, 4, 8], \"pp\": [1, 2, 4, 5],"
+			"\"micro_batch\": [1, 2, 4]},"
+			"\"union\": [{\"grid\": {\"kernel\": [\"torch\", \"flash_attention2\","
+			"\"flash_attentionv1.0.8\"]}}, {\"zip\": [{\"seq_len\": [2048, 8192],"
+			"\"global_batch\": [2048, 512]}]}],"
+			"\"where\": \"accum >= 1 or tp == 3\", \"cluster\": {\"gpu_mem_gib\": 80}}";
+	struct sweep_opts o1 = {0, 1}, o3 = {0, 3};
+	struct sweep_plan a, b;
+	char err[512];
+
+	(void)state;
+	assert_int_equal(sweep_plan_text_opts("t", t, strlen(t), &o1, &a, err, sizeof(err)), 0);
+	assert_int_equal(sweep_plan_text_opts("t", t, strlen(t), &o3, &b, err, sizeof(err)), 0);
+	assert_int_equal(a.n_entries, b.n_entries);
+	assert_true(a.n_entries > 100);
+	assert_int_equal(a.n_duplicates, b.n_duplicates);
+	assert_true(a.n_duplicates > 0);
+	assert_int_equal(a.n_filtered, b.n_filtered);
+	assert_int_equal(a.n_ok, b.n_ok);
+	assert_int_equal(a.n_oom, b.n_oom);
+	assert_int_equal(a.n_invalid, b.n_invalid);
+	assert_memory_equal(a.entries, b.entries, a.n_entries * sizeof(*a.entries));
+	sweep_plan_free(&a);
+	sweep_plan_free(&b);
+}
+
 static void test_duplicates(void **state)
 {
 	struct sweep_plan p = plan_ok(
@@ -340,6 +384,8 @@ int main(void)
 	    cmocka_unit_test(test_derived),
 	    cmocka_unit_test(test_where),
 	    cmocka_unit_test(test_where_runtime_error),
+	    cmocka_unit_test(test_where_underivable_dp),
+	    cmocka_unit_test(test_threads_same_plan),
 	    cmocka_unit_test(test_duplicates),
 	    cmocka_unit_test(test_status),
 	    cmocka_unit_test(test_model_overrides_and_run),

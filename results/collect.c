@@ -19,7 +19,19 @@
 #include "results/db.h"
 #include "results/runlog.h"
 
-enum { Q_FIND_PATH, Q_FIND_UID, Q_SWEEP, Q_JOB, Q_INSERT_RUN, Q_STEP, Q_END, Q_FINISH, Q_COUNT };
+enum {
+	Q_FIND_PATH,
+	Q_FIND_UID,
+	Q_SWEEP,
+	Q_JOB,
+	Q_INSERT_RUN,
+	Q_STEP,
+	Q_END,
+	Q_FINISH,
+	Q_STATS_READ,
+	Q_STATS_WRITE,
+	Q_COUNT
+};
 
 static const char *const queries[Q_COUNT] = {
     [Q_FIND_PATH] = "SELECT id, log_bytes, bytes_ingested FROM runs WHERE log_path = ?1",
@@ -38,6 +50,10 @@ static const char *const queries[Q_COUNT] = {
 	       "rank_peak_mem) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
     [Q_END] = "UPDATE runs SET status = ?2, failure_class = ?3, message = ?4, exit_code = ?5, "
 	      "failed_rank = ?6, end_time = ?7 WHERE id = ?1",
+    [Q_STATS_READ] = "SELECT time_s, warmup, peak_mem_bytes FROM steps WHERE run_id = ?1",
+    [Q_STATS_WRITE] = "INSERT OR REPLACE INTO run_stats (run_id, n_steps, step_time_mean, "
+		      "step_time_median, step_time_std, peak_mem_bytes) VALUES (?1, ?2, ?3, ?4, "
+		      "?5, ?6)",
     [Q_FINISH] = "UPDATE runs SET log_path = ?2, log_bytes = ?3, bytes_ingested = ?4, "
 		 "collected = strftime('%Y-%m-%dT%H:%M:%SZ', 'now') WHERE id = ?1",
 };
@@ -48,7 +64,9 @@ struct collector {
 	struct collect_stats *st;
 	char *err;
 	size_t errlen;
-	int failed; /* a file was refused or the database failed */
+	int failed;	 /* a file was refused or the database failed */
+	double *scratch; /* step times of one run, for its statistics */
+	size_t scratch_cap;
 };
 
 static void warn(struct collector *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -271,6 +289,86 @@ static int count_lines(const char *buf, size_t len)
 	return n;
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * Recompute the run_stats row of a run from its steps (the same numbers as the view
+ * run_step_stats: steady-state count, mean, median, sample std; peak memory over every
+ * step). scratch is a reusable buffer. Returns 0, or -1 (database error or no memory).
+ */
+static int refresh_stats(sqlite3_stmt *rd, sqlite3_stmt *wr, long long run_id, double **scratch,
+			 size_t *cap)
+{
+	long long peak = -1;
+	size_t n = 0;
+	int rc, any = 0;
+
+	sqlite3_bind_int64(rd, 1, run_id);
+	while ((rc = sqlite3_step(rd)) == SQLITE_ROW) {
+		any = 1;
+		if (sqlite3_column_type(rd, 2) != SQLITE_NULL && sqlite3_column_int64(rd, 2) > peak)
+			peak = sqlite3_column_int64(rd, 2);
+		if (sqlite3_column_int(rd, 1))
+			continue;
+		if (n == *cap) {
+			size_t nc = *cap ? 2 * *cap : 1024;
+			double *v = realloc(*scratch, nc * sizeof(*v));
+			if (!v) {
+				sqlite3_reset(rd);
+				return -1;
+			}
+			*scratch = v;
+			*cap = nc;
+		}
+		(*scratch)[n++] = sqlite3_column_double(rd, 0);
+	}
+	sqlite3_reset(rd);
+	if (rc != SQLITE_DONE)
+		return -1;
+	if (!any)
+		return 0;
+	sqlite3_bind_int64(wr, 1, run_id);
+	if (n) {
+		double *t = *scratch, sum = 0, ss = 0, mean;
+		for (size_t i = 0; i < n; i++)
+			sum += t[i];
+		mean = sum / (double)n;
+		qsort(t, n, sizeof(*t), cmp_double);
+		sqlite3_bind_int64(wr, 2, (long long)n);
+		sqlite3_bind_double(wr, 3, mean);
+		sqlite3_bind_double(wr, 4, n % 2 ? t[n / 2] : (t[n / 2 - 1] + t[n / 2]) / 2);
+		if (n > 1) {
+			for (size_t i = 0; i < n; i++)
+				ss += (t[i] - mean) * (t[i] - mean);
+			sqlite3_bind_double(wr, 5, sqrt(ss / (double)(n - 1)));
+		}
+	}
+	if (peak >= 0)
+		sqlite3_bind_int64(wr, 6, peak);
+	return run(wr) == SQLITE_DONE ? 0 : -1;
+}
+
+int results_refresh_run_stats(sqlite3 *db, long long run_id)
+{
+	sqlite3_stmt *rd = NULL, *wr = NULL;
+	double *scratch = NULL;
+	size_t cap = 0;
+	int rc = -1;
+
+	if (sqlite3_prepare_v2(db, queries[Q_STATS_READ], -1, &rd, NULL) == SQLITE_OK &&
+	    sqlite3_prepare_v2(db, queries[Q_STATS_WRITE], -1, &wr, NULL) == SQLITE_OK)
+		rc = refresh_stats(rd, wr, run_id, &scratch, &cap);
+	sqlite3_finalize(rd);
+	sqlite3_finalize(wr);
+	free(scratch);
+	return rc;
+}
+
 /*
  * One file's way through the collector, in three parts so that parsing (the worker
  * thread) overlaps writing (the calling thread, the only one touching the database):
@@ -491,6 +589,9 @@ static void write_job(struct collector *c, struct job *j)
 			warn(c, "%s:%d: a second header record; ignored", j->file, it->lineno);
 		}
 	}
+	if ((steps || is_new) && refresh_stats(c->q[Q_STATS_READ], c->q[Q_STATS_WRITE], run_id,
+					       &c->scratch, &c->scratch_cap))
+		goto out_db_error_rollback;
 	sqlite3_bind_int64(c->q[Q_FINISH], 1, run_id);
 	sqlite3_bind_text(c->q[Q_FINISH], 2, j->abspath, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(c->q[Q_FINISH], 3, (long long)j->len);
@@ -586,7 +687,7 @@ static int cmp_str(const void *a, const void *b)
 int results_collect_path(sqlite3 *db, const char *path, struct collect_stats *st, char *err,
 			 size_t errlen)
 {
-	struct collector c = {db, {0}, st, err, errlen, 0};
+	struct collector c = {db, {0}, st, err, errlen, 0, NULL, 0};
 	struct stat sb;
 	int i;
 
@@ -626,6 +727,7 @@ int results_collect_path(sqlite3 *db, const char *path, struct collect_stats *st
 out_finalize:
 	for (i = 0; i < Q_COUNT; i++)
 		sqlite3_finalize(c.q[i]);
+	free(c.scratch);
 	sqlite3_exec(db, "PRAGMA foreign_keys = ON", NULL, NULL, NULL);
 	return c.failed ? -1 : 0;
 }

@@ -32,4 +32,12 @@ struct collect_stats {
 int results_collect_path(sqlite3 *db, const char *path, struct collect_stats *st, char *err,
 			 size_t errlen);
 
+/*
+ * Recompute the cached step statistics of one run (table run_stats: steady-state count,
+ * mean, median and sample std of the step time, peak memory) from its step rows. The
+ * collector does this for every run it writes, in the run's transaction; call it after
+ * changing a run's steps by other means. Returns 0, or -1 (sqlite3_errmsg(db) says why).
+ */
+int results_refresh_run_stats(sqlite3 *db, long long run_id);
+
 #endif

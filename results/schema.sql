@@ -198,3 +198,102 @@ SELECT * FROM (
 					   s.tflops_per_gpu DESC NULLS LAST, s.run_id) AS rank
 	FROM run_summary s WHERE s.status = 'ok'
 ) WHERE rank = 1;
+
+-- migrate: 2
+-- Each run's steady-state step statistics, cached by the collector when it writes the
+-- run's steps (in the same transaction), so that reading run_summary does not sort every
+-- step row on every read. A run without a run_stats row (steps written by other means)
+-- gets the same numbers computed from its steps at query time (slower); after changing
+-- the steps of a run that has a row, call results_refresh_run_stats(). run_step_stats
+-- stays as the reference computation (the tests check that all agree). A run without
+-- steady-state steps has n_steps NULL.
+
+CREATE TABLE run_stats (
+	run_id INTEGER PRIMARY KEY REFERENCES runs (id) ON DELETE CASCADE,
+	n_steps INTEGER,               -- steady-state steps (warmup excluded)
+	step_time_mean REAL,           -- seconds
+	step_time_median REAL,
+	step_time_std REAL,            -- sample standard deviation; NULL below two steps
+	peak_mem_bytes INTEGER         -- maximum over every step, warmup included
+);
+
+INSERT INTO run_stats (run_id, n_steps, step_time_mean, step_time_median, step_time_std,
+		       peak_mem_bytes)
+SELECT r.id, st.n_steps, st.step_time_mean, st.step_time_median, st.step_time_std,
+       (SELECT MAX(peak_mem_bytes) FROM steps WHERE steps.run_id = r.id)
+FROM runs r LEFT JOIN run_step_stats st ON st.run_id = r.id
+WHERE EXISTS (SELECT 1 FROM steps WHERE steps.run_id = r.id);
+
+DROP VIEW best_layout;
+DROP VIEW run_summary;
+
+CREATE VIEW run_summary AS
+WITH stats AS (
+	SELECT r.id AS run_id,
+	       CASE WHEN st.run_id IS NOT NULL THEN st.n_steps ELSE
+		       (SELECT NULLIF(COUNT(*), 0) FROM steps s
+			WHERE s.run_id = r.id AND s.warmup = 0) END AS n_steps,
+	       CASE WHEN st.run_id IS NOT NULL THEN st.step_time_mean ELSE
+		       (SELECT AVG(time_s) FROM steps s
+			WHERE s.run_id = r.id AND s.warmup = 0) END AS step_time_mean,
+	       CASE WHEN st.run_id IS NOT NULL THEN st.step_time_median ELSE
+		       (SELECT AVG(time_s) FROM (
+				SELECT time_s, ROW_NUMBER() OVER (ORDER BY time_s) AS rn,
+				       COUNT(*) OVER () AS cnt
+				FROM steps s WHERE s.run_id = r.id AND s.warmup = 0)
+			WHERE rn IN ((cnt + 1) / 2, (cnt + 2) / 2)) END AS step_time_median,
+	       CASE WHEN st.run_id IS NOT NULL THEN st.step_time_std ELSE
+		       (SELECT sqrt(SUM((s.time_s - m.mean) * (s.time_s - m.mean))
+				    / (COUNT(*) - 1))
+			FROM steps s, (SELECT AVG(time_s) AS mean FROM steps s2
+				       WHERE s2.run_id = r.id AND s2.warmup = 0) m
+			WHERE s.run_id = r.id AND s.warmup = 0 HAVING COUNT(*) > 1) END
+		       AS step_time_std,
+	       CASE WHEN st.run_id IS NOT NULL THEN st.peak_mem_bytes ELSE
+		       (SELECT MAX(peak_mem_bytes) FROM steps s WHERE s.run_id = r.id) END
+		       AS peak_mem_bytes
+	FROM runs r LEFT JOIN run_stats st ON st.run_id = r.id
+),
+base AS (
+	SELECT r.id AS run_id, r.run_uid, r.sweep, r.source, r.layout_id,
+	       COALESCE(r.label, l.label, l.attention || '+' || l.norm) AS label,
+	       l.model, l.seq_len, l.global_batch,
+	       COALESCE(r.world_size, l.gpus) AS gpus,
+	       l.micro_batch, l.tp, l.pp, l.dp, l.sequence_parallel, l.zero_stage,
+	       l.checkpointing, l.attention, l.norm,
+	       r.status, r.failure_class, r.message, r.gpu, r.peak_tflops,
+	       st.n_steps,
+	       COALESCE(st.step_time_median, r.measured_step_time) AS step_time_median,
+	       COALESCE(st.step_time_mean, r.measured_step_time) AS step_time_mean,
+	       st.step_time_std,
+	       COALESCE(r.tokens_per_step, l.global_batch * l.seq_len) AS tokens_per_step,
+	       r.flops_per_step, r.hw_flops_per_step, r.mfu_reported,
+	       st.peak_mem_bytes,
+	       r.start_time, r.end_time
+	FROM runs r
+	JOIN layouts l ON l.layout_id = r.layout_id
+	JOIN stats st ON st.run_id = r.id
+)
+SELECT run_id, run_uid, sweep, source, layout_id, label, model, seq_len, global_batch, gpus,
+       micro_batch, tp, pp, dp, sequence_parallel, zero_stage, checkpointing, attention, norm,
+       status, failure_class, message, gpu, peak_tflops, n_steps,
+       step_time_median, step_time_mean, step_time_std,
+       CASE WHEN step_time_mean > 0 THEN tokens_per_step / step_time_mean / gpus END
+	       AS tokens_per_s_per_gpu,
+       CASE WHEN step_time_mean > 0 THEN flops_per_step / step_time_mean / gpus / 1e12 END
+	       AS tflops_per_gpu,
+       CASE WHEN step_time_mean > 0 AND peak_tflops > 0 THEN
+	       flops_per_step / (step_time_mean * gpus * peak_tflops * 1e12) END AS mfu,
+       CASE WHEN step_time_mean > 0 AND peak_tflops > 0 THEN
+	       hw_flops_per_step / (step_time_mean * gpus * peak_tflops * 1e12) END AS hfu,
+       mfu_reported, peak_mem_bytes, start_time, end_time
+FROM base;
+
+CREATE VIEW best_layout AS
+SELECT * FROM (
+	SELECT s.*, COALESCE(s.mfu_reported, s.mfu) AS mfu_best,
+	       ROW_NUMBER() OVER (PARTITION BY s.model, s.seq_len, s.gpus
+				  ORDER BY COALESCE(s.mfu_reported, s.mfu) DESC NULLS LAST,
+					   s.tflops_per_gpu DESC NULLS LAST, s.run_id) AS rank
+	FROM run_summary s WHERE s.status = 'ok'
+) WHERE rank = 1;

@@ -17,6 +17,7 @@
 
 #include <cmocka.h>
 
+#include "common/embed.h"
 #include "results/collect.h"
 #include "results/db.h"
 
@@ -189,6 +190,10 @@ static void test_view_arithmetic(void **state)
 	/* an even count: the median is the mean of the middle two (1.1, 1.2 of 1.0 1.1 1.2 1.3) */
 	assert_int_equal(sqlite3_exec(e->db, "DELETE FROM steps WHERE step = 5", NULL, NULL, NULL),
 			 SQLITE_OK);
+	/* the cached statistics follow only when refreshed */
+	close_to(q_dbl(e->db, "SELECT step_time_median FROM run_summary"), 1.2, 1e-12);
+	assert_int_equal(results_refresh_run_stats(e->db, q_int(e->db, "SELECT id FROM runs")), 0);
+	assert_int_equal(q_int(e->db, "SELECT n_steps FROM run_summary"), 4);
 	close_to(q_dbl(e->db, "SELECT step_time_median FROM run_summary"), 1.15, 1e-12);
 	close_to(q_dbl(e->db, "SELECT step_time_mean FROM run_summary"), 1.15, 1e-12);
 
@@ -390,6 +395,45 @@ static char *dump(sqlite3 *db)
 	return out;
 }
 
+/* The cached run_stats equal the reference view run_step_stats for every run. */
+static void check_stats_cache(sqlite3 *db)
+{
+	assert_int_equal(q_int(db, "SELECT count(*) FROM run_step_stats s LEFT JOIN run_stats c "
+				   "USING (run_id) WHERE c.n_steps IS NOT s.n_steps OR "
+				   "abs(c.step_time_mean - s.step_time_mean) > 1e-12 OR "
+				   "abs(c.step_time_median - s.step_time_median) > 1e-12 OR "
+				   "ifnull(abs(c.step_time_std - s.step_time_std), 0) > 1e-12 OR "
+				   "(c.step_time_std IS NULL) <> (s.step_time_std IS NULL)"),
+			 0);
+	assert_int_equal(q_int(db, "SELECT count(*) FROM run_stats c WHERE c.n_steps IS NOT NULL "
+				   "AND c.run_id NOT IN (SELECT run_id FROM run_step_stats)"),
+			 0);
+	assert_int_equal(q_int(db,
+			       "SELECT count(*) FROM run_stats c WHERE c.peak_mem_bytes IS NOT "
+			       "(SELECT max(peak_mem_bytes) FROM steps WHERE run_id = c.run_id)"),
+			 0);
+	/* without the cache, run_summary computes the same numbers from the steps */
+	{
+		static const char q[] =
+		    "SELECT group_concat(run_id || ':' || ifnull(n_steps, '-') || ':' || "
+		    "ifnull(printf('%.12g', step_time_mean), '-') || ':' || "
+		    "ifnull(printf('%.12g', step_time_median), '-') || ':' || "
+		    "ifnull(printf('%.9g', step_time_std), '-') || ':' || "
+		    "ifnull(peak_mem_bytes, '-'), ' ') FROM (SELECT * FROM run_summary ORDER BY "
+		    "run_id)";
+		char cached[4096];
+		snprintf(cached, sizeof(cached), "%s", q_text(db, "%s", q));
+		assert_int_equal(
+		    sqlite3_exec(db, "SAVEPOINT nocache; DELETE FROM run_stats;", NULL, NULL, NULL),
+		    SQLITE_OK);
+		assert_int_equal(q_int(db, "SELECT count(*) FROM run_stats"), 0);
+		assert_string_equal(q_text(db, "%s", q), cached);
+		assert_int_equal(
+		    sqlite3_exec(db, "ROLLBACK TO nocache; RELEASE nocache;", NULL, NULL, NULL),
+		    SQLITE_OK);
+	}
+}
+
 static void test_idempotent_directory(void **state)
 {
 	struct env *e = *state;
@@ -410,6 +454,7 @@ static void test_idempotent_directory(void **state)
 	assert_string_equal(dump(e->db), first);
 	assert_int_equal(q_int(e->db, "SELECT count(*) FROM runs"), 9);
 	assert_int_equal(q_int(e->db, "SELECT count(*) FROM steps"), 37);
+	check_stats_cache(e->db);
 }
 
 static void test_grow(void **state)
@@ -445,6 +490,35 @@ static void test_grow(void **state)
 	assert_int_equal(st.runs_updated, 1);
 	assert_string_equal(q_text(e->db, "SELECT failure_class FROM runs"), "killed");
 	assert_int_equal(q_int(e->db, "SELECT count(*) FROM runs"), 1);
+	assert_int_equal(q_int(e->db, "SELECT n_steps FROM run_summary"), 5);
+	check_stats_cache(e->db);
+}
+
+/* A header whose layout_id does not match its fields: a warning, the header's id kept. */
+static void test_layout_id_mismatch(void **state)
+{
+	struct env *e = *state;
+	struct collect_stats st;
+	char path[256], line[8192];
+	FILE *in, *out;
+
+	snprintf(path, sizeof(path), "%s/run-mismatch.jsonl", e->dir);
+	in = fopen(FIX "1001-ok.jsonl", "rb");
+	out = fopen(path, "wb");
+	assert_non_null(in);
+	assert_non_null(out);
+	while (fgets(line, sizeof(line), in)) {
+		char *at = strstr(line, "\"tp\":1,");
+		if (at)
+			at[5] = '2'; /* tp=2 in the fields, the id still says tp=1 */
+		fputs(line, out);
+	}
+	fclose(in);
+	fclose(out);
+	assert_int_equal(collect(e->db, path, &st), 0);
+	assert_int_equal(st.warnings, 1);
+	assert_string_equal(q_text(e->db, "SELECT layout_id FROM runs"), "92ce779f2d33830f");
+	assert_int_equal(q_int(e->db, "SELECT tp FROM layouts"), 2);
 }
 
 static void test_job_link(void **state)
@@ -571,6 +645,50 @@ static void test_migrations(void **state)
 	assert_int_equal(results_open(path, &db, err, sizeof(err)), 0);
 	assert_int_equal(results_schema_version(db), RESULTS_SCHEMA_VERSION);
 	results_close(db);
+
+	/* a version-1 database with a collected run gets run_stats filled by step 2 */
+	snprintf(path, sizeof(path), "%s/v1.db", e->dir);
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	{
+		const char *schema = lb_embedded("results/schema.sql", NULL);
+		const char *step2 = strstr(schema, "\n-- migrate: 2");
+		char *v1 = strndup(schema, (size_t)(step2 - schema));
+		struct collect_stats cs;
+		assert_non_null(v1);
+		assert_int_equal(results_migrate(db, v1, err, sizeof(err)), 0);
+		free(v1);
+		assert_int_equal(results_schema_version(db), 1);
+		/* a version-1 collector's rows, written by hand: a run and its steps */
+		assert_int_equal(
+		    sqlite3_exec(
+			db,
+			"INSERT INTO sweeps (name, source) VALUES ('old', 'adhoc');"
+			"INSERT INTO layouts SELECT 'abc', 'tiny', 4, 64, 4, 4, 128, 256, 0, "
+			"128, 8, 1, 1, 1, 1, 1, 1, 1, 0, 0, 'none', 'flash', 'fused', 7, 2, 1, "
+			"'x', NULL;"
+			"INSERT INTO runs (id, run_uid, layout_id, sweep, source, status, "
+			"world_size, peak_tflops, flops_per_step) VALUES (1, 'old-run', 'abc', "
+			"'old', 'run', 'ok', 1, 100, 1e12);"
+			"INSERT INTO steps (run_id, step, warmup, time_s, peak_mem_bytes) "
+			"VALUES (1, 0, 1, 9.0, 5), (1, 1, 0, 2.0, 7), (1, 2, 0, 4.0, 6);",
+			NULL, NULL, NULL),
+		    SQLITE_OK);
+		sqlite3_close(db);
+		assert_int_equal(results_open(path, &db, err, sizeof(err)), 0);
+		assert_int_equal(results_schema_version(db), RESULTS_SCHEMA_VERSION);
+		assert_int_equal(q_int(db, "SELECT n_steps FROM run_summary"), 2);
+		close_to(q_dbl(db, "SELECT step_time_mean FROM run_summary"), 3.0, 1e-12);
+		close_to(q_dbl(db, "SELECT mfu FROM run_summary"), 1e12 / (3.0 * 100e12), 1e-15);
+		assert_int_equal(q_int(db, "SELECT peak_mem_bytes FROM run_summary"), 7);
+		/* and the migrated database takes new runs */
+		memset(&cs, 0, sizeof(cs));
+		cs.quiet = 1;
+		assert_int_equal(
+		    results_collect_path(db, FIX "1001-ok.jsonl", &cs, err, sizeof(err)), 0);
+		assert_int_equal(q_int(db, "SELECT count(*) FROM run_summary WHERE n_steps = 5"),
+				 1);
+		results_close(db);
+	}
 
 	/* step by step: a version-1 database gets only step 2 */
 	snprintf(path, sizeof(path), "%s/steps.db", e->dir);
@@ -715,6 +833,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_newer_and_empty, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_idempotent_directory, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_grow, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_layout_id_mismatch, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_job_link, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_jobs_api, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_migrations, setup, teardown),

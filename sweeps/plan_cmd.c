@@ -367,6 +367,7 @@ int cmd_plan(int argc, char **argv)
 		break;
 	case FMT_CSV:
 		write_csv(stdout, &plan);
+		fflush(stdout); /* the summary after the rows when both go to one stream */
 		print_summary(stderr, &plan);
 		break;
 	case FMT_JSON:
@@ -375,6 +376,7 @@ int cmd_plan(int argc, char **argv)
 				plan.name);
 			goto out_free_plan;
 		}
+		fflush(stdout);
 		print_summary(stderr, &plan);
 		break;
 	}

@@ -402,8 +402,11 @@ static int wait_word(struct shm_comm *sc, _Atomic uint32_t *word, uint32_t targe
 						       ? "did not arrive"
 						       : "sent or received nothing";
 
-				snprintf(reason, sizeof(reason), "%s in %s within %.1f s (hung)",
-					 verb, what, s->timeout_s);
+				snprintf(reason, sizeof(reason), "%s in %s within %.1f s (%s)",
+					 verb, what, s->timeout_s,
+					 who_missing == barrier_missing
+					     ? "hung"
+					     : "hung, or a send/recv deadlock");
 				post_abort(s, m, reason);
 				return seg_fail(s, LB_COMM_ETIMEOUT, m,
 						"timeout after %.1f s in %s: rank %d %s",

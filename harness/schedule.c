@@ -3,13 +3,15 @@
  * Megatron-LM's forward_backward_pipelining_without_interleaving: warm-up
  * (recv_forward, forward, send_forward) pp - stage - 1 times, then steady state
  * (forward, send_forward_recv_backward, backward, send_backward_recv_forward), then
- * cool-down (recv_backward, backward, send_backward).
+ * cool-down (recv_backward, backward, send_backward). The simulator is pure; the
+ * executor at the end walks a list over a communicator and callbacks.
  */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "harness/comm.h"
 #include "harness/schedule.h"
 
 const char *lb_sched_name(enum lb_sched_kind k)
@@ -555,4 +557,52 @@ out:
 	free(s.got_act);
 	free(s.got_grad);
 	return rc;
+}
+
+/* ---- execution ---- */
+
+int lb_schedule_execute(const struct lb_schedule *s, struct lb_comm *pp,
+			const struct lb_pipe_ops *ops, void *ctx)
+{
+	int i = 0, rc;
+
+	if (!pp || pp->rank != s->stage || pp->size != s->pp)
+		return LB_COMM_EFAIL;
+	while (i < s->n_steps) {
+		const struct lb_step *st = &s->steps[i];
+		int g = st->group;
+
+		if (g < 0) {
+			rc = st->kind == LB_STEP_FORWARD ? ops->forward(ctx, st->micro)
+							 : ops->backward(ctx, st->micro);
+			if (rc)
+				return rc;
+			i++;
+			continue;
+		}
+		if ((rc = pp->ops->group_start(pp)))
+			return rc;
+		for (; i < s->n_steps && s->steps[i].group == g; i++) {
+			const struct lb_step *x = &s->steps[i];
+			size_t count = 0;
+			enum lb_dtype dtype = LB_F32;
+			void *buf = ops->buffer(ctx, x->kind, x->micro, &count, &dtype);
+
+			if (!buf) {
+				pp->ops->group_end(pp);
+				return LB_COMM_EFAIL;
+			}
+			if (x->kind == LB_STEP_SEND_ACT || x->kind == LB_STEP_SEND_GRAD)
+				rc = pp->ops->send(pp, buf, count, dtype, x->peer, NULL);
+			else
+				rc = pp->ops->recv(pp, buf, count, dtype, x->peer, NULL);
+			if (rc) {
+				pp->ops->group_end(pp);
+				return rc;
+			}
+		}
+		if ((rc = pp->ops->group_end(pp)))
+			return rc;
+	}
+	return 0;
 }

@@ -13,12 +13,15 @@
  * posted, the strictest model): it reports deadlock, unmatched or out-of-order messages,
  * data-flow errors (a forward before its activation arrived), the peak number of
  * micro-batches in flight per stage (their activations held), and the bubble fraction.
- * Pure functions: no I/O. See docs/parallelism.md.
+ * Building, formatting and simulating are pure functions; lb_schedule_execute() runs a
+ * list over a communicator. See docs/parallelism.md.
  */
 #ifndef LB_SCHEDULE_H
 #define LB_SCHEDULE_H
 
 #include <stddef.h>
+
+#include "harness/comm.h"
 
 #define LB_SCHED_MAX_PP 256
 
@@ -77,5 +80,24 @@ struct lb_sim_report {
 /* Run stages[0..pp) together (stages[s].stage must be s). Returns 0 when every step ran
  * and every check held, -1 otherwise with rep->error (and rep->deadlock) set. */
 int lb_schedule_simulate(const struct lb_schedule *stages, int pp, struct lb_sim_report *rep);
+
+/*
+ * Run one stage's list over the pipeline communicator pp (pp->rank == s->stage,
+ * pp->size == s->pp): compute steps call forward/backward; each send/recv group is
+ * issued between group_start and group_end with the buffer that buffer() names. The
+ * callbacks return 0 or a non-zero code that stops the run. Returns 0, the first non-zero
+ * callback code, or the comm's LB_COMM_E* code. The code form of the data above; the
+ * trainer may also walk s->steps itself (docs/parallelism.md).
+ */
+struct lb_pipe_ops {
+	int (*forward)(void *ctx, int micro);
+	int (*backward)(void *ctx, int micro);
+	/* The memory of the send/recv step `kind` for `micro`: *count elements of *dtype
+	 * (preset to LB_F32). NULL stops the run with LB_COMM_EFAIL. */
+	void *(*buffer)(void *ctx, enum lb_step_kind kind, int micro, size_t *count,
+			enum lb_dtype *dtype);
+};
+int lb_schedule_execute(const struct lb_schedule *s, struct lb_comm *pp,
+			const struct lb_pipe_ops *ops, void *ctx);
 
 #endif

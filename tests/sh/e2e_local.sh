@@ -148,5 +148,30 @@ done
 [ "$FAILURES" = 1 ] && { [ "$(q "SELECT MAX(attempt) FROM jobs WHERE sweep='e2e-fail'")" = 2 ] ||
 	bad "resubmitted jobs are not attempt 2"; }
 lap "resubmit: every layout completed"
+
+# ---------------------------------------------------------------- 4. lost jobs
+# a job the scheduler no longer knows (Slurm: purged after MinJobAge; local: its worker
+# is gone) and that left no run log
+lid=$(q "SELECT layout_id FROM jobs WHERE sweep='quickstart' LIMIT 1")
+q "INSERT INTO jobs (executor, sweep, layout_id, job_id, array_job_id, array_index, state,
+	submit_time, run_dir) VALUES ('$EXECUTOR', 'quickstart', '$lid', '999999_0', '999999', 0,
+	'RUNNING', strftime('%Y-%m-%dT%H:%M:%SZ', 'now'), '$W/nowhere')"
+"$LB" status --db "$DB" --sweep quickstart >st3.out 2>&1
+lost=$(q "SELECT state || ' ' || failure_class FROM jobs WHERE job_id='999999_0'")
+if [ "$EXECUTOR" = local ]; then
+	[ "$lost" = "NODE_FAIL node_fail" ] || bad "a job whose worker is gone is '$lost'"
+else
+	[ "$lost" = "UNKNOWN unknown" ] || bad "a job unknown to slurmctld is '$lost'"
+fi
+grep -q "^  failed $lid" st3.out || bad "status does not list the lost job: $(cat st3.out)"
+lap "a lost job: $lost"
+
+# ---------------------------------------------------------------- 5. REST over the socket
+if [ "$EXECUTOR" = rest ] && [ -n "${SLURMRESTD_SOCKET:-}" ]; then
+	SLURMRESTD_URL="unix:$SLURMRESTD_SOCKET" "$LB" submit cancel.json $SUB --force --wait \
+		>u.out 2>&1 || bad "submit through the unix socket: $(cat u.out)"
+	grep -q "^sweep 'e2e-cancel': 1 completed, 0 failed" u.out || bad "unix socket: $(cat u.out)"
+	lap "slurmrestd over unix:$SLURMRESTD_SOCKET"
+fi
 [ "$fail" = 0 ] && echo "e2e ($EXECUTOR): all passed in $(($(date +%s) - T0)) s"
 exit $fail

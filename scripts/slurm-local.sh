@@ -7,6 +7,7 @@
 #                                     # wait until the node is idle and REST answers
 #   sh scripts/slurm-local.sh stop    # cancel every job, stop the daemons by PID
 #   sh scripts/slurm-local.sh status  # what runs
+#   sh scripts/slurm-local.sh check   # only the safety check below (exit 1: would refuse)
 #
 # It writes /etc/slurm/slurm.conf. To keep a real cluster node's configuration safe it
 # refuses unless CI=true, LB_SLURM_LOCAL_FORCE=1, /etc/slurm/slurm.conf is absent, or that
@@ -16,7 +17,8 @@
 # with SLURM_JWT set, srun fails); the end-to-end tests source it.
 # Knobs: LB_SLURM_CPUS (8: declared, above the real cores, so an 8-rank job fits),
 # LB_SLURM_MEM_MB (8192), LB_SLURM_GPUS (2 fake GPUs), LB_SLURM_MIN_JOB_AGE (300 s),
-# LB_SLURM_REST_PORT (6820), LB_SLURM_DIR, LB_SLURM_INSTALL (1: apt-get what is missing).
+# LB_SLURM_REST_PORT (6820), LB_SLURM_DIR, LB_SLURM_INSTALL (1: apt-get what is missing),
+# LB_SLURM_CONF (/etc/slurm/slurm.conf: the file the safety check looks at and writes).
 set -eu
 
 MARKER="# written by layoutbench scripts/slurm-local.sh"
@@ -27,7 +29,7 @@ GPUS=${LB_SLURM_GPUS:-2}
 MIN_JOB_AGE=${LB_SLURM_MIN_JOB_AGE:-300}
 PORT=${LB_SLURM_REST_PORT:-6820}
 INSTALL=${LB_SLURM_INSTALL:-1}
-CONF=/etc/slurm/slurm.conf
+CONF=${LB_SLURM_CONF:-/etc/slurm/slurm.conf}
 STATE=/var/lib/slurm/slurmctld
 SPOOL=/var/lib/slurm/slurmd
 LOGDIR=/var/log/slurm
@@ -303,8 +305,9 @@ case "${1:-}" in
 start) start ;;
 stop) stop_all ;;
 status) status ;;
+check) check_safe ;;
 *)
-	echo "usage: sh scripts/slurm-local.sh start|stop|status" >&2
+	echo "usage: sh scripts/slurm-local.sh start|stop|status|check" >&2
 	exit 2
 	;;
 esac

@@ -30,8 +30,11 @@ enum {
 	Q_FINISH,
 	Q_STATS_READ,
 	Q_STATS_WRITE,
+	Q_STEP_BATCH,
 	Q_COUNT
 };
+
+#define STEP_BATCH 32 /* steps per multi-row INSERT */
 
 static const char *const queries[Q_COUNT] = {
     [Q_FIND_PATH] = "SELECT id, log_bytes, bytes_ingested FROM runs WHERE log_path = ?1",
@@ -225,24 +228,37 @@ static long long insert_run(struct collector *c, const char *file, const struct 
 	return sqlite3_last_insert_rowid(c->db);
 }
 
+/* Bind one step's 13 values at parameters base+1 .. base+13. */
+static void bind_step(sqlite3_stmt *s, int base, long long run_id, const struct runlog_step *p)
+{
+	sqlite3_bind_int64(s, base + 1, run_id);
+	sqlite3_bind_int64(s, base + 2, p->step);
+	sqlite3_bind_int(s, base + 3, p->warmup);
+	sqlite3_bind_double(s, base + 4, p->time_s);
+	bind_i64(s, base + 5, p->tokens, p->tokens >= 0);
+	bind_dbl(s, base + 6, p->loss, 1);
+	bind_i64(s, base + 7, p->peak_mem_bytes, p->peak_mem_bytes >= 0);
+	bind_dbl(s, base + 8, p->forward_s, 1);
+	bind_dbl(s, base + 9, p->backward_s, 1);
+	bind_dbl(s, base + 10, p->optimizer_s, 1);
+	bind_dbl(s, base + 11, p->comm_exposed_s, 1);
+	bind_dbl(s, base + 12, p->bubble_s, 1);
+	bind_str(s, base + 13, p->rank_peak_mem);
+}
+
 static int write_step(struct collector *c, long long run_id, const struct runlog_step *p)
 {
-	sqlite3_stmt *s = c->q[Q_STEP];
+	bind_step(c->q[Q_STEP], 0, run_id, p);
+	return run_all_bound(c->q[Q_STEP]) == SQLITE_DONE ? 0 : -1;
+}
 
-	sqlite3_bind_int64(s, 1, run_id);
-	sqlite3_bind_int64(s, 2, p->step);
-	sqlite3_bind_int(s, 3, p->warmup);
-	sqlite3_bind_double(s, 4, p->time_s);
-	bind_i64(s, 5, p->tokens, p->tokens >= 0);
-	bind_dbl(s, 6, p->loss, 1);
-	bind_i64(s, 7, p->peak_mem_bytes, p->peak_mem_bytes >= 0);
-	bind_dbl(s, 8, p->forward_s, 1);
-	bind_dbl(s, 9, p->backward_s, 1);
-	bind_dbl(s, 10, p->optimizer_s, 1);
-	bind_dbl(s, 11, p->comm_exposed_s, 1);
-	bind_dbl(s, 12, p->bubble_s, 1);
-	bind_str(s, 13, p->rank_peak_mem);
-	return run_all_bound(s) == SQLITE_DONE ? 0 : -1;
+/* STEP_BATCH steps in one multi-row INSERT: the statement overhead is paid once. */
+static int write_step_batch(struct collector *c, long long run_id,
+			    const struct runlog_step *const *p)
+{
+	for (int k = 0; k < STEP_BATCH; k++)
+		bind_step(c->q[Q_STEP_BATCH], 13 * k, run_id, p[k]);
+	return run_all_bound(c->q[Q_STEP_BATCH]) == SQLITE_DONE ? 0 : -1;
 }
 
 static int write_end(struct collector *c, long long run_id, const struct runlog_end *e)
@@ -590,8 +606,9 @@ out_from_rows:
 
 static void write_job(struct collector *c, struct job *j)
 {
+	const struct runlog_step *pend[STEP_BATCH]; /* steps not yet written */
 	long long run_id = j->run_id, lb, off;
-	int is_new = j->state == JOB_NEW, changed = 0;
+	int is_new = j->state == JOB_NEW, changed = 0, np = 0;
 	long steps = 0;
 
 	if (j->state == JOB_DONE)
@@ -623,8 +640,12 @@ static void write_job(struct collector *c, struct job *j)
 		if (!it->type) {
 			warn(c, "%s:%d: %s", j->file, it->lineno, it->fault ? it->fault : "?");
 		} else if (it->type == RUNLOG_STEP) {
-			if (write_step(c, run_id, &it->step))
-				goto out_db_error_rollback;
+			pend[np++] = &it->step;
+			if (np == STEP_BATCH) {
+				if (write_step_batch(c, run_id, pend))
+					goto out_db_error_rollback;
+				np = 0;
+			}
 			steps++;
 		} else if (it->type == RUNLOG_END) {
 			if (write_end(c, run_id, &it->end))
@@ -634,6 +655,9 @@ static void write_job(struct collector *c, struct job *j)
 			warn(c, "%s:%d: a second header record; ignored", j->file, it->lineno);
 		}
 	}
+	for (int k = 0; k < np; k++)
+		if (write_step(c, run_id, pend[k]))
+			goto out_db_error_rollback;
 	if (steps && stats_from_items(c, j, run_id, is_new))
 		goto out_db_error_rollback;
 	sqlite3_bind_int64(c->q[Q_FINISH], 1, run_id);
@@ -741,12 +765,30 @@ int results_collect_path(sqlite3 *db, const char *path, struct collect_stats *st
 	/* checkpoint the WAL every 64 MiB instead of every 4 MiB: each checkpoint syncs the
 	 * disk twice, and on a busy disk the syncs, not the inserts, set the pace */
 	sqlite3_exec(db, "PRAGMA wal_autocheckpoint = 16384", NULL, NULL, NULL);
-	for (i = 0; i < Q_COUNT; i++)
-		if (sqlite3_prepare_v2(db, queries[i], -1, &c.q[i], NULL) != SQLITE_OK) {
+	for (i = 0; i < Q_COUNT; i++) {
+		char batch[STEP_BATCH * 64 + 256];
+		const char *sql = queries[i];
+		if (i == Q_STEP_BATCH) {
+			/* the single-row statement with STEP_BATCH rows of numbered parameters */
+			size_t at = (size_t)(strstr(queries[Q_STEP], "VALUES") - queries[Q_STEP]);
+			memcpy(batch, queries[Q_STEP], at);
+			at += (size_t)snprintf(batch + at, sizeof(batch) - at, "VALUES ");
+			for (int k = 0; k < STEP_BATCH; k++) {
+				at += (size_t)snprintf(batch + at, sizeof(batch) - at, "%s(",
+						       k ? "," : "");
+				for (int v = 1; v <= 13; v++)
+					at += (size_t)snprintf(batch + at, sizeof(batch) - at,
+							       "?%d%s", 13 * k + v,
+							       v < 13 ? "," : ")");
+			}
+			sql = batch;
+		}
+		if (sqlite3_prepare_v2(db, sql, -1, &c.q[i], NULL) != SQLITE_OK) {
 			snprintf(err, errlen, "database: %s", sqlite3_errmsg(db));
 			c.failed = 1;
 			goto out_finalize;
 		}
+	}
 	if (stat(path, &sb)) {
 		fail(&c, "'%s': %s", path, strerror(errno));
 		goto out_finalize;

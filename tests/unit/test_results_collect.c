@@ -494,6 +494,52 @@ static void test_grow(void **state)
 	check_stats_cache(e->db);
 }
 
+/* Steps written in multi-row batches: every value lands, and a repeated step index
+ * replaces the earlier record within a batch and across batches. */
+static void test_batches_and_repeats(void **state)
+{
+	struct env *e = *state;
+	struct collect_stats st;
+	char path[256], line[8192];
+	FILE *in, *out;
+
+	snprintf(path, sizeof(path), "%s/run-batches.jsonl", e->dir);
+	in = fopen(FIX "1001-ok.jsonl", "rb");
+	out = fopen(path, "wb");
+	assert_non_null(in);
+	assert_non_null(out);
+	assert_non_null(fgets(line, sizeof(line), in)); /* the header */
+	fputs(line, out);
+	fclose(in);
+	for (int i = 0; i < 100; i++)
+		fprintf(out,
+			"{\"type\":\"step\",\"step\":%d,\"warmup\":%s,\"time_s\":%d.5,"
+			"\"tokens\":%d,\"loss\":%d.25,\"peak_mem_bytes\":%d,"
+			"\"rank_peak_mem_bytes\":[%d,7],\"phases\":{\"forward_s\":0.%d,"
+			"\"bubble_s\":null}}\n",
+			i, i < 2 ? "true" : "false", i, 1000 + i, i, 5000 + i, i, i + 1);
+	/* repeats: step 10 inside the same batch region, step 3 far behind */
+	fputs("{\"type\":\"step\",\"step\":10,\"warmup\":false,\"time_s\":99}\n", out);
+	fputs("{\"type\":\"step\",\"step\":3,\"warmup\":false,\"time_s\":77}\n", out);
+	fclose(out);
+	assert_int_equal(collect(e->db, path, &st), 0);
+	assert_int_equal(st.steps, 102);
+	assert_int_equal(q_int(e->db, "SELECT count(*) FROM steps"), 100);
+	close_to(q_dbl(e->db, "SELECT time_s FROM steps WHERE step = 10"), 99, 0);
+	close_to(q_dbl(e->db, "SELECT time_s FROM steps WHERE step = 3"), 77, 0);
+	assert_string_equal(q_text(e->db, "SELECT tokens FROM steps WHERE step = 10"), "NULL");
+	/* every column of every other row as written */
+	assert_int_equal(q_int(e->db,
+			       "SELECT count(*) FROM steps WHERE step NOT IN (3, 10) AND "
+			       "time_s = step + 0.5 AND tokens = 1000 + step AND loss = step "
+			       "+ 0.25 AND peak_mem_bytes = 5000 + step AND rank_peak_mem = "
+			       "'[' || step || ',7]' AND warmup = (step < 2) AND bubble_s IS "
+			       "NULL AND backward_s IS NULL AND forward_s > 0"),
+			 98);
+	check_stats_cache(e->db);
+	close_to(q_dbl(e->db, "SELECT step_time_median FROM run_summary"), 53, 1e-12);
+}
+
 /* A header whose layout_id does not match its fields: a warning, the header's id kept. */
 static void test_layout_id_mismatch(void **state)
 {
@@ -834,6 +880,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_idempotent_directory, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_grow, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_layout_id_mismatch, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_batches_and_repeats, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_job_link, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_jobs_api, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_migrations, setup, teardown),

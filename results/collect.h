@@ -26,7 +26,7 @@ struct collect_stats {
 /*
  * Collect one run log, or every run-*.jsonl below a directory (recursively, in name
  * order). Counts are added to *st (zero it first). Warnings and per-file errors go to
- * stderr unless st->quiet. Returns 0 when every file was read (warnings allowed), or -1
+ * stderr unless st->quiet. Call it outside a transaction: each run is its own. Returns 0 when every file was read (warnings allowed), or -1
  * when a file was refused or the database failed; err then holds the last such error.
  */
 int results_collect_path(sqlite3 *db, const char *path, struct collect_stats *st, char *err,

@@ -65,3 +65,13 @@ char **exec_job_environ(size_t *n)
 	*n = k;
 	return env;
 }
+
+int exec_array_seen(const struct results_job *jobs, size_t i)
+{
+	if (!jobs[i].array_job_id[0])
+		return 0;
+	for (size_t k = 0; k < i; k++)
+		if (!strcmp(jobs[k].array_job_id, jobs[i].array_job_id))
+			return 1;
+	return 0;
+}

@@ -46,7 +46,8 @@ struct executor {
 	/* One batched query for jobs[0..n): fills out[0..n). Returns 0 or -1 with err set. */
 	int (*poll)(struct executor *x, const struct results_job *jobs, size_t n,
 		    struct exec_state *out, char *err, size_t errlen);
-	/* Cancel jobs[0..n) (whole arrays in one call where every task is named). */
+	/* Cancel jobs[0..n): the whole array of each (one call per array; a sweep's arrays
+	 * hold only its own layouts), plain jobs by id. Returns 0 or -1 with err set. */
 	int (*cancel)(struct executor *x, const struct results_job *jobs, size_t n, char *err,
 		      size_t errlen);
 	void (*close)(struct executor *x);
@@ -58,6 +59,9 @@ struct executor {
 int exec_open(const char *name, const struct exec_opts *o, struct executor **out, char *err,
 	      size_t errlen);
 void exec_close(struct executor *x);
+
+/* 1 if jobs[i]'s array already appears in jobs[0..i) (cancel kills whole arrays once). */
+int exec_array_seen(const struct results_job *jobs, size_t i);
 
 /* 1 if a state is final (the job will not run again). */
 int exec_state_final(const char *state);

@@ -233,12 +233,9 @@ static int ss_cancel(struct executor *x, const struct results_job *jobs, size_t 
 	int rc = 0;
 	(void)x;
 	for (size_t i = 0; i < n; i++) {
-		char id[80];
-		if (jobs[i].array_index >= 0)
-			snprintf(id, sizeof(id), "%s_%d", jobs[i].array_job_id,
-				 jobs[i].array_index);
-		else
-			snprintf(id, sizeof(id), "%s", jobs[i].job_id);
+		const char *id = jobs[i].array_job_id[0] ? jobs[i].array_job_id : jobs[i].job_id;
+		if (exec_array_seen(jobs, i))
+			continue;
 		if (slurm_kill_job2(id, SIGKILL, 0, NULL) != SLURM_SUCCESS) {
 			int e = slurm_get_errno();
 			if (e == ESLURM_ALREADY_DONE || e == ESLURM_INVALID_JOB_ID)

@@ -278,14 +278,20 @@ static int submit_entries(sqlite3 *db, struct executor *x, const struct sweep_pl
 	snprintf(dir, sizeof(dir), "%s/%s/scripts", runs, p->name);
 	if (mkdir_p(dir, err, errlen))
 		goto out_free;
+	sql_exec(db, "BEGIN");
 	for (size_t i = 0; i < p->n_entries; i++)
 		if (p->entries[i].status == PLAN_OK &&
 		    results_upsert_layout(db, &p->entries[i].layout,
 					  p->entries[i].label[0] ? p->entries[i].label : NULL)) {
 			snprintf(err, errlen, "recording layout %s: %s", p->entries[i].id,
 				 sqlite3_errmsg(db));
+			sql_exec(db, "ROLLBACK");
 			goto out_free;
 		}
+	if (sql_exec(db, "COMMIT")) {
+		snprintf(err, errlen, "recording layouts: %s", sqlite3_errmsg(db));
+		goto out_free;
+	}
 	for (size_t i = 0; i < b.n_arrays; i++) {
 		struct slurm_array *a = &b.arrays[i];
 		char script[SLURM_PATH_MAX + 160], aid[64];

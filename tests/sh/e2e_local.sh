@@ -97,6 +97,10 @@ specs="cancel.json"
 for s in $specs; do
 	"$LB" submit "$s" $SUB >>f.out 2>>f.err || { bad "submit $s failed"; cat f.err; }
 done
+# a sweep in flight is not submitted twice
+"$LB" submit cancel.json $SUB >dup.out 2>&1 || bad "second submit of e2e-cancel failed"
+grep -q "nothing to submit (0 layout(s) done, 1 pending or running" dup.out ||
+	bad "e2e-cancel submitted twice: $(cat dup.out)"
 # cancel e2e-cancel once its job runs
 n=0
 until q "SELECT state FROM jobs WHERE sweep='e2e-cancel'" | grep -q RUNNING; do

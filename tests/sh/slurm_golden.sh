@@ -40,4 +40,18 @@ for spec in quickstart tests/golden/render/cluster.json; do
 		bash -n "$s" || { echo "FAIL: $s is not valid bash"; rc=1; }
 	done
 done
+# the dry run of the cluster spec: arrays, shapes, time limits, GPU-hours, layout ids
+"$LB" submit tests/golden/render/cluster.json --executor local --dry-run --throttle 4 \
+	--db "$tmp/none.db" --runs /scratch/runs >"$tmp/dryrun.txt" 2>"$tmp/dryrun.err" ||
+	{ echo "FAIL: dry run failed: $(cat "$tmp/dryrun.err")"; rc=1; }
+[ -e "$tmp/none.db" ] && { echo "FAIL: the dry run created the database"; rc=1; }
+if [ "${LB_UPDATE_GOLDEN:-0}" = 1 ]; then
+	cp "$tmp/dryrun.txt" tests/golden/render/cluster.dryrun
+	echo "updated tests/golden/render/cluster.dryrun"
+elif ! diff -u tests/golden/render/cluster.dryrun "$tmp/dryrun.txt"; then
+	echo "FAIL: the dry run differs from tests/golden/render/cluster.dryrun"
+	rc=1
+else
+	echo "ok: dry run"
+fi
 exit $rc

@@ -115,8 +115,9 @@ int results_open(const char *path, sqlite3 **db, char *err, size_t errlen)
 	*db = NULL;
 	if (!path)
 		path = results_default_db();
-	if (sqlite3_open_v2(path, &h, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) !=
-	    SQLITE_OK) {
+	if (sqlite3_open_v2(path, &h,
+			    SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+			    NULL) != SQLITE_OK) {
 		snprintf(err, errlen, "database '%s': %s", path,
 			 h ? sqlite3_errmsg(h) : "cannot open");
 		goto out_close;

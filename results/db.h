@@ -31,7 +31,8 @@ const char *results_default_db(void);
  * to WAL mode with a busy timeout of RESULTS_BUSY_TIMEOUT_MS, turn foreign keys on, and
  * apply every migration step newer than its PRAGMA user_version. A database written by a
  * newer build (user_version > RESULTS_SCHEMA_VERSION) is refused. Returns 0 and sets *db
- * (close with results_close), or -1 with err set and *db NULL.
+ * (close with results_close), or -1 with err set and *db NULL. The handle has no mutex of
+ * its own: use it from one thread at a time (open one handle per thread).
  */
 int results_open(const char *path, sqlite3 **db, char *err, size_t errlen);
 

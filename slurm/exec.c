@@ -75,3 +75,23 @@ int exec_array_seen(const struct results_job *jobs, size_t i)
 			return 1;
 	return 0;
 }
+
+int exec_task_in(const char *s, long task)
+{
+	char buf[1024];
+	char *save = NULL;
+
+	snprintf(buf, sizeof(buf), "%s", s);
+	char *pct = strchr(buf, '%');
+	if (pct)
+		*pct = '\0';
+	for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		char *end;
+		long lo = strtol(tok, &end, 10), hi = lo;
+		if (*end == '-')
+			hi = strtol(end + 1, &end, 10);
+		if (task >= lo && task <= hi)
+			return 1;
+	}
+	return 0;
+}

@@ -60,6 +60,10 @@ int exec_open(const char *name, const struct exec_opts *o, struct executor **out
 	      size_t errlen);
 void exec_close(struct executor *x);
 
+/* 1 if array task `task` is in a task list such as "2-5%2" or "1,3,7-9" (the pending
+ * remainder of an array, as slurmctld reports it). */
+int exec_task_in(const char *task_str, long task);
+
 /* 1 if jobs[i]'s array already appears in jobs[0..i) (cancel kills whole arrays once). */
 int exec_array_seen(const struct results_job *jobs, size_t i);
 

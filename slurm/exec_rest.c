@@ -11,6 +11,7 @@
  * Built only with LB_WITH_CURL.
  */
 #include "slurm/exec.h"
+#include "slurm/restjson.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -129,154 +130,32 @@ static void rest_error(const cJSON *j, long code, const char *what, char *err, s
 			 " (set SLURM_JWT or SLURMRESTD_TOKEN: scontrol token)");
 }
 
-/* A number that may be plain, {"number": N}, or {"set": true, "number": N}. */
-static int num_of(const cJSON *v, double *out)
-{
-	if (cJSON_IsNumber(v)) {
-		*out = v->valuedouble;
-		return 0;
-	}
-	if (cJSON_IsObject(v)) {
-		const cJSON *set = cJSON_GetObjectItem(v, "set");
-		const cJSON *n = cJSON_GetObjectItem(v, "number");
-		if (cJSON_IsNumber(n) && (!set || cJSON_IsTrue(set))) {
-			*out = n->valuedouble;
-			return 0;
-		}
-	}
-	return -1;
-}
-
-static void add_num(struct rest_priv *pv, cJSON *o, const char *k, double v)
-{
-	if (pv->minor >= 39) {
-		cJSON *n = cJSON_AddObjectToObject(o, k);
-		cJSON_AddBoolToObject(n, "set", 1);
-		cJSON_AddBoolToObject(n, "infinite", 0);
-		cJSON_AddNumberToObject(n, "number", v);
-	} else {
-		cJSON_AddNumberToObject(o, k, v);
-	}
-}
-
-static int add_extra(cJSON *job, const char *opt, char *err, size_t errlen)
-{
-	const char *eq = strchr(opt, '=');
-	const char *v = eq ? eq + 1 : "";
-	size_t n = eq ? (size_t)(eq - opt) : strlen(opt);
-	long mb;
-	if (n == 5 && !strncmp(opt, "--mem", 5) && lb_parse_long(v, 1, 1L << 40, &mb) == 0)
-		cJSON_AddNumberToObject(job, "memory_per_node", (double)mb);
-	else if (n == 12 && !strncmp(opt, "--constraint", 12))
-		cJSON_AddStringToObject(job, "constraints", v);
-	else if (n == 13 && !strncmp(opt, "--reservation", 13))
-		cJSON_AddStringToObject(job, "reservation", v);
-	else if (n == 9 && !strncmp(opt, "--comment", 9))
-		cJSON_AddStringToObject(job, "comment", v);
-	else {
-		snprintf(err, errlen,
-			 "cluster.sbatch_extra '%s' is not supported by the rest executor (it "
-			 "takes --mem, --constraint, --reservation, --comment; or submit the "
-			 "rendered script with sbatch)",
-			 opt);
-		return -1;
-	}
-	return 0;
-}
-
 static int rs_submit(struct executor *x, const struct slurm_array *a, const char *script_path,
 		     const char *work_dir, char *array_job_id, size_t idlen, char *err,
 		     size_t errlen)
 {
 	struct rest_priv *pv = x->priv;
-	cJSON *req = cJSON_CreateObject(), *job = cJSON_AddObjectToObject(req, "job");
 	size_t nenv = 0;
 	char **env = exec_job_environ(&nenv);
-	char path[64], gres[64];
+	char path[64];
 	long code;
 	int rc = -1;
 
 	(void)script_path;
-	if (!env || !req) {
+	if (!env) {
 		snprintf(err, errlen, "out of memory");
-		goto out_free;
+		return -1;
 	}
-	if (pv->minor >= 39) {
-		cJSON *ea = cJSON_AddArrayToObject(job, "environment");
-		for (size_t i = 0; i < nenv; i++)
-			cJSON_AddItemToArray(ea, cJSON_CreateString(env[i]));
-	} else {
-		cJSON *eo = cJSON_AddObjectToObject(job, "environment");
-		for (size_t i = 0; i < nenv; i++) {
-			const char *eq = strchr(env[i], '=');
-			if (!eq)
-				continue;
-			char name[256];
-			snprintf(name, sizeof(name), "%.*s", (int)(eq - env[i]), env[i]);
-			cJSON_AddStringToObject(eo, name, eq + 1);
-		}
-	}
-	cJSON_AddStringToObject(job, "name", a->job_name);
-	cJSON_AddStringToObject(job, "current_working_directory", work_dir);
-	cJSON_AddStringToObject(job, "standard_output", a->out_path);
-	cJSON_AddStringToObject(job, "standard_error", a->err_path);
-	cJSON_AddStringToObject(job, "array", a->array_spec);
-	if (pv->minor >= 39) {
-		cJSON_AddNumberToObject(job, "minimum_nodes", a->nodes);
-		cJSON_AddNumberToObject(job, "maximum_nodes", a->nodes);
-	} else {
-		cJSON *nodes = cJSON_AddArrayToObject(job, "nodes");
-		cJSON_AddItemToArray(nodes, cJSON_CreateNumber(a->nodes));
-		cJSON_AddItemToArray(nodes, cJSON_CreateNumber(a->nodes));
-	}
-	cJSON_AddNumberToObject(job, "tasks", a->nodes * a->ntasks_per_node);
-	cJSON_AddNumberToObject(job, "tasks_per_node", a->ntasks_per_node);
-	if (a->cpus_per_task > 0)
-		cJSON_AddNumberToObject(job, "cpus_per_task", a->cpus_per_task);
-	if (a->time_limit_min > 0)
-		add_num(pv, job, "time_limit", a->time_limit_min);
-	if (a->gpus_per_node > 0) {
-		if (pv->minor >= 39) {
-			snprintf(gres, sizeof(gres), "gres/gpu:%d", a->gpus_per_node);
-			cJSON_AddStringToObject(job, "tres_per_node", gres);
-		} else {
-			snprintf(gres, sizeof(gres), "%d", a->gpus_per_node);
-			cJSON_AddStringToObject(job, "gpus_per_node", gres);
-		}
-	}
-	if (a->partition[0])
-		cJSON_AddStringToObject(job, "partition", a->partition);
-	if (a->account[0])
-		cJSON_AddStringToObject(job, "account", a->account);
-	if (a->qos[0])
-		cJSON_AddStringToObject(job, "qos", a->qos);
-	if (a->exclusive) {
-		if (pv->minor >= 39) {
-			cJSON *sh = cJSON_AddArrayToObject(job, "shared");
-			cJSON_AddItemToArray(sh, cJSON_CreateString("none"));
-		} else {
-			cJSON_AddStringToObject(job, "exclusive", "true");
-		}
-	}
-	if (pv->o.hold)
-		cJSON_AddBoolToObject(job, "hold", 1);
-	for (int i = 0; i < a->n_extra; i++)
-		if (add_extra(job, a->extra[i], err, errlen))
-			goto out_free;
-	if (pv->minor >= 40)
-		cJSON_AddStringToObject(job, "script", a->script);
-	else
-		cJSON_AddStringToObject(req, "script", a->script);
-	char *body = cJSON_PrintUnformatted(req);
-	if (!body) {
-		snprintf(err, errlen, "out of memory");
-		goto out_free;
-	}
+	char *body =
+	    restjson_submit_body(pv->minor, a, env, nenv, work_dir, pv->o.hold, err, errlen);
+	free(env);
+	if (!body)
+		return -1;
 	snprintf(path, sizeof(path), "/slurm/%s/job/submit", pv->version);
 	cJSON *resp = rest_call(pv, path, body, 0, &code, err, errlen);
 	free(body);
 	if (!resp)
-		goto out_free;
+		return -1;
 	const cJSON *jid = cJSON_GetObjectItem(resp, "job_id");
 	if (code == 200 && cJSON_IsNumber(jid)) {
 		snprintf(array_job_id, idlen, "%.0f", jid->valuedouble);
@@ -285,73 +164,7 @@ static int rs_submit(struct executor *x, const struct slurm_array *a, const char
 		rest_error(resp, code, "submitting an array", err, errlen);
 	}
 	cJSON_Delete(resp);
-out_free:
-	free(env);
-	cJSON_Delete(req);
 	return rc;
-}
-
-static const char *str_or_first(const cJSON *v)
-{
-	if (cJSON_IsString(v))
-		return v->valuestring;
-	if (cJSON_IsArray(v)) {
-		const cJSON *f = cJSON_GetArrayItem(v, 0);
-		if (cJSON_IsString(f))
-			return f->valuestring;
-	}
-	return "";
-}
-
-static void fill(struct rest_priv *pv, struct exec_state *s, const cJSON *j)
-{
-	double v;
-	s->known = 1;
-	snprintf(s->state, sizeof(s->state), "%s",
-		 str_or_first(cJSON_GetObjectItem(j, "job_state")));
-	snprintf(s->reason, sizeof(s->reason), "%s",
-		 str_or_first(cJSON_GetObjectItem(j, "state_reason")));
-	if (!strcmp(s->reason, "None"))
-		s->reason[0] = '\0';
-	s->exit_code = -1;
-	if (exec_state_final(s->state)) {
-		const cJSON *ec = cJSON_GetObjectItem(j, "exit_code");
-		if (cJSON_IsObject(ec)) { /* v0.0.39+: {status, return_code, signal} */
-			const cJSON *sig = cJSON_GetObjectItem(ec, "signal");
-			double sn = 0;
-			if (num_of(cJSON_GetObjectItem(sig, "id"), &sn) == 0 && sn > 0)
-				s->exit_code = 128 + (int)sn;
-			else if (num_of(cJSON_GetObjectItem(ec, "return_code"), &v) == 0)
-				s->exit_code = (int)v;
-		} else if (num_of(ec, &v) == 0) { /* v0.0.38: the raw wait status */
-			int st = (int)v;
-			s->exit_code = (st & 0x7f) ? 128 + (st & 0x7f) : (st >> 8) & 0xff;
-		}
-	}
-	if (num_of(cJSON_GetObjectItem(j, "start_time"), &v) == 0 && strcmp(s->state, "PENDING"))
-		s->start_time = (int64_t)v;
-	if (num_of(cJSON_GetObjectItem(j, "end_time"), &v) == 0 && exec_state_final(s->state))
-		s->end_time = (int64_t)v;
-	(void)pv;
-}
-
-static int task_in(const char *s, long task)
-{
-	char buf[512];
-	snprintf(buf, sizeof(buf), "%s", s);
-	char *pct = strchr(buf, '%');
-	if (pct)
-		*pct = '\0';
-	char *save = NULL;
-	for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		char *end;
-		long lo = strtol(tok, &end, 10), hi = lo;
-		if (*end == '-')
-			hi = strtol(end + 1, &end, 10);
-		if (task >= lo && task <= hi)
-			return 1;
-	}
-	return 0;
 }
 
 static int rs_poll(struct executor *x, const struct results_job *jobs, size_t n,
@@ -360,7 +173,6 @@ static int rs_poll(struct executor *x, const struct results_job *jobs, size_t n,
 	struct rest_priv *pv = x->priv;
 	char path[64];
 	long code;
-	double v;
 
 	snprintf(path, sizeof(path), "/slurm/%s/jobs", pv->version);
 	cJSON *resp = rest_call(pv, path, NULL, 0, &code, err, errlen);
@@ -373,36 +185,17 @@ static int rs_poll(struct executor *x, const struct results_job *jobs, size_t n,
 	}
 	const cJSON *list = cJSON_GetObjectItem(resp, "jobs");
 	for (size_t i = 0; i < n; i++) {
+		const cJSON *j;
 		memset(&out[i], 0, sizeof(out[i]));
 		out[i].exit_code = -1;
-		double aid = strtod(jobs[i].array_job_id, NULL), jid = strtod(jobs[i].job_id, NULL);
-		const cJSON *j;
 		cJSON_ArrayForEach(j, list)
 		{
-			double ja = 0, jt = -1, jj = 0;
-			num_of(cJSON_GetObjectItem(j, "array_job_id"), &ja);
-			num_of(cJSON_GetObjectItem(j, "array_task_id"), &jt);
-			num_of(cJSON_GetObjectItem(j, "job_id"), &jj);
-			const cJSON *ts = cJSON_GetObjectItem(j, "array_task_string");
-			int hit;
-			if (jobs[i].array_index >= 0 && aid > 0) {
-				if (cJSON_IsString(ts) && *ts->valuestring)
-					hit = ja == aid &&
-					      task_in(ts->valuestring, jobs[i].array_index);
-				else
-					hit = ja == aid && jt == jobs[i].array_index;
-				if (!hit && ja == 0 && jj == aid && jobs[i].array_index == 0)
-					hit = 1;
-			} else {
-				hit = jj == jid;
-			}
-			if (hit) {
-				fill(pv, &out[i], j);
+			if (restjson_job_matches(j, &jobs[i])) {
+				restjson_job_state(j, &out[i]);
 				break;
 			}
 		}
 	}
-	(void)v;
 	cJSON_Delete(resp);
 	return 0;
 }
@@ -430,7 +223,7 @@ static int rs_cancel(struct executor *x, const struct results_job *jobs, size_t 
 			/* an already finished or purged job is not an error */
 			const cJSON *e = cJSON_GetArrayItem(cJSON_GetObjectItem(resp, "errors"), 0);
 			double en = 0;
-			num_of(cJSON_GetObjectItem(e, "error_number"), &en);
+			restjson_number(cJSON_GetObjectItem(e, "error_number"), &en);
 			if (en != 2017 && en != 2021) {
 				rest_error(resp, code, "cancelling a job", err, errlen);
 				rc = -1;

@@ -147,26 +147,6 @@ static int ss_submit(struct executor *x, const struct slurm_array *a, const char
 	return 0;
 }
 
-/* Is task `task` inside an array_task_str such as "2-5%2" or "1,3,7-9"? */
-static int in_task_str(const char *s, long task)
-{
-	char buf[512];
-	snprintf(buf, sizeof(buf), "%s", s);
-	char *pct = strchr(buf, '%');
-	if (pct)
-		*pct = '\0';
-	char *save = NULL;
-	for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		char *end;
-		long lo = strtol(tok, &end, 10), hi = lo;
-		if (*end == '-')
-			hi = strtol(end + 1, &end, 10);
-		if (task >= lo && task <= hi)
-			return 1;
-	}
-	return 0;
-}
-
 static void fill(struct exec_state *s, const slurm_job_info_t *j)
 {
 	int ec = (int)j->exit_code;
@@ -207,7 +187,7 @@ static int ss_poll(struct executor *x, const struct results_job *jobs, size_t n,
 			if (jobs[i].array_index >= 0 && aid > 0) {
 				if (j->array_task_str)
 					hit = j->array_job_id == (uint32_t)aid &&
-					      in_task_str(j->array_task_str, jobs[i].array_index);
+					      exec_task_in(j->array_task_str, jobs[i].array_index);
 				else
 					hit = j->array_job_id == (uint32_t)aid &&
 					      j->array_task_id == (uint32_t)jobs[i].array_index;

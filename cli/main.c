@@ -19,30 +19,36 @@ static int cmd_help(int argc, char **argv);
 static int cmd_version(int argc, char **argv);
 
 static const struct command commands[] = {
-	{"quickstart", cmd_quickstart, "quickstart [--db PATH] [--out DIR] [--jobs N]",
-	 "run the embedded tiny sweep end to end on the CPU: plan, train, collect, report"},
-	{"plan", cmd_plan, "plan SPEC.json [--format table|csv|json] [--render DIR]",
-	 "expand a sweep spec into layouts, each ok, oom (predicted) or invalid with a reason"},
-	{"submit", cmd_submit,
-	 "submit SPEC.json [--executor slurm|rest|local] [--db PATH] [--dry-run] [--throttle K] "
-	 "[--wait] [--force]",
-	 "submit every runnable layout of a sweep and record the jobs"},
-	{"status", cmd_status, "status [--db PATH] [--sweep NAME]",
-	 "poll the jobs of a sweep, collect finished runs, count states and failure classes"},
-	{"resubmit", cmd_resubmit, "resubmit [--db PATH] [--sweep NAME] [--class CLASS ...]",
-	 "submit failed layouts again"},
-	{"cancel", cmd_cancel, "cancel [--db PATH] [--sweep NAME]", "cancel a sweep's pending and running jobs"},
-	{"collect", cmd_collect, "collect [--db PATH] [RUN_DIR|FILE ...]",
-	 "ingest run logs into the database (idempotent)"},
-	{"import", cmd_import, "import --format paper [--db PATH] FILE.csv ...",
-	 "load the paper's measured runs as external sweeps"},
-	{"report", cmd_report,
-	 "report [--db PATH] [--sweep NAME] --figure kernels|checkpointing|microbatch|tp-pp|seqpar|rms|best|all "
-	 "[--format md|csv|html] [--out DIR]",
-	 "the paper's MFU tables and figures from the runs in the database"},
-	{"sql", cmd_sql, "sql [--db PATH] QUERY", "run a query on the results database"},
-	{"help", cmd_help, "help [CMD]", "print usage"},
-	{"version", cmd_version, "version", "print the version"},
+    {"quickstart", cmd_quickstart, "quickstart [--db PATH] [--out DIR] [--jobs N]",
+     "run the embedded tiny sweep end to end on the CPU: plan, train, collect, report"},
+    {"plan", cmd_plan, "plan SPEC [--format table|csv|json] [--render DIR]",
+     "expand a sweep spec into layouts, each ok, oom (predicted) or invalid with a reason"},
+    {"submit", cmd_submit,
+     "submit SPEC [--executor slurm|rest|local] [--db PATH] [--runs DIR] [--dry-run] "
+     "[--throttle K] [--max-array N] [--wait] [--force] [--quiet] [--rest-url URL] "
+     "[--rest-version vX] [--slots N]",
+     "submit every runnable layout of a sweep and record the jobs"},
+    {"status", cmd_status, "status [--db PATH] [--sweep NAME]",
+     "poll the jobs of a sweep, collect finished runs, count states and failure classes"},
+    {"resubmit", cmd_resubmit,
+     "resubmit [--db PATH] [--sweep NAME] [--class CLASS ...] [--executor E] [--throttle K] "
+     "[--wait]",
+     "submit failed layouts again"},
+    {"cancel", cmd_cancel, "cancel [--db PATH] [--sweep NAME]",
+     "cancel a sweep's pending and running jobs"},
+    {"collect", cmd_collect, "collect [--db PATH] [RUN_DIR|FILE ...]",
+     "ingest run logs into the database (idempotent)"},
+    {"import", cmd_import, "import --format paper [--db PATH] FILE.csv ...",
+     "load the paper's measured runs as external sweeps"},
+    {"report", cmd_report,
+     "report [--db PATH] [--sweep NAME] --figure "
+     "kernels|checkpointing|microbatch|tp-pp|seqpar|rms|best|all "
+     "[--format md|csv|html] [--out DIR]",
+     "the paper's MFU tables and figures from the runs in the database"},
+    {"sql", cmd_sql, "sql [--db PATH] [--format table|csv|tsv] QUERY",
+     "run a query on the results database"},
+    {"help", cmd_help, "help [CMD]", "print usage"},
+    {"version", cmd_version, "version", "print the version"},
 };
 
 static const struct command *find_command(const char *name)

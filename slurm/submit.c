@@ -965,6 +965,15 @@ static int parse_common(const char *cmd, int argc, char **argv, struct common_ar
 			}
 			if (c->n_classes < 16)
 				c->classes[c->n_classes++] = v;
+			/* "--class oom timeout" names several */
+			while (i + 1 < argc && argv[i + 1][0] != '-' && c->n_classes < 16) {
+				if (!slurm_class_valid(argv[i + 1])) {
+					fprintf(stderr, "error: unknown failure class '%s'\n",
+						argv[i + 1]);
+					return 2;
+				}
+				c->classes[c->n_classes++] = argv[++i];
+			}
 		} else if (bad)
 			return 2;
 		else if (allow_resubmit && !strcmp(argv[i], "--wait"))
@@ -1123,6 +1132,8 @@ int cmd_resubmit(int argc, char **argv)
 		return 1;
 	}
 	sweep_names(db, c.sweep, &names, &nn);
+	if (nn == 0)
+		printf("no jobs in '%s'\n", eo.db_path);
 	for (size_t s = 0; s < nn; s++) {
 		struct results_job *jobs = NULL;
 		struct sweep_plan plan;

@@ -211,10 +211,30 @@ int lb_trainlog_open(struct lb_trainlog *lg, const char *run_dir, const struct l
 void lb_trainlog_step(struct lb_trainlog *lg, int step, int warmup, double time_s, int64_t tokens,
 		      double loss, uint64_t peak_mem_bytes, const struct lb_phases *ph)
 {
+	lb_trainlog_step_ranks(lg, step, warmup, time_s, tokens, loss, &peak_mem_bytes, -1, ph);
+}
+
+int lb_trainlog_append(struct lb_trainlog *lg, const char *path)
+{
+	memset(lg, 0, sizeof(*lg));
+	snprintf(lg->path, sizeof(lg->path), "%s", path);
+	lg->f = fopen(path, "a");
+	return lg->f ? 0 : -1;
+}
+
+/* n_ranks < 0: rank_peak is the single peak_mem_bytes, no per-rank array. */
+void lb_trainlog_step_ranks(struct lb_trainlog *lg, int step, int warmup, double time_s,
+			    int64_t tokens, double loss, const uint64_t *rank_peak, int n_ranks,
+			    const struct lb_phases *ph)
+{
 	struct lb_strbuf sb = LB_STRBUF_INIT;
+	uint64_t peak_mem_bytes = 0;
 
 	if (!lg || !lg->f)
 		return;
+	for (int i = 0; i < (n_ranks < 0 ? 1 : n_ranks); i++)
+		if (rank_peak[i] > peak_mem_bytes)
+			peak_mem_bytes = rank_peak[i];
 	lb_strbuf_addf(&sb,
 		       "{\"type\":\"step\",\"step\":%d,\"warmup\":%s,\"time_s\":%.9g,"
 		       "\"tokens\":%lld,\"loss\":",
@@ -224,6 +244,13 @@ void lb_trainlog_step(struct lb_trainlog *lg, int step, int warmup, double time_
 	else
 		lb_strbuf_adds(&sb, "null"); /* diverged: JSON has no NaN */
 	lb_strbuf_addf(&sb, ",\"peak_mem_bytes\":%llu", (unsigned long long)peak_mem_bytes);
+	if (n_ranks > 0) {
+		lb_strbuf_adds(&sb, ",\"rank_peak_mem_bytes\":[");
+		for (int i = 0; i < n_ranks; i++)
+			lb_strbuf_addf(&sb, "%s%llu", i ? "," : "",
+				       (unsigned long long)rank_peak[i]);
+		lb_strbuf_adds(&sb, "]");
+	}
 	if (ph) {
 		const char *names[] = {"forward_s", "backward_s", "optimizer_s", "comm_exposed_s",
 				       "bubble_s"};

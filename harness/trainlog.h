@@ -52,6 +52,14 @@ int lb_trainlog_open(struct lb_trainlog *lg, const char *run_dir, const struct l
 		     char *err, size_t errlen);
 void lb_trainlog_step(struct lb_trainlog *lg, int step, int warmup, double time_s, int64_t tokens,
 		      double loss, uint64_t peak_mem_bytes, const struct lb_phases *ph);
+/* The same with each rank's peak memory (n_ranks entries, world rank order) written as
+ * rank_peak_mem_bytes; peak_mem_bytes is their maximum. */
+void lb_trainlog_step_ranks(struct lb_trainlog *lg, int step, int warmup, double time_s,
+			    int64_t tokens, double loss, const uint64_t *rank_peak, int n_ranks,
+			    const struct lb_phases *ph);
+/* Open an existing log at path for appending (the end record of a run whose rank 0 is
+ * gone: written by the launcher, or by rank 1 under srun). 0, or -1 with errno. */
+int lb_trainlog_append(struct lb_trainlog *lg, const char *path);
 /* The end record; cls NULL means status "ok". rank < 0 writes null. Idempotent: only
  * the first call writes. */
 void lb_trainlog_end(struct lb_trainlog *lg, const char *cls, const char *message, int rank,

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* How a shard's rows and columns map to the full tensor, for initialisation. */
 enum { MAP_FULL = 0, MAP_ROWS, MAP_COLS, MAP_QKV, MAP_GU };
@@ -240,15 +241,16 @@ static size_t attp_count(const struct lb_llama *m)
 /* Allocate a layer's activation buffers; with_attp: also the attention core's state. */
 static int alloc_layer(struct lb_llama *m, struct lb_layer_acts *a, int with_x_in, int with_attp)
 {
-	size_t th = (size_t)m->T * m->H, t = (size_t)m->T, sz;
+	size_t th = (size_t)m->T * m->H, tlh = (size_t)m->Tl * m->H, t = (size_t)m->Tl, sz;
 	int unfused = m->layout.norm == LB_NORM_UNFUSED;
 
 	sz = th;
+	A(a->xn1);
+	A(a->xn2);
+	sz = tlh;
 	if (with_x_in)
 		A(a->x_in);
-	A(a->xn1);
 	A(a->x_mid);
-	A(a->xn2);
 	if (unfused) {
 		A(a->xhat1);
 		A(a->xhat2);
@@ -274,7 +276,7 @@ static int alloc_layer(struct lb_llama *m, struct lb_layer_acts *a, int with_x_i
 static int alloc_slot(struct lb_llama *m, struct lb_slot *s)
 {
 	int nl = m->layer_hi - m->layer_lo, rc;
-	size_t th = (size_t)m->T * m->H, sz;
+	size_t th = (size_t)m->T * m->H, tlh = (size_t)m->Tl * m->H, sz;
 	enum lb_ckpt ck = m->layout.checkpointing;
 
 	s->layers = calloc((size_t)nl, sizeof(*s->layers));
@@ -286,7 +288,7 @@ static int alloc_slot(struct lb_llama *m, struct lb_slot *s)
 		struct lb_layer_acts *a = &s->layers[j];
 
 		if (ck == LB_CKPT_FULL) {
-			sz = th;
+			sz = tlh;
 			A(a->x_in);
 			continue;
 		}
@@ -295,14 +297,16 @@ static int alloc_slot(struct lb_llama *m, struct lb_slot *s)
 		if (ck == LB_CKPT_SELECTIVE)
 			a->attp = m->ws.attp;
 	}
-	sz = th;
+	sz = tlh;
 	A(s->x_out);
 	if (m->last) {
-		A(s->xnf);
 		if (m->layout.norm == LB_NORM_UNFUSED)
 			A(s->xhatf);
-		sz = (size_t)m->T;
+		sz = th;
+		A(s->xnf);
+		sz = (size_t)m->Tl;
 		A(s->rstdf);
+		sz = (size_t)m->T;
 		A(s->losses);
 		A(s->rowmax);
 		A(s->sumexp);
@@ -315,12 +319,12 @@ static int alloc_slot(struct lb_llama *m, struct lb_slot *s)
 
 static int alloc_all(struct lb_llama *m)
 {
-	size_t th = (size_t)m->T * m->H, sz;
+	size_t th = (size_t)m->T * m->H, tlh = (size_t)m->Tl * m->H, sz;
 	enum lb_ckpt ck = m->layout.checkpointing;
 	int rc;
 	double *cs;
 
-	sz = m->n_params;
+	sz = m->n_alloc;
 	A(m->params);
 	A(m->grads);
 	if (ck == LB_CKPT_FULL) {
@@ -334,10 +338,13 @@ static int alloc_all(struct lb_llama *m)
 		if ((rc = alloc_slot(m, &m->slots[s])))
 			return rc;
 	sz = th;
-	A(m->dres);
 	A(m->dxn);
 	A(m->tmp);
+	sz = tlh;
+	A(m->dres);
 	A(m->tmp2);
+	A(m->nloc);
+	A(m->dout_buf);
 	sz = (size_t)m->T * m->qkv_dim;
 	A(m->dqkv);
 	sz = (size_t)m->T * m->nh * m->D;
@@ -390,6 +397,10 @@ int lb_llama_init(struct lb_llama *m, const struct lb_ops *ops, struct lb_comm *
 	m->V = md->vocab / tps;
 	m->v0 = m->tp_rank * m->V;
 	m->qkv_dim = (m->nh + 2 * m->nkv) * m->D;
+	m->sp = layout->sequence_parallel && tps > 1;
+	if (m->sp && m->T % tps)
+		return LB_E_INVAL;
+	m->Tl = m->sp ? m->T / tps : m->T;
 	per = md->n_layers / layout->pp;
 	m->layer_lo = stage * per;
 	m->layer_hi = m->layer_lo + per;
@@ -397,7 +408,13 @@ int lb_llama_init(struct lb_llama *m, const struct lb_ops *ops, struct lb_comm *
 	m->last = stage == layout->pp - 1;
 	m->n_slots = n_slots;
 	m->slots = calloc((size_t)n_slots, sizeof(*m->slots));
-	if (!m->slots || (rc = build_tensors(m)) || (rc = alloc_all(m)) || (rc = init_params(m))) {
+	if (!m->slots || (rc = build_tensors(m))) {
+		lb_llama_free(m);
+		return LB_E_OOM;
+	}
+	per = layout->dp > 0 ? layout->dp : 1; /* ZeRO-1 shards: equal slices of the buffer */
+	m->n_alloc = (m->n_params + (size_t)per - 1) / (size_t)per * (size_t)per;
+	if ((rc = alloc_all(m)) || (rc = init_params(m))) {
 		lb_llama_free(m);
 		return LB_E_OOM;
 	}
@@ -424,7 +441,7 @@ int lb_llama_find(const struct lb_llama *m, const char *name)
 
 void lb_llama_zero_grads(struct lb_llama *m)
 {
-	m->ops->zero(m->grads, m->n_params);
+	m->ops->zero(m->grads, m->n_alloc);
 }
 
 void *lb_llama_stage_input(struct lb_llama *m, int slot)
@@ -439,12 +456,91 @@ void *lb_llama_stage_output(struct lb_llama *m, int slot)
 
 void *lb_llama_stage_doutput(struct lb_llama *m)
 {
-	return m->dres;
+	return m->dout_buf;
 }
 
 void *lb_llama_stage_dinput(struct lb_llama *m)
 {
 	return m->dres;
+}
+
+size_t lb_llama_stage_count(const struct lb_llama *m)
+{
+	return (size_t)m->Tl * m->H;
+}
+
+int lb_llama_tp_replicated(const struct lb_llama *m, int i)
+{
+	return m->tensors[i].row_kind == MAP_FULL;
+}
+
+int lb_llama_tied_copy(const struct lb_llama *m, int i)
+{
+	return i == m->t_embed && !m->first;
+}
+
+size_t lb_llama_full_count(const struct lb_model *md)
+{
+	size_t H = (size_t)md->hidden, D = H / (size_t)md->n_heads;
+	size_t qkv = ((size_t)md->n_heads + 2 * (size_t)md->n_kv_heads) * D;
+	size_t layer =
+	    H + qkv * H + H * md->n_heads * D + H + 2 * (size_t)md->ffn * H + H * (size_t)md->ffn;
+
+	return (size_t)md->vocab * H * (md->tied ? 1 : 2) + (size_t)md->n_layers * layer + H;
+}
+
+/* Offset of tensor t in the whole model's flat buffer (lb_llama_full_count's order). */
+static size_t full_base(const struct lb_llama *m, const struct lb_tensor *t)
+{
+	const struct lb_model *md = &m->layout.model;
+	size_t H = (size_t)md->hidden, D = H / (size_t)md->n_heads;
+	size_t qkv = ((size_t)md->n_heads + 2 * (size_t)md->n_kv_heads) * D;
+	size_t sz[6] = {
+	    H, qkv * H, H * md->n_heads * D, H, 2 * (size_t)md->ffn * H, H * (size_t)md->ffn};
+	size_t layer = sz[0] + sz[1] + sz[2] + sz[3] + sz[4] + sz[5];
+	size_t emb = (size_t)md->vocab * H, off;
+
+	if (t->key == KEY_EMBED)
+		return 0;
+	if (t->key == KEY_NORM)
+		return emb + (size_t)md->n_layers * layer;
+	if (t->key == KEY_HEAD)
+		return emb + (size_t)md->n_layers * layer + H;
+	off = emb + (size_t)(t->key / 8 - 1) * layer;
+	for (int k = 0; k < t->key % 8; k++)
+		off += sz[k];
+	return off;
+}
+
+void lb_llama_add_full(struct lb_llama *m, float *full)
+{
+	double *row = NULL;
+	int maxcols = 0;
+
+	for (int i = 0; i < m->n_tensors; i++)
+		if (m->tensors[i].cols > maxcols)
+			maxcols = m->tensors[i].cols;
+	row = malloc((size_t)maxcols * sizeof(*row));
+	if (!row)
+		return;
+	for (int i = 0; i < m->n_tensors; i++) {
+		const struct lb_tensor *t = &m->tensors[i];
+		size_t base = full_base(m, t);
+
+		if (lb_llama_tied_copy(m, i) || (lb_llama_tp_replicated(m, i) && m->tp_rank))
+			continue;
+		for (int r = 0; r < t->rows; r++) {
+			m->ops->read(row, m->ops->at(m->params, t->offset + (size_t)r * t->cols),
+				     (size_t)t->cols);
+			for (int c = 0; c < t->cols; c++) {
+				uint64_t gr, gc, gcols;
+
+				global_index(m, t, r, c, &gr, &gc, &gcols);
+				full[base + gr * gcols + gc] += (float)row[c];
+			}
+		}
+	}
+	free(row);
 }
 
 /* --- communication: tensor-parallel collectives, no-ops without a group --- */
@@ -456,11 +552,68 @@ static int comm_status(int rc)
 	return (rc == LB_COMM_ETIMEOUT || rc == LB_COMM_EPEER) ? LB_E_TIMEOUT : LB_E_COMM;
 }
 
+static double mono_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
 static int tp_all_reduce(struct lb_llama *m, void *buf, size_t n, enum lb_redop op)
 {
+	double t0;
+	int rc;
+
 	if (!m->tp || m->tp->size == 1)
 		return 0;
-	return comm_status(m->tp->ops->all_reduce(m->tp, buf, buf, n, m->ops->dtype, op, NULL));
+	t0 = mono_s();
+	rc = m->tp->ops->all_reduce(m->tp, buf, buf, n, m->ops->dtype, op, NULL);
+	m->comm_s += mono_s() - t0;
+	return comm_status(rc);
+}
+
+/* Sum the partial products full (T, H) over tp. SP: reduce-scatter into local (Tl, H),
+ * *res = local; else all-reduce in place, *res = full. */
+static int tp_reduce(struct lb_llama *m, void *full, void *local, void **res)
+{
+	double t0;
+	int rc;
+
+	*res = full;
+	if (!m->sp)
+		return tp_all_reduce(m, full, (size_t)m->T * m->H, LB_SUM);
+	t0 = mono_s();
+	rc = m->tp->ops->reduce_scatter(m->tp, full, local, (size_t)m->Tl * m->H, m->ops->dtype,
+					LB_SUM, NULL);
+	m->comm_s += mono_s() - t0;
+	*res = local;
+	return comm_status(rc);
+}
+
+/* SP: gather the tokens of every tp rank, local (Tl, H) -> full (T, H). */
+static int tp_gather(struct lb_llama *m, const void *local, void *full)
+{
+	double t0 = mono_s();
+	int rc =
+	    m->tp->ops->all_gather(m->tp, local, full, (size_t)m->Tl * m->H, m->ops->dtype, NULL);
+
+	m->comm_s += mono_s() - t0;
+	return comm_status(rc);
+}
+
+int lb_llama_sync_sp_grads(struct lb_llama *m)
+{
+	if (!m->sp)
+		return 0;
+	for (int i = 0; i < m->n_tensors; i++)
+		if (lb_llama_tp_replicated(m, i)) {
+			int rc = tp_all_reduce(m, lb_llama_grad(m, i), m->tensors[i].count, LB_SUM);
+
+			if (rc)
+				return rc;
+		}
+	return 0;
 }
 
 #define CHECK(call)                                                                                \
@@ -475,13 +628,26 @@ static int tp_all_reduce(struct lb_llama *m, void *buf, size_t n, enum lb_redop 
 #define P(idx) lb_llama_param(m, (idx))
 #define G(idx) lb_llama_grad(m, (idx))
 
+/* Norms run on the residual stream's Tl tokens. */
 static void norm_fwd(struct lb_llama *m, void *y, void *xhat, void *rstd, const void *x,
 		     const void *w)
 {
 	if (m->layout.norm == LB_NORM_FUSED)
-		m->ops->rmsnorm_fwd(y, rstd, x, w, m->T, m->H);
+		m->ops->rmsnorm_fwd(y, rstd, x, w, m->Tl, m->H);
 	else
-		m->ops->rmsnorm_unfused_fwd(y, xhat, rstd, m->nscratch, x, w, m->T, m->H);
+		m->ops->rmsnorm_unfused_fwd(y, xhat, rstd, m->nscratch, x, w, m->Tl, m->H);
+}
+
+/* The norm of x (Tl, H) into y (T, H): with SP normalized locally, then all-gathered. */
+static int norm_fwd_full(struct lb_llama *m, void *y, void *xhat, void *rstd, const void *x,
+			 const void *w)
+{
+	if (!m->sp) {
+		norm_fwd(m, y, xhat, rstd, x, w);
+		return 0;
+	}
+	norm_fwd(m, m->nloc, xhat, rstd, x, w);
+	return tp_gather(m, m->nloc, y);
 }
 
 /* dx += the norm's input gradient; dw += its weight gradient. */
@@ -489,9 +655,9 @@ static void norm_bwd(struct lb_llama *m, void *dx, void *dw, const void *dy, con
 		     const void *xhat, const void *w, const void *rstd)
 {
 	if (m->layout.norm == LB_NORM_FUSED)
-		m->ops->rmsnorm_bwd(dx, dw, dy, x, w, rstd, m->T, m->H);
+		m->ops->rmsnorm_bwd(dx, dw, dy, x, w, rstd, m->Tl, m->H);
 	else
-		m->ops->rmsnorm_unfused_bwd(dx, dw, dy, xhat, w, rstd, m->nscratch, m->T, m->H);
+		m->ops->rmsnorm_unfused_bwd(dx, dw, dy, xhat, w, rstd, m->nscratch, m->Tl, m->H);
 }
 
 static void attn_fwd(struct lb_llama *m, struct lb_layer_acts *a)
@@ -518,21 +684,22 @@ static int layer_fwd(struct lb_llama *m, int j, struct lb_layer_acts *a, void *y
 {
 	const struct lb_ops *o = m->ops;
 	int T = m->T, H = m->H, hd = m->nh * m->D;
-	size_t th = (size_t)T * H;
+	size_t tlh = (size_t)m->Tl * H;
+	void *r;
 
-	norm_fwd(m, a->xn1, a->xhat1, a->rstd1, a->x_in, P(m->lt[j].attn_norm));
+	CHECK(norm_fwd_full(m, a->xn1, a->xhat1, a->rstd1, a->x_in, P(m->lt[j].attn_norm)));
 	o->matmul(a->qkv, a->xn1, P(m->lt[j].wqkv), T, m->qkv_dim, H, 0, 1, 1.0, 0);
 	o->rope_fwd(a->qkv, m->rope, T, m->S, m->qkv_dim, m->nh + m->nkv, m->D);
 	attn_fwd(m, a);
 	o->matmul(m->tmp, a->att, P(m->lt[j].wo), T, H, hd, 0, 1, 1.0, 0); /* row-parallel */
-	CHECK(tp_all_reduce(m, m->tmp, th, LB_SUM));
-	o->add(a->x_mid, a->x_in, m->tmp, th);
-	norm_fwd(m, a->xn2, a->xhat2, a->rstd2, a->x_mid, P(m->lt[j].mlp_norm));
+	CHECK(tp_reduce(m, m->tmp, m->nloc, &r));
+	o->add(a->x_mid, a->x_in, r, tlh);
+	CHECK(norm_fwd_full(m, a->xn2, a->xhat2, a->rstd2, a->x_mid, P(m->lt[j].mlp_norm)));
 	o->matmul(a->gu, a->xn2, P(m->lt[j].wgu), T, 2 * m->F, H, 0, 1, 1.0, 0);
 	o->swiglu_fwd(a->act, a->gu, T, m->F);
 	o->matmul(m->tmp, a->act, P(m->lt[j].wdown), T, H, m->F, 0, 1, 1.0, 0); /* row-par. */
-	CHECK(tp_all_reduce(m, m->tmp, th, LB_SUM));
-	o->add(y, a->x_mid, m->tmp, th);
+	CHECK(tp_reduce(m, m->tmp, m->nloc, &r));
+	o->add(y, a->x_mid, r, tlh);
 	return 0;
 }
 
@@ -541,21 +708,30 @@ static int layer_bwd(struct lb_llama *m, int j, struct lb_layer_acts *a)
 {
 	const struct lb_ops *o = m->ops;
 	int T = m->T, H = m->H, F = m->F, hd = m->nh * m->D;
-	size_t th = (size_t)T * H;
+	void *dy = m->dres, *d;
 
-	/* MLP: y = x_mid + down(swiglu(gu(norm(x_mid)))) */
-	o->matmul(m->dact, m->dres, P(m->lt[j].wdown), T, F, H, 0, 0, 1.0, 0);
-	o->matmul(G(m->lt[j].wdown), m->dres, a->act, H, F, T, 1, 0, 1.0, 1);
+	/* MLP: y = x_mid + down(swiglu(gu(norm(x_mid)))); SP: gather dy's tokens first */
+	if (m->sp) {
+		CHECK(tp_gather(m, m->dres, m->tmp));
+		dy = m->tmp;
+	}
+	o->matmul(m->dact, dy, P(m->lt[j].wdown), T, F, H, 0, 0, 1.0, 0);
+	o->matmul(G(m->lt[j].wdown), dy, a->act, H, F, T, 1, 0, 1.0, 1);
 	o->swiglu_bwd(m->dgu, m->dact, a->gu, T, F);
 	o->matmul(m->dxn, m->dgu, P(m->lt[j].wgu), T, H, 2 * F, 0, 0, 1.0, 0);
 	o->matmul(G(m->lt[j].wgu), m->dgu, a->xn2, 2 * F, H, T, 1, 0, 1.0, 1);
-	CHECK(tp_all_reduce(m, m->dxn, th, LB_SUM)); /* column-parallel input */
-	norm_bwd(m, m->dres, G(m->lt[j].mlp_norm), m->dxn, a->x_mid, a->xhat2, P(m->lt[j].mlp_norm),
+	CHECK(tp_reduce(m, m->dxn, m->nloc, &d)); /* column-parallel input */
+	norm_bwd(m, m->dres, G(m->lt[j].mlp_norm), d, a->x_mid, a->xhat2, P(m->lt[j].mlp_norm),
 		 a->rstd2);
 
 	/* attention: x_mid = x_in + wo(attn(rope(qkv(norm(x_in))))) */
-	o->matmul(m->datt, m->dres, P(m->lt[j].wo), T, hd, H, 0, 0, 1.0, 0);
-	o->matmul(G(m->lt[j].wo), m->dres, a->att, H, hd, T, 1, 0, 1.0, 1);
+	dy = m->dres;
+	if (m->sp) {
+		CHECK(tp_gather(m, m->dres, m->tmp));
+		dy = m->tmp;
+	}
+	o->matmul(m->datt, dy, P(m->lt[j].wo), T, hd, H, 0, 0, 1.0, 0);
+	o->matmul(G(m->lt[j].wo), dy, a->att, H, hd, T, 1, 0, 1.0, 1);
 	if (m->layout.checkpointing == LB_CKPT_SELECTIVE)
 		attn_fwd(m, a); /* recompute the attention core's saved state */
 	if (m->layout.attention == LB_ATTN_FLASH)
@@ -567,9 +743,9 @@ static int layer_bwd(struct lb_llama *m, int j, struct lb_layer_acts *a)
 	o->rope_bwd(m->dqkv, m->rope, T, m->S, m->qkv_dim, m->nh + m->nkv, m->D);
 	o->matmul(m->dxn, m->dqkv, P(m->lt[j].wqkv), T, H, m->qkv_dim, 0, 0, 1.0, 0);
 	o->matmul(G(m->lt[j].wqkv), m->dqkv, a->xn1, m->qkv_dim, H, T, 1, 0, 1.0, 1);
-	CHECK(tp_all_reduce(m, m->dxn, th, LB_SUM));
-	norm_bwd(m, m->dres, G(m->lt[j].attn_norm), m->dxn, a->x_in, a->xhat1,
-		 P(m->lt[j].attn_norm), a->rstd1);
+	CHECK(tp_reduce(m, m->dxn, m->nloc, &d));
+	norm_bwd(m, m->dres, G(m->lt[j].attn_norm), d, a->x_in, a->xhat1, P(m->lt[j].attn_norm),
+		 a->rstd1);
 	return 0;
 }
 
@@ -593,14 +769,17 @@ int lb_llama_forward(struct lb_llama *m, int slot, const int32_t *tokens, const 
 	const struct lb_ops *o = m->ops;
 	struct lb_slot *s = &m->slots[slot];
 	int nl = m->layer_hi - m->layer_lo, T = m->T, H = m->H;
-	size_t th = (size_t)T * H;
+	size_t tlh = (size_t)m->Tl * H;
+	void *r;
 
 	if (m->first) {
+		void *e = m->sp ? m->tmp : s->layers[0].x_in;
+
 		memcpy(s->tokens, tokens, (size_t)T * sizeof(*tokens));
-		o->embed_fwd(s->layers[0].x_in, P(m->t_embed), s->tokens, T, H, m->v0, m->V);
-		CHECK(tp_all_reduce(m, s->layers[0].x_in, th, LB_SUM)); /* vocab-parallel */
+		o->embed_fwd(e, P(m->t_embed), s->tokens, T, H, m->v0, m->V);
+		CHECK(tp_reduce(m, e, s->layers[0].x_in, &r)); /* vocab-parallel */
 	} else if (in) {
-		o->copy(s->layers[0].x_in, in, th);
+		o->copy(s->layers[0].x_in, in, tlh);
 	}
 	for (int j = 0; j < nl; j++) {
 		struct lb_layer_acts a = layer_acts(m, s, j);
@@ -613,7 +792,7 @@ int lb_llama_forward(struct lb_llama *m, int slot, const int32_t *tokens, const 
 
 	/* final norm, vocab-parallel head, cross-entropy with its gradient */
 	memcpy(s->targets, targets, (size_t)T * sizeof(*targets));
-	norm_fwd(m, s->xnf, s->xhatf, s->rstdf, s->x_out, P(m->t_norm));
+	CHECK(norm_fwd_full(m, s->xnf, s->xhatf, s->rstdf, s->x_out, P(m->t_norm)));
 	o->matmul(s->logits, s->xnf, P(m->t_head), T, m->V, H, 0, 1, 1.0, 0);
 	o->xent_max(s->rowmax, s->logits, T, m->V);
 	CHECK(tp_all_reduce(m, s->rowmax, (size_t)T, LB_MAX));
@@ -632,17 +811,19 @@ int lb_llama_backward(struct lb_llama *m, int slot, const void *dout)
 	const struct lb_ops *o = m->ops;
 	struct lb_slot *s = &m->slots[slot];
 	int nl = m->layer_hi - m->layer_lo, T = m->T, H = m->H;
-	size_t th = (size_t)T * H;
+	size_t tlh = (size_t)m->Tl * H;
+	void *d;
 
 	if (m->last) {
 		o->matmul(m->dxn, s->logits, P(m->t_head), T, H, m->V, 0, 0, 1.0, 0);
 		o->matmul(G(m->t_head), s->logits, s->xnf, m->V, H, T, 1, 0, 1.0, 1);
-		CHECK(tp_all_reduce(m, m->dxn, th, LB_SUM));
-		o->zero(m->dres, th);
-		norm_bwd(m, m->dres, G(m->t_norm), m->dxn, s->x_out, s->xhatf, P(m->t_norm),
-			 s->rstdf);
-	} else if (dout && dout != m->dres) {
-		o->copy(m->dres, dout, th);
+		CHECK(tp_reduce(m, m->dxn, m->nloc, &d));
+		o->zero(m->dres, tlh);
+		norm_bwd(m, m->dres, G(m->t_norm), d, s->x_out, s->xhatf, P(m->t_norm), s->rstdf);
+	} else if (!dout) {
+		o->copy(m->dres, m->dout_buf, tlh);
+	} else if (dout != m->dres) {
+		o->copy(m->dres, dout, tlh);
 	}
 	for (int j = nl - 1; j >= 0; j--) {
 		struct lb_layer_acts a = layer_acts(m, s, j);
@@ -651,7 +832,14 @@ int lb_llama_backward(struct lb_llama *m, int slot, const void *dout)
 			CHECK(layer_fwd(m, j, &a, m->tmp2)); /* recompute from the saved input */
 		CHECK(layer_bwd(m, j, &a));
 	}
-	if (m->first)
-		o->embed_bwd(G(m->t_embed), m->dres, s->tokens, T, H, m->v0, m->V);
+	if (m->first) {
+		void *dy = m->dres;
+
+		if (m->sp) {
+			CHECK(tp_gather(m, m->dres, m->tmp));
+			dy = m->tmp;
+		}
+		o->embed_bwd(G(m->t_embed), dy, s->tokens, T, H, m->v0, m->V);
+	}
 	return 0;
 }

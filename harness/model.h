@@ -43,18 +43,20 @@ struct lb_tensor {
 };
 
 /* Activations of one layer for one micro-batch (T tokens; shard sizes). */
+/* T: tokens of the micro-batch; Tl: of the residual stream on this rank (T / tp with
+ * sequence parallelism, else T). */
 struct lb_layer_acts {
-	void *x_in;  /* (T, H) layer input, the residual stream; all that full ckpt saves */
-	void *xn1;   /* (T, H) attention-norm output */
-	void *rstd1; /* (T) */
-	void *xhat1; /* (T, H) normalized input, unfused norm only (else NULL) */
+	void *x_in;  /* (Tl, H) layer input, the residual stream; all that full ckpt saves */
+	void *xn1;   /* (T, H) attention-norm output (with SP: all-gathered) */
+	void *rstd1; /* (Tl) */
+	void *xhat1; /* (Tl, H) normalized input, unfused norm only (else NULL) */
 	void *qkv;   /* (T, (nh + 2*nkv)*D), q and k after RoPE */
 	void *attp;  /* naive/fused_softmax: probs (B, nh, S, S); flash: lse (B, nh, S) */
 	void *att;   /* (T, nh*D) attention output, the output projection's input */
-	void *x_mid; /* (T, H) residual stream after attention */
-	void *xn2;   /* (T, H) MLP-norm output */
-	void *rstd2; /* (T) */
-	void *xhat2; /* (T, H) unfused norm only */
+	void *x_mid; /* (Tl, H) residual stream after attention */
+	void *xn2;   /* (T, H) MLP-norm output (with SP: all-gathered) */
+	void *rstd2; /* (Tl) */
+	void *xhat2; /* (Tl, H) unfused norm only */
 	void *gu;    /* (T, 2F) gate | up, before the activation */
 	void *act;   /* (T, F) silu(gate) * up, the down projection's input */
 };
@@ -62,10 +64,10 @@ struct lb_layer_acts {
 /* One micro-batch in flight. */
 struct lb_slot {
 	struct lb_layer_acts *layers; /* per local layer; full ckpt: only x_in is per slot */
-	void *x_out;  /* (T, H) output of the stage's last layer (final-norm input / sent on) */
-	void *xnf;    /* (T, H) final-norm output (last stage) */
-	void *rstdf;  /* (T) */
-	void *xhatf;  /* (T, H) unfused norm only */
+	void *x_out;  /* (Tl, H) output of the stage's last layer (final-norm input / sent on) */
+	void *xnf;    /* (T, H) final-norm output (last stage; with SP all-gathered) */
+	void *rstdf;  /* (Tl) */
+	void *xhatf;  /* (Tl, H) unfused norm only */
 	void *logits; /* (T, V) logits, replaced by dlogits in the forward (last stage) */
 	void *losses; /* (T) per-token loss */
 	void *rowmax, *sumexp, *tgt; /* (T) cross-entropy statistics */
@@ -82,14 +84,19 @@ struct lb_llama {
 	int F, V, v0;	   /* SwiGLU inner size, vocab rows of this shard, first row */
 	int qkv_dim;	   /* (nh + 2*nkv) * D */
 	int tp_rank, tp_size;
+	int sp;			/* 1: sequence parallelism (tp > 1): the residual stream, the
+				   norms and the stage boundary hold Tl = T / tp tokens */
+	int Tl;			/* tokens of the residual stream on this rank: T or T / tp */
 	int layer_lo, layer_hi; /* this stage's layers [lo, hi) */
 	int first, last;	/* 1: this stage holds the embedding / the head */
 
 	struct lb_tensor *tensors; /* n_tensors entries */
 	int n_tensors;
 	size_t n_params;	     /* elements of params and grads */
-	void *params;		     /* flat, n_params */
-	void *grads;		     /* flat, n_params; backward accumulates */
+	size_t n_alloc;		     /* n_params rounded up to a multiple of dp (ZeRO-1
+					equal shards); the padding stays zero */
+	void *params;		     /* flat, n_alloc */
+	void *grads;		     /* flat, n_alloc; backward accumulates */
 	int t_embed, t_norm, t_head; /* tensor indices; -1 when not on this stage */
 	struct {
 		int attn_norm, wqkv, wo, mlp_norm, wgu, wdown;
@@ -98,14 +105,20 @@ struct lb_llama {
 	int n_slots;
 	struct lb_slot *slots;
 	struct lb_layer_acts ws; /* full: recompute workspace; selective: shared attp */
-	void *dres;		 /* (T, H) gradient of the residual stream */
+	void *dres;		 /* (Tl, H) gradient of the residual stream */
 	void *dxn;		 /* (T, H) gradient of a norm output */
 	void *dqkv;		 /* (T, qkv_dim) */
 	void *datt;		 /* (T, nh*D) */
 	void *dgu;		 /* (T, 2F) */
 	void *dact;		 /* (T, F) */
-	void *tmp;		 /* (T, H) projection outputs before the all-reduce */
-	void *tmp2;		 /* (T, H) discarded output of a recomputed layer */
+	void *tmp;		 /* (T, H) projection outputs before the all-reduce; with
+				    SP also the gathered gradient of the residual stream */
+	void *tmp2;		 /* (Tl, H) discarded output of a recomputed layer */
+	void *nloc;		 /* (Tl, H) SP: a norm output before its all-gather, a
+				    reduce-scatter's result */
+	void *dout_buf;		 /* (Tl, H) gradient of the stage output, from a receive */
+	double comm_s;		 /* seconds spent in tensor-parallel collectives (summed
+				    until the caller resets it) */
 	void *nscratch;		 /* T*H + T, unfused norm passes */
 	void *ascratch;		 /* attention scratch, lb_ops_attn_scratch(S) */
 	void *rope;		 /* (S, D/2, 2) cos/sin table */
@@ -152,12 +165,35 @@ int lb_llama_forward(struct lb_llama *m, int slot, const int32_t *tokens, const 
  */
 int lb_llama_backward(struct lb_llama *m, int slot, const void *dout);
 
-/* Stage boundary buffers, (T, H) each: the input of slot's forward, its output (to send
- * on), the gradient arriving from the next stage, the gradient of the input (to send
- * back). Owned by the model. */
+/* Stage boundary buffers, (Tl, H) each (lb_llama_stage_count elements): the input of
+ * slot's forward, its output (to send on), the gradient arriving from the next stage (a
+ * backward with dout NULL reads it), the gradient of the input (to send back). Owned by
+ * the model. */
 void *lb_llama_stage_input(struct lb_llama *m, int slot);
 void *lb_llama_stage_output(struct lb_llama *m, int slot);
 void *lb_llama_stage_doutput(struct lb_llama *m);
 void *lb_llama_stage_dinput(struct lb_llama *m);
+size_t lb_llama_stage_count(const struct lb_llama *m);
+
+/* 1 if tensor i is replicated over the tensor-parallel group (the norm gains): its
+ * gradient is counted once in the global norm and, with SP, summed over tp. */
+int lb_llama_tp_replicated(const struct lb_llama *m, int i);
+/* 1 if tensor i is the last stage's copy of a tied embedding (pp > 1): the first stage
+ * owns it, the copies' gradients are summed between the two stages. */
+int lb_llama_tied_copy(const struct lb_llama *m, int i);
+
+/* With sequence parallelism each tp rank's norm-gain gradients cover its tokens only:
+ * sum them over the tensor-parallel group (after the last backward of a step). 0 or an
+ * LB_E_* code; a no-op without SP. */
+int lb_llama_sync_sp_grads(struct lb_llama *m);
+
+/* Elements of the whole model in the single-rank order of the flat buffer (embedding,
+ * per layer attn_norm, wqkv, wo, mlp_norm, wgu, wdown, final norm, head when untied). */
+size_t lb_llama_full_count(const struct lb_model *md);
+/* Add the parameters this rank owns (tp_rank 0 for the replicated norm gains, the first
+ * stage for a tied embedding) into full (lb_llama_full_count floats, host) at their
+ * place in the whole model; summed over the ranks of one data-parallel replica, full is
+ * the whole model. */
+void lb_llama_add_full(struct lb_llama *m, float *full);
 
 #endif

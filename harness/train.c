@@ -5,6 +5,7 @@
  */
 #include "harness/train.h"
 
+#include <errno.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -13,8 +14,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <sys/mman.h>
+
 #include "common/model.h"
 #include "common/util.h"
+#include "harness/comm_shm.h"
 
 static volatile sig_atomic_t stop_signal;
 
@@ -72,6 +76,9 @@ const char *lb_train_usage(void)
 	    "                          default $LAYOUTBENCH_MEM_LIMIT, else none\n"
 	    "  --nproc-per-node N      ranks this process starts without srun (default 1)\n"
 	    "  --comm-timeout S        seconds before a silent peer is a timeout (default %g)\n"
+	    "  --pipeline-schedule 1f1b|gpipe  pipeline schedule with --pp > 1 (default 1f1b)\n"
+	    "  --dump-params FILE      testing aid: write the whole model's fp32 parameters\n"
+	    "                          after the last step (rank 0)\n"
 	    "  --quiet                 no progress line per step on stderr\n"
 	    "  --help                  this text\n\n"
 	    "exit status: 0 ok, 1 error, 2 usage, 3 oom, 4 nccl_error, 5 diverged, 6 timeout,\n"
@@ -123,10 +130,20 @@ static const struct {
 	const char *name;
 	int has_value;
 } train_flags[] = {
-    {"--device", 1},	   {"--run-dir", 1},   {"--data", 1},
-    {"--data-dtype", 1},   {"--lr", 1},	       {"--weight-decay", 1},
-    {"--clip", 1},	   {"--mem-limit", 1}, {"--nproc-per-node", 1},
-    {"--comm-timeout", 1}, {"--quiet", 0},     {"--help", 0},
+    {"--device", 1},
+    {"--run-dir", 1},
+    {"--data", 1},
+    {"--data-dtype", 1},
+    {"--lr", 1},
+    {"--weight-decay", 1},
+    {"--clip", 1},
+    {"--mem-limit", 1},
+    {"--nproc-per-node", 1},
+    {"--comm-timeout", 1},
+    {"--quiet", 0},
+    {"--help", 0},
+    {"--pipeline-schedule", 1},
+    {"--dump-params", 1},
 };
 
 static int set_train_flag(struct lb_train_opts *o, const char *name, const char *v, char *err,
@@ -172,6 +189,13 @@ static int set_train_flag(struct lb_train_opts *o, const char *name, const char 
 	} else if (!strcmp(name, "--comm-timeout")) {
 		if (lb_parse_double(v, 0.001, 1e7, &o->comm_timeout))
 			goto bad;
+	} else if (!strcmp(name, "--pipeline-schedule")) {
+		if (lb_sched_parse(v, &o->schedule))
+			goto bad_enum;
+	} else if (!strcmp(name, "--dump-params")) {
+		if (!*v || strlen(v) >= sizeof(o->dump_params))
+			goto bad;
+		snprintf(o->dump_params, sizeof(o->dump_params), "%s", v);
 	}
 	return 0;
 bad:
@@ -179,7 +203,9 @@ bad:
 	return -1;
 bad_enum:
 	snprintf(err, errlen, "%s: unknown value '%s' (expected %s)", name, v,
-		 !strcmp(name, "--device") ? "cpu or cuda" : "u16 or u32");
+		 !strcmp(name, "--device")		? "cpu or cuda"
+		 : !strcmp(name, "--pipeline-schedule") ? "1f1b or gpipe"
+							: "u16 or u32");
 	return -1;
 }
 
@@ -259,6 +285,7 @@ int lb_train_check(const struct lb_train_opts *o, char *err, size_t errlen)
 {
 	const struct lb_layout *l = &o->layout;
 	char reason[512];
+	int world = lb_layout_world(l);
 
 	if (o->device_cuda) {
 		snprintf(err, errlen,
@@ -270,50 +297,123 @@ int lb_train_check(const struct lb_train_opts *o, char *err, size_t errlen)
 		snprintf(err, errlen, "%s", reason);
 		return -1;
 	}
-	if (l->tp > 1) {
+	if (world > LB_SHM_MAX_RANKS) {
 		snprintf(err, errlen,
-			 "tp=%d: tensor parallelism is not yet supported by this "
-			 "trainer",
-			 l->tp);
+			 "tp*pp*dp=%d ranks: the CPU backend's shared-memory communicator joins "
+			 "at most %d ranks of one node",
+			 world, LB_SHM_MAX_RANKS);
 		return -1;
 	}
-	if (l->pp > 1) {
+	if (!getenv("SLURM_PROCID") && o->nproc_per_node != world) {
 		snprintf(err, errlen,
-			 "pp=%d: pipeline parallelism is not yet supported by this "
-			 "trainer",
-			 l->pp);
-		return -1;
-	}
-	if (l->dp > 1) {
-		snprintf(err, errlen,
-			 "dp=%d: data parallelism is not yet supported by this "
-			 "trainer",
-			 l->dp);
-		return -1;
-	}
-	if (o->nproc_per_node != lb_layout_world(l)) {
-		snprintf(err, errlen,
-			 "--nproc-per-node %d: the layout has %d rank(s); only %d is "
-			 "supported by this trainer",
-			 o->nproc_per_node, lb_layout_world(l), lb_layout_world(l));
+			 "--nproc-per-node %d: the layout has tp*pp*dp=%d rank(s); start "
+			 "that many (--nproc-per-node %d) or run under srun -n %d",
+			 o->nproc_per_node, world, world, world);
 		return -1;
 	}
 	return 0;
 }
 
+/* --- fault injection (testing aid): LAYOUTBENCH_FAULT=KIND@RANK:STEP --- */
+
+enum { FAULT_NONE = 0, FAULT_HANG, FAULT_EXIT, FAULT_OOM };
+
+/* KIND hang (stop answering until a signal), exit (_exit(1) without a word, as a crash),
+ * oom (fail the step as out of memory) on world rank RANK at the start of step STEP. */
+static int fault_at(int rank, int step)
+{
+	const char *v = getenv("LAYOUTBENCH_FAULT");
+	char kind[16], buf[64];
+	int r, s, kinds;
+	const char *at, *colon;
+
+	if (!v || !*v || strlen(v) >= sizeof(buf))
+		return FAULT_NONE;
+	at = strchr(v, '@');
+	colon = at ? strchr(at, ':') : NULL;
+	if (!at || !colon || (size_t)(at - v) >= sizeof(kind))
+		return FAULT_NONE;
+	memcpy(kind, v, (size_t)(at - v));
+	kind[at - v] = '\0';
+	memcpy(buf, at + 1, (size_t)(colon - at - 1));
+	buf[colon - at - 1] = '\0';
+	if (lb_parse_int(buf, 0, 1 << 20, &r) || lb_parse_int(colon + 1, 0, 1 << 30, &s))
+		return FAULT_NONE;
+	kinds = !strcmp(kind, "hang")	? FAULT_HANG
+		: !strcmp(kind, "exit") ? FAULT_EXIT
+		: !strcmp(kind, "oom")	? FAULT_OOM
+					: FAULT_NONE;
+	return r == rank && s == step ? kinds : FAULT_NONE;
+}
+
 /* --- the trainer object --- */
+
+static int comm_rc(int rc)
+{
+	if (rc == 0)
+		return 0;
+	return (rc == LB_COMM_ETIMEOUT || rc == LB_COMM_EPEER) ? LB_E_TIMEOUT : LB_E_COMM;
+}
+
+int lb_comm_sum_double(struct lb_comm *c, double *x)
+{
+	double *all;
+	int rc;
+
+	if (!c || c->size == 1)
+		return 0;
+	all = calloc((size_t)c->size, sizeof(*all));
+	if (!all)
+		return LB_COMM_EFAIL;
+	/* each rank's double as two 32-bit words: the sum is done here in rank order */
+	rc = c->ops->all_gather(c, x, all, 2, LB_I32, NULL);
+	if (rc == 0) {
+		double s = 0;
+
+		for (int i = 0; i < c->size; i++)
+			s += all[i];
+		*x = s;
+	}
+	free(all);
+	return rc;
+}
 
 int lb_trainer_init(struct lb_trainer *t, const struct lb_train_opts *o, const struct lb_ops *ops,
 		    struct lb_comm *tp)
 {
+	struct lb_groups g;
+
+	if (!tp)
+		return lb_trainer_init_par(t, o, ops, NULL, NULL);
+	memset(&g, 0, sizeof(g));
+	g.tp = tp;
+	g.tp_size = tp->size;
+	g.pp_size = g.dp_size = 1;
+	g.me.tp_rank = tp->rank;
+	g.pp_prev = g.pp_next = -1;
+	return lb_trainer_init_par(t, o, ops, NULL, &g);
+}
+
+int lb_trainer_init_par(struct lb_trainer *t, const struct lb_train_opts *o,
+			const struct lb_ops *ops, struct lb_comm *world, const struct lb_groups *g)
+{
 	const struct lb_layout *l = &o->layout;
-	int rc;
+	int rc, n_slots, dp = l->dp;
+	size_t lo, hi;
 
 	memset(t, 0, sizeof(*t));
 	t->data.fd = -1;
 	t->opts = *o;
 	t->ops = ops;
-	t->tp = tp;
+	t->world = world;
+	t->world_rank = world ? world->rank : 0;
+	if (g) {
+		t->tp = g->tp;
+		t->dp = g->dp && g->dp->size > 1 ? g->dp : NULL;
+		t->pp = g->pp && g->pp->size > 1 ? g->pp : NULL;
+		t->dp_rank = g->me.dp_rank;
+		t->stage = g->me.pp_rank;
+	}
 	t->accum = lb_layout_accum_steps(l);
 	t->loss_scale = 1.0 / ((double)l->global_batch * l->seq_len);
 	if (t->accum <= 0) {
@@ -335,10 +435,35 @@ int lb_trainer_init(struct lb_trainer *t, const struct lb_train_opts *o, const s
 	}
 	ops->set_mem_limit(o->mem_limit);
 	ops->reset_peak();
-	rc = lb_llama_init(&t->model, ops, tp, l, 0, 1);
+	/* activations held: 1F1B keeps pp - stage micro-batches in flight, GPipe all */
+	n_slots = o->schedule == LB_SCHED_GPIPE ? t->accum : l->pp - t->stage;
+	if (n_slots > t->accum)
+		n_slots = t->accum;
+	if (n_slots < 1)
+		n_slots = 1;
+	rc = lb_llama_init(&t->model, ops, t->tp, l, t->stage, n_slots);
+	t->zero = l->zero_stage == 1 && t->dp;
+	lo = 0;
+	hi = rc ? 0 : t->model.n_params;
+	if (rc == 0 && t->zero) { /* ZeRO-1: optimizer state of this rank's shard only */
+		t->shard = t->model.n_alloc / (size_t)dp;
+		lo = (size_t)t->dp_rank * t->shard;
+		hi = lo + t->shard;
+		if (hi > t->model.n_params)
+			hi = t->model.n_params;
+		if (lo > hi)
+			lo = hi;
+		t->gshard = ops->alloc(t->shard);
+		if (!t->gshard)
+			rc = LB_E_OOM;
+	}
+	if (rc == 0 && l->model.tied && l->pp > 1 && (t->model.first || t->model.last)) {
+		t->tied_buf = ops->alloc(t->model.tensors[t->model.t_embed].count);
+		if (!t->tied_buf)
+			rc = LB_E_OOM;
+	}
 	if (rc == 0)
-		rc = lb_optim_init(&t->optim, ops, t->model.params, 0, t->model.n_params, o->lr,
-				   o->weight_decay);
+		rc = lb_optim_init(&t->optim, ops, t->model.params, lo, hi, o->lr, o->weight_decay);
 	if (rc) {
 		if (rc == LB_E_OOM) {
 			uint64_t peak = 0;
@@ -362,6 +487,11 @@ int lb_trainer_init(struct lb_trainer *t, const struct lb_train_opts *o, const s
 void lb_trainer_free(struct lb_trainer *t)
 {
 	lb_optim_free(&t->optim);
+	if (t->ops && t->gshard)
+		t->ops->free_(t->gshard);
+	if (t->ops && t->tied_buf)
+		t->ops->free_(t->tied_buf);
+	t->gshard = t->tied_buf = NULL;
 	if (t->model.ops)
 		lb_llama_free(&t->model);
 	lb_data_close(&t->data);
@@ -384,6 +514,51 @@ static const char *model_error(int rc)
 	}
 }
 
+/* The memory of a pipeline send/recv step. */
+static void *pipe_buffer(struct lb_trainer *t, const struct lb_step *op)
+{
+	int slot = op->micro % t->model.n_slots;
+
+	switch (op->kind) {
+	case LB_STEP_SEND_ACT:
+		return lb_llama_stage_output(&t->model, slot);
+	case LB_STEP_RECV_ACT:
+		return lb_llama_stage_input(&t->model, slot);
+	case LB_STEP_SEND_GRAD:
+		return lb_llama_stage_dinput(&t->model);
+	case LB_STEP_RECV_GRAD:
+		return lb_llama_stage_doutput(&t->model);
+	default:
+		return NULL;
+	}
+}
+
+/* Steps [i, j) are one send/recv group: issue them together over t->pp. */
+static int run_group(struct lb_trainer *t, const struct lb_step *list, int i, int j)
+{
+	struct lb_comm *c = t->pp;
+	size_t n = lb_llama_stage_count(&t->model);
+	double t0 = now_s();
+	int rc = c->ops->group_start(c);
+
+	for (int k = i; rc == 0 && k < j; k++) {
+		const struct lb_step *op = &list[k];
+		void *buf = pipe_buffer(t, op);
+
+		if (op->kind == LB_STEP_SEND_ACT || op->kind == LB_STEP_SEND_GRAD)
+			rc = c->ops->send(c, buf, n, t->ops->dtype, op->peer, NULL);
+		else
+			rc = c->ops->recv(c, buf, n, t->ops->dtype, op->peer, NULL);
+	}
+	if (rc == 0)
+		rc = c->ops->group_end(c);
+	t->bubble_s += now_s() - t0;
+	if (rc)
+		snprintf(t->err, sizeof(t->err), "pipeline %s of micro-batch %d: %s",
+			 lb_step_name(list[i].kind), list[i].micro, lb_comm_strerror(rc));
+	return comm_rc(rc);
+}
+
 int lb_trainer_run_steps(struct lb_trainer *t, int step, const struct lb_step *list, int n,
 			 double *loss_sum)
 {
@@ -393,7 +568,7 @@ int lb_trainer_run_steps(struct lb_trainer *t, int step, const struct lb_step *l
 	for (int i = 0; i < n; i++) {
 		const struct lb_step *op = &list[i];
 		int slot = op->micro % t->model.n_slots;
-		double t0 = now_s(), ls = 0;
+		double t0 = now_s(), c0 = t->model.comm_s, ls = 0;
 
 		if (stop_signal)
 			return 1;
@@ -403,11 +578,20 @@ int lb_trainer_run_steps(struct lb_trainer *t, int step, const struct lb_step *l
 				return LB_E_DATA;
 			rc = lb_llama_forward(&t->model, slot, t->tokens, t->targets, NULL,
 					      t->loss_scale, &ls);
-			t->phases.forward_s += now_s() - t0;
+			t->phases.forward_s += now_s() - t0 - (t->model.comm_s - c0);
 			sum += ls;
 		} else if (op->kind == LB_STEP_BACKWARD) {
 			rc = lb_llama_backward(&t->model, slot, NULL);
-			t->phases.backward_s += now_s() - t0;
+			t->phases.backward_s += now_s() - t0 - (t->model.comm_s - c0);
+		} else if (t->pp && op->group >= 0) {
+			int j = i + 1;
+
+			while (j < n && list[j].group == op->group && list[j].peer >= 0)
+				j++;
+			if ((rc = run_group(t, list, i, j)))
+				return rc;
+			i = j - 1;
+			continue;
 		} else {
 			snprintf(t->err, sizeof(t->err),
 				 "pipeline step '%s' is not supported by this trainer yet",
@@ -425,47 +609,161 @@ int lb_trainer_run_steps(struct lb_trainer *t, int step, const struct lb_step *l
 	return 0;
 }
 
+/* A collective of the step; its time counts as exposed communication. */
+#define STEP_COMM(what, call)                                                                      \
+	do {                                                                                       \
+		double c0_ = now_s();                                                              \
+		int rc_ = (call);                                                                  \
+		t->comm_s += now_s() - c0_;                                                        \
+		if (rc_) {                                                                         \
+			snprintf(t->err, sizeof(t->err), "%s: %s", (what), lb_comm_strerror(rc_)); \
+			return comm_rc(rc_);                                                       \
+		}                                                                                  \
+	} while (0)
+
+/* Sum of squares of the gradients this rank counts in the global norm: its optimizer
+ * range (every element of a data-parallel replica once: ZeRO-1 shards partition it,
+ * without ZeRO only dp rank 0 counts), norm gains on tp rank 0 only, a tied embedding's
+ * last-stage copy not at all. */
+static double local_sum_sq(struct lb_trainer *t)
+{
+	struct lb_llama *m = &t->model;
+	double s = 0;
+
+	if (!t->zero && t->dp_rank != 0)
+		return 0;
+	for (int i = 0; i < m->n_tensors; i++) {
+		size_t a = m->tensors[i].offset, b = a + m->tensors[i].count;
+
+		if (lb_llama_tied_copy(m, i) || (lb_llama_tp_replicated(m, i) && m->tp_rank))
+			continue;
+		if (a < t->optim.lo)
+			a = t->optim.lo;
+		if (b > t->optim.hi)
+			b = t->optim.hi;
+		if (a < b)
+			s += t->ops->sum_sq(t->ops->at(m->grads, a), b - a);
+	}
+	return s;
+}
+
+/* pp > 1 with a tied embedding: first and last stage swap their copies' gradients and
+ * both add the other's (a + b == b + a: the two stay bitwise equal). */
+static int sum_tied(struct lb_trainer *t)
+{
+	struct lb_llama *m = &t->model;
+	struct lb_comm *c = t->pp;
+	size_t n;
+	void *g;
+	int peer;
+
+	if (!t->tied_buf || !c)
+		return 0;
+	n = m->tensors[m->t_embed].count;
+	g = lb_llama_grad(m, m->t_embed);
+	peer = m->first ? c->size - 1 : 0;
+	STEP_COMM("tied embedding gradient exchange", c->ops->group_start(c));
+	STEP_COMM("tied embedding gradient exchange",
+		  c->ops->send(c, g, n, t->ops->dtype, peer, NULL));
+	STEP_COMM("tied embedding gradient exchange",
+		  c->ops->recv(c, t->tied_buf, n, t->ops->dtype, peer, NULL));
+	STEP_COMM("tied embedding gradient exchange", c->ops->group_end(c));
+	t->ops->acc(g, t->tied_buf, n);
+	return 0;
+}
+
 int lb_trainer_step(struct lb_trainer *t, int step, double *loss)
 {
 	const struct lb_ops *ops = t->ops;
+	const struct lb_layout *l = &t->opts.layout;
+	struct lb_llama *m = &t->model;
 	struct lb_schedule sched;
-	double sum = 0, t0, scale;
+	double sum = 0, t0, scale, sq;
 	int rc;
 
 	memset(&t->phases, 0, sizeof(t->phases));
-	t->phases.comm_exposed_s = t->phases.bubble_s = -1; /* not measured on one rank */
-	if (lb_schedule_build(LB_SCHED_1F1B, 1, 0, t->accum, &sched, t->err, sizeof(t->err)))
+	t->comm_s = t->bubble_s = m->comm_s = 0;
+	switch (fault_at(t->world_rank, step)) {
+	case FAULT_HANG:
+		while (!stop_signal)
+			pause();
+		return 1;
+	case FAULT_EXIT:
+		_exit(1);
+	case FAULT_OOM:
+		snprintf(t->err, sizeof(t->err), "out of memory (injected by LAYOUTBENCH_FAULT)");
+		return LB_E_OOM;
+	default:
+		break;
+	}
+	if (lb_schedule_build(t->pp ? t->opts.schedule : LB_SCHED_1F1B, l->pp, t->stage, t->accum,
+			      &sched, t->err, sizeof(t->err)))
 		return LB_E_INVAL;
-	lb_llama_zero_grads(&t->model);
+	lb_llama_zero_grads(m);
 	rc = lb_trainer_run_steps(t, step, sched.steps, sched.n_steps, &sum);
 	lb_schedule_release(&sched);
 	if (rc)
 		return rc;
-	if (t->dp && t->dp->size > 1) { /* data parallelism: sum gradients and loss */
+	if ((rc = lb_llama_sync_sp_grads(m))) {
+		snprintf(t->err, sizeof(t->err), "sequence-parallel norm gradient all-reduce: %s",
+			 model_error(rc));
+		return rc;
+	}
+	if ((rc = sum_tied(t)))
+		return rc;
+	if (t->dp && t->zero) { /* ZeRO-1: this rank's shard of the summed gradients */
+		STEP_COMM("data-parallel gradient reduce-scatter",
+			  t->dp->ops->reduce_scatter(t->dp, m->grads, t->gshard, t->shard,
+						     ops->dtype, LB_SUM, NULL));
+		if (t->optim.hi > t->optim.lo)
+			ops->copy(ops->at(m->grads, t->optim.lo), t->gshard,
+				  t->optim.hi - t->optim.lo);
+	} else if (t->dp) {
+		STEP_COMM("data-parallel gradient all-reduce",
+			  t->dp->ops->all_reduce(t->dp, m->grads, m->grads, m->n_params, ops->dtype,
+						 LB_SUM, NULL));
+	}
+	/* the loss: the last stage's tp rank 0 of each dp replica holds a part */
+	if (t->world) {
+		if (!(m->last && m->tp_rank == 0))
+			sum = 0;
+		STEP_COMM("loss all-reduce", lb_comm_sum_double(t->world, &sum));
+	} else if (t->dp) {
 		float fsum = (float)sum;
 
-		rc = t->dp->ops->all_reduce(t->dp, t->model.grads, t->model.grads,
-					    t->model.n_params, ops->dtype, LB_SUM, NULL);
-		if (!rc)
-			rc = t->dp->ops->all_reduce(t->dp, &fsum, &fsum, 1, LB_F32, LB_SUM, NULL);
-		if (rc) {
-			snprintf(t->err, sizeof(t->err), "data-parallel gradient all-reduce: %s",
-				 lb_comm_strerror(rc));
-			return (rc == LB_COMM_ETIMEOUT || rc == LB_COMM_EPEER) ? LB_E_TIMEOUT
-									       : LB_E_COMM;
-		}
+		STEP_COMM("loss all-reduce",
+			  t->dp->ops->all_reduce(t->dp, &fsum, &fsum, 1, LB_F32, LB_SUM, NULL));
 		sum = fsum;
 	}
 	*loss = sum * t->loss_scale;
 
 	t0 = now_s();
-	/* with tp or pp > 1 the squares of each rank's shard are to be summed over them
-	 * (replicated tensors counted once) before the square root */
-	t->grad_norm = sqrt(ops->sum_sq(t->model.grads, t->model.n_params));
+	sq = local_sum_sq(t);
+	if (t->world) {
+		double c0 = now_s();
+
+		STEP_COMM("gradient norm all-reduce", lb_comm_sum_double(t->world, &sq));
+		t0 += now_s() - c0;
+	}
+	t->grad_norm = sqrt(sq);
 	scale = lb_optim_clip_scale(t->grad_norm, t->opts.clip);
-	lb_optim_step(&t->optim, t->model.params, t->model.grads, t->model.tensors,
-		      t->model.n_tensors, scale);
+	lb_optim_step(&t->optim, m->params, m->grads, m->tensors, m->n_tensors, scale);
+	if (t->zero) { /* every rank gets the updated shards */
+		double c0 = now_s();
+
+		STEP_COMM("data-parallel parameter all-gather",
+			  t->dp->ops->all_gather(t->dp, ops->at(m->params, t->dp_rank * t->shard),
+						 m->params, t->shard, ops->dtype, NULL));
+		t0 += now_s() - c0;
+	}
 	t->phases.optimizer_s = now_s() - t0;
+	t->comm_s += m->comm_s;
+	if (t->world && t->world->size > 1) {
+		t->phases.comm_exposed_s = t->comm_s;
+		t->phases.bubble_s = t->pp ? t->bubble_s : 0;
+	} else {
+		t->phases.comm_exposed_s = t->phases.bubble_s = -1; /* not measured on one rank */
+	}
 	return 0;
 }
 
@@ -485,64 +783,234 @@ static const char *rc_class(int rc)
 	}
 }
 
-/* End the run with a failure class: message on stderr, end record, exit code. */
-static int fail_run(struct lb_trainlog *lg, const char *cls, const char *msg)
+/* What a rank tells the launcher when it fails (shared memory mapped before the fork). */
+struct rank_report {
+	int failed;   /* 1 once written */
+	int culprit;  /* the rank at fault (world numbering), -1 unknown */
+	int code;     /* exit code of the class */
+	char cls[32]; /* failure class */
+	char msg[512];
+};
+
+struct run_shared {
+	int end_written; /* rank 0 wrote the end record (a run that completed) */
+	struct rank_report r[LB_SHM_MAX_RANKS];
+};
+
+struct run_ctx {
+	const struct lb_train_opts *o;
+	struct lb_trainlog *lg; /* launcher mode: the launcher's log, inherited by rank 0 */
+	struct run_shared *sh;	/* launcher mode: the reports; NULL otherwise */
+	char log_path[4096];	/* under srun: rank 0's log (broadcast), for rank 1 */
+};
+
+static int is_class(const char *s, size_t n)
 {
-	int code = lb_class_exit_code(cls);
+	static const char *cls[] = {"oom", "nccl_error", "timeout", "killed", "diverged", "error"};
+
+	for (size_t i = 0; i < sizeof(cls) / sizeof(cls[0]); i++)
+		if (strlen(cls[i]) == n && !strncmp(s, cls[i], n))
+			return 1;
+	return 0;
+}
+
+/* After a failed collective: the rank at fault, the class and a message. A peer that
+ * failed for its own reason posted "<class>: <message>" as its abort reason ("rank 3
+ * failed: oom: ..."); a peer that died or hung is a timeout; a backend error nccl_error. */
+static void comm_failure(struct lb_comm *world, int rc, int *culprit, char *cls, size_t clen,
+			 char *msg, size_t mlen, const char *what)
+{
+	char m[512] = "";
+	const char *p;
+	int code = 0, r = -1;
+
+	if (world && lb_comm_is_shm(world))
+		code = lb_comm_shm_error(world, &r, m, sizeof(m));
+	*culprit = r;
+	snprintf(cls, clen, "%s",
+		 rc == LB_E_COMM && code != LB_COMM_EPEER ? "nccl_error" : "timeout");
+	if ((p = strstr(m, "failed: "))) {
+		size_t n;
+
+		p += 8;
+		n = strcspn(p, ":");
+		if (p[n] == ':' && is_class(p, n) && n < clen)
+			snprintf(cls, clen, "%.*s", (int)n, p);
+	}
+	if (m[0])
+		snprintf(msg, mlen, "%s (%s)", m, what);
+	else
+		snprintf(msg, mlen, "%s", what);
+}
+
+/* A rank's failure: stderr, the abort (own failures), and the end record where this rank
+ * writes it (rank 0; rank 1 under srun when rank 0 is gone; in launcher mode the
+ * launcher, from the report). Returns this rank's exit status. */
+static int rank_fail(struct run_ctx *x, struct lb_trainlog *lg, struct lb_comm *world, int rank,
+		     int own, const char *cls, int culprit, const char *msg)
+{
+	int code = lb_class_exit_code(cls), status = code;
 	char host[128] = "unknown";
 
 	gethostname(host, sizeof(host) - 1);
-	fprintf(stderr, "error: host %s rank 0: %s (class %s)\n", host, msg, cls);
-	lb_trainlog_end(lg, cls, msg, 0, code);
-	return code;
+	fprintf(stderr, "error: host %s rank %d: %s (class %s)\n", host, rank, msg, cls);
+	if (own && world && lb_comm_is_shm(world)) {
+		char reason[256];
+
+		snprintf(reason, sizeof(reason), "%s: %.190s", cls, msg);
+		lb_comm_shm_abort(world, reason);
+	}
+	if (!own && (x->sh || rank != 0))
+		status = LB_EXIT_TIMEOUT; /* "a peer failed first": the launcher names the cause */
+	if (x->sh) {
+		struct rank_report *r = &x->sh->r[rank];
+
+		r->culprit = culprit;
+		r->code = code;
+		snprintf(r->cls, sizeof(r->cls), "%s", cls);
+		snprintf(r->msg, sizeof(r->msg), "%s", msg);
+		__atomic_store_n(&r->failed, 1, __ATOMIC_RELEASE);
+	} else if (rank == 0) {
+		lb_trainlog_end(lg, cls, msg, culprit, code);
+	} else if (rank == 1 && culprit == 0 && x->log_path[0]) {
+		struct lb_trainlog l1;
+
+		if (lb_trainlog_append(&l1, x->log_path) == 0) {
+			lb_trainlog_end(&l1, cls, msg, culprit, code);
+			lb_trainlog_close(&l1);
+		}
+	}
+	return status;
 }
 
-int lb_train_main(const struct lb_train_opts *o)
+/* --dump-params: the whole model from every rank's owned parts, written by rank 0 as
+ * raw fp32 in the single-rank order (lb_llama_full_count). Collective over world. */
+static int dump_params(struct lb_trainer *t, const char *path, char *err, size_t errlen)
 {
-	const struct lb_layout *l = &o->layout;
-	const struct lb_ops *ops = lb_ops_cpu();
-	struct lb_runinfo info = {0};
-	struct lb_trainlog lg;
-	struct lb_trainer *t;
-	struct lb_comm *tp;
-	struct sigaction sa;
-	char err[1024], msg[1200];
-	double flops = lb_flops_per_step(l);
-	int64_t tokens = (int64_t)l->global_batch * l->seq_len;
-	int rc, code = LB_EXIT_OK;
+	size_t n = lb_llama_full_count(&t->opts.layout.model);
+	float *full = calloc(n, sizeof(*full));
+	int rc = 0;
 
-	if (lb_train_check(o, err, sizeof(err))) {
-		fprintf(stderr, "error: %s\n", err);
-		return LB_EXIT_USAGE;
+	if (!full) {
+		snprintf(err, errlen, "out of host memory");
+		return LB_E_OOM;
 	}
-	info.layout = l;
+	if (t->dp_rank == 0)
+		lb_llama_add_full(&t->model, full);
+	if (t->world && t->world->size > 1) {
+		rc = t->world->ops->all_reduce(t->world, full, full, n, LB_F32, LB_SUM, NULL);
+		if (rc) {
+			snprintf(err, errlen, "parameter gather: %s", lb_comm_strerror(rc));
+			free(full);
+			return comm_rc(rc);
+		}
+	}
+	if (t->world_rank == 0) {
+		FILE *f = fopen(path, "wb");
+
+		if (!f || fwrite(full, sizeof(*full), n, f) != n) {
+			snprintf(err, errlen, "cannot write '%.900s': %s", path, strerror(errno));
+			rc = LB_E_DATA;
+		}
+		if (f && fclose(f) && !rc) {
+			snprintf(err, errlen, "cannot write '%.900s': %s", path, strerror(errno));
+			rc = LB_E_DATA;
+		}
+	}
+	free(full);
+	return rc;
+}
+
+static int open_log(struct lb_trainlog *lg, const struct lb_train_opts *o, char *err, size_t errlen)
+{
+	struct lb_runinfo info = {0};
+
+	info.layout = &o->layout;
 	info.gpu = "cpu";
 	info.peak_tflops = -1; /* unknown for a CPU: MFU stays null, never a guess */
 	info.backend = "cpu";
-	info.world_size = lb_layout_world(l);
-	if (lb_trainlog_open(&lg, o->run_dir, &info, err, sizeof(err))) {
-		fprintf(stderr, "error: %s\n", err);
-		return LB_EXIT_ERROR;
-	}
-	lb_trainlog_set_current(&lg, 0);
-	fprintf(stderr, "layoutbench-train: run log %s\n", lg.path);
+	info.world_size = lb_layout_world(&o->layout);
+	return lb_trainlog_open(lg, o->run_dir, &info, err, errlen);
+}
 
+/* One rank of the run (also the whole of a one-rank run). */
+static int rank_main(const struct lb_rank_env *env, void *arg)
+{
+	struct run_ctx *x = arg;
+	const struct lb_train_opts *o = x->o;
+	const struct lb_layout *l = &o->layout;
+	const struct lb_ops *ops = lb_ops_cpu();
+	struct lb_trainlog own_log, *lg = NULL;
+	struct lb_comm *world = NULL;
+	struct lb_groups g;
+	struct lb_trainer *t = NULL;
+	struct sigaction sa;
+	uint64_t *peaks = NULL;
+	char err[1024], msg[1400], cls[32];
+	double flops = lb_flops_per_step(l);
+	int64_t tokens = (int64_t)l->global_batch * l->seq_len;
+	int rank = env->rank, n = env->world_size, code = LB_EXIT_OK, rc, culprit;
+	int have_groups = 0;
+
+	memset(&g, 0, sizeof(g));
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_signal;
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
-
-	t = calloc(1, sizeof(*t));
-	tp = lb_comm_self();
-	if (!t || !tp) {
-		code = fail_run(&lg, "oom", "out of host memory");
-		goto out_close;
+	if (x->lg) { /* launcher mode: the log is the launcher's; rank 0 writes the steps */
+		if (rank == 0)
+			lg = x->lg;
+		else
+			x->lg->f = NULL; /* this process's copy: never written */
+	} else if (rank == 0) {
+		if (open_log(&own_log, o, err, sizeof(err))) {
+			fprintf(stderr, "error: %s\n", err);
+			return LB_EXIT_ERROR;
+		}
+		lg = &own_log;
+		fprintf(stderr, "layoutbench-train: run log %s\n", lg->path);
 	}
-	rc = lb_trainer_init(t, o, ops, tp);
+	lb_trainlog_set_current(lg, rank);
+	if (n > 1) {
+		rc = lb_comm_shm_create(env->rdzv_name, rank, n, o->comm_timeout, &world, err,
+					sizeof(err));
+		if (rc) {
+			world = NULL;
+			code = rank_fail(x, lg, NULL, rank, 0, "timeout", -1, err);
+			goto out;
+		}
+		if (!x->sh) { /* under srun: every rank learns rank 0's log (for rank 1) */
+			if (rank == 0)
+				snprintf(x->log_path, sizeof(x->log_path), "%s", lg->path);
+			rc = world->ops->broadcast(world, x->log_path, sizeof(x->log_path) / 4,
+						   LB_I32, 0, NULL);
+			x->log_path[sizeof(x->log_path) - 1] = '\0';
+			if (rc == 0)
+				rc = lb_comm_make_groups(world, l->tp, l->pp, l->dp, &g);
+		} else {
+			rc = lb_comm_make_groups(world, l->tp, l->pp, l->dp, &g);
+		}
+		if (rc) {
+			comm_failure(world, comm_rc(rc), &culprit, cls, sizeof(cls), msg,
+				     sizeof(msg), "while building the tp/dp/pp groups");
+			code = rank_fail(x, lg, world, rank, 0, cls, culprit, msg);
+			goto out;
+		}
+		have_groups = 1;
+	}
+	t = calloc(1, sizeof(*t));
+	peaks = calloc((size_t)n, sizeof(*peaks));
+	if (!t || !peaks) {
+		code = rank_fail(x, lg, world, rank, 1, "oom", rank, "out of host memory");
+		goto out;
+	}
+	rc = lb_trainer_init_par(t, o, ops, world, have_groups ? &g : NULL);
 	if (rc) {
-		code = fail_run(&lg, rc_class(rc), t->err);
-		goto out_free;
+		code = rank_fail(x, lg, world, rank, 1, rc_class(rc), rank, t->err);
+		free(t);
+		t = NULL;
+		goto out;
 	}
 	for (int step = 0; step < l->steps; step++) {
 		double t0 = now_s(), loss = 0, dt;
@@ -551,30 +1019,43 @@ int lb_train_main(const struct lb_train_opts *o)
 		rc = lb_trainer_step(t, step, &loss);
 		if (rc == 1 || stop_signal)
 			break;
+		if (rc == LB_E_TIMEOUT || rc == LB_E_COMM) {
+			comm_failure(world, rc, &culprit, cls, sizeof(cls), msg, sizeof(msg),
+				     t->err);
+			code = rank_fail(x, lg, world, rank, 0, cls, culprit, msg);
+			goto out;
+		}
 		if (rc) {
-			code = fail_run(&lg, rc_class(rc), t->err);
-			goto out_trainer;
+			code = rank_fail(x, lg, world, rank, 1, rc_class(rc), rank, t->err);
+			goto out;
 		}
 		dt = now_s() - t0;
 		ops->mem_stats(NULL, &peak);
-		lb_trainlog_step(&lg, step, step < l->warmup, dt, tokens, loss, peak, &t->phases);
-		if (!isfinite(loss)) { /* logged with loss null, then the end record */
+		peaks[0] = peak;
+		if (world) { /* each rank's peak, as two 32-bit words */
+			rc = world->ops->all_gather(world, &peak, peaks, 2, LB_I32, NULL);
+			if (rc) {
+				comm_failure(world, comm_rc(rc), &culprit, cls, sizeof(cls), msg,
+					     sizeof(msg), "peak memory gather");
+				code = rank_fail(x, lg, world, rank, 0, cls, culprit, msg);
+				goto out;
+			}
+		}
+		if (rank == 0)
+			lb_trainlog_step_ranks(lg, step, step < l->warmup, dt, tokens, loss, peaks,
+					       world ? n : -1, &t->phases);
+		if (!isfinite(loss)) { /* every rank sees the same summed loss */
 			snprintf(msg, sizeof(msg), "loss is %s at step %d (lower --lr or --clip)",
 				 isnan(loss) ? "nan" : "inf", step);
-			code = fail_run(&lg, "diverged", msg);
-			goto out_trainer;
+			code = rank_fail(x, lg, world, rank, 0, "diverged", -1, msg);
+			if (code == LB_EXIT_TIMEOUT)
+				code = LB_EXIT_DIVERGED;
+			goto out;
 		}
-		if (!o->quiet) {
-			char mfu[64] = "";
-
-			/* MFU = model FLOPs / (time * GPUs * peak), only with a known peak */
-			if (info.peak_tflops > 0)
-				snprintf(mfu, sizeof(mfu), " MFU %.1f%%",
-					 100.0 * flops / dt /
-					     (info.world_size * info.peak_tflops * 1e12));
+		if (!o->quiet && rank == 0) {
 			fprintf(stderr,
-				"step %d/%d loss %.4f time %.3f s %.0f tok/s %.4f TFLOP/s%s%s\n",
-				step + 1, l->steps, loss, dt, tokens / dt, flops / dt / 1e12, mfu,
+				"step %d/%d loss %.4f time %.3f s %.0f tok/s %.4f TFLOP/s%s\n",
+				step + 1, l->steps, loss, dt, tokens / dt, flops / dt / 1e12,
 				step < l->warmup ? " (warmup)" : "");
 		}
 	}
@@ -585,21 +1066,164 @@ int lb_train_main(const struct lb_train_opts *o)
 			 sig == SIGTERM	 ? "SIGTERM"
 			 : sig == SIGINT ? "SIGINT"
 					 : "signal");
-		fprintf(stderr, "error: %s (class killed)\n", msg);
+		fprintf(stderr, "error: rank %d: %s (class killed)\n", rank, msg);
 		code = 128 + sig;
-		lb_trainlog_end(&lg, "killed", msg, 0, code);
-		goto out_trainer;
+		if (x->sh) {
+			struct rank_report *r = &x->sh->r[rank];
+
+			r->culprit = -1;
+			r->code = code;
+			snprintf(r->cls, sizeof(r->cls), "killed");
+			snprintf(r->msg, sizeof(r->msg), "%.500s", msg);
+			__atomic_store_n(&r->failed, 1, __ATOMIC_RELEASE);
+		} else if (rank == 0) {
+			lb_trainlog_end(lg, "killed", msg, 0, code);
+		}
+		goto out;
 	}
-	snprintf(msg, sizeof(msg), "%d steps", l->steps);
-	lb_trainlog_end(&lg, NULL, msg, -1, LB_EXIT_OK);
-out_trainer:
-	lb_trainer_free(t);
-out_free:
-	free(t);
-	if (tp)
-		tp->ops->destroy(tp);
-out_close:
+	if (o->dump_params[0] && (rc = dump_params(t, o->dump_params, err, sizeof(err)))) {
+		if (rc == LB_E_TIMEOUT || rc == LB_E_COMM) {
+			comm_failure(world, rc, &culprit, cls, sizeof(cls), msg, sizeof(msg), err);
+			code = rank_fail(x, lg, world, rank, 0, cls, culprit, msg);
+		} else {
+			code = rank_fail(x, lg, world, rank, 1, rc_class(rc), rank, err);
+		}
+		goto out;
+	}
+	if (world && (rc = world->ops->barrier(world))) { /* nobody leaves a collective alone */
+		comm_failure(world, comm_rc(rc), &culprit, cls, sizeof(cls), msg, sizeof(msg),
+			     "final barrier");
+		code = rank_fail(x, lg, world, rank, 0, cls, culprit, msg);
+		goto out;
+	}
+	if (rank == 0) {
+		snprintf(msg, sizeof(msg), "%d steps", l->steps);
+		lb_trainlog_end(lg, NULL, msg, -1, LB_EXIT_OK);
+		if (x->sh)
+			__atomic_store_n(&x->sh->end_written, 1, __ATOMIC_RELEASE);
+	}
+out:
+	if (t) {
+		lb_trainer_free(t);
+		free(t);
+	}
+	free(peaks);
+	if (have_groups)
+		lb_groups_release(&g);
+	if (world)
+		world->ops->destroy(world);
 	lb_trainlog_set_current(NULL, 0);
-	lb_trainlog_close(&lg);
+	if (lg == &own_log)
+		lb_trainlog_close(lg);
+	return code;
+}
+
+/* Launcher mode: the end record of a failed run, from the failing rank's report. */
+static int launcher_end(struct run_ctx *x, struct lb_trainlog *lg,
+			const struct lb_launch_result *res)
+{
+	const struct rank_report *r = NULL;
+	char cls[32], msg[768];
+	int culprit = res->failed_rank, code;
+
+	if (res->failed_rank >= 0 && x->sh->r[res->failed_rank].failed)
+		r = &x->sh->r[res->failed_rank];
+	/* a rank that noticed a peer's failure names it; prefer the peer's own report */
+	if (r && r->culprit >= 0 && r->culprit < LB_SHM_MAX_RANKS && x->sh->r[r->culprit].failed &&
+	    strcmp(x->sh->r[r->culprit].cls, "timeout"))
+		r = &x->sh->r[r->culprit];
+	if (r) {
+		culprit = r->culprit;
+		snprintf(cls, sizeof(cls), "%s", r->cls);
+		snprintf(msg, sizeof(msg), "%s", r->msg);
+		code = r->code;
+	} else if (res->failed_rank >= 0) { /* died without a word: killed, crashed */
+		snprintf(cls, sizeof(cls), "timeout");
+		snprintf(msg, sizeof(msg), "%s without a failure report", res->message);
+		code = LB_EXIT_TIMEOUT;
+	} else {
+		snprintf(cls, sizeof(cls), "killed");
+		snprintf(msg, sizeof(msg), "%s", res->message);
+		code = res->status;
+	}
+	fprintf(stderr, "error: layoutbench-train: %s (class %s, rank %d)\n", msg, cls, culprit);
+	if (lb_trainlog_append(lg, lg->path) == 0) {
+		lb_trainlog_end(lg, cls, msg, culprit, code);
+		lb_trainlog_close(lg);
+	}
+	return code;
+}
+
+int lb_train_main(const struct lb_train_opts *o)
+{
+	const struct lb_layout *l = &o->layout;
+	struct lb_launch_opts lo = LB_LAUNCH_OPTS_INIT;
+	struct lb_launch_result res;
+	struct lb_rank_env env;
+	struct lb_trainlog lg;
+	struct run_ctx x;
+	char err[1024], path[4096];
+	int s, world = lb_layout_world(l), rc, code;
+
+	if (lb_train_check(o, err, sizeof(err))) {
+		fprintf(stderr, "error: %s\n", err);
+		return LB_EXIT_USAGE;
+	}
+	memset(&x, 0, sizeof(x));
+	x.o = o;
+	s = lb_rank_env_from_slurm(&env, 1, err, sizeof(err));
+	if (s < 0) {
+		fprintf(stderr, "error: %s\n", err);
+		return LB_EXIT_USAGE;
+	}
+	if (s == 1) { /* an srun task: one rank */
+		if (env.world_size != world) {
+			fprintf(stderr,
+				"error: srun started %d task(s) but the layout has tp*pp*dp=%d "
+				"rank(s); run it with srun -n %d\n",
+				env.world_size, world, world);
+			return LB_EXIT_USAGE;
+		}
+		return rank_main(&env, &x);
+	}
+	if (world == 1) {
+		lb_rank_env_single(&env);
+		return rank_main(&env, &x);
+	}
+	/* --nproc-per-node: this process opens the log, forks the ranks and writes the end
+	 * record of a failed run from the failing rank's report */
+	if (open_log(&lg, o, err, sizeof(err))) {
+		fprintf(stderr, "error: %s\n", err);
+		return LB_EXIT_ERROR;
+	}
+	fprintf(stderr, "layoutbench-train: run log %s (%d ranks)\n", lg.path, world);
+	x.sh = mmap(NULL, sizeof(*x.sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (x.sh == MAP_FAILED) {
+		snprintf(err, sizeof(err), "cannot map the launcher's report area: %s",
+			 strerror(errno));
+		fprintf(stderr, "error: %s\n", err);
+		lb_trainlog_end(&lg, "error", err, -1, LB_EXIT_ERROR);
+		lb_trainlog_close(&lg);
+		return LB_EXIT_ERROR;
+	}
+	memset(x.sh, 0, sizeof(*x.sh));
+	x.lg = &lg;
+	rc = lb_launch(world, rank_main, &x, &lo, &res);
+	snprintf(path, sizeof(path), "%s", lg.path);
+	lb_trainlog_close(&lg); /* its buffer is empty: rank 0 wrote through its own copy */
+	snprintf(lg.path, sizeof(lg.path), "%s", path);
+	if (rc < 0) {
+		fprintf(stderr, "error: %s\n", res.message);
+		if (lb_trainlog_append(&lg, path) == 0) {
+			lb_trainlog_end(&lg, "error", res.message, -1, LB_EXIT_ERROR);
+			lb_trainlog_close(&lg);
+		}
+		code = LB_EXIT_ERROR;
+	} else if (rc == 0) {
+		code = LB_EXIT_OK;
+	} else {
+		code = launcher_end(&x, &lg, &res);
+	}
+	munmap(x.sh, sizeof(*x.sh));
 	return code;
 }

@@ -14,6 +14,7 @@
 #include "common/layout.h"
 #include "harness/comm.h"
 #include "harness/data.h"
+#include "harness/launch.h"
 #include "harness/model.h"
 #include "harness/ops.h"
 #include "harness/optim.h"
@@ -24,17 +25,22 @@
 
 struct lb_train_opts {
 	struct lb_layout layout;
-	int device_cuda;      /* --device cuda */
-	char run_dir[4096];   /* --run-dir, default "." */
-	char data_path[4096]; /* --data; "" for the synthetic stream */
-	int data_elem;	      /* --data-dtype: 2 (u16, default) or 4 (u32) */
-	double lr;	      /* --lr, constant learning rate */
-	double weight_decay;  /* --weight-decay, AdamW decoupled decay on matrices */
-	double clip;	      /* --clip, global gradient-norm limit; 0: off */
-	uint64_t mem_limit;   /* --mem-limit / LAYOUTBENCH_MEM_LIMIT, bytes; 0: none */
-	int nproc_per_node;   /* --nproc-per-node, for the launcher */
-	double comm_timeout;  /* --comm-timeout, seconds, for the launcher */
-	int quiet;	      /* --quiet: no live progress lines */
+	int device_cuda;	     /* --device cuda */
+	char run_dir[4096];	     /* --run-dir, default "." */
+	char data_path[4096];	     /* --data; "" for the synthetic stream */
+	int data_elem;		     /* --data-dtype: 2 (u16, default) or 4 (u32) */
+	double lr;		     /* --lr, constant learning rate */
+	double weight_decay;	     /* --weight-decay, AdamW decoupled decay on matrices */
+	double clip;		     /* --clip, global gradient-norm limit; 0: off */
+	uint64_t mem_limit;	     /* --mem-limit / LAYOUTBENCH_MEM_LIMIT, bytes; 0: none */
+	int nproc_per_node;	     /* --nproc-per-node, for the launcher */
+	double comm_timeout;	     /* --comm-timeout, seconds: a peer silent this long is a
+					timeout (every communicator wait is bounded by it) */
+	enum lb_sched_kind schedule; /* --pipeline-schedule 1f1b (default) | gpipe */
+	char dump_params[4096];	     /* --dump-params FILE (testing aid): after the last
+					step rank 0 writes the whole model's fp32
+					parameters there; "" for none */
+	int quiet;		     /* --quiet: no live progress lines */
 };
 
 #define LB_TRAIN_DEFAULT_LR	      3e-3
@@ -60,10 +66,21 @@ int lb_parse_bytes(const char *s, uint64_t *out);
 struct lb_trainer {
 	struct lb_train_opts opts;
 	const struct lb_ops *ops;
-	struct lb_comm *tp; /* tensor-parallel group (NULL: none) */
-	struct lb_comm *dp; /* data-parallel group (NULL: none); gradients and the loss
-			       are summed over it (each rank's loss scale is already
-			       1 / tokens of the global batch) */
+	struct lb_comm *tp;    /* tensor-parallel group (NULL: none) */
+	struct lb_comm *dp;    /* data-parallel group (NULL: none); gradients and the loss
+				  are summed over it (each rank's loss scale is already
+				  1 / tokens of the global batch) */
+	struct lb_comm *pp;    /* pipeline group (NULL: none); peers in its numbering */
+	struct lb_comm *world; /* every rank (NULL: one rank); the loss, the gradient norm
+				  and the peak memory are summed or gathered over it */
+	int world_rank;
+	int stage;	 /* pipeline stage (pp rank) */
+	int zero;	 /* 1: ZeRO-1 over dp (optimizer state of one shard) */
+	size_t shard;	 /* ZeRO-1: elements per dp shard (model.n_alloc / dp) */
+	void *gshard;	 /* ZeRO-1: (shard) reduce-scattered gradients */
+	void *tied_buf;	 /* pp > 1, tied: (V/tp, H) the other stage's embedding grad */
+	double comm_s;	 /* seconds in dp/tp/world collectives of the last step */
+	double bubble_s; /* seconds waiting in pipeline send/recv of the last step */
 	struct lb_llama model;
 	struct lb_optim optim;
 	struct lb_data data;
@@ -81,29 +98,41 @@ struct lb_trainer {
  * Returns 0 or an LB_E_* code (t->err says what). Release with lb_trainer_free. */
 int lb_trainer_init(struct lb_trainer *t, const struct lb_train_opts *o, const struct lb_ops *ops,
 		    struct lb_comm *tp);
+/* The same for one rank of a parallel layout: g from lb_comm_make_groups over world
+ * (both NULL: one rank). */
+int lb_trainer_init_par(struct lb_trainer *t, const struct lb_train_opts *o,
+			const struct lb_ops *ops, struct lb_comm *world, const struct lb_groups *g);
 void lb_trainer_free(struct lb_trainer *t);
 
 /* Run one stage's list of steps of optimizer step `step` (harness/schedule.h: the
  * pipeline schedule is data), accumulating gradients. A forward or backward of micro-batch
- * i uses activation slot i % model.n_slots (n_slots must cover the schedule's micro-batches
- * in flight: 1 for a single stage, pp - stage for 1F1B). Sends and receives are refused
- * (LB_E_INVAL) until the pipeline-parallel part fills them in over the comm table.
+ * i uses activation slot i % model.n_slots (n_slots covers the schedule's micro-batches
+ * in flight: 1 for a single stage, pp - stage for 1F1B, all for GPipe). Sends and
+ * receives with one group number are issued together over t->pp (group_start/end);
+ * without a pipeline group they are refused (LB_E_INVAL).
  * *loss_sum (may be NULL) gets the sum of token losses of the forwards. A stop flag
  * (lb_train_stop_signal) ends the list early with 1. Returns 0, 1 or an LB_E_* code. */
 int lb_trainer_run_steps(struct lb_trainer *t, int step, const struct lb_step *list, int n,
 			 double *loss_sum);
 
-/* One optimizer step with this stage's 1F1B schedule (one stage: forward, backward per
- * micro-batch):
- * zero gradients, run, clip, AdamW. *loss gets the step's mean token loss. Returns 0,
- * 1 (stopped by a signal) or an LB_E_* code. */
+/* One optimizer step with this stage's schedule (opts.schedule; one stage: forward,
+ * backward per micro-batch): zero gradients, run, sum the SP norm gradients over tp and
+ * the tied embedding's two copies, average over dp (all-reduce, or reduce-scatter for
+ * ZeRO-1), the global gradient norm over every rank (replicas counted once), clip,
+ * AdamW on this rank's range, all-gather the parameters (ZeRO-1). *loss gets the step's mean token
+ * loss. Returns 0, 1 (stopped by a signal) or an LB_E_* code. */
 int lb_trainer_step(struct lb_trainer *t, int step, double *loss);
 
 /* The signal (SIGTERM, SIGINT) that asked the run to stop, or 0. */
 int lb_train_stop_signal(void);
 
-/* The whole run: checks, run log, steps, live lines on stderr, the end record. Returns the
- * process exit status (docs/run-log.md's table). */
+/* The whole run: checks, the ranks (srun tasks, or --nproc-per-node forked here), run
+ * log, steps, live lines on stderr, the end record. Returns the process exit status
+ * (docs/run-log.md's table). */
 int lb_train_main(const struct lb_train_opts *o);
+
+/* Sum x over the ranks of c in rank order, in double (every rank gets the same bits);
+ * 0 or an LB_COMM_E* code. */
+int lb_comm_sum_double(struct lb_comm *c, double *x);
 
 #endif

@@ -1,7 +1,7 @@
 #!/bin/sh
 # layoutbench-train's refusals and failure classes, end to end: usage errors exit 2 with
-# no run log (bad flag, impossible layout with lb_layout_check's reason, tp > 1 not yet
-# supported, cuda in a CPU build); --mem-limit makes an oom (exit 3, end record class
+# no run log (bad flag, impossible layout with lb_layout_check's reason, a rank count
+# other than tp*pp*dp, cuda in a CPU build); --mem-limit makes an oom (exit 3, end record class
 # oom); a huge learning rate diverges (exit 5); SIGTERM ends the run as killed (143);
 # a good run ends ok with one step line per step; --help lists layout and trainer flags.
 BUILD=${BUILD:-build}
@@ -30,8 +30,8 @@ expect bad-value 2 "$TRAIN" --lr fast
 expect impossible 2 "$TRAIN" --model tiny --heads 3 --run-dir "$tmp/none"
 grep -q "^error: 3 heads do not divide hidden=64$" "$tmp/err" || { cat "$tmp/err"; echo "FAIL: layout reason"; fail=1; }
 expect tp2 2 "$TRAIN" --tp 2 --gpus-per-node 2 --run-dir "$tmp/none"
-grep -q "^error: tp=2: tensor parallelism is not yet supported by this trainer$" "$tmp/err" ||
-	{ echo "FAIL: tp=2 message"; fail=1; }
+grep -q "^error: --nproc-per-node 1: the layout has tp\*pp\*dp=2 rank(s); start that many (--nproc-per-node 2) or run under srun -n 2$" "$tmp/err" ||
+	{ cat "$tmp/err"; echo "FAIL: tp=2 rank count message"; fail=1; }
 expect cuda 2 "$TRAIN" --device cuda --run-dir "$tmp/none"
 grep -q "^error: layoutbench-train was built without the CUDA backend (build with 'make cuda')$" "$tmp/err" ||
 	{ echo "FAIL: cuda message"; fail=1; }

@@ -77,14 +77,20 @@ static void test_parse_flags(void **state)
 	assert_int_equal(parse(&o, "--lr", err, sizeof(err)), -1);
 	assert_non_null(strstr(err, "needs a value"));
 
-	/* refusals: cuda in a CPU build, parallel sizes, an impossible layout */
+	/* refusals: cuda in a CPU build, a rank count that is not tp*pp*dp, an impossible
+	 * layout */
 	assert_int_equal(parse(&o, "--device cuda", err, sizeof(err)), 0);
 	assert_int_equal(lb_train_check(&o, err, sizeof(err)), -1);
 	assert_string_equal(err, "layoutbench-train was built without the CUDA backend (build "
 				 "with 'make cuda')");
 	assert_int_equal(parse(&o, "--tp 2 --gpus-per-node 2", err, sizeof(err)), 0);
 	assert_int_equal(lb_train_check(&o, err, sizeof(err)), -1);
-	assert_string_equal(err, "tp=2: tensor parallelism is not yet supported by this trainer");
+	assert_string_equal(err, "--nproc-per-node 1: the layout has tp*pp*dp=2 rank(s); start "
+				 "that many (--nproc-per-node 2) or run under srun -n 2");
+	assert_int_equal(parse(&o, "--tp 2 --gpus-per-node 2 --nproc-per-node 2", err, sizeof(err)),
+			 0);
+	assert_int_equal(lb_train_check(&o, err, sizeof(err)), 0);
+	o.nproc_per_node = 1;
 	assert_int_equal(parse(&o, "--heads 3", err, sizeof(err)), 0);
 	assert_int_equal(lb_train_check(&o, err, sizeof(err)), -1);
 	assert_int_equal(lb_layout_check(&o.layout, reason, sizeof(reason)), -1);

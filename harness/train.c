@@ -1123,14 +1123,15 @@ static int launcher_end(struct run_ctx *x, struct lb_trainlog *lg,
 			const struct lb_launch_result *res)
 {
 	const struct rank_report *r = NULL;
-	char cls[32], msg[768];
+	char cls[32], msg[768], path[4096];
 	int culprit = res->failed_rank, code;
 
 	if (res->failed_rank >= 0 && x->sh->r[res->failed_rank].failed)
 		r = &x->sh->r[res->failed_rank];
 	/* a rank that noticed a peer's failure names it; prefer the peer's own report */
 	if (r && r->culprit >= 0 && r->culprit < LB_SHM_MAX_RANKS && x->sh->r[r->culprit].failed &&
-	    strcmp(x->sh->r[r->culprit].cls, "timeout"))
+	    strcmp(x->sh->r[r->culprit].cls, "timeout") &&
+	    strcmp(x->sh->r[r->culprit].cls, "killed")) /* not: stopped by the launcher */
 		r = &x->sh->r[r->culprit];
 	if (r) {
 		culprit = r->culprit;
@@ -1147,7 +1148,8 @@ static int launcher_end(struct run_ctx *x, struct lb_trainlog *lg,
 		code = res->status;
 	}
 	fprintf(stderr, "error: layoutbench-train: %s (class %s, rank %d)\n", msg, cls, culprit);
-	if (lb_trainlog_append(lg, lg->path) == 0) {
+	snprintf(path, sizeof(path), "%s", lg->path);
+	if (lb_trainlog_append(lg, path) == 0) {
 		lb_trainlog_end(lg, cls, msg, culprit, code);
 		lb_trainlog_close(lg);
 	}

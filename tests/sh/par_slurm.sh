@@ -1,0 +1,41 @@
+#!/bin/sh
+# tp=2, pp=2, dp=2 under real Slurm: `sbatch --wait -n 8` runs `srun layoutbench-train`
+# (8 tasks; each reads SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID, SLURM_JOB_ID) and the
+# run log ends ok with world_size 8, 8 per-rank peaks per step and the job id.
+# Skips (77) unless LB_SLURM_TESTS=1 and slurmctld answers (scripts/slurm-local.sh start,
+# whose node declares 8 CPUs).
+BUILD=${BUILD:-build}
+TRAIN="$(pwd)/$BUILD/layoutbench-train"
+skip="no Slurm (set LB_SLURM_TESTS=1 and run scripts/slurm-local.sh start)"
+
+[ "${LB_SLURM_TESTS:-0}" = 1 ] || { echo "$skip"; exit 77; }
+envf=${LB_SLURM_DIR:-/run/layoutbench-slurm}/env
+# shellcheck disable=SC1090
+[ -r "$envf" ] && . "$envf"
+unset SLURM_JWT
+case "$(scontrol ping 2>&1)" in *"is UP"*) ;; *) echo "$skip"; exit 77 ;; esac
+[ -x "$TRAIN" ] || { echo "error: '$TRAIN' not built (make BUILD=$BUILD)"; exit 1; }
+tmp=$(mktemp -d /tmp/lb-par-slurm.XXXXXX) || exit 1
+chmod 777 "$tmp"
+trap 'rm -rf "$tmp"' EXIT
+fail=0
+
+cat >"$tmp/job.sh" <<EOS
+#!/bin/sh
+srun "$TRAIN" --model tiny --seq-len 32 --global-batch 8 --steps 3 --warmup 1 --quiet \
+	--tp 2 --pp 2 --dp 2 --gpus-per-node 8 --zero-stage 1 --comm-timeout 60 \
+	--run-dir "$tmp/runs"
+EOS
+out=$(sbatch --wait -n 8 -N 1 -t 5 -o "$tmp/job.out" --parsable "$tmp/job.sh" 2>&1)
+rc=$?
+job=${out%%;*}
+[ $rc = 0 ] || { echo "FAIL: sbatch --wait: exit $rc: $out"; cat "$tmp/job.out"; fail=1; }
+log=$(ls "$tmp"/runs/run-*.jsonl 2>/dev/null | head -n 1)
+[ -n "$log" ] || { echo "FAIL: no run log"; cat "$tmp/job.out"; exit 1; }
+grep -q '"world_size":8' "$log" || { echo "FAIL: world_size"; fail=1; }
+grep -q "\"job_id\":\"$job\"" "$log" || { head -n 1 "$log"; echo "FAIL: job_id $job"; fail=1; }
+n=$(grep -c '"rank_peak_mem_bytes":\[[0-9]*\(,[0-9]*\)\{7\}\]' "$log")
+[ "$n" = 3 ] || { echo "FAIL: $n of 3 steps with 8 per-rank peaks"; fail=1; }
+tail -n 1 "$log" | grep -q '"type":"end","status":"ok"' || { tail -n 1 "$log"; echo "FAIL: end"; fail=1; }
+[ $fail = 0 ] && echo "par slurm: ok (job $job)"
+exit $fail

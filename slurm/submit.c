@@ -27,6 +27,9 @@
 #include "sweeps/sweep.h"
 
 #define POLL_INTERVAL_MS 1000
+/* Seconds after a job ended during which a missing run log is not yet a verdict (a
+ * shared file system may show the log late); the exit statuses 126/127 decide at once. */
+#define LOG_GRACE_S 20
 
 void submit_opts_init(struct submit_opts *o)
 {
@@ -425,6 +428,11 @@ static void settle(sqlite3 *db, struct results_job *j, int known)
 	if (file_exists(j->run_dir))
 		results_collect_path(db, j->run_dir, &cs, err, sizeof(err));
 	in.has_run = find_run(db, j, rstatus, sizeof(rstatus), rclass, sizeof(rclass), &rexit);
+	if (known && !in.has_run &&
+	    (!strcmp(j->state, "COMPLETED") || !strcmp(j->state, "FAILED")) &&
+	    j->exit_code != 126 && j->exit_code != 127 && j->end_time > 0 &&
+	    time(NULL) - j->end_time < LOG_GRACE_S)
+		return; /* the run log may still be on its way: ask again later */
 	in.run_status = rstatus;
 	in.run_class = rclass;
 	in.state = known ? j->state : "";
@@ -554,18 +562,22 @@ struct counts {
 	size_t done, running, pending, failed;
 };
 
-static void count(const struct results_job *jobs, size_t n, struct counts *c)
+/* Counts for the progress line; a finished job not yet classed (its run log may still be
+ * on its way) counts as running. */
+static void count(sqlite3 *db, const struct results_job *jobs, size_t n, struct counts *c)
 {
 	memset(c, 0, sizeof(*c));
 	for (size_t i = 0; i < n; i++) {
-		const char *s = jobs[i].state;
-		if (!exec_state_final(s)) {
-			if (!strcmp(s, "RUNNING") || !strcmp(s, "COMPLETING") ||
-			    !strcmp(s, "CONFIGURING"))
+		const struct results_job *j = &jobs[i];
+		if (!exec_state_final(j->state)) {
+			if (!strcmp(j->state, "RUNNING") || !strcmp(j->state, "COMPLETING") ||
+			    !strcmp(j->state, "CONFIGURING"))
 				c->running++;
 			else
 				c->pending++;
-		} else if (!strcmp(s, "COMPLETED") && !*jobs[i].failure_class) {
+		} else if (!settled(db, j)) {
+			c->running++;
+		} else if (!strcmp(j->state, "COMPLETED") && !*j->failure_class) {
 			c->done++;
 		} else {
 			c->failed++;
@@ -617,7 +629,7 @@ static int wait_rows(sqlite3 *db, struct exec_set *es, const char *sweep, const 
 			fprintf(stderr, "warning: %s\n", err);
 			err[0] = '\0';
 		}
-		count(jobs, nj, &c);
+		count(db, jobs, nj, &c);
 		free(jobs);
 		if (!quiet && memcmp(&c, &last, sizeof(c))) {
 			if (tty)
@@ -776,7 +788,7 @@ int submit_sweep(const struct submit_opts *o, char *err, size_t errlen)
 		size_t nj = 0;
 		struct counts c;
 		if (load_rows(db, plan.name, sub.rows, sub.n, &jobs, &nj, err, errlen) == 0) {
-			count(jobs, nj, &c);
+			count(db, jobs, nj, &c);
 			printf("sweep '%s': %zu completed, %zu failed\n", plan.name, c.done,
 			       c.failed);
 			free(jobs);

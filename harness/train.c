@@ -594,7 +594,7 @@ int lb_trainer_run_steps(struct lb_trainer *t, int step, const struct lb_step *l
 			continue;
 		} else {
 			snprintf(t->err, sizeof(t->err),
-				 "pipeline step '%s' is not supported by this trainer yet",
+				 "pipeline step '%s' needs a pipeline group (pp > 1)",
 				 lb_step_name(op->kind));
 			return LB_E_INVAL;
 		}

@@ -145,7 +145,7 @@ static void test_run_steps_refuses_sends(void **state)
 	assert_int_equal(lb_trainer_run_steps(&t, 0, list, 1, &sum), 0);
 	assert_true(sum > 0);
 	assert_int_equal(lb_trainer_run_steps(&t, 0, list, 2, &sum), LB_E_INVAL);
-	assert_string_equal(t.err, "pipeline step 'send_act' is not supported by this trainer yet");
+	assert_string_equal(t.err, "pipeline step 'send_act' needs a pipeline group (pp > 1)");
 	lb_trainer_free(&t);
 }
 

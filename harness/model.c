@@ -241,13 +241,12 @@ static size_t attp_count(const struct lb_llama *m)
 /* Allocate a layer's activation buffers; with_attp: also the attention core's state. */
 static int alloc_layer(struct lb_llama *m, struct lb_layer_acts *a, int with_x_in, int with_attp)
 {
-	size_t th = (size_t)m->T * m->H, tlh = (size_t)m->Tl * m->H, t = (size_t)m->Tl, sz;
+	size_t tlh = (size_t)m->Tl * m->H, t = (size_t)m->Tl, sz;
 	int unfused = m->layout.norm == LB_NORM_UNFUSED;
 
-	sz = th;
+	sz = tlh; /* with SP the norm outputs keep this rank's tokens, re-gathered when used */
 	A(a->xn1);
 	A(a->xn2);
-	sz = tlh;
 	if (with_x_in)
 		A(a->x_in);
 	A(a->x_mid);
@@ -276,7 +275,7 @@ static int alloc_layer(struct lb_llama *m, struct lb_layer_acts *a, int with_x_i
 static int alloc_slot(struct lb_llama *m, struct lb_slot *s)
 {
 	int nl = m->layer_hi - m->layer_lo, rc;
-	size_t th = (size_t)m->T * m->H, tlh = (size_t)m->Tl * m->H, sz;
+	size_t tlh = (size_t)m->Tl * m->H, sz;
 	enum lb_ckpt ck = m->layout.checkpointing;
 
 	s->layers = calloc((size_t)nl, sizeof(*s->layers));
@@ -302,7 +301,6 @@ static int alloc_slot(struct lb_llama *m, struct lb_slot *s)
 	if (m->last) {
 		if (m->layout.norm == LB_NORM_UNFUSED)
 			A(s->xhatf);
-		sz = th;
 		A(s->xnf);
 		sz = (size_t)m->Tl;
 		A(s->rstdf);
@@ -345,6 +343,10 @@ static int alloc_all(struct lb_llama *m)
 	A(m->tmp2);
 	A(m->nloc);
 	A(m->dout_buf);
+	if (m->sp) {
+		sz = th;
+		A(m->xfull);
+	}
 	sz = (size_t)m->T * m->qkv_dim;
 	A(m->dqkv);
 	sz = (size_t)m->T * m->nh * m->D;
@@ -638,16 +640,27 @@ static void norm_fwd(struct lb_llama *m, void *y, void *xhat, void *rstd, const 
 		m->ops->rmsnorm_unfused_fwd(y, xhat, rstd, m->nscratch, x, w, m->Tl, m->H);
 }
 
-/* The norm of x (Tl, H) into y (T, H): with SP normalized locally, then all-gathered. */
+/* The norm of x (Tl, H) into y (Tl, H, saved); *full gets the whole micro-batch's
+ * (T, H): y itself, or with SP y all-gathered into the workspace xfull. */
 static int norm_fwd_full(struct lb_llama *m, void *y, void *xhat, void *rstd, const void *x,
-			 const void *w)
+			 const void *w, void **full)
 {
-	if (!m->sp) {
-		norm_fwd(m, y, xhat, rstd, x, w);
+	norm_fwd(m, y, xhat, rstd, x, w);
+	*full = y;
+	if (!m->sp)
 		return 0;
-	}
-	norm_fwd(m, m->nloc, xhat, rstd, x, w);
-	return tp_gather(m, m->nloc, y);
+	*full = m->xfull;
+	return tp_gather(m, y, m->xfull);
+}
+
+/* A saved norm output (Tl, H) as the whole micro-batch's (T, H), for a weight gradient. */
+static int whole(struct lb_llama *m, void *y, void **full)
+{
+	*full = y;
+	if (!m->sp)
+		return 0;
+	*full = m->xfull;
+	return tp_gather(m, y, m->xfull);
 }
 
 /* dx += the norm's input gradient; dw += its weight gradient. */
@@ -685,17 +698,17 @@ static int layer_fwd(struct lb_llama *m, int j, struct lb_layer_acts *a, void *y
 	const struct lb_ops *o = m->ops;
 	int T = m->T, H = m->H, hd = m->nh * m->D;
 	size_t tlh = (size_t)m->Tl * H;
-	void *r;
+	void *r, *xf;
 
-	CHECK(norm_fwd_full(m, a->xn1, a->xhat1, a->rstd1, a->x_in, P(m->lt[j].attn_norm)));
-	o->matmul(a->qkv, a->xn1, P(m->lt[j].wqkv), T, m->qkv_dim, H, 0, 1, 1.0, 0);
+	CHECK(norm_fwd_full(m, a->xn1, a->xhat1, a->rstd1, a->x_in, P(m->lt[j].attn_norm), &xf));
+	o->matmul(a->qkv, xf, P(m->lt[j].wqkv), T, m->qkv_dim, H, 0, 1, 1.0, 0);
 	o->rope_fwd(a->qkv, m->rope, T, m->S, m->qkv_dim, m->nh + m->nkv, m->D);
 	attn_fwd(m, a);
 	o->matmul(m->tmp, a->att, P(m->lt[j].wo), T, H, hd, 0, 1, 1.0, 0); /* row-parallel */
 	CHECK(tp_reduce(m, m->tmp, m->nloc, &r));
 	o->add(a->x_mid, a->x_in, r, tlh);
-	CHECK(norm_fwd_full(m, a->xn2, a->xhat2, a->rstd2, a->x_mid, P(m->lt[j].mlp_norm)));
-	o->matmul(a->gu, a->xn2, P(m->lt[j].wgu), T, 2 * m->F, H, 0, 1, 1.0, 0);
+	CHECK(norm_fwd_full(m, a->xn2, a->xhat2, a->rstd2, a->x_mid, P(m->lt[j].mlp_norm), &xf));
+	o->matmul(a->gu, xf, P(m->lt[j].wgu), T, 2 * m->F, H, 0, 1, 1.0, 0);
 	o->swiglu_fwd(a->act, a->gu, T, m->F);
 	o->matmul(m->tmp, a->act, P(m->lt[j].wdown), T, H, m->F, 0, 1, 1.0, 0); /* row-par. */
 	CHECK(tp_reduce(m, m->tmp, m->nloc, &r));
@@ -708,7 +721,7 @@ static int layer_bwd(struct lb_llama *m, int j, struct lb_layer_acts *a)
 {
 	const struct lb_ops *o = m->ops;
 	int T = m->T, H = m->H, F = m->F, hd = m->nh * m->D;
-	void *dy = m->dres, *d;
+	void *dy = m->dres, *d, *xf;
 
 	/* MLP: y = x_mid + down(swiglu(gu(norm(x_mid)))); SP: gather dy's tokens first */
 	if (m->sp) {
@@ -719,7 +732,8 @@ static int layer_bwd(struct lb_llama *m, int j, struct lb_layer_acts *a)
 	o->matmul(G(m->lt[j].wdown), dy, a->act, H, F, T, 1, 0, 1.0, 1);
 	o->swiglu_bwd(m->dgu, m->dact, a->gu, T, F);
 	o->matmul(m->dxn, m->dgu, P(m->lt[j].wgu), T, H, 2 * F, 0, 0, 1.0, 0);
-	o->matmul(G(m->lt[j].wgu), m->dgu, a->xn2, 2 * F, H, T, 1, 0, 1.0, 1);
+	CHECK(whole(m, a->xn2, &xf));
+	o->matmul(G(m->lt[j].wgu), m->dgu, xf, 2 * F, H, T, 1, 0, 1.0, 1);
 	CHECK(tp_reduce(m, m->dxn, m->nloc, &d)); /* column-parallel input */
 	norm_bwd(m, m->dres, G(m->lt[j].mlp_norm), d, a->x_mid, a->xhat2, P(m->lt[j].mlp_norm),
 		 a->rstd2);
@@ -742,7 +756,8 @@ static int layer_bwd(struct lb_llama *m, int j, struct lb_layer_acts *a)
 				  m->nkv, m->D);
 	o->rope_bwd(m->dqkv, m->rope, T, m->S, m->qkv_dim, m->nh + m->nkv, m->D);
 	o->matmul(m->dxn, m->dqkv, P(m->lt[j].wqkv), T, H, m->qkv_dim, 0, 0, 1.0, 0);
-	o->matmul(G(m->lt[j].wqkv), m->dqkv, a->xn1, m->qkv_dim, H, T, 1, 0, 1.0, 1);
+	CHECK(whole(m, a->xn1, &xf));
+	o->matmul(G(m->lt[j].wqkv), m->dqkv, xf, m->qkv_dim, H, T, 1, 0, 1.0, 1);
 	CHECK(tp_reduce(m, m->dxn, m->nloc, &d));
 	norm_bwd(m, m->dres, G(m->lt[j].attn_norm), d, a->x_in, a->xhat1, P(m->lt[j].attn_norm),
 		 a->rstd1);
@@ -770,7 +785,7 @@ int lb_llama_forward(struct lb_llama *m, int slot, const int32_t *tokens, const 
 	struct lb_slot *s = &m->slots[slot];
 	int nl = m->layer_hi - m->layer_lo, T = m->T, H = m->H;
 	size_t tlh = (size_t)m->Tl * H;
-	void *r;
+	void *r, *xf;
 
 	if (m->first) {
 		void *e = m->sp ? m->tmp : s->layers[0].x_in;
@@ -792,8 +807,8 @@ int lb_llama_forward(struct lb_llama *m, int slot, const int32_t *tokens, const 
 
 	/* final norm, vocab-parallel head, cross-entropy with its gradient */
 	memcpy(s->targets, targets, (size_t)T * sizeof(*targets));
-	CHECK(norm_fwd_full(m, s->xnf, s->xhatf, s->rstdf, s->x_out, P(m->t_norm)));
-	o->matmul(s->logits, s->xnf, P(m->t_head), T, m->V, H, 0, 1, 1.0, 0);
+	CHECK(norm_fwd_full(m, s->xnf, s->xhatf, s->rstdf, s->x_out, P(m->t_norm), &xf));
+	o->matmul(s->logits, xf, P(m->t_head), T, m->V, H, 0, 1, 1.0, 0);
 	o->xent_max(s->rowmax, s->logits, T, m->V);
 	CHECK(tp_all_reduce(m, s->rowmax, (size_t)T, LB_MAX));
 	o->xent_sum(s->sumexp, s->tgt, s->logits, s->rowmax, s->targets, T, m->V, m->v0);
@@ -812,11 +827,12 @@ int lb_llama_backward(struct lb_llama *m, int slot, const void *dout)
 	struct lb_slot *s = &m->slots[slot];
 	int nl = m->layer_hi - m->layer_lo, T = m->T, H = m->H;
 	size_t tlh = (size_t)m->Tl * H;
-	void *d;
+	void *d, *xf;
 
 	if (m->last) {
 		o->matmul(m->dxn, s->logits, P(m->t_head), T, H, m->V, 0, 0, 1.0, 0);
-		o->matmul(G(m->t_head), s->logits, s->xnf, m->V, H, T, 1, 0, 1.0, 1);
+		CHECK(whole(m, s->xnf, &xf));
+		o->matmul(G(m->t_head), s->logits, xf, m->V, H, T, 1, 0, 1.0, 1);
 		CHECK(tp_reduce(m, m->dxn, m->nloc, &d));
 		o->zero(m->dres, tlh);
 		norm_bwd(m, m->dres, G(m->t_norm), d, s->x_out, s->xhatf, P(m->t_norm), s->rstdf);

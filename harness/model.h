@@ -47,14 +47,15 @@ struct lb_tensor {
  * sequence parallelism, else T). */
 struct lb_layer_acts {
 	void *x_in;  /* (Tl, H) layer input, the residual stream; all that full ckpt saves */
-	void *xn1;   /* (T, H) attention-norm output (with SP: all-gathered) */
+	void *xn1;   /* (Tl, H) attention-norm output (with SP re-gathered into xfull when a
+			matmul needs the whole micro-batch) */
 	void *rstd1; /* (Tl) */
 	void *xhat1; /* (Tl, H) normalized input, unfused norm only (else NULL) */
 	void *qkv;   /* (T, (nh + 2*nkv)*D), q and k after RoPE */
 	void *attp;  /* naive/fused_softmax: probs (B, nh, S, S); flash: lse (B, nh, S) */
 	void *att;   /* (T, nh*D) attention output, the output projection's input */
 	void *x_mid; /* (Tl, H) residual stream after attention */
-	void *xn2;   /* (T, H) MLP-norm output (with SP: all-gathered) */
+	void *xn2;   /* (Tl, H) MLP-norm output (likewise) */
 	void *rstd2; /* (Tl) */
 	void *xhat2; /* (Tl, H) unfused norm only */
 	void *gu;    /* (T, 2F) gate | up, before the activation */
@@ -65,7 +66,7 @@ struct lb_layer_acts {
 struct lb_slot {
 	struct lb_layer_acts *layers; /* per local layer; full ckpt: only x_in is per slot */
 	void *x_out;  /* (Tl, H) output of the stage's last layer (final-norm input / sent on) */
-	void *xnf;    /* (T, H) final-norm output (last stage; with SP all-gathered) */
+	void *xnf;    /* (Tl, H) final-norm output (last stage; likewise) */
 	void *rstdf;  /* (Tl) */
 	void *xhatf;  /* (Tl, H) unfused norm only */
 	void *logits; /* (T, V) logits, replaced by dlogits in the forward (last stage) */
@@ -117,6 +118,8 @@ struct lb_llama {
 	void *nloc;		 /* (Tl, H) SP: a norm output before its all-gather, a
 				    reduce-scatter's result */
 	void *dout_buf;		 /* (Tl, H) gradient of the stage output, from a receive */
+	void *xfull;		 /* SP only: (T, H) a norm output all-gathered for a matmul
+				    (forward) or a weight gradient (backward) */
 	double comm_s;		 /* seconds spent in tensor-parallel collectives (summed
 				    until the caller resets it) */
 	void *nscratch;		 /* T*H + T, unfused norm passes */

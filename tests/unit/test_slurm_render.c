@@ -316,10 +316,10 @@ static void test_env_secrets(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_quote),	     cmocka_unit_test(test_safe),
-	    cmocka_unit_test(test_grouping),	     cmocka_unit_test(test_split_and_throttle),
-	    cmocka_unit_test(test_hostile),	     cmocka_unit_test(test_spec_nvls),
-	    cmocka_unit_test(test_classify),	     cmocka_unit_test(test_env_secrets),
+	    cmocka_unit_test(test_quote),    cmocka_unit_test(test_safe),
+	    cmocka_unit_test(test_grouping), cmocka_unit_test(test_split_and_throttle),
+	    cmocka_unit_test(test_hostile),  cmocka_unit_test(test_spec_nvls),
+	    cmocka_unit_test(test_classify), cmocka_unit_test(test_env_secrets),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

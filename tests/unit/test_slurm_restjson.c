@@ -95,7 +95,8 @@ static void test_body_v40(void **state)
 	b = restjson_submit_body(39, &a, env, 2, "/w", 0, err, sizeof(err));
 	r = cJSON_Parse(b);
 	assert_non_null(cJSON_GetObjectItem(r, "script"));
-	assert_true(cJSON_IsArray(cJSON_GetObjectItem(cJSON_GetObjectItem(r, "job"), "environment")));
+	assert_true(
+	    cJSON_IsArray(cJSON_GetObjectItem(cJSON_GetObjectItem(r, "job"), "environment")));
 	cJSON_Delete(r);
 	free(b);
 	char *bad[] = {"--gres=gpu:2"};
@@ -153,7 +154,8 @@ static void test_state_v40(void **state)
 	struct exec_state s;
 	(void)state;
 	cJSON *j = cJSON_Parse(
-	    "{\"job_id\": 21, \"array_job_id\": {\"set\": true, \"infinite\": false, \"number\": 20},"
+	    "{\"job_id\": 21, \"array_job_id\": {\"set\": true, \"infinite\": false, \"number\": "
+	    "20},"
 	    "\"array_task_id\": {\"set\": true, \"infinite\": false, \"number\": 0},"
 	    "\"job_state\": [\"TIMEOUT\"], \"state_reason\": \"None\","
 	    "\"exit_code\": {\"status\": [\"SIGNALED\"], \"return_code\": {\"set\": true, "

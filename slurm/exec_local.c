@@ -149,7 +149,6 @@ struct worker {
 	unsigned char gpu_busy[64];
 	struct running run[MAX_RUNNING];
 	int n_run;
-	char launcher_dir[SLURM_PATH_MAX];
 };
 
 static int count_gpus(void)
@@ -662,7 +661,7 @@ static int lo_cancel(struct executor *x, const struct results_job *jobs, size_t 
 		     size_t errlen)
 {
 	struct local_priv *pv = x->priv;
-	sqlite3_stmt *pend = NULL, *run = NULL, *pid = NULL;
+	sqlite3_stmt *pend = NULL, *pid = NULL;
 	int rc = 0;
 
 	if (sqlite3_prepare_v2(pv->db,
@@ -688,7 +687,6 @@ static int lo_cancel(struct executor *x, const struct results_job *jobs, size_t 
 	}
 out:
 	sqlite3_finalize(pend);
-	sqlite3_finalize(run);
 	sqlite3_finalize(pid);
 	return rc;
 }

@@ -327,6 +327,35 @@ static void test_gqa_and_tied(void **state)
 	assert_int_equal(n_ran, 12);
 }
 
+/* Micro-batches of 2 sequences: SP slices the (B*S) tokens of a micro-batch. */
+static void test_micro_batch_2(void **state)
+{
+	static const int lay[][5] = {/* tp pp dp sp zero */
+				     {2, 1, 1, 1, 0},
+				     {4, 2, 1, 1, 0},
+				     {2, 2, 2, 1, 1},
+				     {1, 2, 2, 0, 1}};
+	struct lb_layout l;
+	struct run_out ref;
+
+	n_ran = n_bad = 0;
+	base_layout(&l, "tiny", LB_CKPT_SELECTIVE);
+	l.micro_batch = 2;
+	assert_int_equal(run(&l, LB_SCHED_1F1B, "ref", &ref), 0);
+	for (size_t i = 0; i < sizeof(lay) / sizeof(lay[0]); i++) {
+		l.tp = lay[i][0];
+		l.pp = lay[i][1];
+		l.dp = lay[i][2];
+		l.sequence_parallel = lay[i][3];
+		l.zero_stage = lay[i][4];
+		one(&l, LB_SCHED_1F1B, &ref);
+	}
+	out_free(&ref);
+	printf("micro-batch 2 layouts run: %d, differing: %d\n", n_ran, n_bad);
+	assert_int_equal(n_bad, 0);
+	assert_int_equal(n_ran, 4);
+}
+
 static int setup(void **state)
 {
 	snprintf(tmpdir, sizeof(tmpdir), "/tmp/lb-par-equiv-%ld", (long)getpid());
@@ -346,6 +375,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_every_layout_equals_one_rank),
 	    cmocka_unit_test(test_gqa_and_tied),
+	    cmocka_unit_test(test_micro_batch_2),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -436,7 +436,7 @@ int lb_trainer_init_par(struct lb_trainer *t, const struct lb_train_opts *o,
 	ops->set_mem_limit(o->mem_limit);
 	ops->reset_peak();
 	/* activations held: 1F1B keeps pp - stage micro-batches in flight, GPipe all */
-	n_slots = o->schedule == LB_SCHED_GPIPE ? t->accum : l->pp - t->stage;
+	n_slots = o->schedule == LB_SCHED_GPIPE && l->pp > 1 ? t->accum : l->pp - t->stage;
 	if (n_slots > t->accum)
 		n_slots = t->accum;
 	if (n_slots < 1)

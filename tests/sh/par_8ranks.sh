@@ -2,7 +2,8 @@
 # tp=2, pp=2, dp=2 (8 ranks, --nproc-per-node 8, ZeRO-1, sequence parallelism) trains
 # the tiny preset: the run ends ok, the header says world_size 8, each step line has 8
 # per-rank peaks and the phase times of docs/run-log.md, the losses equal the single
-# rank's to 1e-5, and `layoutbench collect` takes the log with its per-rank memory.
+# rank's to 1e-5, and `layoutbench collect` takes the log with its per-rank memory. Also:
+# GPipe's stage 0 peaks above 1F1B's (all 8 micro-batches held, not 2).
 BUILD=${BUILD:-build}
 LB="$(pwd)/$BUILD/layoutbench"
 TRAIN="$(pwd)/$BUILD/layoutbench-train"
@@ -40,5 +41,17 @@ if [ -x "$LB" ]; then
 		"SELECT count(*) FROM steps WHERE rank_peak_mem LIKE '[%,%,%,%,%,%,%,%]' AND bubble_s IS NOT NULL AND comm_exposed_s IS NOT NULL" | tail -n 1)
 	[ "$got" = 4 ] || { echo "FAIL: collected steps with per-rank memory and phases: '$got', want 4"; fail=1; }
 fi
+
+# GPipe holds every micro-batch's activations on stage 0, 1F1B pp - stage of them
+peak0() { # schedule -> rank 0's peak bytes
+	"$TRAIN" --model tiny --seq-len 64 --global-batch 8 --steps 1 --warmup 0 --quiet --pp 2 \
+		--gpus-per-node 2 --nproc-per-node 2 --pipeline-schedule "$1" --run-dir "$tmp/$1" \
+		2>/dev/null && grep -o '"rank_peak_mem_bytes":\[[0-9]*' "$tmp/$1"/run-*.jsonl | sed 's/.*\[//'
+}
+p1=$(peak0 1f1b)
+pg=$(peak0 gpipe)
+echo "stage 0 peak: 1f1b $p1 bytes, gpipe $pg bytes"
+[ -n "$p1" ] && [ -n "$pg" ] && [ "$pg" -gt "$p1" ] ||
+	{ echo "FAIL: gpipe should hold more activations than 1f1b on stage 0"; fail=1; }
 [ $fail = 0 ] && echo "par 8 ranks: ok"
 exit $fail

@@ -297,3 +297,25 @@ SELECT * FROM (
 					   s.tflops_per_gpu DESC NULLS LAST, s.run_id) AS rank
 	FROM run_summary s WHERE s.status = 'ok'
 ) WHERE rank = 1;
+
+-- migrate: 3
+
+-- The local executor's queue (slurm/exec_local.c): one row per submitted array with what
+-- sbatch would have been given, and the process group of each running task.
+CREATE TABLE IF NOT EXISTS slurm_local_arrays (
+	id INTEGER PRIMARY KEY,
+	script TEXT NOT NULL,          -- the rendered job script
+	work_dir TEXT NOT NULL,
+	out_path TEXT NOT NULL,        -- stdout path pattern (%A, %a)
+	err_path TEXT NOT NULL,
+	job_name TEXT NOT NULL,
+	nodes INTEGER NOT NULL,
+	ntasks_per_node INTEGER NOT NULL,
+	gpus_per_node INTEGER NOT NULL,
+	time_limit_min INTEGER NOT NULL, -- 0 = none
+	throttle INTEGER NOT NULL        -- tasks at once; 0 = no limit
+);
+CREATE TABLE IF NOT EXISTS slurm_local_tasks (
+	job_ref INTEGER PRIMARY KEY,   -- jobs.id of a running task
+	pid INTEGER NOT NULL           -- its process group
+);

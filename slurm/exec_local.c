@@ -1,6 +1,7 @@
 /*
  * The local executor: no Slurm. Arrays are queued in the results database (tables
- * slurm_local_arrays and slurm_local_tasks, owned here, next to the jobs rows); a worker
+ * slurm_local_arrays and slurm_local_tasks, results/schema.sql step 3, next to the jobs
+ * rows); a worker
  * detached from the terminal (double fork + setsid) runs the same job scripts, as many
  * at once as slots allow (ranks: GPUs when the jobs want GPUs, else CPU cores), each in
  * its own process group with the SLURM_* environment a batch job would have, enforces
@@ -28,16 +29,6 @@
 #define KILL_WAIT_S 5
 #define MAX_RUNNING 256
 
-static const char local_schema[] =
-    "CREATE TABLE IF NOT EXISTS slurm_local_arrays ("
-    " id INTEGER PRIMARY KEY, script TEXT NOT NULL, work_dir TEXT NOT NULL,"
-    " out_path TEXT NOT NULL, err_path TEXT NOT NULL, job_name TEXT NOT NULL,"
-    " nodes INTEGER NOT NULL, ntasks_per_node INTEGER NOT NULL,"
-    " gpus_per_node INTEGER NOT NULL, time_limit_min INTEGER NOT NULL,"
-    " throttle INTEGER NOT NULL);"
-    "CREATE TABLE IF NOT EXISTS slurm_local_tasks ("
-    " job_ref INTEGER PRIMARY KEY, pid INTEGER NOT NULL);";
-
 static const char launcher[] =
     "#!/bin/sh\n"
     "# layoutbench local executor: stands in for srun (LB_SRUN). Drops srun's options,\n"
@@ -59,17 +50,6 @@ struct local_priv {
 	char db_path[SLURM_PATH_MAX];
 	sqlite3 *db;
 };
-
-static int exec_sql(sqlite3 *db, const char *sql, char *err, size_t errlen)
-{
-	char *msg = NULL;
-	if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK) {
-		snprintf(err, errlen, "local executor: %s", msg ? msg : sqlite3_errmsg(db));
-		sqlite3_free(msg);
-		return -1;
-	}
-	return 0;
-}
 
 static int write_launcher(const char *dir, char *path, size_t len, char *err, size_t errlen)
 {
@@ -722,12 +702,8 @@ int exec_local_open(const struct exec_opts *o, struct executor **out, char *err,
 		}
 		snprintf(pv->db_path, sizeof(pv->db_path), "%s/%s", cwd, path);
 	}
-	if (results_open(pv->db_path, &pv->db, err, errlen))
+	if (results_open(pv->db_path, &pv->db, err, errlen)) /* its tables: schema.sql step 3 */
 		goto out_free;
-	if (exec_sql(pv->db, local_schema, err, errlen)) {
-		results_close(pv->db);
-		goto out_free;
-	}
 	x->name = "local";
 	x->max_array = SLURM_DEFAULT_MAX_ARRAY;
 	x->submit = lo_submit;

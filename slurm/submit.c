@@ -36,66 +36,6 @@ void submit_opts_init(struct submit_opts *o)
 	memset(o, 0, sizeof(*o));
 }
 
-/* ---------------------------------------------------------------- spec text */
-
-static char *read_stream(FILE *f, size_t *len)
-{
-	struct lb_strbuf sb = LB_STRBUF_INIT;
-	char buf[65536];
-	size_t n;
-	while ((n = fread(buf, 1, sizeof(buf), f)) > 0)
-		lb_strbuf_add(&sb, buf, n);
-	if (sb.failed || ferror(f)) {
-		lb_strbuf_release(&sb);
-		return NULL;
-	}
-	*len = sb.len;
-	char *s = lb_strbuf_detach(&sb);
-	return s ? s : strdup("");
-}
-
-/* The spec's text, resolved as sweep_plan_load does ("-", a file, an embedded name), so
- * that the database keeps exactly what was planned (resubmit plans it again). */
-static char *load_spec_text(const char *arg, size_t *len, char *err, size_t errlen)
-{
-	struct stat stt;
-	char name[512];
-	const char *emb;
-
-	if (!strcmp(arg, "-")) {
-		char *s = read_stream(stdin, len);
-		if (!s)
-			snprintf(err, errlen, "cannot read the spec from stdin");
-		return s;
-	}
-	if (stat(arg, &stt) == 0) {
-		FILE *f = fopen(arg, "r");
-		char *s = f ? read_stream(f, len) : NULL;
-		if (f)
-			fclose(f);
-		if (!s)
-			snprintf(err, errlen, "cannot read '%s': %s", arg, strerror(errno));
-		return s;
-	}
-	snprintf(name, sizeof(name), "sweeps/specs/%s", arg);
-	emb = lb_embedded(name, len);
-	if (!emb) {
-		snprintf(name, sizeof(name), "sweeps/specs/%s.json", arg);
-		emb = lb_embedded(name, len);
-	}
-	if (!emb) {
-		snprintf(err, errlen,
-			 "no spec '%s': neither a file nor a spec shipped in the binary (see "
-			 "sweeps/specs/)",
-			 arg);
-		return NULL;
-	}
-	char *s = malloc(*len + 1);
-	if (s)
-		memcpy(s, emb, *len + 1);
-	return s;
-}
-
 /* ---------------------------------------------------------------- helpers */
 
 static int mkdir_p(const char *path, char *err, size_t errlen)
@@ -175,18 +115,6 @@ static int latest_job(sqlite3 *db, const char *sweep, const char *layout, char *
 	return found;
 }
 
-static double gpu_hours(const struct sweep_plan *p, const struct slurm_array *a)
-{
-	double h = 0;
-	if (p->step_time_guess_s <= 0)
-		return -1;
-	for (size_t t = 0; t < a->n_tasks; t++) {
-		const struct lb_layout *l = &p->entries[a->entry[t]].layout;
-		h += p->step_time_guess_s * l->steps * lb_layout_world(l) / 3600.0;
-	}
-	return h;
-}
-
 static void print_dry_run(const struct sweep_plan *p, const struct slurm_batch *b,
 			  const char *executor, size_t n_done, size_t n_active)
 {
@@ -209,7 +137,7 @@ static void print_dry_run(const struct sweep_plan *p, const struct slurm_batch *
 				 a->time_limit_min % 60);
 		else
 			snprintf(tl, sizeof(tl), "default");
-		double h = gpu_hours(p, a);
+		double h = sweep_gpu_hours(p, a->entry, a->n_tasks);
 		if (h >= 0) {
 			snprintf(gh, sizeof(gh), "%.3f", h);
 			total += h;
@@ -664,7 +592,7 @@ int submit_sweep(const struct submit_opts *o, char *err, size_t errlen)
 	struct exec_set es = {0};
 	struct submitted sub = {0};
 	sqlite3 *db = NULL;
-	char runs[SLURM_PATH_MAX];
+	char runs[SLURM_PATH_MAX], spec_name[512];
 	const char *exname = o->executor ? o->executor : "slurm";
 	const char *dbp = o->db_path ? o->db_path : results_default_db();
 	size_t len = 0, n_sel = 0, n_done = 0, n_active = 0;
@@ -683,11 +611,10 @@ int submit_sweep(const struct submit_opts *o, char *err, size_t errlen)
 	}
 	if (slurm_abs_runs_dir(o->runs_dir, runs, sizeof(runs), err, errlen))
 		return -1;
-	text = load_spec_text(o->spec, &len, err, errlen);
+	text = sweep_spec_read(o->spec, spec_name, sizeof(spec_name), &len, err, errlen);
 	if (!text)
 		return -1;
-	if (sweep_plan_text(strcmp(o->spec, "-") ? o->spec : "<stdin>", text, len, &plan, err,
-			    errlen))
+	if (sweep_plan_text(spec_name, text, len, &plan, err, errlen))
 		goto out_free_text;
 	eo.rest_url = o->rest_url;
 	eo.rest_version = o->rest_version;

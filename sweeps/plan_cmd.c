@@ -65,18 +65,6 @@ static void format_cells(const struct plan_entry *e, char cells[NCOLS][192], int
 	}
 }
 
-static double gpu_hours(const struct sweep_plan *p)
-{
-	double h = 0.0;
-	size_t i;
-
-	for (i = 0; i < p->n_entries; i++)
-		if (p->entries[i].status == PLAN_OK)
-			h += (double)p->entries[i].layout.steps * p->step_time_guess_s *
-			     entry_gpus(&p->entries[i]) / 3600.0;
-	return h;
-}
-
 static void print_summary(FILE *f, const struct sweep_plan *p)
 {
 	fprintf(f, "plan '%s': %zu layouts: %zu ok, %zu oom, %zu invalid", p->name, p->n_entries,
@@ -90,7 +78,7 @@ static void print_summary(FILE *f, const struct sweep_plan *p)
 		fprintf(f, " (%zu duplicates merged)", p->n_duplicates);
 	fprintf(f, "\n");
 	if (p->step_time_guess_s > 0) {
-		double h = gpu_hours(p);
+		double h = sweep_gpu_hours(p, NULL, 0);
 
 		fprintf(f, h < 10.0 ? "estimate: %.3f" : "estimate: %.0f", h);
 		fprintf(f, " GPU-hours for the %zu ok layouts at %g s per step\n", p->n_ok,
@@ -276,7 +264,8 @@ static int write_json(FILE *f, const struct sweep_plan *p)
 		cJSON_AddNumberToObject(s, "filtered", (double)p->n_filtered);
 		cJSON_AddNumberToObject(s, "duplicates", (double)p->n_duplicates);
 		if (p->step_time_guess_s > 0)
-			cJSON_AddNumberToObject(s, "gpu_hours", round(gpu_hours(p) * 1e4) / 1e4);
+			cJSON_AddNumberToObject(s, "gpu_hours",
+						round(sweep_gpu_hours(p, NULL, 0) * 1e4) / 1e4);
 		else
 			cJSON_AddNullToObject(s, "gpu_hours");
 	}

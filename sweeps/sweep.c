@@ -766,42 +766,83 @@ int sweep_plan_file(const char *path, struct sweep_plan *out, char *err, size_t 
 	return rc;
 }
 
-int sweep_plan_load(const char *spec_arg, struct sweep_plan *out, char *err, size_t errlen)
+char *sweep_spec_read(const char *spec_arg, char *name, size_t namelen, size_t *len, char *err,
+		      size_t errlen)
 {
-	char name[512];
 	const char *text;
 	struct stat st;
-	size_t len;
+	char *buf;
+	FILE *f;
 
-	memset(out, 0, sizeof(*out));
 	if (!spec_arg || !*spec_arg) {
 		snprintf(err, errlen, "no spec given");
-		return -1;
+		return NULL;
 	}
 	if (!strcmp(spec_arg, "-")) {
-		char *buf;
-		int rc;
-
-		if (read_all(stdin, "-", &buf, &len, err, errlen))
-			return -1;
-		rc = sweep_plan_text("-", buf, len, out, err, errlen);
-		free(buf);
-		return rc;
+		snprintf(name, namelen, "-");
+		return read_all(stdin, "-", &buf, len, err, errlen) ? NULL : buf;
 	}
-	if (!stat(spec_arg, &st) || strchr(spec_arg, '/'))
-		return sweep_plan_file(spec_arg, out, err, errlen);
-	snprintf(name, sizeof(name), "sweeps/specs/%s", spec_arg);
-	text = lb_embedded(name, &len);
+	if (!stat(spec_arg, &st) || strchr(spec_arg, '/')) {
+		snprintf(name, namelen, "%s", spec_arg);
+		f = fopen(spec_arg, "rb");
+		if (!f) {
+			snprintf(err, errlen, "cannot open '%s': %s", spec_arg, strerror(errno));
+			return NULL;
+		}
+		int rc = read_all(f, spec_arg, &buf, len, err, errlen);
+		fclose(f);
+		return rc ? NULL : buf;
+	}
+	snprintf(name, namelen, "sweeps/specs/%s", spec_arg);
+	text = lb_embedded(name, len);
 	if (!text) {
-		snprintf(name, sizeof(name), "sweeps/specs/%s.json", spec_arg);
-		text = lb_embedded(name, &len);
+		snprintf(name, namelen, "sweeps/specs/%s.json", spec_arg);
+		text = lb_embedded(name, len);
 	}
 	if (!text) {
 		snprintf(err, errlen,
 			 "'%s': no such file, and no spec of that name is built in (built in: "
 			 "the names in sweeps/specs/, e.g. 'quickstart')",
 			 spec_arg);
-		return -1;
+		return NULL;
 	}
-	return sweep_plan_text(name, text, len, out, err, errlen);
+	buf = malloc(*len + 1);
+	if (!buf) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	memcpy(buf, text, *len + 1);
+	return buf;
+}
+
+int sweep_plan_load(const char *spec_arg, struct sweep_plan *out, char *err, size_t errlen)
+{
+	char name[512];
+	size_t len;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	char *text = sweep_spec_read(spec_arg, name, sizeof(name), &len, err, errlen);
+	if (!text)
+		return -1;
+	rc = sweep_plan_text(name, text, len, out, err, errlen);
+	free(text);
+	return rc;
+}
+
+double sweep_gpu_hours(const struct sweep_plan *p, const size_t *entries, size_t n)
+{
+	double h = 0.0;
+
+	if (p->step_time_guess_s <= 0)
+		return -1.0;
+	if (!entries)
+		n = p->n_entries;
+	for (size_t i = 0; i < n; i++) {
+		const struct plan_entry *e = &p->entries[entries ? entries[i] : i];
+		if (entries || e->status == PLAN_OK)
+			h += p->step_time_guess_s * e->layout.steps * lb_layout_world(&e->layout) /
+			     3600.0;
+	}
+	return h;
 }

@@ -75,6 +75,17 @@ void sweep_plan_free(struct sweep_plan *p);
  * contract as sweep_plan_text. */
 int sweep_plan_load(const char *spec_arg, struct sweep_plan *out, char *err, size_t errlen);
 
+/* The text of a spec named as sweep_plan_load names it, NUL-terminated: what is planned
+ * is exactly what a caller can keep (the database stores it; resubmit plans it again).
+ * name gets the name used in messages (the path, "-", or "sweeps/specs/NAME.json").
+ * Returns the text (caller frees with free) and its length in *len, or NULL with err set. */
+char *sweep_spec_read(const char *spec_arg, char *name, size_t namelen, size_t *len, char *err,
+		      size_t errlen);
+
+/* Estimated GPU-hours (ranks x steps x step_time_guess_s): of the listed entries, or of
+ * every ok entry when entries is NULL. -1 when the spec gives no step-time guess. */
+double sweep_gpu_hours(const struct sweep_plan *p, const size_t *entries, size_t n);
+
 /* Limits on expansion. max_points: grid points (before `where`) a spec may expand to;
  * 0 = SWEEP_MAX_POINTS. */
 #define SWEEP_MAX_POINTS 4000000

@@ -18,10 +18,12 @@
 
 #define QS_SPEC "quickstart"
 
-/* Loss at the first and last step of each run, beside its speed: the run is learning,
- * and how fast each layout went. MFU is unknown on a CPU (no peak), never invented. */
+/* Loss at the first and last step of each run, beside its speed: the run is learning
+ * (and every layout, split or not, computes the same losses), and how fast each went.
+ * MFU is unknown on a CPU (no peak), never invented. */
 static const char *qs_loss_query =
     "SELECT s.layout_id AS layout, s.label, s.micro_batch AS mbs, s.checkpointing AS ckpt,"
+    " s.tp, s.pp, s.dp, s.sequence_parallel AS sp, s.zero_stage AS zero,"
     " printf('%.3f', (SELECT loss FROM steps WHERE run_id = s.run_id ORDER BY step LIMIT 1))"
     "   AS loss_first,"
     " printf('%.3f', (SELECT loss FROM steps WHERE run_id = s.run_id ORDER BY step DESC"

@@ -26,7 +26,7 @@ want='error: layoutbench was built without slurmrestd support (install libcurl4-
 grep -qxF "$want" err || { echo "FAIL: rest executor said: $(cat err)"; fail=1; }
 "$B/layoutbench" submit quickstart --executor local --dry-run --db "$tmp/x.db" >out 2>err ||
 	{ echo "FAIL: local dry run: $(cat err)"; fail=1; }
-grep -q "^dry run: sweep 'quickstart', executor local: 8 layout" out ||
+grep -q "^dry run: sweep 'quickstart', executor local: [0-9]* layout" out ||
 	{ echo "FAIL: local dry run printed: $(cat out)"; fail=1; }
 [ "$fail" = 0 ] && echo "ok: both messages exact, local executor available"
 exit $fail

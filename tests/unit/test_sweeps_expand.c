@@ -362,7 +362,7 @@ static void test_load(void **state)
 	(void)state;
 	assert_int_equal(sweep_plan_load("quickstart", &p, err, sizeof(err)), 0);
 	assert_string_equal(p.name, "quickstart");
-	assert_true(p.n_entries >= 6 && p.n_entries <= 8);
+	assert_true(p.n_entries >= 6 && p.n_entries <= 16); /* a handful of tiny layouts */
 	assert_int_equal(p.n_ok, p.n_entries);
 	assert_string_equal(p.cluster.device, "cpu");
 	sweep_plan_free(&p);

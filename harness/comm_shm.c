@@ -81,6 +81,7 @@ struct shm_hdr {
 	_Atomic int32_t pid[MAXR];	 /* process of each world rank, 0 until joined */
 	_Atomic uint32_t departed[MAXR]; /* 1 once the rank destroyed its world handle */
 	_Atomic uint32_t doorbell[MAXR]; /* bumped when a channel of the rank moved */
+	_Atomic uint32_t waiting[MAXR];	 /* 1 while the rank waits for a peer */
 	_Atomic uint32_t abort_word;	 /* 0, or world rank + 1 of the first abort */
 	_Atomic uint32_t abort_ready;	 /* 1 once abort_reason is written */
 	char abort_reason[SHM_REASON_MAX + 1];
@@ -355,13 +356,13 @@ static int check_peers(struct shm_comm *sc, const char *what, int p2p)
  * *deadline_io: the absolute deadline (CLOCK_MONOTONIC seconds), or < 0 to start one
  * timeout from the first sleep. Returns 0, or an error with the segment's error set; on
  * timeout who_missing() names the rank waited for (world numbering, -1 unknown). */
-static int wait_word(struct shm_comm *sc, _Atomic uint32_t *word, uint32_t target, int mode,
-		     const char *what, int (*who_missing)(struct shm_comm *, uint32_t),
-		     uint32_t who_arg, double *deadline_io)
+static int wait_word_(struct shm_comm *sc, _Atomic uint32_t *word, uint32_t target, int mode,
+		      const char *what, int (*who_missing)(struct shm_comm *, uint32_t),
+		      uint32_t who_arg, double *deadline_io)
 {
 	struct shm_seg *s = sc->seg;
 	double deadline = *deadline_io, last_check = 0;
-	int spins = 0, rc;
+	int spins = 0, rc, extended = 0;
 
 	for (;;) {
 		uint32_t v = atomic_load(word);
@@ -397,6 +398,14 @@ static int wait_word(struct shm_comm *sc, _Atomic uint32_t *word, uint32_t targe
 			int m = who_missing ? who_missing(sc, who_arg) : -1;
 			char reason[SHM_REASON_MAX];
 
+			/* the rank waited for is itself waiting for another: give it one more
+			 * timeout to name the rank that hangs (the chain's end) */
+			if (m >= 0 && !extended && atomic_load(&s->hdr->waiting[m])) {
+				extended = 1;
+				*deadline_io = deadline = t + s->timeout_s;
+				continue;
+			}
+
 			if (m >= 0) {
 				const char *verb = who_missing == barrier_missing
 						       ? "did not arrive"
@@ -417,6 +426,21 @@ static int wait_word(struct shm_comm *sc, _Atomic uint32_t *word, uint32_t targe
 		}
 		futex_wait(word, v, deadline - t < LB_SHM_SLICE_S ? deadline - t : LB_SHM_SLICE_S);
 	}
+}
+
+/* wait_word_ with this rank marked as waiting (a peer that times out on it knows it is
+ * not the one that hangs). */
+static int wait_word(struct shm_comm *sc, _Atomic uint32_t *word, uint32_t target, int mode,
+		     const char *what, int (*who_missing)(struct shm_comm *, uint32_t),
+		     uint32_t who_arg, double *deadline_io)
+{
+	_Atomic uint32_t *me = &sc->seg->hdr->waiting[sc->seg->world_rank];
+	int rc;
+
+	atomic_store(me, 1);
+	rc = wait_word_(sc, word, target, mode, what, who_missing, who_arg, deadline_io);
+	atomic_store(me, 0);
+	return rc;
 }
 
 static int barrier_missing(struct shm_comm *sc, uint32_t k)

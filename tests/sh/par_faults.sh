@@ -36,6 +36,15 @@ launch hang@0:1 6 timeout 0 10
 launch exit@3:1 6 timeout 3 10
 launch exit@0:2 6 timeout 0 10
 launch oom@1:0 3 oom 1 10
+# 8 ranks: a hung rank's neighbours wait on it through others (pipeline, dp); the
+# waiting chain's end is named, not a rank in between
+for i in 1 2 3; do
+	dir="$tmp/h8-$i"
+	LAYOUTBENCH_FAULT=hang@3:1 "$TRAIN" $lay --tp 2 --pp 2 --dp 2 --gpus-per-node 8 \
+		--nproc-per-node 8 --comm-timeout 1 --run-dir "$dir" 2>"$dir.err"
+	tail -n 1 "$dir"/run-*.jsonl | grep -q '"class":"timeout".*"rank":3,' ||
+		{ echo "FAIL: 8 ranks, rank 3 hung: $(tail -n 1 "$dir"/run-*.jsonl)"; fail=1; }
+done
 
 # the srun way: four processes with SLURM_* set by hand
 srun_like() { # fault dir step

@@ -120,8 +120,7 @@ int cmd_quickstart(int argc, char **argv)
 		return 1;
 	char *html_argv[] = {"report", "--db",	   (char *)db, "--sweep", QS_SPEC, "--figure",
 			     "all",    "--format", "html",     "--out",	  html,	   NULL};
-	if (cmd_report(11, html_argv) == 0)
-		fprintf(stderr, "\nHTML report: %s/report.html\n", html);
+	cmd_report(11, html_argv); /* says where it wrote the page, or why not */
 	fprintf(stderr,
 		"query the results: build/layoutbench sql --db %s \"SELECT * FROM "
 		"run_summary\"\n",

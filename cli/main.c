@@ -42,7 +42,7 @@ static const struct command commands[] = {
      "load the paper's measured runs as external sweeps"},
     {"report", cmd_report,
      "report [--db PATH] [--sweep NAME] --figure "
-     "kernels|checkpointing|microbatch|tp-pp|seqpar|rms|best|all "
+     "kernels|checkpointing|microbatch|tp-pp|seqpar|rms|best|phases|all "
      "[--format md|csv|html] [--out DIR]",
      "the paper's MFU tables and figures from the runs in the database"},
     {"sql", cmd_sql, "sql [--db PATH] [--format table|csv|tsv] QUERY",

@@ -74,7 +74,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 	}
 	if (!fig) {
 		fprintf(stderr, "error: option '--figure' is required (kernels, checkpointing, "
-				"microbatch, tp-pp, seqpar, rms, best or all)\n");
+				"microbatch, tp-pp, seqpar, rms, best, phases or all)\n");
 		return -1;
 	}
 	if (!strcmp(fig, "all")) {
@@ -86,7 +86,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 		if (report_kind_parse(fig, &k)) {
 			fprintf(stderr,
 				"error: unknown figure '%s' (kernels, checkpointing, "
-				"microbatch, tp-pp, seqpar, rms, best or all)\n",
+				"microbatch, tp-pp, seqpar, rms, best, phases or all)\n",
 				fig);
 			return -1;
 		}
@@ -156,7 +156,7 @@ static int render_page(struct lb_strbuf *page, const struct report_figure *figs,
 
 		if (!kinds[k])
 			continue;
-		if (figs[k].n) {
+		if (figs[k].n && k != REPORT_PHASES) { /* phases: a table, no plot */
 			plot_script(&script, &figs[k]);
 			int prc = script.failed
 				      ? PLOT_ERR_FAILED

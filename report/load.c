@@ -11,7 +11,8 @@
 #define COLUMNS                                                                                    \
 	"run_id, sweep, source, label, model, seq_len, gpus, micro_batch, tp, pp, dp, "            \
 	"sequence_parallel, checkpointing, attention, norm, status, failure_class, "               \
-	"COALESCE(mfu_reported, mfu), tflops_per_gpu"
+	"COALESCE(mfu_reported, mfu), tflops_per_gpu, step_time_mean, forward_s, backward_s, "     \
+	"optimizer_s, comm_exposed_s, bubble_s, peak_mem_bytes, rank_peak_mem"
 
 static const char *text(sqlite3_stmt *st, int col)
 {
@@ -21,7 +22,7 @@ static const char *text(sqlite3_stmt *st, int col)
 static int load(sqlite3 *db, const char *view, const char *sweep, struct report_runs *rs, char *err,
 		size_t errlen)
 {
-	char sql[512];
+	char sql[768];
 	sqlite3_stmt *st = NULL;
 	int rc;
 
@@ -70,6 +71,15 @@ static int load(sqlite3 *db, const char *view, const char *sweep, struct report_
 			r.has_tflops = 1;
 			r.tflops = sqlite3_column_double(st, 18);
 		}
+		r.step_time =
+		    sqlite3_column_type(st, 19) == SQLITE_NULL ? -1 : sqlite3_column_double(st, 19);
+		for (int k = 0; k < REPORT_PHASE_COUNT; k++)
+			r.phase[k] = sqlite3_column_type(st, 20 + k) == SQLITE_NULL
+					 ? -1
+					 : sqlite3_column_double(st, 20 + k);
+		r.peak_mem =
+		    sqlite3_column_type(st, 25) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 25);
+		report_run_set_rank_mem(&r, text(st, 26));
 		if (report_runs_add(rs, &r)) {
 			snprintf(err, errlen, "out of memory reading view '%s'", view);
 			sqlite3_finalize(st);

@@ -10,6 +10,11 @@
 
 const char render_csv_header[] = "group,series,mfu,micro_batch,tp,pp,checkpointing";
 
+const char render_csv_phases_header[] =
+    "group,label,micro_batch,tp,pp,dp,sequence_parallel,step_time_s,forward_s,backward_s,"
+    "optimizer_s,comm_exposed_s,bubble_s,peak_mem_mib,rank_peak_mem_min_mib,"
+    "rank_peak_mem_max_mib,ranks";
+
 static const char *const definitions[REPORT_KIND_COUNT] = {
     [REPORT_KERNELS] = "Per sweep, the best run of each kernel label.",
     [REPORT_CHECKPOINTING] =
@@ -27,6 +32,10 @@ static const char *const definitions[REPORT_KIND_COUNT] = {
 		   "rms_best's (micro-batch, TP, PP) (no_rms_at_rms_layout).",
     [REPORT_BEST] = "Per model, sequence length and GPU count, the best layout over all sweeps "
 		    "(the best_layout view).",
+    [REPORT_PHASES] = "Per sweep, each ok run of ours: mean steady-state step time and phase "
+		      "times of rank 0 in seconds (forward, backward, optimizer, exposed "
+		      "communication, pipeline bubble), peak memory and the per-rank peaks "
+		      "(min-max MiB over the ranks).",
 };
 
 static const char *const series_headers[REPORT_KIND_COUNT] = {
@@ -37,6 +46,7 @@ static const char *const series_headers[REPORT_KIND_COUNT] = {
     [REPORT_SEQPAR] = "sequence parallel",
     [REPORT_RMS] = "bar",
     [REPORT_BEST] = "kernel",
+    [REPORT_PHASES] = "label",
 };
 
 const char *render_kind_definition(enum report_kind k)
@@ -138,12 +148,138 @@ void render_bar_annotation(const struct report_figure *f, const struct report_ba
 		snprintf(buf, len, "(%d,%d,%d)", b->run->micro_batch, b->run->tp, b->run->pp);
 }
 
+/* ---- the phases figure: one row per run ---- */
+
+#define MIB (1024.0 * 1024.0)
+
+/* Seconds: three significant digits (md, html) or six (csv); unknown as given. */
+static void secs_cell(double v, int csv, const char *unknown, char *buf, size_t len)
+{
+	if (v < 0)
+		snprintf(buf, len, "%s", unknown);
+	else
+		snprintf(buf, len, csv ? "%.6g" : "%.3g", v);
+}
+
+static void mib_cell(long long bytes, int csv, const char *unknown, char *buf, size_t len)
+{
+	if (bytes < 0)
+		snprintf(buf, len, "%s", unknown);
+	else
+		snprintf(buf, len, csv ? "%.3f" : "%.1f", (double)bytes / MIB);
+}
+
+/* "12.3–14.5 MiB over 2 ranks" (one rank: "12.3 MiB over 1 rank"); unknown as given. */
+static void rank_mem_cell(const struct report_run *r, const char *unknown, char *buf, size_t len)
+{
+	if (!r->rank_n)
+		snprintf(buf, len, "%s", unknown);
+	else if (r->rank_mem_min == r->rank_mem_max)
+		snprintf(buf, len, "%.1f MiB over %d rank%s", (double)r->rank_mem_min / MIB,
+			 r->rank_n, r->rank_n == 1 ? "" : "s");
+	else
+		snprintf(buf, len, "%.1f\xe2\x80\x93%.1f MiB over %d ranks",
+			 (double)r->rank_mem_min / MIB, (double)r->rank_mem_max / MIB, r->rank_n);
+}
+
+/* The cells of a phases row after the label: mbs, TP, PP, DP, SP, step, 5 phases, peak,
+ * per-rank peaks (md/html: 12 cells, the last "min–max MiB over N ranks"). */
+#define PHASE_CELLS 12
+static void phases_cells(const struct report_run *r, char cells[PHASE_CELLS][64])
+{
+	snprintf(cells[0], 64, "%d", r->micro_batch);
+	snprintf(cells[1], 64, "%d", r->tp);
+	snprintf(cells[2], 64, "%d", r->pp);
+	snprintf(cells[3], 64, "%d", r->dp);
+	snprintf(cells[4], 64, "%s", r->sequence_parallel ? "on" : "off");
+	secs_cell(r->step_time, 0, "-", cells[5], 64);
+	for (int k = 0; k < REPORT_PHASE_COUNT; k++)
+		secs_cell(r->phase[k], 0, "-", cells[6 + k], 64);
+	mib_cell(r->peak_mem, 0, "-", cells[11], 64);
+}
+
+static const char *const phases_headers[PHASE_CELLS + 2] = {"label",
+							    "mbs",
+							    "TP",
+							    "PP",
+							    "DP",
+							    "SP",
+							    "step s",
+							    "forward s",
+							    "backward s",
+							    "optimizer s",
+							    "exposed comm s",
+							    "bubble s",
+							    "peak MiB",
+							    "rank peaks"};
+
+static void csv_phases(struct lb_strbuf *sb, const struct report_figure *f)
+{
+	char c[8][32];
+
+	lb_strbuf_adds(sb, render_csv_phases_header);
+	lb_strbuf_adds(sb, "\n");
+	for (size_t i = 0; i < f->n; i++) {
+		const struct report_run *r = f->bars[i].run;
+		render_csv_field(sb, f->bars[i].group);
+		lb_strbuf_adds(sb, ",");
+		render_csv_field(sb, r->label);
+		lb_strbuf_addf(sb, ",%d,%d,%d,%d,%d", r->micro_batch, r->tp, r->pp, r->dp,
+			       r->sequence_parallel);
+		secs_cell(r->step_time, 1, "", c[0], sizeof(c[0]));
+		lb_strbuf_addf(sb, ",%s", c[0]);
+		for (int k = 0; k < REPORT_PHASE_COUNT; k++) {
+			secs_cell(r->phase[k], 1, "", c[0], sizeof(c[0]));
+			lb_strbuf_addf(sb, ",%s", c[0]);
+		}
+		mib_cell(r->peak_mem, 1, "", c[0], sizeof(c[0]));
+		mib_cell(r->rank_n ? r->rank_mem_min : -1, 1, "", c[1], sizeof(c[1]));
+		mib_cell(r->rank_n ? r->rank_mem_max : -1, 1, "", c[2], sizeof(c[2]));
+		if (r->rank_n)
+			snprintf(c[3], sizeof(c[3]), "%d", r->rank_n);
+		else
+			c[3][0] = 0;
+		lb_strbuf_addf(sb, ",%s,%s,%s,%s\n", c[0], c[1], c[2], c[3]);
+	}
+}
+
+static void md_phases(struct lb_strbuf *sb, const struct report_figure *f)
+{
+	char cells[PHASE_CELLS][64], ranks[96];
+
+	for (size_t i = 0; i < f->n; i++) {
+		const struct report_bar *b = &f->bars[i];
+		if (i == 0 || b->group != f->bars[i - 1].group) {
+			lb_strbuf_adds(sb, "\n### ");
+			render_md_escape(sb, b->group);
+			lb_strbuf_adds(sb, "\n\n|");
+			for (int k = 0; k < PHASE_CELLS + 2; k++)
+				lb_strbuf_addf(sb, " %s |", phases_headers[k]);
+			lb_strbuf_adds(sb, "\n| --- |");
+			for (int k = 1; k < PHASE_CELLS + 1; k++)
+				lb_strbuf_adds(sb, k == 5 ? " --- |" : " ---: |");
+			lb_strbuf_adds(sb, " --- |\n");
+		}
+		phases_cells(b->run, cells);
+		rank_mem_cell(b->run, "-", ranks, sizeof(ranks));
+		lb_strbuf_adds(sb, "| ");
+		render_md_escape(sb, b->run->label);
+		for (int k = 0; k < PHASE_CELLS; k++)
+			lb_strbuf_addf(sb, " | %s", cells[k]);
+		lb_strbuf_addf(sb, " | %s |\n", ranks);
+	}
+}
+
 /* ---- CSV ---- */
 
 void render_csv(struct lb_strbuf *sb, const struct report_figure *f)
 {
 	char mfu[64], mb[16], tp[16], pp[16];
 
+	if (f->kind == REPORT_PHASES) {
+		csv_phases(sb, f);
+		return;
+	}
 	lb_strbuf_adds(sb, render_csv_header);
 	lb_strbuf_adds(sb, "\n");
 	for (size_t i = 0; i < f->n; i++) {
@@ -204,6 +340,10 @@ void render_md(struct lb_strbuf *sb, const struct report_figure *f)
 	if (f->kind == REPORT_BEST) {
 		lb_strbuf_adds(sb, "\n");
 		md_best(sb, f);
+		return;
+	}
+	if (f->kind == REPORT_PHASES) {
+		md_phases(sb, f);
 		return;
 	}
 	for (size_t i = 0; i < f->n; i++) {
@@ -306,12 +446,45 @@ static void html_best(struct lb_strbuf *sb, const struct report_figure *f)
 	lb_strbuf_adds(sb, "</table>\n");
 }
 
+static void html_phases(struct lb_strbuf *sb, const struct report_figure *f)
+{
+	char cells[PHASE_CELLS][64], ranks[96];
+
+	for (size_t i = 0; i < f->n; i++) {
+		const struct report_bar *b = &f->bars[i];
+		if (i == 0 || b->group != f->bars[i - 1].group) {
+			if (i)
+				lb_strbuf_adds(sb, "</table>\n");
+			lb_strbuf_adds(sb, "<h3>");
+			render_html_escape(sb, b->group);
+			lb_strbuf_adds(sb, "</h3>\n<table>\n<tr>");
+			for (int k = 0; k < PHASE_CELLS + 2; k++)
+				lb_strbuf_addf(sb, "<th>%s</th>", phases_headers[k]);
+			lb_strbuf_adds(sb, "</tr>\n");
+		}
+		phases_cells(b->run, cells);
+		rank_mem_cell(b->run, "-", ranks, sizeof(ranks));
+		lb_strbuf_adds(sb, "<tr>");
+		html_cell(sb, NULL, b->run->label);
+		for (int k = 0; k < PHASE_CELLS; k++)
+			html_cell(sb, k == 4 ? NULL : "num", cells[k]);
+		html_cell(sb, NULL, ranks);
+		lb_strbuf_adds(sb, "</tr>\n");
+	}
+	if (f->n)
+		lb_strbuf_adds(sb, "</table>\n");
+}
+
 static void html_tables(struct lb_strbuf *sb, const struct report_figure *f)
 {
 	char mfu[64], tfl[32], cell[16];
 
 	if (f->kind == REPORT_BEST) {
 		html_best(sb, f);
+		return;
+	}
+	if (f->kind == REPORT_PHASES) {
+		html_phases(sb, f);
 		return;
 	}
 	for (size_t i = 0; i < f->n; i++) {
@@ -367,6 +540,8 @@ void render_html_figure(struct lb_strbuf *sb, const struct report_figure *f, con
 		return;
 	}
 	lb_strbuf_adds(sb, "<div class=\"fig\">\n");
+	if (!svg && !note) /* a figure without a plot (phases) */
+		goto tables;
 	lb_strbuf_adds(sb, "<div class=\"plot\">\n");
 	if (svg) {
 		lb_strbuf_adds(sb, svg_element(svg));
@@ -376,6 +551,7 @@ void render_html_figure(struct lb_strbuf *sb, const struct report_figure *f, con
 		lb_strbuf_adds(sb, "</p>");
 	}
 	lb_strbuf_adds(sb, "\n</div>\n");
+tables:
 	lb_strbuf_adds(sb, "<div class=\"tables\">\n");
 	html_tables(sb, f);
 	lb_strbuf_adds(sb, "</div>\n</div>\n</section>\n");

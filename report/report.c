@@ -25,6 +25,7 @@ static const struct {
     [REPORT_SEQPAR] = {"seqpar", "Figure 5: sequence parallelism"},
     [REPORT_RMS] = {"rms", "The RMSNorm kernel"},
     [REPORT_BEST] = {"best", "Best layouts per model, sequence length and GPU count"},
+    [REPORT_PHASES] = {"phases", "Step phases and peak memory per rank"},
 };
 
 const char *report_kind_name(enum report_kind k)
@@ -132,6 +133,44 @@ int report_runs_add(struct report_runs *rs, const struct report_run *r)
 		return -1;
 	rs->v[rs->n++] = c;
 	return 0;
+}
+
+int report_run_has_phases(const struct report_run *r)
+{
+	for (int k = 0; k < REPORT_PHASE_COUNT; k++)
+		if (r->phase[k] >= 0)
+			return 1;
+	return 0;
+}
+
+void report_run_set_rank_mem(struct report_run *r, const char *json)
+{
+	const char *p = json;
+	int n = 0;
+
+	r->rank_n = 0;
+	if (!p || *p++ != '[')
+		return;
+	for (;;) {
+		char *end;
+		long long v;
+		while (*p == ' ' || *p == ',')
+			p++;
+		if (*p == ']')
+			break;
+		if (*p < '0' || *p > '9')
+			return;
+		v = strtoll(p, &end, 10);
+		if (end == p || v < 0)
+			return;
+		p = end;
+		if (!n || v < r->rank_mem_min)
+			r->rank_mem_min = v;
+		if (!n || v > r->rank_mem_max)
+			r->rank_mem_max = v;
+		n++;
+	}
+	r->rank_n = n;
 }
 
 /* ---- ranking and kernel classes ---- */
@@ -521,6 +560,31 @@ int report_runs_best(const struct report_runs *rs, struct report_runs *out)
 	return rc;
 }
 
+/* The phases figure for one group: a row per ok run of ours, when any has phase times. */
+static void build_phases(struct builder *b, const struct report_run **g, size_t n)
+{
+	int any = 0;
+
+	for (size_t i = 0; i < n; i++)
+		if (!g[i]->paper && g[i]->status == REPORT_RUN_OK && report_run_has_phases(g[i]))
+			any = 1;
+	if (!any)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		if (g[i]->paper || g[i]->status != REPORT_RUN_OK)
+			continue;
+		struct report_bar *bar = bar_new(b, g[i]->sweep, g[i]->label);
+		if (!bar)
+			return;
+		bar->state = REPORT_BAR_VALUE;
+		bar->run = g[i];
+		bar->micro_batch = g[i]->micro_batch;
+		bar->tp = g[i]->tp;
+		bar->pp = g[i]->pp;
+		bar->checkpointing = g[i]->checkpointing;
+	}
+}
+
 static void build_best(struct builder *b, const struct report_run **v, size_t n)
 {
 	char group[256];
@@ -572,6 +636,8 @@ int report_figure_build(struct report_runs *rs, enum report_kind kind, const cha
 			;
 		if (kind == REPORT_RMS)
 			build_rms(&b, v + i, j - i);
+		else if (kind == REPORT_PHASES)
+			build_phases(&b, v + i, j - i);
 		else
 			build_keyed(&b, kind, v + i, j - i);
 	}

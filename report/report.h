@@ -19,15 +19,26 @@ enum report_kind {
 	REPORT_SEQPAR,	      /* Figure 5: best with sequence parallelism on vs off */
 	REPORT_RMS,	      /* the RMSNorm kernel comparison */
 	REPORT_BEST,	      /* the best_layout view: per model, seq_len and GPU count */
+	REPORT_PHASES,	      /* per sweep, each ok run of ours: phase times, peak memory */
 	REPORT_KIND_COUNT
 };
 
-/* "kernels", "checkpointing", "microbatch", "tp-pp", "seqpar", "rms", "best". */
+/* "kernels", "checkpointing", "microbatch", "tp-pp", "seqpar", "rms", "best", "phases". */
 const char *report_kind_name(enum report_kind k);
 /* Returns 0 and sets *k, or -1 for an unknown name ("all" is not a kind). */
 int report_kind_parse(const char *s, enum report_kind *k);
 /* The paper's name for the figure, e.g. "Figure 1: attention and RMSNorm kernels". */
 const char *report_kind_title(enum report_kind k);
+
+/* Phases of a step (docs/run-log.md), in the order of run_summary's columns. */
+enum report_phase {
+	REPORT_PHASE_FORWARD = 0,
+	REPORT_PHASE_BACKWARD,
+	REPORT_PHASE_OPTIMIZER,
+	REPORT_PHASE_COMM, /* exposed communication */
+	REPORT_PHASE_BUBBLE,
+	REPORT_PHASE_COUNT
+};
 
 enum report_status { REPORT_RUN_OK = 0, REPORT_RUN_FAILED, REPORT_RUN_RUNNING };
 
@@ -51,8 +62,20 @@ struct report_run {
 	int has_mfu;
 	double mfu; /* fraction 0..1: COALESCE(mfu_reported, mfu); valid when has_mfu */
 	int has_tflops;
-	double tflops; /* model TFLOP/s per GPU; valid when has_tflops */
+	double tflops;			  /* model TFLOP/s per GPU; valid when has_tflops */
+	double step_time;		  /* mean steady-state step time, seconds; < 0 unknown */
+	double phase[REPORT_PHASE_COUNT]; /* mean phase times, seconds; < 0 unknown */
+	long long peak_mem;		  /* bytes, max over steps; < 0 unknown */
+	long long rank_mem_min, rank_mem_max; /* per-rank peaks, bytes; valid when rank_n */
+	int rank_n;			      /* ranks in rank_peak_mem; 0 unknown */
 };
+
+/* 1 when the run has at least one phase time. */
+int report_run_has_phases(const struct report_run *r);
+
+/* Read a JSON array of non-negative integers ("[1,2,3]", run_summary.rank_peak_mem) into
+ * r->rank_n, rank_mem_min and rank_mem_max; NULL or unreadable text leaves rank_n 0. */
+void report_run_set_rank_mem(struct report_run *r, const char *json);
 
 /* A growable set of runs with its string pool. */
 struct report_runs {
@@ -120,7 +143,9 @@ struct report_figure {
 
 /*
  * Build one figure from a set of runs: REPORT_BEST turns each run (a best_layout row) into
- * one bar; every other kind selects per sweep. sweep: only that sweep (NULL: all). Groups
+ * one bar; REPORT_PHASES makes one bar per ok run of ours (not imported) in run_id order,
+ * series its label, leaving out sweeps where no run has phase times; every other kind
+ * selects per sweep. sweep: only that sweep (NULL: all). Groups
  * come in sweep-name order; a group with no candidates for the figure is left out.
  * Returns 0, or -1 when out of memory. rs must outlive the figure (bars point into it).
  * Caller releases with report_figure_release.

@@ -53,12 +53,28 @@ static const char *const queries[Q_COUNT] = {
 	       "rank_peak_mem) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
     [Q_END] = "UPDATE runs SET status = ?2, failure_class = ?3, message = ?4, exit_code = ?5, "
 	      "failed_rank = ?6, end_time = ?7 WHERE id = ?1",
-    [Q_STATS_READ] = "SELECT time_s, warmup, peak_mem_bytes FROM steps WHERE run_id = ?1",
+    [Q_STATS_READ] = "SELECT time_s, warmup, peak_mem_bytes, forward_s, backward_s, optimizer_s, "
+		     "comm_exposed_s, bubble_s, rank_peak_mem FROM steps WHERE run_id = ?1",
     [Q_STATS_WRITE] = "INSERT OR REPLACE INTO run_stats (run_id, n_steps, step_time_mean, "
-		      "step_time_median, step_time_std, peak_mem_bytes) VALUES (?1, ?2, ?3, ?4, "
-		      "?5, ?6)",
+		      "step_time_median, step_time_std, peak_mem_bytes, forward_s, backward_s, "
+		      "optimizer_s, comm_exposed_s, bubble_s, rank_peak_mem) VALUES (?1, ?2, ?3, "
+		      "?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
     [Q_FINISH] = "UPDATE runs SET log_path = ?2, log_bytes = ?3, bytes_ingested = ?4, "
 		 "collected = strftime('%Y-%m-%dT%H:%M:%SZ', 'now') WHERE id = ?1",
+};
+
+#define N_PHASES 5 /* forward, backward, optimizer, comm_exposed, bubble */
+
+/* One run's step statistics while its steps are read (the run_stats row). Buffers are
+ * reused from run to run; stats_acc_reset empties them. */
+struct stats_acc {
+	double *t; /* steady-state step times, seconds; n of cap */
+	size_t n, cap;
+	long long peak;	      /* max peak_mem_bytes over every step; -1 unknown */
+	double sum[N_PHASES]; /* steady-state phase sums, seconds */
+	long cnt[N_PHASES];   /* steady-state steps that have the phase */
+	long long *rank;      /* element-wise max of rank_peak_mem; nrank of rank_cap */
+	size_t nrank, rank_cap;
 };
 
 struct collector {
@@ -67,9 +83,8 @@ struct collector {
 	struct collect_stats *st;
 	char *err;
 	size_t errlen;
-	int failed;	 /* a file was refused or the database failed */
-	double *scratch; /* step times of one run, for its statistics */
-	size_t scratch_cap;
+	int failed;	      /* a file was refused or the database failed */
+	struct stats_acc acc; /* one run's statistics, reused */
 };
 
 static void warn(struct collector *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -312,25 +327,89 @@ static int cmp_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* Append t to the scratch buffer; -1 when out of memory. */
-static int push_time(double **scratch, size_t *cap, size_t *n, double t)
+static void stats_acc_reset(struct stats_acc *a)
 {
-	if (*n == *cap) {
-		size_t nc = *cap ? 2 * *cap : 1024;
-		double *v = realloc(*scratch, nc * sizeof(*v));
-		if (!v)
-			return -1;
-		*scratch = v;
-		*cap = nc;
+	a->n = 0;
+	a->peak = -1;
+	a->nrank = 0;
+	for (int k = 0; k < N_PHASES; k++) {
+		a->sum[k] = 0;
+		a->cnt[k] = 0;
 	}
-	(*scratch)[(*n)++] = t;
+}
+
+static void stats_acc_release(struct stats_acc *a)
+{
+	free(a->t);
+	free(a->rank);
+	memset(a, 0, sizeof(*a));
+}
+
+/* Add one step: its time (steady state only), peak, phases (NaN: absent; steady state
+ * only) and rank array (JSON text of non-negative integers, or NULL). -1 when out of
+ * memory. */
+static int stats_acc_add(struct stats_acc *a, int warmup, double time_s, long long peak,
+			 const double *phase, const char *rank_json)
+{
+	if (peak > a->peak)
+		a->peak = peak;
+	if (!warmup) {
+		if (a->n == a->cap) {
+			size_t nc = a->cap ? 2 * a->cap : 1024;
+			double *v = realloc(a->t, nc * sizeof(*v));
+			if (!v)
+				return -1;
+			a->t = v;
+			a->cap = nc;
+		}
+		a->t[a->n++] = time_s;
+		for (int k = 0; k < N_PHASES; k++)
+			if (isfinite(phase[k])) {
+				a->sum[k] += phase[k];
+				a->cnt[k]++;
+			}
+	}
+	if (!rank_json || *rank_json != '[')
+		return 0;
+	const char *p = rank_json + 1;
+	for (size_t i = 0;; i++) {
+		char *end;
+		long long v;
+		while (*p == ' ' || *p == ',')
+			p++;
+		if (*p < '0' || *p > '9')
+			break;
+		errno = 0;
+		v = strtoll(p, &end, 10);
+		if (end == p || errno)
+			break;
+		p = end;
+		if (i == a->rank_cap) {
+			size_t nc = a->rank_cap ? 2 * a->rank_cap : 16;
+			long long *r = realloc(a->rank, nc * sizeof(*r));
+			if (!r)
+				return -1;
+			a->rank = r;
+			a->rank_cap = nc;
+		}
+		if (i >= a->nrank) {
+			a->rank[i] = v;
+			a->nrank = i + 1;
+		} else if (v > a->rank[i]) {
+			a->rank[i] = v;
+		}
+	}
 	return 0;
 }
 
-/* Write the run_stats row from the steady-state times t[0..n) (reordered) and the peak
- * memory (-1: unknown): the same numbers as the view run_step_stats. */
-static int write_stats(sqlite3_stmt *wr, long long run_id, double *t, size_t n, long long peak)
+/* Write the run_stats row from the accumulated steps (a->t is reordered): the same
+ * numbers as the view run_step_stats and the query-time fallback of run_summary. */
+static int write_stats(sqlite3_stmt *wr, long long run_id, struct stats_acc *a)
 {
+	double *t = a->t;
+	size_t n = a->n;
+	int rc;
+
 	sqlite3_bind_int64(wr, 1, run_id);
 	if (n) {
 		double sum = 0, ss = 0, mean;
@@ -347,31 +426,51 @@ static int write_stats(sqlite3_stmt *wr, long long run_id, double *t, size_t n, 
 			sqlite3_bind_double(wr, 5, sqrt(ss / (double)(n - 1)));
 		}
 	}
-	if (peak >= 0)
-		sqlite3_bind_int64(wr, 6, peak);
-	return run(wr) == SQLITE_DONE ? 0 : -1;
+	if (a->peak >= 0)
+		sqlite3_bind_int64(wr, 6, a->peak);
+	for (int k = 0; k < N_PHASES; k++)
+		if (a->cnt[k])
+			sqlite3_bind_double(wr, 7 + k, a->sum[k] / (double)a->cnt[k]);
+	if (a->nrank) {
+		char *json = malloc(a->nrank * 21 + 2), *q;
+		if (!json)
+			return -1;
+		q = json;
+		*q++ = '[';
+		for (size_t i = 0; i < a->nrank; i++)
+			q += sprintf(q, "%s%lld", i ? "," : "", a->rank[i]);
+		*q++ = ']';
+		*q = 0;
+		sqlite3_bind_text(wr, 12, json, -1, SQLITE_TRANSIENT);
+		free(json);
+	}
+	rc = run(wr) == SQLITE_DONE ? 0 : -1;
+	return rc;
 }
 
 /*
  * Recompute the run_stats row of a run from its step rows (steady-state count, mean,
- * median, sample std; peak memory over every step). scratch is a reusable buffer.
- * Returns 0, or -1 (database error or no memory).
+ * median, sample std and phase means; peak memory and per-rank peaks over every step).
+ * a is a reusable accumulator. Returns 0, or -1 (database error or no memory).
  */
-static int refresh_stats(sqlite3_stmt *rd, sqlite3_stmt *wr, long long run_id, double **scratch,
-			 size_t *cap)
+static int refresh_stats(sqlite3_stmt *rd, sqlite3_stmt *wr, long long run_id, struct stats_acc *a)
 {
-	long long peak = -1;
-	size_t n = 0;
 	int rc, any = 0;
 
+	stats_acc_reset(a);
 	sqlite3_bind_int64(rd, 1, run_id);
 	while ((rc = sqlite3_step(rd)) == SQLITE_ROW) {
+		double ph[N_PHASES];
 		any = 1;
-		if (sqlite3_column_type(rd, 2) != SQLITE_NULL && sqlite3_column_int64(rd, 2) > peak)
-			peak = sqlite3_column_int64(rd, 2);
-		if (sqlite3_column_int(rd, 1))
-			continue;
-		if (push_time(scratch, cap, &n, sqlite3_column_double(rd, 0))) {
+		for (int k = 0; k < N_PHASES; k++)
+			ph[k] = sqlite3_column_type(rd, 3 + k) == SQLITE_NULL
+				    ? NAN
+				    : sqlite3_column_double(rd, 3 + k);
+		if (stats_acc_add(a, sqlite3_column_int(rd, 1), sqlite3_column_double(rd, 0),
+				  sqlite3_column_type(rd, 2) == SQLITE_NULL
+				      ? -1
+				      : sqlite3_column_int64(rd, 2),
+				  ph, (const char *)sqlite3_column_text(rd, 8))) {
 			sqlite3_reset(rd);
 			return -1;
 		}
@@ -381,22 +480,22 @@ static int refresh_stats(sqlite3_stmt *rd, sqlite3_stmt *wr, long long run_id, d
 		return -1;
 	if (!any)
 		return 0;
-	return write_stats(wr, run_id, *scratch, n, peak);
+	return write_stats(wr, run_id, a);
 }
 
 int results_refresh_run_stats(sqlite3 *db, long long run_id)
 {
 	sqlite3_stmt *rd = NULL, *wr = NULL;
-	double *scratch = NULL;
-	size_t cap = 0;
+	struct stats_acc acc;
 	int rc = -1;
 
+	memset(&acc, 0, sizeof(acc));
 	if (sqlite3_prepare_v2(db, queries[Q_STATS_READ], -1, &rd, NULL) == SQLITE_OK &&
 	    sqlite3_prepare_v2(db, queries[Q_STATS_WRITE], -1, &wr, NULL) == SQLITE_OK)
-		rc = refresh_stats(rd, wr, run_id, &scratch, &cap);
+		rc = refresh_stats(rd, wr, run_id, &acc);
 	sqlite3_finalize(rd);
 	sqlite3_finalize(wr);
-	free(scratch);
+	stats_acc_release(&acc);
 	return rc;
 }
 
@@ -581,9 +680,9 @@ static void *parse_thread(void *arg)
  */
 static int stats_from_items(struct collector *c, const struct job *j, long long run_id, int is_new)
 {
-	long long peak = -1, last = -1;
-	size_t n = 0;
+	long long last = -1;
 
+	stats_acc_reset(&c->acc);
 	if (is_new) {
 		for (size_t i = 0; i < j->n_items; i++) {
 			const struct runlog_step *p = &j->items[i].step;
@@ -592,16 +691,16 @@ static int stats_from_items(struct collector *c, const struct job *j, long long 
 			if (p->step <= last)
 				goto out_from_rows;
 			last = p->step;
-			if (p->peak_mem_bytes > peak)
-				peak = p->peak_mem_bytes;
-			if (!p->warmup && push_time(&c->scratch, &c->scratch_cap, &n, p->time_s))
+			double ph[N_PHASES] = {p->forward_s, p->backward_s, p->optimizer_s,
+					       p->comm_exposed_s, p->bubble_s};
+			if (stats_acc_add(&c->acc, p->warmup, p->time_s, p->peak_mem_bytes, ph,
+					  p->rank_peak_mem))
 				return -1;
 		}
-		return write_stats(c->q[Q_STATS_WRITE], run_id, c->scratch, n, peak);
+		return write_stats(c->q[Q_STATS_WRITE], run_id, &c->acc);
 	}
 out_from_rows:
-	return refresh_stats(c->q[Q_STATS_READ], c->q[Q_STATS_WRITE], run_id, &c->scratch,
-			     &c->scratch_cap);
+	return refresh_stats(c->q[Q_STATS_READ], c->q[Q_STATS_WRITE], run_id, &c->acc);
 }
 
 static void write_job(struct collector *c, struct job *j)
@@ -755,7 +854,7 @@ static int cmp_str(const void *a, const void *b)
 int results_collect_path(sqlite3 *db, const char *path, struct collect_stats *st, char *err,
 			 size_t errlen)
 {
-	struct collector c = {db, {0}, st, err, errlen, 0, NULL, 0};
+	struct collector c = {db, {0}, st, err, errlen, 0, {0}};
 	struct stat sb;
 	int i;
 
@@ -816,7 +915,7 @@ int results_collect_path(sqlite3 *db, const char *path, struct collect_stats *st
 out_finalize:
 	for (i = 0; i < Q_COUNT; i++)
 		sqlite3_finalize(c.q[i]);
-	free(c.scratch);
+	stats_acc_release(&c.acc);
 	sqlite3_exec(db, "PRAGMA foreign_keys = ON", NULL, NULL, NULL);
 	sqlite3_exec(db, "PRAGMA wal_autocheckpoint = 1000", NULL, NULL, NULL);
 	return c.failed ? -1 : 0;

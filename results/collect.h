@@ -26,17 +26,20 @@ struct collect_stats {
 /*
  * Collect one run log, or every run-*.jsonl below a directory (recursively, in name
  * order). Counts are added to *st (zero it first). Warnings and per-file errors go to
- * stderr unless st->quiet. Call it outside a transaction: each run is its own. Returns 0 when every file was read (warnings allowed), or -1
- * when a file was refused or the database failed; err then holds the last such error.
+ * stderr unless st->quiet. Call it outside a transaction: each run is its own. Returns 0
+ * when every file was read (warnings allowed), or -1 when a file was refused or the
+ * database failed; err then holds the last such error.
  */
 int results_collect_path(sqlite3 *db, const char *path, struct collect_stats *st, char *err,
 			 size_t errlen);
 
 /*
  * Recompute the cached step statistics of one run (table run_stats: steady-state count,
- * mean, median and sample std of the step time, peak memory) from its step rows. The
- * collector does this for every run it writes, in the run's transaction; call it after
- * changing a run's steps by other means. Returns 0, or -1 (sqlite3_errmsg(db) says why).
+ * mean, median and sample std of the step time, steady-state means of the phase times,
+ * peak memory, and each rank's peak as the element-wise maximum of the steps'
+ * rank_peak_mem) from its step rows. The collector does this for every run it writes, in
+ * the run's transaction; call it after changing a run's steps by other means. Returns 0,
+ * or -1 (sqlite3_errmsg(db) says why).
  */
 int results_refresh_run_stats(sqlite3 *db, long long run_id);
 

@@ -319,3 +319,136 @@ CREATE TABLE IF NOT EXISTS slurm_local_tasks (
 	job_ref INTEGER PRIMARY KEY,   -- jobs.id of a running task
 	pid INTEGER NOT NULL           -- its process group
 );
+
+-- migrate: 4
+-- Phase times and per-rank peak memory in the per-run cache and in run_summary. run_stats
+-- gains the steady-state (warmup = 0) means of the step phases (seconds; NULL when no
+-- steady-state step has the phase) and rank_peak_mem: the element-wise maximum over every
+-- step (warmup included, like peak_mem_bytes) of the steps' per-rank peak arrays, a JSON
+-- array of bytes indexed by rank (NULL when no step has one). The collector
+-- (results_refresh_run_stats) writes the same numbers; runs without a run_stats row get
+-- them computed from their steps at query time.
+
+ALTER TABLE run_stats ADD COLUMN forward_s REAL;      -- mean, seconds
+ALTER TABLE run_stats ADD COLUMN backward_s REAL;
+ALTER TABLE run_stats ADD COLUMN optimizer_s REAL;
+ALTER TABLE run_stats ADD COLUMN comm_exposed_s REAL;
+ALTER TABLE run_stats ADD COLUMN bubble_s REAL;
+ALTER TABLE run_stats ADD COLUMN rank_peak_mem TEXT;  -- JSON array, bytes per rank
+
+UPDATE run_stats SET
+	forward_s = (SELECT AVG(forward_s) FROM steps s
+		     WHERE s.run_id = run_stats.run_id AND s.warmup = 0),
+	backward_s = (SELECT AVG(backward_s) FROM steps s
+		      WHERE s.run_id = run_stats.run_id AND s.warmup = 0),
+	optimizer_s = (SELECT AVG(optimizer_s) FROM steps s
+		       WHERE s.run_id = run_stats.run_id AND s.warmup = 0),
+	comm_exposed_s = (SELECT AVG(comm_exposed_s) FROM steps s
+			  WHERE s.run_id = run_stats.run_id AND s.warmup = 0),
+	bubble_s = (SELECT AVG(bubble_s) FROM steps s
+		    WHERE s.run_id = run_stats.run_id AND s.warmup = 0),
+	rank_peak_mem = (SELECT json_group_array(m) FROM (
+				SELECT CAST(j.key AS INTEGER) AS k, MAX(j.value) AS m
+				FROM steps s, json_each(s.rank_peak_mem) j
+				WHERE s.run_id = run_stats.run_id AND s.rank_peak_mem IS NOT NULL
+				GROUP BY k ORDER BY k)
+			 HAVING COUNT(*) > 0);
+
+DROP VIEW best_layout;
+DROP VIEW run_summary;
+
+CREATE VIEW run_summary AS
+WITH stats AS (
+	SELECT r.id AS run_id,
+	       CASE WHEN st.run_id IS NOT NULL THEN st.n_steps ELSE
+		       (SELECT NULLIF(COUNT(*), 0) FROM steps s
+			WHERE s.run_id = r.id AND s.warmup = 0) END AS n_steps,
+	       CASE WHEN st.run_id IS NOT NULL THEN st.step_time_mean ELSE
+		       (SELECT AVG(time_s) FROM steps s
+			WHERE s.run_id = r.id AND s.warmup = 0) END AS step_time_mean,
+	       CASE WHEN st.run_id IS NOT NULL THEN st.step_time_median ELSE
+		       (SELECT AVG(time_s) FROM (
+				SELECT time_s, ROW_NUMBER() OVER (ORDER BY time_s) AS rn,
+				       COUNT(*) OVER () AS cnt
+				FROM steps s WHERE s.run_id = r.id AND s.warmup = 0)
+			WHERE rn IN ((cnt + 1) / 2, (cnt + 2) / 2)) END AS step_time_median,
+	       CASE WHEN st.run_id IS NOT NULL THEN st.step_time_std ELSE
+		       (SELECT sqrt(SUM((s.time_s - m.mean) * (s.time_s - m.mean))
+				    / (COUNT(*) - 1))
+			FROM steps s, (SELECT AVG(time_s) AS mean FROM steps s2
+				       WHERE s2.run_id = r.id AND s2.warmup = 0) m
+			WHERE s.run_id = r.id AND s.warmup = 0 HAVING COUNT(*) > 1) END
+		       AS step_time_std,
+	       CASE WHEN st.run_id IS NOT NULL THEN st.peak_mem_bytes ELSE
+		       (SELECT MAX(peak_mem_bytes) FROM steps s WHERE s.run_id = r.id) END
+		       AS peak_mem_bytes,
+	       CASE WHEN st.run_id IS NOT NULL THEN st.forward_s ELSE
+		       (SELECT AVG(forward_s) FROM steps s
+			WHERE s.run_id = r.id AND s.warmup = 0) END AS forward_s,
+	       CASE WHEN st.run_id IS NOT NULL THEN st.backward_s ELSE
+		       (SELECT AVG(backward_s) FROM steps s
+			WHERE s.run_id = r.id AND s.warmup = 0) END AS backward_s,
+	       CASE WHEN st.run_id IS NOT NULL THEN st.optimizer_s ELSE
+		       (SELECT AVG(optimizer_s) FROM steps s
+			WHERE s.run_id = r.id AND s.warmup = 0) END AS optimizer_s,
+	       CASE WHEN st.run_id IS NOT NULL THEN st.comm_exposed_s ELSE
+		       (SELECT AVG(comm_exposed_s) FROM steps s
+			WHERE s.run_id = r.id AND s.warmup = 0) END AS comm_exposed_s,
+	       CASE WHEN st.run_id IS NOT NULL THEN st.bubble_s ELSE
+		       (SELECT AVG(bubble_s) FROM steps s
+			WHERE s.run_id = r.id AND s.warmup = 0) END AS bubble_s,
+	       CASE WHEN st.run_id IS NOT NULL THEN st.rank_peak_mem ELSE
+		       (SELECT json_group_array(m) FROM (
+				SELECT CAST(j.key AS INTEGER) AS k, MAX(j.value) AS m
+				FROM steps s, json_each(s.rank_peak_mem) j
+				WHERE s.run_id = r.id AND s.rank_peak_mem IS NOT NULL
+				GROUP BY k ORDER BY k)
+			HAVING COUNT(*) > 0) END AS rank_peak_mem
+	FROM runs r LEFT JOIN run_stats st ON st.run_id = r.id
+),
+base AS (
+	SELECT r.id AS run_id, r.run_uid, r.sweep, r.source, r.layout_id,
+	       COALESCE(r.label, l.label, l.attention || '+' || l.norm) AS label,
+	       l.model, l.seq_len, l.global_batch,
+	       COALESCE(r.world_size, l.gpus) AS gpus,
+	       l.micro_batch, l.tp, l.pp, l.dp, l.sequence_parallel, l.zero_stage,
+	       l.checkpointing, l.attention, l.norm,
+	       r.status, r.failure_class, r.message, r.gpu, r.peak_tflops,
+	       st.n_steps,
+	       COALESCE(st.step_time_median, r.measured_step_time) AS step_time_median,
+	       COALESCE(st.step_time_mean, r.measured_step_time) AS step_time_mean,
+	       st.step_time_std,
+	       COALESCE(r.tokens_per_step, l.global_batch * l.seq_len) AS tokens_per_step,
+	       r.flops_per_step, r.hw_flops_per_step, r.mfu_reported,
+	       st.peak_mem_bytes,
+	       r.start_time, r.end_time,
+	       st.forward_s, st.backward_s, st.optimizer_s, st.comm_exposed_s, st.bubble_s,
+	       st.rank_peak_mem
+	FROM runs r
+	JOIN layouts l ON l.layout_id = r.layout_id
+	JOIN stats st ON st.run_id = r.id
+)
+SELECT run_id, run_uid, sweep, source, layout_id, label, model, seq_len, global_batch, gpus,
+       micro_batch, tp, pp, dp, sequence_parallel, zero_stage, checkpointing, attention, norm,
+       status, failure_class, message, gpu, peak_tflops, n_steps,
+       step_time_median, step_time_mean, step_time_std,
+       CASE WHEN step_time_mean > 0 THEN tokens_per_step / step_time_mean / gpus END
+	       AS tokens_per_s_per_gpu,
+       CASE WHEN step_time_mean > 0 THEN flops_per_step / step_time_mean / gpus / 1e12 END
+	       AS tflops_per_gpu,
+       CASE WHEN step_time_mean > 0 AND peak_tflops > 0 THEN
+	       flops_per_step / (step_time_mean * gpus * peak_tflops * 1e12) END AS mfu,
+       CASE WHEN step_time_mean > 0 AND peak_tflops > 0 THEN
+	       hw_flops_per_step / (step_time_mean * gpus * peak_tflops * 1e12) END AS hfu,
+       mfu_reported, peak_mem_bytes, start_time, end_time,
+       forward_s, backward_s, optimizer_s, comm_exposed_s, bubble_s, rank_peak_mem
+FROM base;
+
+CREATE VIEW best_layout AS
+SELECT * FROM (
+	SELECT s.*, COALESCE(s.mfu_reported, s.mfu) AS mfu_best,
+	       ROW_NUMBER() OVER (PARTITION BY s.model, s.seq_len, s.gpus
+				  ORDER BY COALESCE(s.mfu_reported, s.mfu) DESC NULLS LAST,
+					   s.tflops_per_gpu DESC NULLS LAST, s.run_id) AS rank
+	FROM run_summary s WHERE s.status = 'ok'
+) WHERE rank = 1;

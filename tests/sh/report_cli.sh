@@ -62,9 +62,9 @@ grep -qF '| flash+fused | n/a | 0.001 | 1 | 1 | 1 | 2 | none |' "$tmp/k.md" || {
 "$LB" report --db "$db" --sweep=cpu-sweep --figure=kernels --format=csv >"$tmp/s2.csv" || fail=1
 cmp -s "$tmp/s2.csv" "$tmp/k.csv" || { echo "FAIL: --sweep cpu-sweep"; fail=1; }
 
-# --figure all as CSV on stdout: seven sections
+# --figure all as CSV on stdout: eight sections (phases last)
 "$LB" report --db "$db" --figure all --format csv >"$tmp/all.csv" || fail=1
-[ "$(grep -c '^# figure: ' "$tmp/all.csv")" = 7 ] || { echo "FAIL: csv sections"; fail=1; }
+[ "$(grep -c '^# figure: ' "$tmp/all.csv")" = 8 ] || { echo "FAIL: csv sections"; fail=1; }
 [ "$(grep -c '^group,series,mfu,micro_batch,tp,pp,checkpointing$' "$tmp/all.csv")" = 7 ] ||
 	{ echo "FAIL: csv section headers"; fail=1; }
 

@@ -19,6 +19,7 @@
 #include "report/load.h"
 #include "report/render.h"
 #include "report/report.h"
+#include "results/collect.h"
 #include "results/db.h"
 
 #define CONTRACT_COLUMNS                                                                           \
@@ -29,7 +30,8 @@
 	"message TEXT, gpu TEXT, peak_tflops REAL, n_steps INTEGER, step_time_median REAL, "       \
 	"step_time_mean REAL, step_time_std REAL, tokens_per_s_per_gpu REAL, "                     \
 	"tflops_per_gpu REAL, mfu REAL, hfu REAL, mfu_reported REAL, peak_mem_bytes INTEGER, "     \
-	"start_time TEXT, end_time TEXT"
+	"start_time TEXT, end_time TEXT, forward_s REAL, backward_s REAL, optimizer_s REAL, "      \
+	"comm_exposed_s REAL, bubble_s REAL, rank_peak_mem TEXT"
 
 static void exec(sqlite3 *db, const char *sql)
 {
@@ -220,6 +222,36 @@ static void test_real_schema(void **state)
 	assert_int_equal(report_load_best(db, NULL, &rs, err, sizeof(err)), 0);
 	assert_int_equal(rs.n, 1);
 	assert_int_equal(rs.v[0].run_id, 1);
+	report_runs_release(&rs);
+
+	/* phases: no run has phase times yet, so the figure is empty; then run 2 gets some
+	 * (steady steps 5 s and 5 s) and per-rank peaks, and is the figure's one row besides
+	 * run 1 (ok, without phases) */
+	report_runs_init(&rs);
+	assert_int_equal(report_load_runs(db, NULL, &rs, err, sizeof(err)), 0);
+	csv = figure_csv(&rs, REPORT_PHASES);
+	assert_string_equal(csv,
+			    "group,label,micro_batch,tp,pp,dp,sequence_parallel,step_time_s,"
+			    "forward_s,backward_s,optimizer_s,comm_exposed_s,bubble_s,"
+			    "peak_mem_mib,rank_peak_mem_min_mib,rank_peak_mem_max_mib,ranks\n");
+	free(csv);
+	report_runs_release(&rs);
+	exec(db, "UPDATE steps SET forward_s = time_s / 5, backward_s = 2 * time_s / 5, "
+		 "optimizer_s = 0.125, comm_exposed_s = step, bubble_s = 0, "
+		 "peak_mem_bytes = 1048576 * (step + 1), "
+		 "rank_peak_mem = json_array(524288 * (step + 1), 1048576 * (step + 1)) "
+		 "WHERE run_id = 2");
+	assert_int_equal(results_refresh_run_stats(db, 2), 0);
+	report_runs_init(&rs);
+	assert_int_equal(report_load_runs(db, NULL, &rs, err, sizeof(err)), 0);
+	csv = figure_csv(&rs, REPORT_PHASES);
+	assert_string_equal(csv, "group,label,micro_batch,tp,pp,dp,sequence_parallel,step_time_s,"
+				 "forward_s,backward_s,optimizer_s,comm_exposed_s,bubble_s,"
+				 "peak_mem_mib,rank_peak_mem_min_mib,rank_peak_mem_max_mib,ranks\n"
+				 "s,flash+fused,1,1,1,1,0,3,,,,,,,,,\n"
+				 "s,flash+fused,2,1,1,1,0,5,1,2,0.125,1.5,0,3.000,1.500,3.000,2\n"
+				 "s,flash+fused,8,1,1,1,0,1000,,,,,,,,,\n");
+	free(csv);
 	report_runs_release(&rs);
 
 	results_close(db);

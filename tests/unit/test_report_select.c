@@ -504,6 +504,88 @@ static void test_mfu_text_rounding(void **state)
 	assert_string_equal(buf, "n/a");
 }
 
+/* A run with no phase times, step time or memory (as loaded from NULL columns). */
+static struct report_run unphased(struct report_run r)
+{
+	r.step_time = -1;
+	for (int k = 0; k < REPORT_PHASE_COUNT; k++)
+		r.phase[k] = -1;
+	r.peak_mem = -1;
+	return r;
+}
+
+/* The phases figure: a row per ok run of ours in sweeps where some run has phase times;
+ * imported and failed runs are left out; md shows the per-rank peaks as min-max MiB. */
+static void test_phases(void **state)
+{
+	(void)state;
+	struct report_runs rs;
+	struct report_figure f;
+	struct lb_strbuf sb = LB_STRBUF_INIT;
+	char csv[1024];
+
+	report_runs_init(&rs);
+	struct report_run a = unphased(mk("a", -1, 0.01));
+	a.step_time = 0.5;
+	a.phase[REPORT_PHASE_FORWARD] = 0.125;
+	a.phase[REPORT_PHASE_BACKWARD] = 0.25;
+	a.phase[REPORT_PHASE_OPTIMIZER] = 0.0625;
+	a.phase[REPORT_PHASE_COMM] = 0.03125;
+	a.phase[REPORT_PHASE_BUBBLE] = 0;
+	a.tp = 2;
+	a.dp = 4;
+	a.peak_mem = 2 * 1048576;
+	report_run_set_rank_mem(&a, "[1048576,2097152]");
+	assert_int_equal(a.rank_n, 2);
+	add(&rs, a);
+	struct report_run a2 = unphased(mk("a", -1, 0.02)); /* no phases: a row of '-' */
+	a2.step_time = 0.25;
+	add(&rs, a2);
+	struct report_run a3 = unphased(failed("a", "oom"));
+	add(&rs, a3);
+	struct report_run pa = mk("a", 0.5, 100); /* imported: left out, phases or not */
+	pa.paper = 1;
+	add(&rs, pa);
+	add(&rs, unphased(mk("b", -1, 0.01))); /* no run with phases: no group */
+	struct report_run pc = mk("c", 0.5, 100);
+	pc.paper = 1;
+	add(&rs, pc);
+
+	csv_of(&rs, REPORT_PHASES, NULL, csv, sizeof(csv));
+	assert_string_equal(csv, "a,flash+fused,1,2,1,4,0,0.5,0.125,0.25,0.0625,0.03125,0,2.000,"
+				 "1.000,2.000,2\n"
+				 "a,flash+fused,1,1,1,8,0,0.25,,,,,,,,,\n");
+	csv_of(&rs, REPORT_PHASES, "b", csv, sizeof(csv));
+	assert_string_equal(csv, "");
+
+	assert_int_equal(report_figure_build(&rs, REPORT_PHASES, NULL, &f), 0);
+	render_md(&sb, &f);
+	assert_non_null(strstr(lb_strbuf_str(&sb), "| flash+fused | 1 | 2 | 1 | 4 | off | 0.5 | "
+						   "0.125 | 0.25 | 0.0625 | 0.0312 | 0 | 2.0 | "
+						   "1.0\xe2\x80\x93"
+						   "2.0 MiB over 2 ranks |\n"));
+	assert_non_null(strstr(lb_strbuf_str(&sb), "| flash+fused | 1 | 1 | 1 | 8 | off | 0.25 | - "
+						   "| - | - | - | - | - | - |\n"));
+	assert_null(strstr(lb_strbuf_str(&sb), "### b"));
+	assert_null(strstr(lb_strbuf_str(&sb), "### c"));
+	lb_strbuf_release(&sb);
+	render_html_figure(&sb, &f, NULL, NULL);
+	assert_non_null(strstr(lb_strbuf_str(&sb), "<th>rank peaks</th>"));
+	assert_null(strstr(lb_strbuf_str(&sb), "class=\"plot\""));
+	lb_strbuf_release(&sb);
+	report_figure_release(&f);
+
+	/* unreadable rank arrays are unknown */
+	report_run_set_rank_mem(&a, "[1,x]");
+	assert_int_equal(a.rank_n, 0);
+	report_run_set_rank_mem(&a, NULL);
+	assert_int_equal(a.rank_n, 0);
+	report_run_set_rank_mem(&a, "[7]");
+	assert_int_equal(a.rank_n, 1);
+	assert_int_equal(a.rank_mem_min, 7);
+	report_runs_release(&rs);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -522,6 +604,7 @@ int main(void)
 	    cmocka_unit_test(test_sweep_filter_and_best),
 	    cmocka_unit_test(test_mfu_text_rounding),
 	    cmocka_unit_test(test_runs_best),
+	    cmocka_unit_test(test_phases),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -419,9 +419,16 @@ static void check_stats_cache(sqlite3 *db)
 		    "ifnull(printf('%.12g', step_time_mean), '-') || ':' || "
 		    "ifnull(printf('%.12g', step_time_median), '-') || ':' || "
 		    "ifnull(printf('%.9g', step_time_std), '-') || ':' || "
-		    "ifnull(peak_mem_bytes, '-'), ' ') FROM (SELECT * FROM run_summary ORDER BY "
+		    "ifnull(peak_mem_bytes, '-') || ':' || "
+		    "ifnull(printf('%.12g', forward_s), '-') || ':' || "
+		    "ifnull(printf('%.12g', backward_s), '-') || ':' || "
+		    "ifnull(printf('%.12g', optimizer_s), '-') || ':' || "
+		    "ifnull(printf('%.12g', comm_exposed_s), '-') || ':' || "
+		    "ifnull(printf('%.12g', bubble_s), '-') || ':' || "
+		    "ifnull(rank_peak_mem, '-'), ' ') FROM (SELECT * FROM run_summary ORDER BY "
 		    "run_id)";
 		char cached[4096];
+		assert_true(strlen(q_text(db, "%s", q)) < sizeof(cached) - 1);
 		snprintf(cached, sizeof(cached), "%s", q_text(db, "%s", q));
 		assert_int_equal(
 		    sqlite3_exec(db, "SAVEPOINT nocache; DELETE FROM run_stats;", NULL, NULL, NULL),
@@ -780,6 +787,132 @@ static void test_migrations(void **state)
 }
 
 /* Write n run logs of m steps each under dir. */
+/* Phase means (steady state) and per-rank peaks (element-wise maximum over every step) in
+ * run_stats and run_summary: the two-rank fixture, a log whose rank peaks are highest in
+ * different steps and where a step lacks phases, and a version-3 file backfilled by step 4. */
+static void test_phases(void **state)
+{
+	struct env *e = *state;
+	struct collect_stats st;
+	char path[160], err[512], line[8192];
+	sqlite3 *db;
+	FILE *f;
+
+	/* 1001-ok: steady steps 1.0 1.2 1.1 1.4 1.3 s, phases 0.3/0.6/0.05/0.04/0 of each */
+	assert_int_equal(collect(e->db, FIX "1001-ok.jsonl", &st), 0);
+	close_to(q_dbl(e->db, "SELECT forward_s FROM run_summary"), 0.36, 1e-12);
+	close_to(q_dbl(e->db, "SELECT backward_s FROM run_summary"), 0.72, 1e-12);
+	close_to(q_dbl(e->db, "SELECT optimizer_s FROM run_summary"), 0.06, 1e-12);
+	close_to(q_dbl(e->db, "SELECT comm_exposed_s FROM run_summary"), 0.048, 1e-12);
+	close_to(q_dbl(e->db, "SELECT bubble_s FROM run_summary"), 0.0, 0);
+	assert_string_equal(q_text(e->db, "SELECT rank_peak_mem FROM run_summary"),
+			    "[1000006,999996]");
+	assert_int_equal(q_int(e->db, "SELECT peak_mem_bytes FROM run_summary"), 1000006);
+
+	/* a log of our own: the fixture's header under another run_uid */
+	f = fopen(FIX "1001-ok.jsonl", "rb");
+	assert_non_null(f);
+	assert_non_null(fgets(line, sizeof(line), f));
+	fclose(f);
+	char *uid = strstr(line, "node1-1001");
+	assert_non_null(uid);
+	memcpy(uid, "node1-1099", 10);
+	snprintf(path, sizeof(path), "%s/run-phases.jsonl", e->dir);
+	append(path, line);
+	append(path, "{\"type\":\"step\",\"step\":0,\"warmup\":true,\"time_s\":9,"
+		     "\"peak_mem_bytes\":30,\"rank_peak_mem_bytes\":[10,30],"
+		     "\"phases\":{\"forward_s\":5,\"bubble_s\":4}}\n"
+		     "{\"type\":\"step\",\"step\":1,\"warmup\":false,\"time_s\":2,"
+		     "\"peak_mem_bytes\":20,\"rank_peak_mem_bytes\":[20,5],"
+		     "\"phases\":{\"forward_s\":1,\"backward_s\":0.5,\"bubble_s\":0.25}}\n"
+		     "{\"type\":\"step\",\"step\":2,\"warmup\":false,\"time_s\":4,"
+		     "\"peak_mem_bytes\":8,\"rank_peak_mem_bytes\":[8,7]}\n"
+		     "{\"type\":\"step\",\"step\":3,\"warmup\":false,\"time_s\":3,"
+		     "\"phases\":{\"forward_s\":2,\"bubble_s\":0.75}}\n"
+		     "{\"type\":\"end\",\"status\":\"ok\"}\n");
+	assert_int_equal(collect(e->db, path, &st), 0);
+	assert_int_equal(st.warnings, 0);
+#define R99 RUN("1099-ok")
+	close_to(q_dbl(e->db, "SELECT forward_s FROM run_summary WHERE run_id = " R99), 1.5, 1e-12);
+	close_to(q_dbl(e->db, "SELECT backward_s FROM run_summary WHERE run_id = " R99), 0.5,
+		 1e-12);
+	assert_true(isnan(q_dbl(e->db, "SELECT optimizer_s FROM run_summary WHERE run_id = " R99)));
+	assert_true(
+	    isnan(q_dbl(e->db, "SELECT comm_exposed_s FROM run_summary WHERE run_id = " R99)));
+	close_to(q_dbl(e->db, "SELECT bubble_s FROM run_summary WHERE run_id = " R99), 0.5, 1e-12);
+	assert_string_equal(
+	    q_text(e->db, "SELECT rank_peak_mem FROM run_summary WHERE run_id = " R99), "[20,30]");
+	close_to(q_dbl(e->db, "SELECT step_time_mean FROM run_summary WHERE run_id = " R99), 3.0,
+		 1e-12);
+	/* results_refresh_run_stats gives the same row; the query-time fallback agrees */
+	char before[1024];
+	snprintf(before, sizeof(before), "%s",
+		 q_text(e->db, "SELECT forward_s || backward_s || ifnull(optimizer_s, '-') || "
+			       "bubble_s || rank_peak_mem FROM run_stats WHERE run_id = " R99));
+	assert_int_equal(results_refresh_run_stats(e->db, q_int(e->db, "SELECT " R99)), 0);
+	assert_string_equal(q_text(e->db, "SELECT forward_s || backward_s || "
+					  "ifnull(optimizer_s, '-') || bubble_s || rank_peak_mem "
+					  "FROM run_stats WHERE run_id = " R99),
+			    before);
+	check_stats_cache(e->db);
+
+	/* a version-3 database with phases in its steps gets run_stats backfilled by step 4 */
+	snprintf(path, sizeof(path), "%s/v3.db", e->dir);
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	{
+		const char *schema = lb_embedded("results/schema.sql", NULL);
+		const char *step4 = strstr(schema, "\n-- migrate: 4");
+		assert_non_null(step4);
+		char *v3 = strndup(schema, (size_t)(step4 - schema));
+		assert_non_null(v3);
+		assert_int_equal(results_migrate(db, v3, err, sizeof(err)), 0);
+		free(v3);
+		assert_int_equal(results_schema_version(db), 3);
+		assert_int_equal(
+		    sqlite3_exec(
+			db,
+			"INSERT INTO sweeps (name, source) VALUES ('old', 'adhoc');"
+			"INSERT INTO layouts SELECT 'abc', 'tiny', 4, 64, 4, 4, 128, 256, 0, "
+			"128, 8, 1, 1, 2, 1, 2, 1, 1, 0, 0, 'none', 'flash', 'fused', 7, 2, 1, "
+			"'x', NULL;"
+			"INSERT INTO runs (id, run_uid, layout_id, sweep, source, status, "
+			"world_size) VALUES (1, 'old-run', 'abc', 'old', 'run', 'ok', 2),"
+			"(2, 'old-run-2', 'abc', 'old', 'run', 'ok', 2);"
+			"INSERT INTO steps (run_id, step, warmup, time_s, peak_mem_bytes, "
+			"forward_s, comm_exposed_s, bubble_s, rank_peak_mem) VALUES "
+			"(1, 0, 1, 9.0, 9, 7, 7, 7, '[9,1]'), (1, 1, 0, 2.0, 6, 1, 0.2, 0.4, "
+			"'[3,6]'), (1, 2, 0, 4.0, 5, 3, 0.4, 0.8, '[5,4]'),"
+			"(2, 0, 0, 1.0, NULL, NULL, NULL, NULL, NULL);"
+			"INSERT INTO run_stats (run_id, n_steps, step_time_mean, step_time_median, "
+			"step_time_std, peak_mem_bytes) VALUES (1, 2, 3.0, 3.0, sqrt(2), 9), "
+			"(2, 1, 1.0, 1.0, NULL, NULL);",
+			NULL, NULL, NULL),
+		    SQLITE_OK);
+		sqlite3_close(db);
+		assert_int_equal(results_open(path, &db, err, sizeof(err)), 0);
+		assert_int_equal(results_schema_version(db), RESULTS_SCHEMA_VERSION);
+		close_to(q_dbl(db, "SELECT forward_s FROM run_stats WHERE run_id = 1"), 2.0, 1e-12);
+		close_to(q_dbl(db, "SELECT forward_s FROM run_summary WHERE run_id = 1"), 2.0,
+			 1e-12);
+		close_to(q_dbl(db, "SELECT comm_exposed_s FROM run_summary WHERE run_id = 1"), 0.3,
+			 1e-12);
+		close_to(q_dbl(db, "SELECT bubble_s FROM run_summary WHERE run_id = 1"), 0.6,
+			 1e-12);
+		assert_true(
+		    isnan(q_dbl(db, "SELECT backward_s FROM run_summary WHERE run_id = 1")));
+		assert_string_equal(q_text(db, "SELECT rank_peak_mem FROM run_summary "
+					       "WHERE run_id = 1"),
+				    "[9,6]");
+		assert_true(isnan(q_dbl(db, "SELECT forward_s FROM run_summary WHERE run_id = 2")));
+		assert_string_equal(q_text(db, "SELECT rank_peak_mem FROM run_summary "
+					       "WHERE run_id = 2"),
+				    "NULL");
+		assert_int_equal(q_int(db, "SELECT count(*) FROM best_layout"), 1);
+		check_stats_cache(db);
+		results_close(db);
+	}
+}
+
 static void write_runs(const char *dir, int n, int m)
 {
 	char path[256];
@@ -884,6 +1017,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_job_link, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_jobs_api, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_migrations, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_phases, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_reader_during_collect, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,66 @@
+#!/bin/sh
+# End-to-end test of the report's phases figure: two two-rank CPU runs of the trainer
+# (TP 2; PP 2), collected into a temporary database; `report --figure phases` must show
+# one row per run with a step time, every phase (exposed communication and pipeline
+# bubble included; the bubble positive with PP 2, zero with PP 1) and the peaks of both
+# ranks, in CSV (the documented header), markdown and HTML.
+BUILD=${BUILD:-build}
+LB="$BUILD/layoutbench"
+TRAIN="$BUILD/layoutbench-train"
+
+[ -x "$LB" ] && [ -x "$TRAIN" ] || { echo "error: '$LB' or '$TRAIN' not built (make BUILD=$BUILD)"; exit 1; }
+tmp=$(mktemp -d) || exit 1
+trap 'rm -rf "$tmp"' EXIT
+fail=0
+db="$tmp/r.db"
+HEADER='group,label,micro_batch,tp,pp,dp,sequence_parallel,step_time_s,forward_s,backward_s,optimizer_s,comm_exposed_s,bubble_s,peak_mem_mib,rank_peak_mem_min_mib,rank_peak_mem_max_mib,ranks'
+
+for layout in "--tp 2 --pp 1" "--tp 1 --pp 2"; do
+	# shellcheck disable=SC2086
+	LAYOUTBENCH_SWEEP=phases-sweep "$TRAIN" --model tiny --seq-len 32 --global-batch 8 $layout \
+		--dp 1 --gpus-per-node 2 --nproc-per-node 2 --steps 4 --warmup 1 \
+		--run-dir "$tmp/runs" >"$tmp/train.out" 2>&1 ||
+		{ cat "$tmp/train.out"; echo "FAIL: trainer $layout"; fail=1; }
+done
+"$LB" collect --db "$db" "$tmp/runs" >"$tmp/collect.out" 2>&1 ||
+	{ cat "$tmp/collect.out"; echo "FAIL: collect"; exit 1; }
+
+# CSV: the header, then one row per run (TP 2 first: run_id order)
+"$LB" report --db "$db" --figure phases --format csv >"$tmp/p.csv" ||
+	{ echo "FAIL: report --figure phases"; fail=1; }
+[ "$(head -n 1 "$tmp/p.csv")" = "$HEADER" ] || { echo "FAIL: phases csv header"; fail=1; }
+[ "$(wc -l <"$tmp/p.csv")" = 3 ] || { cat "$tmp/p.csv"; echo "FAIL: expected 2 rows"; fail=1; }
+tail -n +2 "$tmp/p.csv" | awk -F, '
+	$1 != "phases-sweep" { print "FAIL: group " $1; bad = 1 }
+	{ for (i = 8; i <= 16; i++) if ($i == "") { print "FAIL: row " NR ": column " i " empty"; bad = 1 } }
+	$17 != 2 { print "FAIL: row " NR ": " $17 " rank peaks, expected 2"; bad = 1 }
+	$15 + 0 > $16 + 0 || $16 + 0 > $14 + 0.0005 { print "FAIL: row " NR ": rank peaks outside the peak"; bad = 1 }
+	$12 + 0 <= 0 { print "FAIL: row " NR ": no exposed communication with two ranks"; bad = 1 }
+	$5 == 2 && $13 + 0 <= 0 { print "FAIL: PP 2 without a pipeline bubble"; bad = 1 }
+	$5 == 1 && $13 + 0 != 0 { print "FAIL: PP 1 with a pipeline bubble"; bad = 1 }
+	$4 * $5 != 2 { print "FAIL: row " NR ": layout " $4 "x" $5; bad = 1 }
+	END { exit bad }' || { cat "$tmp/p.csv"; fail=1; }
+
+# markdown: a table under the sweep, every cell filled, both ranks counted
+"$LB" report --db "$db" --figure phases >"$tmp/p.md" || fail=1
+grep -q '^### phases-sweep$' "$tmp/p.md" || { echo "FAIL: md group"; fail=1; }
+grep -q '^| label | mbs | TP | PP | DP | SP | step s | forward s | backward s | optimizer s | exposed comm s | bubble s | peak MiB | rank peaks |$' "$tmp/p.md" ||
+	{ echo "FAIL: md header"; fail=1; }
+[ "$(grep -c 'MiB over 2 ranks |$' "$tmp/p.md")" = 2 ] || { cat "$tmp/p.md"; echo "FAIL: md rank peaks"; fail=1; }
+grep '^| flash' "$tmp/p.md" | grep -q ' - ' && { cat "$tmp/p.md"; echo "FAIL: md has empty cells"; fail=1; }
+
+# --figure all includes it; HTML has its table and no plot for it
+"$LB" report --db "$db" --figure all >"$tmp/all.md" || fail=1
+grep -q '^## Step phases and peak memory per rank (phases)$' "$tmp/all.md" ||
+	{ echo "FAIL: all lacks phases"; fail=1; }
+LB_GNUPLOT=/nonexistent/gnuplot "$LB" report --db "$db" --figure phases --format html \
+	>"$tmp/p.html" 2>/dev/null || { echo "FAIL: html"; fail=1; }
+grep -q '<th>rank peaks</th>' "$tmp/p.html" || { echo "FAIL: html table"; fail=1; }
+grep -q 'No plot' "$tmp/p.html" && { echo "FAIL: html promises a plot for phases"; fail=1; }
+
+# a sweep without runs: the header alone
+"$LB" report --db "$db" --sweep nope --figure phases --format csv >"$tmp/n.csv" || fail=1
+[ "$(cat "$tmp/n.csv")" = "$HEADER" ] || { echo "FAIL: --sweep nope"; fail=1; }
+
+[ $fail = 0 ] && echo "report_phases: all checks passed"
+exit $fail

@@ -156,7 +156,7 @@ static int render_page(struct lb_strbuf *page, const struct report_figure *figs,
 
 		if (!kinds[k])
 			continue;
-		if (figs[k].n && k != REPORT_PHASES) { /* phases: a table, no plot */
+		if (figs[k].n) {
 			plot_script(&script, &figs[k]);
 			int prc = script.failed
 				      ? PLOT_ERR_FAILED

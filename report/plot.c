@@ -110,8 +110,61 @@ static double bar_height(const struct report_bar *b, int use_mfu)
 #define GROUP_GAP	1.0
 #define PX_PER_UNIT	28
 
+/* The phases figure: one stacked bar per run (rank 0's mean phase times, seconds; an
+ * unknown phase counts 0), labelled "<group> (mbs,TP,PP,DP)". */
+static void plot_phases_script(struct lb_strbuf *sb, const struct report_figure *f)
+{
+	static const char *const names[REPORT_PHASE_COUNT] = {
+	    "forward", "backward", "optimizer", "exposed communication", "pipeline bubble"};
+	char text[320];
+	int width = (int)(260 + 2 * PX_PER_UNIT * (double)f->n);
+
+	if (width < 760)
+		width = 760;
+	if (width > 4000)
+		width = 4000;
+	lb_strbuf_addf(sb,
+		       "set terminal svg size %d,560 noenhanced font 'sans,11' background "
+		       "'white'\n$data << EOD\n",
+		       width);
+	for (size_t i = 0; i < f->n; i++) {
+		const struct report_run *r = f->bars[i].run;
+		snprintf(text, sizeof(text), "%s (%d,%d,%d,%d)", f->bars[i].group, r->micro_batch,
+			 r->tp, r->pp, r->dp);
+		gp_data_text(sb, text);
+		for (int k = 0; k < REPORT_PHASE_COUNT; k++)
+			lb_strbuf_addf(sb, " %.9g", r->phase[k] >= 0 ? r->phase[k] : 0.0);
+		lb_strbuf_adds(sb, "\n");
+	}
+	lb_strbuf_adds(sb, "EOD\n"
+			   "set style data histograms\n"
+			   "set style histogram rowstacked\n"
+			   "set style fill solid 0.9 border lc rgb '#333333'\n"
+			   "set boxwidth 0.75 relative\n"
+			   "set grid ytics lc rgb '#dddddd'\n"
+			   "set border 3\nset tics nomirror\n"
+			   "set key outside right top vertical samplen 1.5\n"
+			   "set yrange [0:*]\n"
+			   "set xtics rotate by -30 font 'sans,9'\n"
+			   "set bmargin 8\n"
+			   "set ylabel 'seconds per step (mean, rank 0)'\n"
+			   "set title ");
+	gp_quote(sb, report_kind_title(f->kind));
+	lb_strbuf_adds(sb, "\nplot");
+	for (int k = 0; k < REPORT_PHASE_COUNT; k++) {
+		lb_strbuf_addf(sb, "%s $data using %d%s lc rgb '%s' title ", k ? ", \\\n " : "",
+			       k + 2, k ? "" : ":xtic(1)", palette[k]);
+		gp_quote(sb, names[k]);
+	}
+	lb_strbuf_adds(sb, "\n");
+}
+
 void plot_script(struct lb_strbuf *sb, const struct report_figure *f)
 {
+	if (f->kind == REPORT_PHASES) {
+		plot_phases_script(sb, f);
+		return;
+	}
 	int use_mfu = report_figure_all_mfu(f);
 	const char **series = NULL;
 	double *xs = calloc(f->n ? f->n : 1, sizeof(*xs));

@@ -49,14 +49,20 @@ grep -q '^| label | mbs | TP | PP | DP | SP | step s | forward s | backward s | 
 [ "$(grep -c 'MiB over 2 ranks |$' "$tmp/p.md")" = 2 ] || { cat "$tmp/p.md"; echo "FAIL: md rank peaks"; fail=1; }
 grep '^| flash' "$tmp/p.md" | grep -q ' - ' && { cat "$tmp/p.md"; echo "FAIL: md has empty cells"; fail=1; }
 
-# --figure all includes it; HTML has its table and no plot for it
+# --figure all includes it; HTML has its table, and a stacked bar plot where gnuplot is
 "$LB" report --db "$db" --figure all >"$tmp/all.md" || fail=1
 grep -q '^## Step phases and peak memory per rank (phases)$' "$tmp/all.md" ||
 	{ echo "FAIL: all lacks phases"; fail=1; }
 LB_GNUPLOT=/nonexistent/gnuplot "$LB" report --db "$db" --figure phases --format html \
 	>"$tmp/p.html" 2>/dev/null || { echo "FAIL: html"; fail=1; }
 grep -q '<th>rank peaks</th>' "$tmp/p.html" || { echo "FAIL: html table"; fail=1; }
-grep -q 'No plot' "$tmp/p.html" && { echo "FAIL: html promises a plot for phases"; fail=1; }
+grep -q 'No plot: gnuplot not found' "$tmp/p.html" || { echo "FAIL: html without gnuplot"; fail=1; }
+if command -v "${LB_GNUPLOT:-gnuplot}" >/dev/null 2>&1; then
+	"$LB" report --db "$db" --figure phases --format html >"$tmp/g.html" 2>"$tmp/g.err" ||
+		{ cat "$tmp/g.err"; echo "FAIL: html with gnuplot"; fail=1; }
+	[ "$(grep -c '<svg' "$tmp/g.html")" = 1 ] || { echo "FAIL: html phases plot"; fail=1; }
+	grep -q 'pipeline bubble' "$tmp/g.html" || { echo "FAIL: plot key"; fail=1; }
+fi
 
 # a sweep without runs: the header alone
 "$LB" report --db "$db" --sweep nope --figure phases --format csv >"$tmp/n.csv" || fail=1

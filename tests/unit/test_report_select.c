@@ -12,6 +12,7 @@
 
 #include <cmocka.h>
 
+#include "report/plot.h"
 #include "report/render.h"
 #include "report/report.h"
 
@@ -572,6 +573,14 @@ static void test_phases(void **state)
 	render_html_figure(&sb, &f, NULL, NULL);
 	assert_non_null(strstr(lb_strbuf_str(&sb), "<th>rank peaks</th>"));
 	assert_null(strstr(lb_strbuf_str(&sb), "class=\"plot\""));
+	lb_strbuf_release(&sb);
+	/* the plot: one stacked bar per run, unknown phases as 0 */
+	plot_script(&sb, &f);
+	assert_non_null(strstr(lb_strbuf_str(&sb), "set style histogram rowstacked\n"));
+	assert_non_null(
+	    strstr(lb_strbuf_str(&sb), "\"a (1,2,1,4)\" 0.125 0.25 0.0625 0.03125 0\n"));
+	assert_non_null(strstr(lb_strbuf_str(&sb), "\"a (1,1,1,8)\" 0 0 0 0 0\n"));
+	assert_non_null(strstr(lb_strbuf_str(&sb), "$data using 6 lc rgb"));
 	lb_strbuf_release(&sb);
 	report_figure_release(&f);
 

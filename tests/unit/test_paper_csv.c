@@ -16,6 +16,7 @@
 
 #include "common/layout.h"
 #include "results/paper_csv.h"
+#include "tests/unit/paper_data.h"
 
 static const char *const header =
     "Trial ID,World Size,Average Step Time,Average Step Time * World size,Average TFlops "
@@ -251,29 +252,6 @@ static void test_row_layout(void **state)
 	assert_int_equal(paper_row_layout(&r, "llama-31b", 8192, 512, &l), -1);
 }
 
-static char *read_file(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	char *buf = NULL;
-	long n;
-
-	if (!f)
-		return NULL;
-	if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0) {
-		buf = malloc((size_t)n + 1);
-		if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-			free(buf);
-			buf = NULL;
-		}
-		if (buf) {
-			buf[n] = '\0';
-			*len = (size_t)n;
-		}
-	}
-	fclose(f);
-	return buf;
-}
-
 /* Every shipped CSV parses, and every row maps to a valid layout. */
 static void test_shipped_files(void **state)
 {
@@ -290,8 +268,7 @@ static void test_shipped_files(void **state)
 	    {"llama_30B_bfloat16_256_GPUs_all_runs.csv", 185},
 	    {"llama_30B_bfloat16_64_GPUs_sequence_parallelism.csv", 52},
 	};
-	const char *dir =
-	    getenv("LB_PAPER_DATA") ? getenv("LB_PAPER_DATA") : "../shared/paper-data";
+	const char *dir = paper_data_dir();
 	DIR *d = opendir(dir);
 	struct dirent *de;
 	size_t i, k, nfiles = 0, uneven = 0;

@@ -19,32 +19,10 @@
 
 #include "common/model.h"
 #include "results/paper_csv.h"
+#include "tests/unit/paper_data.h"
 
 #define GPU_MEM_GIB   80.0
 #define FLOOR_PERCENT 95
-
-static char *read_file(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	char *buf = NULL;
-	long n;
-
-	if (!f)
-		return NULL;
-	if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0) {
-		buf = malloc((size_t)n + 1);
-		if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-			free(buf);
-			buf = NULL;
-		}
-		if (buf) {
-			buf[n] = '\0';
-			*len = (size_t)n;
-		}
-	}
-	fclose(f);
-	return buf;
-}
 
 /* The planner's pruning predicate, verbatim. */
 static int predicted_oom(const struct lb_layout *l)
@@ -57,8 +35,7 @@ static int predicted_oom(const struct lb_layout *l)
 
 static void test_memory_agreement(void **state)
 {
-	const char *dir =
-	    getenv("LB_PAPER_DATA") ? getenv("LB_PAPER_DATA") : "../shared/paper-data";
+	const char *dir = paper_data_dir();
 	DIR *d = opendir(dir);
 	struct dirent *de;
 	/* confusion matrix: [actual oom][predicted oom] */

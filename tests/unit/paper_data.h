@@ -12,7 +12,7 @@
 static inline const char *paper_data_dir(void)
 {
 	const char *d = getenv("LB_PAPER_DATA");
-	return d ? d : "../shared/paper-data";
+	return d && *d ? d : "../shared/paper-data";
 }
 
 /* The file's bytes, NUL-terminated (caller frees), length in *len; NULL if unreadable. */

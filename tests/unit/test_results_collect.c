@@ -20,6 +20,7 @@
 #include "common/embed.h"
 #include "results/collect.h"
 #include "results/db.h"
+#include "tests/unit/sql_query.h"
 
 #define FIXDIR "tests/fixtures/runlogs"
 #define FIX    FIXDIR "/run-20261202T120000Z-node1-"
@@ -60,62 +61,6 @@ static int teardown(void **state)
 		return -1;
 	free(e);
 	return 0;
-}
-
-/* First column of the first row as a double / integer / text (NULL: NAN / -999 / "NULL"). */
-static double q_dbl(sqlite3 *db, const char *fmt, ...)
-{
-	char sql[1024];
-	sqlite3_stmt *st;
-	double v = NAN;
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(sql, sizeof(sql), fmt, ap);
-	va_end(ap);
-	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
-		fail_msg("%s: %s", sql, sqlite3_errmsg(db));
-	if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL)
-		v = sqlite3_column_double(st, 0);
-	sqlite3_finalize(st);
-	return v;
-}
-
-static long long q_int(sqlite3 *db, const char *fmt, ...)
-{
-	char sql[1024];
-	sqlite3_stmt *st;
-	long long v = -999;
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(sql, sizeof(sql), fmt, ap);
-	va_end(ap);
-	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
-		fail_msg("%s: %s", sql, sqlite3_errmsg(db));
-	if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL)
-		v = sqlite3_column_int64(st, 0);
-	sqlite3_finalize(st);
-	return v;
-}
-
-static char *q_text(sqlite3 *db, const char *fmt, ...)
-{
-	static char out[4096];
-	char sql[1024];
-	sqlite3_stmt *st;
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(sql, sizeof(sql), fmt, ap);
-	va_end(ap);
-	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
-		fail_msg("%s: %s", sql, sqlite3_errmsg(db));
-	snprintf(out, sizeof(out), "NULL");
-	if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL)
-		snprintf(out, sizeof(out), "%s", (const char *)sqlite3_column_text(st, 0));
-	sqlite3_finalize(st);
-	return out;
 }
 
 /* Collect one path quietly; returns the function's status. */

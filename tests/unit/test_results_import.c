@@ -16,15 +16,10 @@
 #include <cmocka.h>
 
 #include "results/db.h"
+#include "tests/unit/sql_query.h"
 #include "results/import.h"
 #include "results/paper_csv.h"
-
-static const char *data_dir(void)
-{
-	const char *d = getenv("LB_PAPER_DATA");
-
-	return d && *d ? d : "../shared/paper-data";
-}
+#include "tests/unit/paper_data.h"
 
 struct env {
 	char dir[64];
@@ -48,7 +43,7 @@ static int setup(void **state)
 	if (!e)
 		return -1;
 	*state = e;
-	d = opendir(data_dir());
+	d = opendir(paper_data_dir());
 	if (!d)
 		return 0; /* tests skip */
 	while ((de = readdir(d))) {
@@ -58,8 +53,8 @@ static int setup(void **state)
 		e->files = realloc(e->files, (size_t)(e->nfiles + 1) * sizeof(*e->files));
 		if (!e->files)
 			return -1;
-		e->files[e->nfiles] = malloc(strlen(data_dir()) + n + 2);
-		sprintf(e->files[e->nfiles++], "%s/%s", data_dir(), de->d_name);
+		e->files[e->nfiles] = malloc(strlen(paper_data_dir()) + n + 2);
+		sprintf(e->files[e->nfiles++], "%s/%s", paper_data_dir(), de->d_name);
 	}
 	closedir(d);
 	qsort(e->files, (size_t)e->nfiles, sizeof(*e->files), cmp);
@@ -88,24 +83,6 @@ static int teardown(void **state)
 	free(e->files);
 	free(e);
 	return 0;
-}
-
-static long long q_int(sqlite3 *db, const char *fmt, ...)
-{
-	char sql[1024];
-	sqlite3_stmt *st;
-	long long v = -999;
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(sql, sizeof(sql), fmt, ap);
-	va_end(ap);
-	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
-		fail_msg("%s: %s", sql, sqlite3_errmsg(db));
-	if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL)
-		v = sqlite3_column_int64(st, 0);
-	sqlite3_finalize(st);
-	return v;
 }
 
 /* Data lines of a CSV file: non-blank lines after the title and the header. */

@@ -1,12 +1,16 @@
 # layoutbench: one Makefile. Knobs (override on the command line):
 #   CC, CFLAGS, BUILD (object folder), V=1 (loud), SAN=1 (AddressSanitizer + UBSan),
 #   WITH_SLURM=auto|1|0 (libslurm executor), WITH_CURL=auto|1|0 (slurmrestd executor),
-#   CUDA_ARCH=90, NVCC (CUDA backend of the trainer, `make cuda`).
+#   WITH_CUDA=auto|1|0 (the trainer's CUDA backend: built whenever nvcc is found),
+#   CUDA_HOME (default /usr/local/cuda), CUDA_ARCH=90a (sm_90a, H100/H200; 80 for A100).
 CC ?= cc
 BUILD ?= build
 CFLAGS ?= -O2 -g
-CUDA_ARCH ?= 90
-NVCC ?= /usr/local/cuda/bin/nvcc
+CUDA_HOME ?= /usr/local/cuda
+CUDA_ARCH ?= 90a
+NVCC ?= $(CUDA_HOME)/bin/nvcc
+NVCCFLAGS ?= -O3 -lineinfo
+WITH_CUDA ?= auto
 WITH_SLURM ?= auto
 WITH_CURL ?= auto
 V ?= 0
@@ -22,6 +26,10 @@ WITH_SLURM := $(shell test -f /usr/include/slurm/slurm.h && echo 1 || echo 0)
 endif
 ifeq ($(WITH_CURL),auto)
 WITH_CURL := $(shell pkg-config --exists libcurl 2>/dev/null && echo 1 || echo 0)
+endif
+ifeq ($(WITH_CUDA),auto)
+# the sanitizer build leaves CUDA out (its runtime and ASan's shadow memory do not mix)
+WITH_CUDA := $(if $(filter 1,$(SAN)),0,$(shell test -x $(NVCC) && echo 1 || echo 0))
 endif
 
 GIT_COMMIT := $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
@@ -44,12 +52,20 @@ CPPFLAGS += -DLB_WITH_CURL=1
 CLI_LIBS += -lcurl
 endif
 TRAIN_LIBS := -lm -lpthread -lrt
+ifeq ($(WITH_CUDA),1)
+# the trainer needs only CUDA's libraries on a GPU node: the runtime linked statically,
+# cuBLASLt found through the rpath (or LD_LIBRARY_PATH, as `module load cuda` sets it)
+CPPFLAGS += -DLB_WITH_CUDA=1
+TRAIN_LIBS := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublasLt -lcudart_static \
+	-ldl $(TRAIN_LIBS)
+endif
 
 # Sources: every .c of a stage's folder belongs to that stage's library.
 COMMON_SRC  := $(wildcard common/*.c)
 CLI_SRC     := $(wildcard sweeps/*.c results/*.c report/*.c slurm/*.c) \
                $(filter-out cli/main.c,$(wildcard cli/*.c))
 HARNESS_SRC := $(filter-out harness/train_main.c,$(wildcard harness/*.c))
+CUDA_SRC    := $(if $(filter 1,$(WITH_CUDA)),$(wildcard harness/cuda/*.cu))
 
 # Files embedded into the CLI (one source of truth, generated copies).
 EMBED_FILES := $(wildcard results/*.sql) $(wildcard sweeps/specs/*.json) $(wildcard report/*.gp)
@@ -57,7 +73,7 @@ EMBED_FILES := $(wildcard results/*.sql) $(wildcard sweeps/specs/*.json) $(wildc
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 COMMON_OBJ  := $(call obj,$(COMMON_SRC))
 CLI_OBJ     := $(call obj,$(CLI_SRC)) $(BUILD)/obj/gen/embed.o
-HARNESS_OBJ := $(call obj,$(HARNESS_SRC))
+HARNESS_OBJ := $(call obj,$(HARNESS_SRC)) $(patsubst %.cu,$(BUILD)/obj/%.o,$(CUDA_SRC))
 
 LB      := $(BUILD)/layoutbench
 TRAIN   := $(BUILD)/layoutbench-train
@@ -71,13 +87,19 @@ FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
 BENCH_SRC := $(wildcard bench/bench_*.c)
 BENCH_BIN := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 
-.PHONY: all test asan bench fuzz deps quickstart clean format cuda test-slurm
+.PHONY: all test test-gpu asan bench bench-gpu fuzz deps quickstart clean format test-slurm
 all: $(LB) $(TRAIN)
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(@D)
 	@$(if $(filter 0,$(V)),echo "  CC      $<")
 	$(Q)$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -MMD -MP -c -o $@ $<
+
+$(BUILD)/obj/%.o: %.cu
+	@mkdir -p $(@D)
+	@$(if $(filter 0,$(V)),echo "  NVCC    $<")
+	$(Q)$(NVCC) $(CPPFLAGS) -std=c++17 -arch=sm_$(CUDA_ARCH) $(NVCCFLAGS) \
+		-Xcompiler -Wall,-Wextra,-Wno-unused-parameter,-fno-threadsafe-statics -MMD -MP -c -o $@ $<
 
 $(BUILD)/gen/embed.c: $(EMBED_FILES) scripts/embed.sh
 	@mkdir -p $(@D)
@@ -121,12 +143,20 @@ $(BUILD)/bench/%: bench/%.c $(LIBCLI) $(LIBHARNESS) $(LIBCOMMON)
 test: deps-check all $(UNIT_BIN)
 	$(Q)BUILD=$(BUILD) sh tests/run.sh
 
+# make test-gpu: the GPU tests alone, on a machine with a GPU (a skip is a failure here).
+test-gpu: all $(UNIT_BIN)
+	$(Q)BUILD=$(BUILD) TESTS=gpu LB_REQUIRE_GPU=1 sh tests/run.sh
+
 # make asan: the same tests under AddressSanitizer and UBSan, in their own build folder.
 asan:
 	$(Q)$(MAKE) --no-print-directory BUILD=build-asan SAN=1 CFLAGS="-O1 -g" test
 
 bench: all $(BENCH_BIN)
 	$(Q)BUILD=$(BUILD) sh bench/run.sh
+
+# make bench-gpu: the kernel table and the end-to-end MFU table on this machine's GPU.
+bench-gpu: all $(BENCH_BIN)
+	$(Q)BUILD=$(BUILD) sh bench/gpu/round.sh
 
 # Fuzz targets (libFuzzer, clang). FUZZ_TIME seconds per target.
 FUZZ_TIME ?= 60

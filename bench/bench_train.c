@@ -37,8 +37,8 @@ static int bench_matmul(void)
 {
 	const struct lb_ops *o = lb_ops_cpu();
 	int m = 512, n = 512, k = 256, bad = 0;
-	float *a = o->alloc((size_t)m * k), *b = o->alloc((size_t)n * k);
-	float *c = o->alloc((size_t)m * n);
+	float *a = o->alloc((size_t)m * k, LB_K_F32), *b = o->alloc((size_t)n * k, LB_K_F32);
+	float *c = o->alloc((size_t)m * n, LB_K_F32);
 	const char *names[] = {"nn", "nt", "tn"};
 	const int ta[] = {0, 0, 1}, tb[] = {0, 1, 0};
 
@@ -57,7 +57,7 @@ static int bench_matmul(void)
 			double t0 = now_s();
 
 			/* A is (m, k), or (k, m) when transposed; B (k, n), or (n, k) */
-			o->matmul(c, a, b, m, n, k, ta[v], tb[v], 1.0, 0);
+			o->matmul(c, a, b, m, n, k, ta[v], tb[v], 1.0, 0, 0);
 			t[r] = now_s() - t0;
 		}
 		qsort(t, REPS, sizeof(t[0]), cmp_double);
@@ -89,8 +89,9 @@ static int bench_attention(void)
 	const struct lb_ops *o = lb_ops_cpu();
 	int b = 1, s = 256, nh = 4, nkv = 4, d = 16, bad = 0;
 	size_t nq = (size_t)b * s * (nh + 2 * nkv) * d, no = (size_t)b * s * nh * d;
-	float *qkv = o->alloc(nq), *dout = o->alloc(no), *out[3], *dq[3];
-	float *saved = o->alloc((size_t)b * nh * s * s), *scr = o->alloc(lb_ops_attn_scratch(s));
+	float *qkv = o->alloc(nq, LB_K_F32), *dout = o->alloc(no, LB_K_F32), *out[3], *dq[3];
+	float *saved = o->alloc((size_t)b * nh * s * s, LB_K_ACT);
+	float *scr = o->alloc(o->attn_scratch(b, s, nh, d), LB_K_F32);
 	const char *names[] = {"naive", "fused_softmax", "flash"};
 
 	for (size_t i = 0; i < nq; i++)
@@ -100,7 +101,7 @@ static int bench_attention(void)
 	for (int v = 0; v < 3; v++) {
 		double t[REPS];
 
-		out[v] = o->alloc(no), dq[v] = o->alloc(nq);
+		out[v] = o->alloc(no, LB_K_F32), dq[v] = o->alloc(nq, LB_K_F32);
 		for (int r = 0; r < REPS; r++) {
 			double t0 = now_s();
 

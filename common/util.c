@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 int lb_parse_long(const char *s, long min, long max, long *out)
 {
@@ -252,4 +253,12 @@ size_t lb_json_escape(const char *s, char *buf, size_t len)
 	if (len)
 		buf[need < len ? need : len - 1] = '\0';
 	return need;
+}
+
+double lb_now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }

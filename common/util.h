@@ -2,7 +2,7 @@
  * Small shared helpers for every stage (libc only; the trainer links them on compute
  * nodes): checked number parsing (strtol/strtod with range checks, never atoi), JSON
  * string escaping for writers that do not use cJSON, a growable string buffer, and the
- * FNV-1a hash behind the layout id.
+ * FNV-1a hash behind the layout id, and the monotonic clock.
  */
 #ifndef LB_UTIL_H
 #define LB_UTIL_H
@@ -19,6 +19,9 @@ int lb_parse_int(const char *s, int min, int max, int *out);
 int lb_parse_u64(const char *s, uint64_t *out);
 /* Parse a whole string as a finite double in [min, max]. Returns 0 or -1. */
 int lb_parse_double(const char *s, double min, double max, double *out);
+
+/* Seconds of CLOCK_MONOTONIC (for intervals). */
+double lb_now_s(void);
 
 /* 64-bit FNV-1a of len bytes, starting from the standard offset basis. */
 uint64_t lb_fnv1a64(const void *data, size_t len);

@@ -21,7 +21,7 @@
 
 #include <stddef.h>
 
-enum lb_dtype { LB_F32 = 0, LB_BF16, LB_F16, LB_I32 };
+enum lb_dtype { LB_F32 = 0, LB_BF16, LB_F16, LB_I32, LB_F64 };
 enum lb_redop { LB_SUM = 0, LB_MAX, LB_AVG };
 
 #define LB_COMM_EFAIL	 -1 /* backend error (nccl_error) */
@@ -64,7 +64,7 @@ struct lb_comm {
 
 /* Bytes per element; 0 for an unknown type. */
 size_t lb_dtype_size(enum lb_dtype t);
-/* "f32", "bf16", "f16", "i32" (static text). */
+/* "f32", "bf16", "f16", "i32", "f64" (static text). */
 const char *lb_dtype_name(enum lb_dtype t);
 /* Text of a LB_COMM_E* code (static text), e.g. for "all_reduce failed: %s". */
 const char *lb_comm_strerror(int code);

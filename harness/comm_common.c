@@ -14,6 +14,8 @@ size_t lb_dtype_size(enum lb_dtype t)
 	case LB_BF16:
 	case LB_F16:
 		return 2;
+	case LB_F64:
+		return 8;
 	}
 	return 0;
 }
@@ -29,6 +31,8 @@ const char *lb_dtype_name(enum lb_dtype t)
 		return "f16";
 	case LB_I32:
 		return "i32";
+	case LB_F64:
+		return "f64";
 	}
 	return "unknown";
 }

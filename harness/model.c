@@ -11,6 +11,8 @@
  */
 #include "harness/model.h"
 
+#include "common/util.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,7 +30,7 @@ enum { K_ATTN_NORM = 0, K_WQKV, K_WO, K_MLP_NORM, K_WGU, K_WDOWN };
 
 /* --- allocation --- */
 
-static void *balloc(struct lb_llama *m, size_t n)
+static void *balloc(struct lb_llama *m, size_t n, enum lb_kind k)
 {
 	void *p;
 
@@ -41,7 +43,7 @@ static void *balloc(struct lb_llama *m, size_t n)
 		m->allocs = a;
 		m->cap_allocs = cap;
 	}
-	p = m->ops->alloc(n ? n : 1);
+	p = m->ops->alloc(n ? n : 1, k);
 	if (p)
 		m->allocs[m->n_allocs++] = p;
 	return p;
@@ -57,8 +59,6 @@ void lb_llama_free(struct lb_llama *m)
 	if (m->slots)
 		for (int s = 0; s < m->n_slots; s++) {
 			free(m->slots[s].layers);
-			free(m->slots[s].tokens);
-			free(m->slots[s].targets);
 		}
 	free(m->slots);
 	free(m->tensors);
@@ -169,8 +169,9 @@ static int init_params(struct lb_llama *m)
 				row[c] = t->init_std *
 					 normal_at(m->layout.seed, t->key, gr * gcols + gc);
 			}
-			m->ops->write(m->ops->at(m->params, t->offset + (size_t)r * t->cols), row,
-				      (size_t)t->cols);
+			m->ops->write(lb_at(m->ops, m->params, t->offset + (size_t)r * t->cols,
+					    LB_K_ACT),
+				      row, (size_t)t->cols, LB_K_ACT);
 		}
 	}
 	free(row);
@@ -225,11 +226,22 @@ static int build_tensors(struct lb_llama *m)
 
 /* --- activations --- */
 
-#define A(n)                                                                                       \
+/* Allocate buffer n of sz elements: A for act buffers (bf16 on the GPU), AF for f32 ones
+ * (statistics, main gradients, scratch), AK for a kind chosen at run time. */
+#define AK(n, kind)                                                                                \
 	do {                                                                                       \
-		if (!((n) = balloc(m, sz)))                                                        \
+		if (!((n) = balloc(m, sz, (kind))))                                                \
 			return LB_E_OOM;                                                           \
 	} while (0)
+#define A(n)  AK(n, LB_K_ACT)
+#define AF(n) AK(n, LB_K_F32)
+
+/* The attention core's saved state: the log-sum-exp (f32) for flash, else the
+ * probabilities (act). */
+static enum lb_kind attp_kind(const struct lb_llama *m)
+{
+	return m->layout.attention == LB_ATTN_FLASH ? LB_K_F32 : LB_K_ACT;
+}
 
 static size_t attp_count(const struct lb_llama *m)
 {
@@ -255,8 +267,8 @@ static int alloc_layer(struct lb_llama *m, struct lb_layer_acts *a, int with_x_i
 		A(a->xhat2);
 	}
 	sz = t;
-	A(a->rstd1);
-	A(a->rstd2);
+	AF(a->rstd1);
+	AF(a->rstd2);
 	sz = (size_t)m->T * m->qkv_dim;
 	A(a->qkv);
 	sz = (size_t)m->T * m->nh * m->D;
@@ -267,7 +279,7 @@ static int alloc_layer(struct lb_llama *m, struct lb_layer_acts *a, int with_x_i
 	A(a->act);
 	if (with_attp) {
 		sz = attp_count(m);
-		A(a->attp);
+		AK(a->attp, attp_kind(m));
 	}
 	return 0;
 }
@@ -279,10 +291,13 @@ static int alloc_slot(struct lb_llama *m, struct lb_slot *s)
 	enum lb_ckpt ck = m->layout.checkpointing;
 
 	s->layers = calloc((size_t)nl, sizeof(*s->layers));
-	s->tokens = calloc((size_t)m->T, sizeof(*s->tokens));
-	s->targets = calloc((size_t)m->T, sizeof(*s->targets));
-	if (!s->layers || !s->tokens || !s->targets)
+	if (!s->layers)
 		return LB_E_OOM;
+	sz = (size_t)m->T;
+	if (m->first)
+		AK(s->tokens, LB_K_I32);
+	if (m->last)
+		AK(s->targets, LB_K_I32);
 	for (int j = 0; j < nl; j++) {
 		struct lb_layer_acts *a = &s->layers[j];
 
@@ -303,12 +318,12 @@ static int alloc_slot(struct lb_llama *m, struct lb_slot *s)
 			A(s->xhatf);
 		A(s->xnf);
 		sz = (size_t)m->Tl;
-		A(s->rstdf);
+		AF(s->rstdf);
 		sz = (size_t)m->T;
-		A(s->losses);
-		A(s->rowmax);
-		A(s->sumexp);
-		A(s->tgt);
+		AF(s->losses);
+		AF(s->rowmax);
+		AF(s->sumexp);
+		AF(s->tgt);
 		sz = (size_t)m->T * m->V;
 		A(s->logits);
 	}
@@ -324,13 +339,15 @@ static int alloc_all(struct lb_llama *m)
 
 	sz = m->n_alloc;
 	A(m->params);
-	A(m->grads);
+	AF(m->grads);
+	sz = 1;
+	AK(m->loss_acc, LB_K_F64);
 	if (ck == LB_CKPT_FULL) {
 		if ((rc = alloc_layer(m, &m->ws, 0, 1)))
 			return rc;
 	} else if (ck == LB_CKPT_SELECTIVE) {
 		sz = attp_count(m);
-		A(m->ws.attp);
+		AK(m->ws.attp, attp_kind(m));
 	}
 	for (int s = 0; s < m->n_slots; s++)
 		if ((rc = alloc_slot(m, &m->slots[s])))
@@ -355,21 +372,25 @@ static int alloc_all(struct lb_llama *m)
 	A(m->dgu);
 	sz = (size_t)m->T * m->F;
 	A(m->dact);
-	sz = th + m->T;
-	A(m->nscratch);
-	sz = lb_ops_attn_scratch(m->S);
-	A(m->ascratch);
+	if (m->layout.norm == LB_NORM_UNFUSED) {
+		sz = m->ops->norm_scratch(m->T, m->H);
+		AF(m->nscratch);
+	}
+	sz = m->ops->attn_scratch(m->B, m->S, m->nh, m->D);
+	AF(m->ascratch);
 	sz = (size_t)m->S * m->D;
-	A(m->rope);
+	AF(m->rope);
 	cs = lb_rope_table_host(m->S, m->D);
 	if (!cs)
 		return LB_E_OOM;
-	m->ops->write(m->rope, cs, sz);
+	m->ops->write(m->rope, cs, sz, LB_K_F32);
 	free(cs);
 	return 0;
 }
 
 #undef A
+#undef AF
+#undef AK
 
 int lb_llama_init(struct lb_llama *m, const struct lb_ops *ops, struct lb_comm *tp,
 		  const struct lb_layout *layout, int stage, int n_slots)
@@ -425,12 +446,12 @@ int lb_llama_init(struct lb_llama *m, const struct lb_ops *ops, struct lb_comm *
 
 void *lb_llama_param(struct lb_llama *m, int i)
 {
-	return m->ops->at(m->params, m->tensors[i].offset);
+	return lb_at(m->ops, m->params, m->tensors[i].offset, LB_K_ACT);
 }
 
 void *lb_llama_grad(struct lb_llama *m, int i)
 {
-	return m->ops->at(m->grads, m->tensors[i].offset);
+	return lb_at(m->ops, m->grads, m->tensors[i].offset, LB_K_F32);
 }
 
 int lb_llama_find(const struct lb_llama *m, const char *name)
@@ -443,7 +464,7 @@ int lb_llama_find(const struct lb_llama *m, const char *name)
 
 void lb_llama_zero_grads(struct lb_llama *m)
 {
-	m->ops->zero(m->grads, m->n_alloc);
+	m->ops->zero(m->grads, m->n_alloc, LB_K_F32);
 }
 
 void *lb_llama_stage_input(struct lb_llama *m, int slot)
@@ -532,8 +553,10 @@ void lb_llama_add_full(struct lb_llama *m, float *full)
 		if (lb_llama_tied_copy(m, i) || (lb_llama_tp_replicated(m, i) && m->tp_rank))
 			continue;
 		for (int r = 0; r < t->rows; r++) {
-			m->ops->read(row, m->ops->at(m->params, t->offset + (size_t)r * t->cols),
-				     (size_t)t->cols);
+			m->ops->read(row,
+				     lb_at(m->ops, m->params, t->offset + (size_t)r * t->cols,
+					   LB_K_ACT),
+				     (size_t)t->cols, LB_K_ACT);
 			for (int c = 0; c < t->cols; c++) {
 				uint64_t gr, gc, gcols;
 
@@ -554,24 +577,17 @@ static int comm_status(int rc)
 	return (rc == LB_COMM_ETIMEOUT || rc == LB_COMM_EPEER) ? LB_E_TIMEOUT : LB_E_COMM;
 }
 
-static double mono_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int tp_all_reduce(struct lb_llama *m, void *buf, size_t n, enum lb_redop op)
+static int tp_all_reduce(struct lb_llama *m, void *buf, size_t n, enum lb_kind k,
+			 enum lb_redop op)
 {
 	double t0;
 	int rc;
 
 	if (!m->tp || m->tp->size == 1)
 		return 0;
-	t0 = mono_s();
-	rc = m->tp->ops->all_reduce(m->tp, buf, buf, n, m->ops->dtype, op, NULL);
-	m->comm_s += mono_s() - t0;
+	t0 = lb_now_s();
+	rc = m->tp->ops->all_reduce(m->tp, buf, buf, n, m->ops->dtype[k], op, m->ops->stream());
+	m->comm_s += lb_now_s() - t0;
 	return comm_status(rc);
 }
 
@@ -584,11 +600,11 @@ static int tp_reduce(struct lb_llama *m, void *full, void *local, void **res)
 
 	*res = full;
 	if (!m->sp)
-		return tp_all_reduce(m, full, (size_t)m->T * m->H, LB_SUM);
-	t0 = mono_s();
-	rc = m->tp->ops->reduce_scatter(m->tp, full, local, (size_t)m->Tl * m->H, m->ops->dtype,
-					LB_SUM, NULL);
-	m->comm_s += mono_s() - t0;
+		return tp_all_reduce(m, full, (size_t)m->T * m->H, LB_K_ACT, LB_SUM);
+	t0 = lb_now_s();
+	rc = m->tp->ops->reduce_scatter(m->tp, full, local, (size_t)m->Tl * m->H,
+					m->ops->dtype[LB_K_ACT], LB_SUM, m->ops->stream());
+	m->comm_s += lb_now_s() - t0;
 	*res = local;
 	return comm_status(rc);
 }
@@ -596,11 +612,11 @@ static int tp_reduce(struct lb_llama *m, void *full, void *local, void **res)
 /* SP: gather the tokens of every tp rank, local (Tl, H) -> full (T, H). */
 static int tp_gather(struct lb_llama *m, const void *local, void *full)
 {
-	double t0 = mono_s();
-	int rc =
-	    m->tp->ops->all_gather(m->tp, local, full, (size_t)m->Tl * m->H, m->ops->dtype, NULL);
+	double t0 = lb_now_s();
+	int rc = m->tp->ops->all_gather(m->tp, local, full, (size_t)m->Tl * m->H,
+					m->ops->dtype[LB_K_ACT], m->ops->stream());
 
-	m->comm_s += mono_s() - t0;
+	m->comm_s += lb_now_s() - t0;
 	return comm_status(rc);
 }
 
@@ -610,7 +626,8 @@ int lb_llama_sync_sp_grads(struct lb_llama *m)
 		return 0;
 	for (int i = 0; i < m->n_tensors; i++)
 		if (lb_llama_tp_replicated(m, i)) {
-			int rc = tp_all_reduce(m, lb_llama_grad(m, i), m->tensors[i].count, LB_SUM);
+			int rc = tp_all_reduce(m, lb_llama_grad(m, i), m->tensors[i].count,
+					       LB_K_F32, LB_SUM);
 
 			if (rc)
 				return rc;
@@ -701,16 +718,16 @@ static int layer_fwd(struct lb_llama *m, int j, struct lb_layer_acts *a, void *y
 	void *r, *xf;
 
 	CHECK(norm_fwd_full(m, a->xn1, a->xhat1, a->rstd1, a->x_in, P(m->lt[j].attn_norm), &xf));
-	o->matmul(a->qkv, xf, P(m->lt[j].wqkv), T, m->qkv_dim, H, 0, 1, 1.0, 0);
+	o->matmul(a->qkv, xf, P(m->lt[j].wqkv), T, m->qkv_dim, H, 0, 1, 1.0, 0, 0);
 	o->rope_fwd(a->qkv, m->rope, T, m->S, m->qkv_dim, m->nh + m->nkv, m->D);
 	attn_fwd(m, a);
-	o->matmul(m->tmp, a->att, P(m->lt[j].wo), T, H, hd, 0, 1, 1.0, 0); /* row-parallel */
+	o->matmul(m->tmp, a->att, P(m->lt[j].wo), T, H, hd, 0, 1, 1.0, 0, 0); /* row-parallel */
 	CHECK(tp_reduce(m, m->tmp, m->nloc, &r));
 	o->add(a->x_mid, a->x_in, r, tlh);
 	CHECK(norm_fwd_full(m, a->xn2, a->xhat2, a->rstd2, a->x_mid, P(m->lt[j].mlp_norm), &xf));
-	o->matmul(a->gu, xf, P(m->lt[j].wgu), T, 2 * m->F, H, 0, 1, 1.0, 0);
+	o->matmul(a->gu, xf, P(m->lt[j].wgu), T, 2 * m->F, H, 0, 1, 1.0, 0, 0);
 	o->swiglu_fwd(a->act, a->gu, T, m->F);
-	o->matmul(m->tmp, a->act, P(m->lt[j].wdown), T, H, m->F, 0, 1, 1.0, 0); /* row-par. */
+	o->matmul(m->tmp, a->act, P(m->lt[j].wdown), T, H, m->F, 0, 1, 1.0, 0, 0); /* row-par. */
 	CHECK(tp_reduce(m, m->tmp, m->nloc, &r));
 	o->add(y, a->x_mid, r, tlh);
 	return 0;
@@ -728,12 +745,12 @@ static int layer_bwd(struct lb_llama *m, int j, struct lb_layer_acts *a)
 		CHECK(tp_gather(m, m->dres, m->tmp));
 		dy = m->tmp;
 	}
-	o->matmul(m->dact, dy, P(m->lt[j].wdown), T, F, H, 0, 0, 1.0, 0);
-	o->matmul(G(m->lt[j].wdown), dy, a->act, H, F, T, 1, 0, 1.0, 1);
+	o->matmul(m->dact, dy, P(m->lt[j].wdown), T, F, H, 0, 0, 1.0, 0, 0);
+	o->matmul(G(m->lt[j].wdown), dy, a->act, H, F, T, 1, 0, 1.0, 1, 1);
 	o->swiglu_bwd(m->dgu, m->dact, a->gu, T, F);
-	o->matmul(m->dxn, m->dgu, P(m->lt[j].wgu), T, H, 2 * F, 0, 0, 1.0, 0);
+	o->matmul(m->dxn, m->dgu, P(m->lt[j].wgu), T, H, 2 * F, 0, 0, 1.0, 0, 0);
 	CHECK(whole(m, a->xn2, &xf));
-	o->matmul(G(m->lt[j].wgu), m->dgu, xf, 2 * F, H, T, 1, 0, 1.0, 1);
+	o->matmul(G(m->lt[j].wgu), m->dgu, xf, 2 * F, H, T, 1, 0, 1.0, 1, 1);
 	CHECK(tp_reduce(m, m->dxn, m->nloc, &d)); /* column-parallel input */
 	norm_bwd(m, m->dres, G(m->lt[j].mlp_norm), d, a->x_mid, a->xhat2, P(m->lt[j].mlp_norm),
 		 a->rstd2);
@@ -744,8 +761,8 @@ static int layer_bwd(struct lb_llama *m, int j, struct lb_layer_acts *a)
 		CHECK(tp_gather(m, m->dres, m->tmp));
 		dy = m->tmp;
 	}
-	o->matmul(m->datt, dy, P(m->lt[j].wo), T, hd, H, 0, 0, 1.0, 0);
-	o->matmul(G(m->lt[j].wo), dy, a->att, H, hd, T, 1, 0, 1.0, 1);
+	o->matmul(m->datt, dy, P(m->lt[j].wo), T, hd, H, 0, 0, 1.0, 0, 0);
+	o->matmul(G(m->lt[j].wo), dy, a->att, H, hd, T, 1, 0, 1.0, 1, 1);
 	if (m->layout.checkpointing == LB_CKPT_SELECTIVE)
 		attn_fwd(m, a); /* recompute the attention core's saved state */
 	if (m->layout.attention == LB_ATTN_FLASH)
@@ -755,9 +772,9 @@ static int layer_bwd(struct lb_llama *m, int j, struct lb_layer_acts *a)
 		o->attn_probs_bwd(m->dqkv, m->ascratch, m->datt, a->attp, a->qkv, m->B, m->S, m->nh,
 				  m->nkv, m->D);
 	o->rope_bwd(m->dqkv, m->rope, T, m->S, m->qkv_dim, m->nh + m->nkv, m->D);
-	o->matmul(m->dxn, m->dqkv, P(m->lt[j].wqkv), T, H, m->qkv_dim, 0, 0, 1.0, 0);
+	o->matmul(m->dxn, m->dqkv, P(m->lt[j].wqkv), T, H, m->qkv_dim, 0, 0, 1.0, 0, 0);
 	CHECK(whole(m, a->xn1, &xf));
-	o->matmul(G(m->lt[j].wqkv), m->dqkv, xf, m->qkv_dim, H, T, 1, 0, 1.0, 1);
+	o->matmul(G(m->lt[j].wqkv), m->dqkv, xf, m->qkv_dim, H, T, 1, 0, 1.0, 1, 1);
 	CHECK(tp_reduce(m, m->dxn, m->nloc, &d));
 	norm_bwd(m, m->dres, G(m->lt[j].attn_norm), d, a->x_in, a->xhat1, P(m->lt[j].attn_norm),
 		 a->rstd1);
@@ -790,11 +807,11 @@ int lb_llama_forward(struct lb_llama *m, int slot, const int32_t *tokens, const 
 	if (m->first) {
 		void *e = m->sp ? m->tmp : s->layers[0].x_in;
 
-		memcpy(s->tokens, tokens, (size_t)T * sizeof(*tokens));
+		o->write_i32(s->tokens, tokens, (size_t)T);
 		o->embed_fwd(e, P(m->t_embed), s->tokens, T, H, m->v0, m->V);
 		CHECK(tp_reduce(m, e, s->layers[0].x_in, &r)); /* vocab-parallel */
 	} else if (in) {
-		o->copy(s->layers[0].x_in, in, tlh);
+		o->copy(s->layers[0].x_in, in, tlh, LB_K_ACT);
 	}
 	for (int j = 0; j < nl; j++) {
 		struct lb_layer_acts a = layer_acts(m, s, j);
@@ -806,16 +823,17 @@ int lb_llama_forward(struct lb_llama *m, int slot, const int32_t *tokens, const 
 		return 0;
 
 	/* final norm, vocab-parallel head, cross-entropy with its gradient */
-	memcpy(s->targets, targets, (size_t)T * sizeof(*targets));
+	o->write_i32(s->targets, targets, (size_t)T);
 	CHECK(norm_fwd_full(m, s->xnf, s->xhatf, s->rstdf, s->x_out, P(m->t_norm), &xf));
-	o->matmul(s->logits, xf, P(m->t_head), T, m->V, H, 0, 1, 1.0, 0);
+	o->matmul(s->logits, xf, P(m->t_head), T, m->V, H, 0, 1, 1.0, 0, 0);
 	o->xent_max(s->rowmax, s->logits, T, m->V);
-	CHECK(tp_all_reduce(m, s->rowmax, (size_t)T, LB_MAX));
+	CHECK(tp_all_reduce(m, s->rowmax, (size_t)T, LB_K_F32, LB_MAX));
 	o->xent_sum(s->sumexp, s->tgt, s->logits, s->rowmax, s->targets, T, m->V, m->v0);
-	CHECK(tp_all_reduce(m, s->sumexp, (size_t)T, LB_SUM));
-	CHECK(tp_all_reduce(m, s->tgt, (size_t)T, LB_SUM));
+	CHECK(tp_all_reduce(m, s->sumexp, (size_t)T, LB_K_F32, LB_SUM));
+	CHECK(tp_all_reduce(m, s->tgt, (size_t)T, LB_K_F32, LB_SUM));
 	o->xent_grad(s->logits, s->losses, s->rowmax, s->sumexp, s->tgt, s->targets, T, m->V, m->v0,
 		     loss_scale);
+	o->sum_acc(m->loss_acc, s->losses, (size_t)T);
 	if (loss_sum)
 		*loss_sum = o->sum(s->losses, (size_t)T);
 	return 0;
@@ -830,16 +848,16 @@ int lb_llama_backward(struct lb_llama *m, int slot, const void *dout)
 	void *d, *xf;
 
 	if (m->last) {
-		o->matmul(m->dxn, s->logits, P(m->t_head), T, H, m->V, 0, 0, 1.0, 0);
+		o->matmul(m->dxn, s->logits, P(m->t_head), T, H, m->V, 0, 0, 1.0, 0, 0);
 		CHECK(whole(m, s->xnf, &xf));
-		o->matmul(G(m->t_head), s->logits, xf, m->V, H, T, 1, 0, 1.0, 1);
+		o->matmul(G(m->t_head), s->logits, xf, m->V, H, T, 1, 0, 1.0, 1, 1);
 		CHECK(tp_reduce(m, m->dxn, m->nloc, &d));
-		o->zero(m->dres, tlh);
+		o->zero(m->dres, tlh, LB_K_ACT);
 		norm_bwd(m, m->dres, G(m->t_norm), d, s->x_out, s->xhatf, P(m->t_norm), s->rstdf);
 	} else if (!dout) {
-		o->copy(m->dres, m->dout_buf, tlh);
+		o->copy(m->dres, m->dout_buf, tlh, LB_K_ACT);
 	} else if (dout != m->dres) {
-		o->copy(m->dres, dout, tlh);
+		o->copy(m->dres, dout, tlh, LB_K_ACT);
 	}
 	for (int j = nl - 1; j >= 0; j--) {
 		struct lb_layer_acts a = layer_acts(m, s, j);

@@ -42,7 +42,9 @@ struct lb_tensor {
 	int row_kind;	 /* how shard rows/cols map to the full tensor (init), model.c */
 };
 
-/* Activations of one layer for one micro-batch (T tokens; shard sizes). */
+/* Activations of one layer for one micro-batch (T tokens; shard sizes). Every buffer is
+ * act (bf16 on the GPU) except the statistics rstd (f32) and, with flash attention, the
+ * saved log-sum-exp attp (f32). */
 /* T: tokens of the micro-batch; Tl: of the residual stream on this rank (T / tp with
  * sequence parallelism, else T). */
 struct lb_layer_acts {
@@ -72,8 +74,9 @@ struct lb_slot {
 	void *logits; /* (T, V) logits, replaced by dlogits in the forward (last stage) */
 	void *losses; /* (T) per-token loss */
 	void *rowmax, *sumexp, *tgt; /* (T) cross-entropy statistics */
-	int32_t *tokens;	     /* (T) host: this micro-batch's inputs (first stage) */
-	int32_t *targets;	     /* (T) host: next tokens (last stage) */
+	int32_t *tokens;	     /* (T) i32 backend memory: this micro-batch's inputs
+					(first stage; else NULL) */
+	int32_t *targets;	     /* (T) i32 backend memory: next tokens (last stage) */
 };
 
 struct lb_llama {
@@ -96,8 +99,11 @@ struct lb_llama {
 	size_t n_params;	     /* elements of params and grads */
 	size_t n_alloc;		     /* n_params rounded up to a multiple of dp (ZeRO-1
 					equal shards); the padding stays zero */
-	void *params;		     /* flat, n_alloc */
-	void *grads;		     /* flat, n_alloc; backward accumulates */
+	void *params;		     /* flat, n_alloc, act (bf16 on the GPU) */
+	void *grads;		     /* flat, n_alloc, f32 main gradients; backward
+					accumulates over the micro-batches */
+	void *loss_acc;		     /* one f64 element: every forward adds its token-loss
+					sum (the trainer zeroes it per step and reads it once) */
 	int t_embed, t_norm, t_head; /* tensor indices; -1 when not on this stage */
 	struct {
 		int attn_norm, wqkv, wo, mlp_norm, wgu, wdown;
@@ -122,9 +128,9 @@ struct lb_llama {
 				    (forward) or a weight gradient (backward) */
 	double comm_s;		 /* seconds spent in tensor-parallel collectives (summed
 				    until the caller resets it) */
-	void *nscratch;		 /* T*H + T, unfused norm passes */
-	void *ascratch;		 /* attention scratch, lb_ops_attn_scratch(S) */
-	void *rope;		 /* (S, D/2, 2) cos/sin table */
+	void *nscratch;		 /* f32, ops->norm_scratch(T, H): unfused norm passes */
+	void *ascratch;		 /* f32, ops->attn_scratch(B, S, nh, D) */
+	void *rope;		 /* (S, D/2, 2) f32 cos/sin table */
 
 	void **allocs; /* every backend buffer, freed by lb_llama_free */
 	int n_allocs, cap_allocs;
@@ -154,8 +160,10 @@ void lb_llama_zero_grads(struct lb_llama *m);
  * embedded; other stages read the input activation (T, H) from `in`, or, when in is
  * NULL, from lb_llama_stage_input() where a receive put it. Last stage: targets (T) give
  * the loss; the gradient of the logits is computed at once with weight loss_scale per
- * token (1 / tokens of the global batch) and kept for the backward; *loss_sum gets the
- * sum of this micro-batch's token losses. tokens/targets are copied into the slot.
+ * token (1 / tokens of the global batch) and kept for the backward; the sum of this
+ * micro-batch's token losses is added to loss_acc on the device, and when loss_sum is not
+ * NULL also read back into it (tests; that waits for the device). tokens/targets (host)
+ * are uploaded into the slot.
  * Returns 0 or an LB_E_* code.
  */
 int lb_llama_forward(struct lb_llama *m, int slot, const int32_t *tokens, const int32_t *targets,

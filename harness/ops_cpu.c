@@ -5,6 +5,7 @@
  */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "harness/ops.h"
 
@@ -19,21 +20,25 @@
 #define FN(name) name##_f32
 #define EXP	 expf
 #define OPS_NAME "cpu"
+#define OPS_DTYPE LB_F32
 #include "harness/ops_cpu_impl.h"
 #undef REAL
 #undef FN
 #undef EXP
 #undef OPS_NAME
+#undef OPS_DTYPE
 
 #define REAL	 double
 #define FN(name) name##_f64
 #define EXP	 exp
 #define OPS_NAME "cpu-f64"
+#define OPS_DTYPE LB_F64
 #include "harness/ops_cpu_impl.h"
 #undef REAL
 #undef FN
 #undef EXP
 #undef OPS_NAME
+#undef OPS_DTYPE
 
 const struct lb_ops *lb_ops_cpu(void)
 {
@@ -62,7 +67,25 @@ double *lb_rope_table_host(int s, int d)
 	return cs;
 }
 
-size_t lb_ops_attn_scratch(int s)
+/* The registry (ops.h). */
+const struct lb_ops *lb_ops_find(const char *name)
 {
-	return (size_t)s * s;
+	if (!strcmp(name, "cpu"))
+		return lb_ops_cpu();
+	if (!strcmp(name, "cpu-f64"))
+		return lb_ops_cpu_f64();
+#ifdef LB_WITH_CUDA
+	if (!strcmp(name, "cuda"))
+		return lb_ops_cuda();
+#endif
+	return NULL;
+}
+
+int lb_ops_have_cuda(void)
+{
+#ifdef LB_WITH_CUDA
+	return 1;
+#else
+	return 0;
+#endif
 }

@@ -10,7 +10,9 @@
  */
 #include <math.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 /* --- memory: a counting allocator with a cap on live bytes (--mem-limit) --- */
 
@@ -20,12 +22,17 @@ static struct {
 
 #define HDR 64 /* header holding the size; keeps 64-byte alignment of the data */
 
-static void *FN(alloc)(size_t n)
+/* Bytes per element of each kind (ops.h's table): the reference type, doubles for the step
+ * accumulators, int32 token ids. */
+static const size_t FN(esz)[LB_NKINDS] = {sizeof(REAL), sizeof(REAL), sizeof(double),
+					  sizeof(int32_t)};
+
+static void *FN(alloc)(size_t n, enum lb_kind k)
 {
-	size_t bytes = n * sizeof(REAL);
+	size_t es = FN(esz)[k], bytes = n * es;
 	unsigned char *p;
 
-	if (n && bytes / n != sizeof(REAL))
+	if (n && bytes / n != es)
 		return NULL;
 	if (FN(mem).limit && FN(mem).live + bytes > FN(mem).limit)
 		return NULL;
@@ -52,35 +59,57 @@ static void FN(free_)(void *q)
 	free(p);
 }
 
-static void *FN(at)(void *p, size_t off)
+static void FN(zero)(void *p, size_t n, enum lb_kind k)
 {
-	return (REAL *)p + off;
+	memset(p, 0, n * FN(esz)[k]);
 }
 
-static void FN(zero)(void *p, size_t n)
+static void FN(copy)(void *dst, const void *src, size_t n, enum lb_kind k)
 {
-	memset(p, 0, n * sizeof(REAL));
+	memcpy(dst, src, n * FN(esz)[k]);
 }
 
-static void FN(copy)(void *dst, const void *src, size_t n)
+/* Element i of a buffer of kind k as a double (k: ACT, F32, F64 or I32). */
+static double FN(get)(const void *p, size_t i, enum lb_kind k)
 {
-	memcpy(dst, src, n * sizeof(REAL));
+	if (k == LB_K_F64)
+		return ((const double *)p)[i];
+	if (k == LB_K_I32)
+		return ((const int32_t *)p)[i];
+	return ((const REAL *)p)[i];
 }
 
-static void FN(write)(void *dst, const double *src, size_t n)
+static void FN(set)(void *p, size_t i, enum lb_kind k, double x)
 {
-	REAL *d = dst;
+	if (k == LB_K_F64)
+		((double *)p)[i] = x;
+	else if (k == LB_K_I32)
+		((int32_t *)p)[i] = (int32_t)x;
+	else
+		((REAL *)p)[i] = (REAL)x;
+}
 
+static void FN(cast)(void *dst, enum lb_kind dk, const void *src, enum lb_kind sk, size_t n)
+{
 	for (size_t i = 0; i < n; i++)
-		d[i] = (REAL)src[i];
+		FN(set)(dst, i, dk, FN(get)(src, i, sk));
 }
 
-static void FN(read)(double *dst, const void *src, size_t n)
+static void FN(write)(void *dst, const double *src, size_t n, enum lb_kind k)
 {
-	const REAL *s = src;
-
 	for (size_t i = 0; i < n; i++)
-		dst[i] = (double)s[i];
+		FN(set)(dst, i, k, src[i]);
+}
+
+static void FN(read)(double *dst, const void *src, size_t n, enum lb_kind k)
+{
+	for (size_t i = 0; i < n; i++)
+		dst[i] = FN(get)(src, i, k);
+}
+
+static void FN(write_i32)(int32_t *dst, const int32_t *src, size_t n)
+{
+	memcpy(dst, src, n * sizeof(*src));
 }
 
 static void FN(set_mem_limit)(uint64_t bytes)
@@ -138,7 +167,7 @@ static void FN(mm_nt)(REAL *c, const REAL *a, const REAL *b, int m, int n, int k
 #undef MM_TILE
 
 static void FN(matmul)(void *cv, const void *av, const void *bv, int m, int n, int k, int ta,
-		       int tb, double alpha_d, int accumulate)
+		       int tb, double alpha_d, int accumulate, int c_f32)
 {
 	REAL *c = cv;
 	const REAL *a = av, *b = bv;
@@ -788,17 +817,88 @@ static double FN(sum_sq)(const void *xv, size_t n)
 	return s;
 }
 
+static void FN(sum_acc)(void *acc, const void *x, size_t n)
+{
+	*(double *)acc += FN(sum)(x, n);
+}
+
+static void FN(sum_sq_acc)(void *acc, const void *x, size_t n)
+{
+	*(double *)acc += FN(sum_sq)(x, n);
+}
+
+/* --- ordering and time: the CPU runs each op to its end, so events are timestamps --- */
+
+static void *FN(stream)(void)
+{
+	return NULL;
+}
+
+static void FN(sync)(void)
+{
+}
+
+static void *FN(event_create)(void)
+{
+	return calloc(1, sizeof(double));
+}
+
+static void FN(event_destroy)(void *ev)
+{
+	free(ev);
+}
+
+static void FN(event_record)(void *ev)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	*(double *)ev = (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static double FN(event_elapsed)(void *a, void *b)
+{
+	return *(double *)b - *(double *)a;
+}
+
+static size_t FN(attn_scratch)(int b, int s, int nh, int d)
+{
+	return (size_t)s * s;
+}
+
+static size_t FN(norm_scratch)(int t, int h)
+{
+	return (size_t)t * h + t;
+}
+
+static void FN(device_info)(struct lb_device_info *info)
+{
+	memset(info, 0, sizeof(*info));
+	snprintf(info->name, sizeof(info->name), "cpu");
+}
+
 static const struct lb_ops FN(table) = {
     .name = OPS_NAME,
-    .elem_size = sizeof(REAL),
-    .dtype = LB_F32,
+    .esize = {sizeof(REAL), sizeof(REAL), sizeof(double), sizeof(int32_t)},
+    .dtype = {OPS_DTYPE, OPS_DTYPE, LB_F64, LB_I32},
+    .init = NULL,
+    .device_info = FN(device_info),
     .alloc = FN(alloc),
     .free_ = FN(free_),
-    .at = FN(at),
     .zero = FN(zero),
     .copy = FN(copy),
+    .cast = FN(cast),
     .write = FN(write),
     .read = FN(read),
+    .write_i32 = FN(write_i32),
+    .stream = FN(stream),
+    .sync = FN(sync),
+    .event_create = FN(event_create),
+    .event_destroy = FN(event_destroy),
+    .event_record = FN(event_record),
+    .event_elapsed = FN(event_elapsed),
+    .attn_scratch = FN(attn_scratch),
+    .norm_scratch = FN(norm_scratch),
     .set_mem_limit = FN(set_mem_limit),
     .mem_stats = FN(mem_stats),
     .reset_peak = FN(reset_peak),
@@ -825,6 +925,8 @@ static const struct lb_ops FN(table) = {
     .add = FN(add),
     .acc = FN(acc),
     .scale = FN(scale),
+    .sum_acc = FN(sum_acc),
+    .sum_sq_acc = FN(sum_sq_acc),
     .sum = FN(sum),
     .sum_sq = FN(sum_sq),
 };

@@ -19,14 +19,14 @@ int lb_optim_init(struct lb_optim *o, const struct lb_ops *ops, const void *para
 	o->beta1 = LB_ADAM_BETA1;
 	o->beta2 = LB_ADAM_BETA2;
 	o->eps = LB_ADAM_EPS;
-	o->master = ops->alloc(n ? n : 1);
-	o->m = ops->alloc(n ? n : 1);
-	o->v = ops->alloc(n ? n : 1);
+	o->master = ops->alloc(n ? n : 1, LB_K_F32);
+	o->m = ops->alloc(n ? n : 1, LB_K_F32);
+	o->v = ops->alloc(n ? n : 1, LB_K_F32);
 	if (!o->master || !o->m || !o->v) {
 		lb_optim_free(o);
 		return LB_E_OOM;
 	}
-	ops->copy(o->master, ops->at((void *)params, lo), n);
+	ops->cast(o->master, LB_K_F32, lb_at(ops, (void *)params, lo, LB_K_ACT), LB_K_ACT, n);
 	return 0;
 }
 
@@ -55,10 +55,12 @@ void lb_optim_step(struct lb_optim *o, void *params, const void *grads,
 			b = o->hi;
 		if (a >= b)
 			continue;
-		ops->adamw(ops->at(params, a), ops->at(o->master, a - o->lo),
-			   ops->at((void *)grads, a), ops->at(o->m, a - o->lo),
-			   ops->at(o->v, a - o->lo), b - a, o->lr, o->beta1, o->beta2, o->eps,
-			   tensors[i].decay ? o->weight_decay : 0.0, o->step, grad_scale);
+		ops->adamw(lb_at(ops, params, a, LB_K_ACT),
+			   lb_at(ops, o->master, a - o->lo, LB_K_F32),
+			   lb_at(ops, (void *)grads, a, LB_K_F32),
+			   lb_at(ops, o->m, a - o->lo, LB_K_F32),
+			   lb_at(ops, o->v, a - o->lo, LB_K_F32), b - a, o->lr, o->beta1, o->beta2,
+			   o->eps, tensors[i].decay ? o->weight_decay : 0.0, o->step, grad_scale);
 	}
 }
 

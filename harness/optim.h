@@ -15,8 +15,9 @@
 struct lb_optim {
 	const struct lb_ops *ops;
 	size_t lo, hi; /* elements [lo, hi) of the flat buffers this rank updates */
-	void *master;  /* (hi - lo) master weights (fp32 on every backend) */
-	void *m, *v;   /* (hi - lo) first and second moments */
+	void *master;  /* (hi - lo) f32 master weights (fp32 on the GPU, the reference type on
+			  the CPU) */
+	void *m, *v;   /* (hi - lo) f32 first and second moments */
 	int step;      /* optimizer steps taken */
 	double lr, beta1, beta2, eps, weight_decay;
 };
@@ -26,7 +27,7 @@ struct lb_optim {
 #define LB_ADAM_BETA2 0.95
 #define LB_ADAM_EPS   1e-8
 
-/* Allocate the state for [lo, hi) and copy the master weights from params.
+/* Allocate the state for [lo, hi) and copy the master weights from params (act).
  * Returns 0 or LB_E_OOM. Release with lb_optim_free. */
 int lb_optim_init(struct lb_optim *o, const struct lb_ops *ops, const void *params, size_t lo,
 		  size_t hi, double lr, double weight_decay);

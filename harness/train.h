@@ -1,9 +1,10 @@
 /*
- * The trainer's core and shell: flag parsing (the layout flags through common/layout.h's
- * parser, plus the trainer's own), one rank's trainer object (model, optimizer, data), an
- * optimizer step as a list of micro-batch forward/backward operations for this rank's
- * stage (so a pipeline schedule can drive it), and the whole run with its run log, live
- * progress line, failure classes and exit codes (docs/trainer.md).
+ * The trainer's core and shell, one file per concern: flag parsing and checks
+ * (train_args.c: the layout flags through common/layout.h's parser, plus the trainer's
+ * own), one rank's trainer object and its optimizer step as a list of micro-batch
+ * forward/backward operations for this rank's stage, so a pipeline schedule can drive it
+ * (train_step.c), and the whole run with its ranks, run log, live progress line, failure
+ * classes and exit codes (train.c; docs/trainer.md).
  */
 #ifndef LB_TRAIN_H
 #define LB_TRAIN_H
@@ -90,6 +91,14 @@ struct lb_trainer {
 	int32_t *targets;	 /* (T) */
 	double loss_scale;	 /* 1 / tokens of the global batch */
 	struct lb_phases phases; /* of the last step */
+	void *stats;		 /* two f64 elements: the step's loss sum and squared
+				    gradient norm, read back together once per step */
+	void **ev;		 /* n_ev events: a (start, end) pair per forward or
+				    backward of a step, the last pair the optimizer's */
+	int n_ev, ev_used;
+	int *ev_kind;		 /* per pair: LB_STEP_FORWARD or LB_STEP_BACKWARD */
+	double *ev_comm;	 /* per pair: host-timed tp collectives inside it, s */
+	double opt_comm_s;	 /* collectives inside the optimizer phase, s */
 	double grad_norm;	 /* of the last step, before clipping */
 	char err[1024];		 /* what failed, after an LB_E_* return */
 };
@@ -123,8 +132,13 @@ int lb_trainer_run_steps(struct lb_trainer *t, int step, const struct lb_step *l
  * loss. Returns 0, 1 (stopped by a signal) or an LB_E_* code. */
 int lb_trainer_step(struct lb_trainer *t, int step, double *loss);
 
-/* The signal (SIGTERM, SIGINT) that asked the run to stop, or 0. */
+/* The signal (SIGTERM, SIGINT) that asked the run to stop, or 0; the handler that sets it
+ * (installed by the run for SIGTERM and SIGINT). */
 int lb_train_stop_signal(void);
+void lb_train_on_signal(int sig);
+
+/* The model's LB_E_* code of a LB_COMM_E* code (0 stays 0). */
+int lb_train_comm_rc(int rc);
 
 /* The whole run: checks, the ranks (srun tasks, or --nproc-per-node forked here), run
  * log, steps, live lines on stderr, the end record. Returns the process exit status

@@ -12,6 +12,7 @@
 #include <stdio.h>
 
 #include "common/layout.h"
+#include "harness/ops.h"
 
 /* Trainer exit codes (docs/run-log.md); killed is 128 + the signal. */
 #define LB_EXIT_OK	 0
@@ -39,6 +40,7 @@ struct lb_runinfo {
 	const char *const *hosts; /* n_hosts names; NULL: this host */
 	int n_hosts;
 	const char *cuda_version, *nccl_version, *driver_version; /* NULL: null */
+	const struct lb_device_info *device; /* the GPU's facts (harness/ops.h); NULL: none */
 };
 
 /* Phase times of a step, seconds; < 0: not known (omitted). */

@@ -330,10 +330,27 @@ static int render_script(const struct sweep_plan *p, const struct slurm_render_o
 	    "   exit 127\nfi\n");
 	lb_strbuf_adds(&sb, "echo \"layoutbench: sweep $LAYOUTBENCH_SWEEP layout $layout job "
 			    "${SLURM_JOB_ID:-} on $(hostname)\"\n");
-	lb_strbuf_adds(&sb, "\"${LB_SRUN:-srun}\" --kill-on-bad-exit=1 \"$train\" \"$@\"");
+	/* under Slurm (or the local executor's lb-srun) srun starts the ranks; a script run by
+	 * hand on a host without Slurm (bash a0.sbatch) lets the trainer start its own */
+	lb_strbuf_adds(&sb, "if [ -n \"${LB_SRUN:-}\" ] || [ -n \"${SLURM_JOB_ID:-}\" ]; then\n   "
+			    "\"${LB_SRUN:-srun}\" --kill-on-bad-exit=1 \"$train\" \"$@\"");
 	if (c->device[0])
 		lb_strbuf_addf(&sb, " --device %s", c->device);
-	lb_strbuf_adds(&sb, " --run-dir \"$run_dir\"\nrc=$?\n"
+	lb_strbuf_adds(&sb, " --run-dir \"$run_dir\"\n   rc=$?\n");
+	if (a->nodes > 1) {
+		lb_strbuf_addf(&sb,
+			       "else\n   echo \"error: this array needs %d nodes: submit it to "
+			       "Slurm\" >&2\n   rc=2\n",
+			       a->nodes);
+	} else {
+		lb_strbuf_addf(&sb, "else # no Slurm: this host runs the %d rank(s)\n   "
+				    "\"$train\" \"$@\" --nproc-per-node %d",
+			       a->ntasks_per_node, a->ntasks_per_node);
+		if (c->device[0])
+			lb_strbuf_addf(&sb, " --device %s", c->device);
+		lb_strbuf_adds(&sb, " --run-dir \"$run_dir\"\n   rc=$?\n");
+	}
+	lb_strbuf_adds(&sb, "fi\n"
 			    "echo \"$rc\" >\"$run_dir/job-$job.exit\"\n"
 			    "exit \"$rc\"\n");
 	if (sb.failed) {

@@ -1,7 +1,7 @@
 #!/bin/sh
 # layoutbench-train's refusals and failure classes, end to end: usage errors exit 2 with
 # no run log (bad flag, impossible layout with lb_layout_check's reason, a rank count
-# other than tp*pp*dp, cuda in a CPU build); --mem-limit makes an oom (exit 3, end record class
+# other than tp*pp*dp, cuda in a CPU build, or no GPU in a CUDA one); --mem-limit makes an oom (exit 3, end record class
 # oom); a huge learning rate diverges (exit 5); SIGTERM ends the run as killed (143);
 # a good run ends ok with one step line per step; --help lists layout and trainer flags.
 BUILD=${BUILD:-build}
@@ -32,10 +32,22 @@ grep -q "^error: 3 heads do not divide hidden=64$" "$tmp/err" || { cat "$tmp/err
 expect tp2 2 "$TRAIN" --tp 2 --gpus-per-node 2 --run-dir "$tmp/none"
 grep -q "^error: --nproc-per-node 1: the layout has tp\*pp\*dp=2 rank(s); start that many (--nproc-per-node 2) or run under srun -n 2$" "$tmp/err" ||
 	{ cat "$tmp/err"; echo "FAIL: tp=2 rank count message"; fail=1; }
-expect cuda 2 "$TRAIN" --device cuda --run-dir "$tmp/none"
-grep -q "^error: layoutbench-train was built without the CUDA backend (build with 'make cuda')$" "$tmp/err" ||
-	{ echo "FAIL: cuda message"; fail=1; }
 [ -e "$tmp/none" ] && { echo "FAIL: a usage error wrote a run log"; fail=1; }
+# --device cuda: a CPU-only build refuses it as a usage error; a CUDA build on a machine
+# without a GPU ends the run as an error that names the missing device
+"$TRAIN" $tiny --device cuda --run-dir "$tmp/cuda" >"$tmp/out" 2>"$tmp/err"
+rc=$?
+if grep -q "built without the CUDA backend" "$tmp/err"; then
+	[ "$rc" = 2 ] || { echo "FAIL: cuda in a CPU build: exit $rc, want 2"; fail=1; }
+	grep -q "^error: --device cuda: this layoutbench-train was built without the CUDA backend (nvcc was not found at build time); rebuild with 'make CUDA_HOME=DIR' where DIR holds bin/nvcc, or run with --device cpu$" "$tmp/err" ||
+		{ cat "$tmp/err"; echo "FAIL: cuda message"; fail=1; }
+elif grep -q "no CUDA device" "$tmp/err"; then
+	[ "$rc" = 1 ] || { echo "FAIL: cuda without a GPU: exit $rc, want 1"; fail=1; }
+	last_end "$tmp/cuda" | grep -q '"status":"failed","class":"error"' ||
+		{ echo "FAIL: cuda without a GPU: end record"; last_end "$tmp/cuda"; fail=1; }
+else
+	[ "$rc" = 0 ] || { echo "FAIL: cuda: exit $rc"; cat "$tmp/err"; fail=1; }
+fi
 expect help 0 "$TRAIN" --help
 for f in --model --seq-len --checkpointing --device --run-dir --data --data-dtype --lr \
 	--weight-decay --clip --mem-limit --nproc-per-node --comm-timeout; do

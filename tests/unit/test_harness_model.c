@@ -78,7 +78,7 @@ static void gradcheck(const struct lb_layout *l)
 	lb_llama_zero_grads(&m);
 	loss_of(&m, tok, tgt);
 	assert_int_equal(lb_llama_backward(&m, 0, NULL), 0);
-	o->read(g, m.grads, n);
+	o->read(g, m.grads, n, LB_K_F32);
 	for (size_t i = 0; i < n; i++) {
 		double p0 = p[i], lp, lm, num, err;
 
@@ -172,7 +172,7 @@ static void run_f32(const struct lb_layout *l, double *loss, double *grads)
 		sum += ls;
 	}
 	*loss = sum / (l->global_batch * l->seq_len);
-	lb_ops_cpu()->read(grads, m.grads, m.n_params);
+	lb_ops_cpu()->read(grads, m.grads, m.n_params, LB_K_F32);
 	lb_data_close(&d);
 	lb_llama_free(&m);
 }
@@ -372,8 +372,8 @@ static void test_init_deterministic(void **state)
 	n = a.n_params;
 	pa = malloc(n * sizeof(double));
 	pb = malloc(n * sizeof(double));
-	lb_ops_cpu()->read(pa, a.params, n);
-	lb_ops_cpu()->read(pb, b.params, n);
+	lb_ops_cpu()->read(pa, a.params, n, LB_K_ACT);
+	lb_ops_cpu()->read(pb, b.params, n, LB_K_ACT);
 	assert_memory_equal(pa, pb, n * sizeof(double));
 	wq = lb_llama_find(&a, "layers.0.wqkv");
 	for (size_t i = 0; i < a.tensors[wq].count; i++)

@@ -108,7 +108,7 @@ static void test_matmul_all_transposes(void **state)
 						ref[i * n + j] =
 						    0.5 * s + (accum ? c[i * n + j] : 0);
 					}
-				o->matmul(c, a, b, m, n, k, ta, tb, 0.5, accum);
+				o->matmul(c, a, b, m, n, k, ta, tb, 0.5, accum, 0);
 				for (int e = 0; e < m * n; e++)
 					assert_true(fabs(c[e] - ref[e]) < 1e-12);
 				free(a), free(b), free(c), free(ref);
@@ -127,7 +127,7 @@ static void test_matmul_f32_blocks(void **state)
 		a[i] = (float)urand();
 	for (int i = 0; i < n * k; i++)
 		b[i] = (float)urand();
-	o->matmul(c, a, b, m, n, k, 0, 1, 1.0, 0);
+	o->matmul(c, a, b, m, n, k, 0, 1, 1.0, 0, 0);
 	for (int i = 0; i < m; i++)
 		for (int j = 0; j < n; j++) {
 			double s = 0;
@@ -310,7 +310,7 @@ static void check_attn(int variant, int s)
 
 	c.qkv = rand_vec(nq, 1.5), c.r = rand_vec(no, 1), c.out = zeros(no);
 	c.saved = zeros((size_t)c.b * c.nh * c.s * c.s);
-	c.scratch = zeros(lb_ops_attn_scratch(c.s));
+	c.scratch = zeros(c.o->attn_scratch(c.b, c.s, c.nh, c.d));
 	attn_loss(&c);
 	if (variant == 2)
 		c.o->attn_flash_bwd(dqkv, c.scratch, c.r, c.out, c.saved, c.qkv, c.b, c.s, c.nh,
@@ -351,7 +351,7 @@ static void test_attn_variants_agree_f32(void **state)
 	size_t nq = (size_t)b * s * (nh + 2 * nkv) * d, no = (size_t)b * s * nh * d;
 	size_t np = (size_t)b * nh * s * s;
 	float *qkv = malloc(nq * 4), *dout = malloc(no * 4), *out[3], *dq[3];
-	float *saved = calloc(np, 4), *scr = calloc(lb_ops_attn_scratch(s), 4);
+	float *saved = calloc(np, 4), *scr = calloc(lb_ops_cpu()->attn_scratch(b, s, nh, d), 4);
 
 	for (size_t i = 0; i < nq; i++)
 		qkv[i] = (float)urand() * 2;
@@ -532,17 +532,17 @@ static void test_allocator_limit_and_peak(void **state)
 
 	o->mem_stats(&live0, NULL);
 	o->reset_peak();
-	p = o->alloc(1000);
+	p = o->alloc(1000, LB_K_F32);
 	assert_non_null(p);
-	o->write(p, in, 3);
-	o->read(back, p, 3);
+	o->write(p, in, 3, LB_K_F32);
+	o->read(back, p, 3, LB_K_F32);
 	assert_memory_equal(back, in, sizeof(in));
 	o->mem_stats(&live, &peak);
 	assert_true(live == live0 + 4000 && peak == live);
 	o->set_mem_limit(live + 2000);
-	q = o->alloc(1000); /* 4000 bytes over a 2000-byte headroom: refused */
+	q = o->alloc(1000, LB_K_F32); /* 4000 bytes over a 2000-byte headroom: refused */
 	assert_null(q);
-	q = o->alloc(100);
+	q = o->alloc(100, LB_K_F32);
 	assert_non_null(q);
 	o->free_(q);
 	o->free_(p);

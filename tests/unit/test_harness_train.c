@@ -77,12 +77,21 @@ static void test_parse_flags(void **state)
 	assert_int_equal(parse(&o, "--lr", err, sizeof(err)), -1);
 	assert_non_null(strstr(err, "needs a value"));
 
-	/* refusals: cuda in a CPU build, a rank count that is not tp*pp*dp, an impossible
-	 * layout */
+	/* refusals: cuda in a CPU build (a CUDA build accepts it), a parallel layout on the
+	 * GPU, a rank count that is not tp*pp*dp, an impossible layout */
 	assert_int_equal(parse(&o, "--device cuda", err, sizeof(err)), 0);
+	if (lb_ops_have_cuda()) {
+		assert_int_equal(lb_train_check(&o, err, sizeof(err)), 0);
+	} else {
+		assert_int_equal(lb_train_check(&o, err, sizeof(err)), -1);
+		assert_non_null(strstr(err, "built without the CUDA backend"));
+		assert_non_null(strstr(err, "--device cpu"));
+	}
+	assert_int_equal(parse(&o, "--device cuda --tp 2 --gpus-per-node 2 --nproc-per-node 2",
+			       err, sizeof(err)),
+			 0);
 	assert_int_equal(lb_train_check(&o, err, sizeof(err)), -1);
-	assert_string_equal(err, "layoutbench-train was built without the CUDA backend (build "
-				 "with 'make cuda')");
+	assert_non_null(strstr(err, lb_ops_have_cuda() ? "GPU communicator" : "without the CUDA"));
 	assert_int_equal(parse(&o, "--tp 2 --gpus-per-node 2", err, sizeof(err)), 0);
 	assert_int_equal(lb_train_check(&o, err, sizeof(err)), -1);
 	assert_string_equal(err, "--nproc-per-node 1: the layout has tp*pp*dp=2 rank(s); start "
@@ -218,12 +227,12 @@ static void test_same_seed_bitwise(void **state)
 	n = t.model.n_params;
 	pa = malloc(n * sizeof(double));
 	pb = malloc(n * sizeof(double));
-	lb_ops_cpu()->read(pa, t.model.params, n);
+	lb_ops_cpu()->read(pa, t.model.params, n, LB_K_ACT);
 	lb_trainer_free(&t);
 	assert_int_equal(lb_trainer_init(&t, &o, lb_ops_cpu(), NULL), 0);
 	for (int s = 0; s < 3; s++)
 		assert_int_equal(lb_trainer_step(&t, s, &b[s]), 0);
-	lb_ops_cpu()->read(pb, t.model.params, n);
+	lb_ops_cpu()->read(pb, t.model.params, n, LB_K_ACT);
 	lb_trainer_free(&t);
 	assert_memory_equal(a, b, sizeof(a));
 	assert_memory_equal(pa, pb, n * sizeof(double));

@@ -1,0 +1,118 @@
+/*
+ * What the CUDA backend's files share (the .cu files of harness/cuda): the stream every op is enqueued
+ * on, the cuBLASLt handle, the error checks, the element types of each buffer kind, the
+ * GEMM entry the matmul and the attention share, and the declarations of every op, so
+ * ops_cuda.cu fills the table (harness/ops.h) from functions defined in one file per
+ * operation (norm.cu, rope.cu, swiglu.cu, embed.cu, xent.cu, attention.cu).
+ *
+ * Types: LB_K_ACT buffers hold bf16 (act_t), LB_K_F32 float, LB_K_F64 double, LB_K_I32
+ * int32. Every kernel accumulates in fp32 (reductions across blocks in fp64 where a test
+ * needs it). No op synchronises the host; no op allocates except through lbc_scratch.
+ *
+ * Error regime (STYLE.md 3): a failed CUDA or cuBLASLt call has no safe recovery in the
+ * trainer: LBC_CHECK prints file:line, host and rank, writes the failure class into the
+ * run log (oom for an allocation failure, error otherwise) and exits.
+ */
+#ifndef LB_CUDA_COMMON_CUH
+#define LB_CUDA_COMMON_CUH
+
+#include <cublasLt.h>
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+#include <stddef.h>
+#include <stdint.h>
+
+extern "C" {
+#include "harness/ops.h"
+#include "harness/trainlog.h"
+}
+
+typedef __nv_bfloat16 act_t;
+
+/* The backend's stream and cuBLASLt handle (ops_cuda.cu; valid after init). */
+extern cudaStream_t lbc_stream;
+extern cublasLtHandle_t lbc_lt;
+
+#define LBC_CHECK(call)                                                                            \
+	do {                                                                                       \
+		cudaError_t e_ = (call);                                                           \
+		if (e_ != cudaSuccess)                                                             \
+			lb_fatal(__FILE__, __LINE__,                                               \
+				 e_ == cudaErrorMemoryAllocation ? "oom" : "error", "%s: %s",      \
+				 #call, cudaGetErrorString(e_));                                   \
+	} while (0)
+#define LBC_CHECK_LT(call)                                                                         \
+	do {                                                                                       \
+		cublasStatus_t s_ = (call);                                                        \
+		if (s_ != CUBLAS_STATUS_SUCCESS)                                                   \
+			lb_fatal(__FILE__, __LINE__,                                               \
+				 s_ == CUBLAS_STATUS_ALLOC_FAILED ? "oom" : "error",               \
+				 "%s: cublas status %d", #call, (int)s_);                          \
+	} while (0)
+/* After a kernel launch: a bad configuration is caught here, not at the next sync. */
+#define LBC_LAUNCHED() LBC_CHECK(cudaGetLastError())
+
+/* Blocks of `threads` covering n items (at most 65535 * 32 blocks; kernels grid-stride). */
+static inline unsigned lbc_blocks(size_t n, unsigned threads)
+{
+	size_t b = (n + threads - 1) / threads;
+
+	if (b > 65535u * 32u)
+		b = 65535u * 32u;
+	return b ? (unsigned)b : 1u;
+}
+
+/*
+ * The one GEMM entry (cuBLASLt; ops_cuda.cu): for i < batch,
+ *   C_i (m, n) = alpha * op(A_i) op(B_i) + beta * C_i
+ * row-major, A_i = a + i*stride_a elements, op(A) (m, k) stored (m, k) with leading dim lda
+ * or, when ta, (k, m); B likewise (k, n) or, when tb, (n, k). A and B bf16; C bf16 or,
+ * when c_f32, float; fp32 accumulation. The algorithm is chosen once per distinct
+ * problem and cached; one workspace serves every call.
+ */
+void lbc_gemm(void *c, int c_f32, const void *a, const void *b, int m, int n, int k, int ta,
+	      int tb, long long lda, long long ldb, long long ldc, long long stride_a,
+	      long long stride_b, long long stride_c, int batch, float alpha, float beta);
+
+/* --- the ops, one file each (signatures exactly as struct lb_ops) --- */
+
+/* norm.cu */
+void lbc_rmsnorm_fwd(void *y, void *rstd, const void *x, const void *w, int t, int h);
+void lbc_rmsnorm_bwd(void *dx, void *dw, const void *dy, const void *x, const void *w,
+		     const void *rstd, int t, int h);
+void lbc_rmsnorm_unfused_fwd(void *y, void *xhat, void *rstd, void *scratch, const void *x,
+			     const void *w, int t, int h);
+void lbc_rmsnorm_unfused_bwd(void *dx, void *dw, const void *dy, const void *xhat, const void *w,
+			     const void *rstd, void *scratch, int t, int h);
+size_t lbc_norm_scratch(int t, int h);
+/* rope.cu */
+void lbc_rope_fwd(void *x, const void *cs, int t, int s, int stride, int nheads, int d);
+void lbc_rope_bwd(void *dx, const void *cs, int t, int s, int stride, int nheads, int d);
+/* swiglu.cu */
+void lbc_swiglu_fwd(void *out, const void *gu, int t, int f);
+void lbc_swiglu_bwd(void *dgu, const void *dout, const void *gu, int t, int f);
+/* embed.cu */
+void lbc_embed_fwd(void *out, const void *table, const int32_t *tokens, int t, int h, int v0,
+		   int v);
+void lbc_embed_bwd(void *dtable, const void *dout, const int32_t *tokens, int t, int h, int v0,
+		   int v);
+/* xent.cu */
+void lbc_xent_max(void *rowmax, const void *logits, int t, int v);
+void lbc_xent_sum(void *sumexp, void *tgt, const void *logits, const void *rowmax,
+		  const int32_t *targets, int t, int v, int v0);
+void lbc_xent_grad(void *logits, void *losses, const void *rowmax, const void *sumexp,
+		   const void *tgt, const int32_t *targets, int t, int v, int v0, double scale);
+/* attention.cu */
+void lbc_attn_naive_fwd(void *out, void *probs, void *scratch, const void *qkv, int b, int s,
+			int nh, int nkv, int d);
+void lbc_attn_fused_fwd(void *out, void *probs, const void *qkv, int b, int s, int nh, int nkv,
+			int d);
+void lbc_attn_probs_bwd(void *dqkv, void *scratch, const void *dout, const void *probs,
+			const void *qkv, int b, int s, int nh, int nkv, int d);
+void lbc_attn_flash_fwd(void *out, void *lse, void *scratch, const void *qkv, int b, int s,
+			int nh, int nkv, int d);
+void lbc_attn_flash_bwd(void *dqkv, void *scratch, const void *dout, const void *out,
+			const void *lse, const void *qkv, int b, int s, int nh, int nkv, int d);
+size_t lbc_attn_scratch(int b, int s, int nh, int d);
+
+#endif

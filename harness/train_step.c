@@ -1,0 +1,542 @@
+/*
+ * The trainer's core: one rank's trainer object (model, optimizer, data, the step's
+ * events and read-back buffer), optimizer steps as lists of micro-batch operations (so a
+ * pipeline schedule drives them), the gradient reductions, norm, clipping and AdamW, the
+ * phase times, the stop flag and fault injection. See train.h, docs/trainer.md.
+ */
+#include "harness/train.h"
+
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/model.h"
+#include "common/util.h"
+
+static volatile sig_atomic_t stop_signal;
+
+void lb_train_on_signal(int sig)
+{
+	stop_signal = sig;
+}
+
+int lb_train_stop_signal(void)
+{
+	return stop_signal;
+}
+
+/* --- fault injection (testing aid): LAYOUTBENCH_FAULT=KIND@RANK:STEP --- */
+
+enum { FAULT_NONE = 0, FAULT_HANG, FAULT_EXIT, FAULT_OOM };
+
+/* KIND hang (stop answering until a signal), exit (_exit(1) without a word, as a crash),
+ * oom (fail the step as out of memory) on world rank RANK at the start of step STEP. */
+static int fault_at(int rank, int step)
+{
+	const char *v = getenv("LAYOUTBENCH_FAULT");
+	char kind[16], buf[64];
+	int r, s, kinds;
+	const char *at, *colon;
+
+	if (!v || !*v || strlen(v) >= sizeof(buf))
+		return FAULT_NONE;
+	at = strchr(v, '@');
+	colon = at ? strchr(at, ':') : NULL;
+	if (!at || !colon || (size_t)(at - v) >= sizeof(kind))
+		return FAULT_NONE;
+	memcpy(kind, v, (size_t)(at - v));
+	kind[at - v] = '\0';
+	memcpy(buf, at + 1, (size_t)(colon - at - 1));
+	buf[colon - at - 1] = '\0';
+	if (lb_parse_int(buf, 0, 1 << 20, &r) || lb_parse_int(colon + 1, 0, 1 << 30, &s))
+		return FAULT_NONE;
+	kinds = !strcmp(kind, "hang")	? FAULT_HANG
+		: !strcmp(kind, "exit") ? FAULT_EXIT
+		: !strcmp(kind, "oom")	? FAULT_OOM
+					: FAULT_NONE;
+	return r == rank && s == step ? kinds : FAULT_NONE;
+}
+
+/* --- the trainer object --- */
+
+int lb_train_comm_rc(int rc)
+{
+	if (rc == 0)
+		return 0;
+	return (rc == LB_COMM_ETIMEOUT || rc == LB_COMM_EPEER) ? LB_E_TIMEOUT : LB_E_COMM;
+}
+
+int lb_comm_sum_double(struct lb_comm *c, double *x)
+{
+	double *all;
+	int rc;
+
+	if (!c || c->size == 1)
+		return 0;
+	all = calloc((size_t)c->size, sizeof(*all));
+	if (!all)
+		return LB_COMM_EFAIL;
+	/* each rank's double as two 32-bit words: the sum is done here in rank order */
+	rc = c->ops->all_gather(c, x, all, 2, LB_I32, NULL);
+	if (rc == 0) {
+		double s = 0;
+
+		for (int i = 0; i < c->size; i++)
+			s += all[i];
+		*x = s;
+	}
+	free(all);
+	return rc;
+}
+
+int lb_trainer_init(struct lb_trainer *t, const struct lb_train_opts *o, const struct lb_ops *ops,
+		    struct lb_comm *tp)
+{
+	struct lb_groups g;
+
+	if (!tp)
+		return lb_trainer_init_par(t, o, ops, NULL, NULL);
+	memset(&g, 0, sizeof(g));
+	g.tp = tp;
+	g.tp_size = tp->size;
+	g.pp_size = g.dp_size = 1;
+	g.me.tp_rank = tp->rank;
+	g.pp_prev = g.pp_next = -1;
+	return lb_trainer_init_par(t, o, ops, NULL, &g);
+}
+
+int lb_trainer_init_par(struct lb_trainer *t, const struct lb_train_opts *o,
+			const struct lb_ops *ops, struct lb_comm *world, const struct lb_groups *g)
+{
+	const struct lb_layout *l = &o->layout;
+	int rc, n_slots, dp = l->dp;
+	size_t lo, hi;
+
+	memset(t, 0, sizeof(*t));
+	t->data.fd = -1;
+	t->opts = *o;
+	t->ops = ops;
+	t->world = world;
+	t->world_rank = world ? world->rank : 0;
+	if (g) {
+		t->tp = g->tp;
+		t->dp = g->dp && g->dp->size > 1 ? g->dp : NULL;
+		t->pp = g->pp && g->pp->size > 1 ? g->pp : NULL;
+		t->dp_rank = g->me.dp_rank;
+		t->stage = g->me.pp_rank;
+	}
+	t->accum = lb_layout_accum_steps(l);
+	t->loss_scale = 1.0 / ((double)l->global_batch * l->seq_len);
+	if (t->accum <= 0) {
+		snprintf(t->err, sizeof(t->err),
+			 "global batch %d is not a multiple of "
+			 "micro-batch %d times dp %d",
+			 l->global_batch, l->micro_batch, l->dp);
+		return LB_E_INVAL;
+	}
+	if (lb_data_open(&t->data, o->data_path[0] ? o->data_path : NULL, o->data_elem,
+			 l->model.vocab, l->seq_len, l->seed, t->err, sizeof(t->err)))
+		return LB_E_DATA;
+	t->tokens = calloc((size_t)l->micro_batch * l->seq_len, sizeof(*t->tokens));
+	t->targets = calloc((size_t)l->micro_batch * l->seq_len, sizeof(*t->targets));
+	if (!t->tokens || !t->targets) {
+		snprintf(t->err, sizeof(t->err), "out of host memory");
+		lb_trainer_free(t);
+		return LB_E_OOM;
+	}
+	ops->set_mem_limit(o->mem_limit);
+	ops->reset_peak();
+	/* activations held: 1F1B keeps pp - stage micro-batches in flight, GPipe all */
+	n_slots = o->schedule == LB_SCHED_GPIPE && l->pp > 1 ? t->accum : l->pp - t->stage;
+	if (n_slots > t->accum)
+		n_slots = t->accum;
+	if (n_slots < 1)
+		n_slots = 1;
+	rc = lb_llama_init(&t->model, ops, t->tp, l, t->stage, n_slots);
+	t->zero = l->zero_stage == 1 && t->dp;
+	lo = 0;
+	hi = rc ? 0 : t->model.n_params;
+	if (rc == 0 && t->zero) { /* ZeRO-1: optimizer state of this rank's shard only */
+		t->shard = t->model.n_alloc / (size_t)dp;
+		lo = (size_t)t->dp_rank * t->shard;
+		hi = lo + t->shard;
+		if (hi > t->model.n_params)
+			hi = t->model.n_params;
+		if (lo > hi)
+			lo = hi;
+		t->gshard = ops->alloc(t->shard, LB_K_F32);
+		if (!t->gshard)
+			rc = LB_E_OOM;
+	}
+	if (rc == 0 && l->model.tied && l->pp > 1 && (t->model.first || t->model.last)) {
+		t->tied_buf = ops->alloc(t->model.tensors[t->model.t_embed].count, LB_K_F32);
+		if (!t->tied_buf)
+			rc = LB_E_OOM;
+	}
+	if (rc == 0 && !(t->stats = ops->alloc(2, LB_K_F64)))
+		rc = LB_E_OOM;
+	if (rc == 0)
+		rc = lb_optim_init(&t->optim, ops, t->model.params, lo, hi, o->lr, o->weight_decay);
+	/* two events per forward or backward of a step, two for the optimizer */
+	t->n_ev = 4 * t->accum + 2;
+	t->ev = rc ? NULL : calloc((size_t)t->n_ev, sizeof(*t->ev));
+	t->ev_kind = rc ? NULL : calloc((size_t)t->n_ev / 2, sizeof(*t->ev_kind));
+	t->ev_comm = rc ? NULL : calloc((size_t)t->n_ev / 2, sizeof(*t->ev_comm));
+	if (rc == 0 && (!t->ev || !t->ev_kind || !t->ev_comm))
+		rc = LB_E_OOM;
+	for (int i = 0; rc == 0 && i < t->n_ev; i++)
+		if (!(t->ev[i] = ops->event_create()))
+			rc = LB_E_OOM;
+	if (rc) {
+		if (rc == LB_E_OOM) {
+			uint64_t peak = 0;
+
+			ops->mem_stats(NULL, &peak);
+			snprintf(
+			    t->err, sizeof(t->err),
+			    "out of memory allocating weights, optimizer state and activations "
+			    "(%llu bytes held at the failing allocation, limit %llu bytes); "
+			    "lower the micro-batch or checkpoint activations",
+			    (unsigned long long)peak, (unsigned long long)o->mem_limit);
+		} else {
+			snprintf(t->err, sizeof(t->err), "the model cannot run this layout");
+		}
+		lb_trainer_free(t);
+		return rc;
+	}
+	return 0;
+}
+
+void lb_trainer_free(struct lb_trainer *t)
+{
+	lb_optim_free(&t->optim);
+	if (t->ops && t->gshard)
+		t->ops->free_(t->gshard);
+	if (t->ops && t->tied_buf)
+		t->ops->free_(t->tied_buf);
+	if (t->ops && t->stats)
+		t->ops->free_(t->stats);
+	t->gshard = t->tied_buf = t->stats = NULL;
+	for (int i = 0; t->ev && i < t->n_ev; i++)
+		if (t->ev[i])
+			t->ops->event_destroy(t->ev[i]);
+	free(t->ev);
+	free(t->ev_kind);
+	free(t->ev_comm);
+	t->ev = NULL;
+	t->ev_kind = NULL;
+	t->ev_comm = NULL;
+	if (t->model.ops)
+		lb_llama_free(&t->model);
+	lb_data_close(&t->data);
+	free(t->tokens);
+	free(t->targets);
+	t->tokens = t->targets = NULL;
+}
+
+static const char *model_error(int rc)
+{
+	switch (rc) {
+	case LB_E_OOM:
+		return "out of memory";
+	case LB_E_COMM:
+		return "a collective failed";
+	case LB_E_TIMEOUT:
+		return "a peer rank died or did not answer";
+	default:
+		return "internal error";
+	}
+}
+
+/* The memory of a pipeline send/recv step. */
+static void *pipe_buffer(struct lb_trainer *t, const struct lb_step *op)
+{
+	int slot = op->micro % t->model.n_slots;
+
+	switch (op->kind) {
+	case LB_STEP_SEND_ACT:
+		return lb_llama_stage_output(&t->model, slot);
+	case LB_STEP_RECV_ACT:
+		return lb_llama_stage_input(&t->model, slot);
+	case LB_STEP_SEND_GRAD:
+		return lb_llama_stage_dinput(&t->model);
+	case LB_STEP_RECV_GRAD:
+		return lb_llama_stage_doutput(&t->model);
+	default:
+		return NULL;
+	}
+}
+
+/* Steps [i, j) are one send/recv group: issue them together over t->pp. */
+static int run_group(struct lb_trainer *t, const struct lb_step *list, int i, int j)
+{
+	struct lb_comm *c = t->pp;
+	size_t n = lb_llama_stage_count(&t->model);
+	double t0 = lb_now_s();
+	int rc = c->ops->group_start(c);
+
+	for (int k = i; rc == 0 && k < j; k++) {
+		const struct lb_step *op = &list[k];
+		void *buf = pipe_buffer(t, op);
+
+		if (op->kind == LB_STEP_SEND_ACT || op->kind == LB_STEP_SEND_GRAD)
+			rc = c->ops->send(c, buf, n, t->ops->dtype[LB_K_ACT], op->peer,
+					  t->ops->stream());
+		else
+			rc = c->ops->recv(c, buf, n, t->ops->dtype[LB_K_ACT], op->peer,
+					  t->ops->stream());
+	}
+	if (rc == 0)
+		rc = c->ops->group_end(c);
+	t->bubble_s += lb_now_s() - t0;
+	if (rc)
+		snprintf(t->err, sizeof(t->err), "pipeline %s of micro-batch %d: %s",
+			 lb_step_name(list[i].kind), list[i].micro, lb_comm_strerror(rc));
+	return lb_train_comm_rc(rc);
+}
+
+int lb_trainer_run_steps(struct lb_trainer *t, int step, const struct lb_step *list, int n,
+			 double *loss_sum)
+{
+	const struct lb_ops *ops = t->ops;
+	int rc;
+
+	ops->zero(t->model.loss_acc, 1, LB_K_F64);
+	for (int i = 0; i < n; i++) {
+		const struct lb_step *op = &list[i];
+		int slot = op->micro % t->model.n_slots, pair = -1;
+		double c0 = t->model.comm_s;
+
+		if (stop_signal)
+			return 1;
+		if ((op->kind == LB_STEP_FORWARD || op->kind == LB_STEP_BACKWARD) &&
+		    t->ev_used + 2 <= t->n_ev - 2) { /* the last two are the optimizer's */
+			pair = t->ev_used / 2;
+			t->ev_kind[pair] = op->kind;
+			t->ev_used += 2;
+			ops->event_record(t->ev[2 * pair]);
+		}
+		if (op->kind == LB_STEP_FORWARD) {
+			if (lb_data_batch(&t->data, &t->opts.layout, step, t->dp_rank, op->micro,
+					  t->tokens, t->targets, t->err, sizeof(t->err)))
+				return LB_E_DATA;
+			rc = lb_llama_forward(&t->model, slot, t->tokens, t->targets, NULL,
+					      t->loss_scale, NULL);
+		} else if (op->kind == LB_STEP_BACKWARD) {
+			rc = lb_llama_backward(&t->model, slot, NULL);
+		} else if (t->pp && op->group >= 0) {
+			int j = i + 1;
+
+			while (j < n && list[j].group == op->group && list[j].peer >= 0)
+				j++;
+			if ((rc = run_group(t, list, i, j)))
+				return rc;
+			i = j - 1;
+			continue;
+		} else {
+			snprintf(t->err, sizeof(t->err),
+				 "pipeline step '%s' needs a pipeline group (pp > 1)",
+				 lb_step_name(op->kind));
+			return LB_E_INVAL;
+		}
+		if (pair >= 0) {
+			ops->event_record(t->ev[2 * pair + 1]);
+			t->ev_comm[pair] = t->model.comm_s - c0; /* host-timed tp collectives */
+		}
+		if (rc) {
+			snprintf(t->err, sizeof(t->err), "%s in the %s of micro-batch %d",
+				 model_error(rc), lb_step_name(op->kind), op->micro);
+			return rc;
+		}
+	}
+	if (loss_sum) { /* tests: read the forwards' loss sum (waits for the device) */
+		ops->read(loss_sum, t->model.loss_acc, 1, LB_K_F64);
+	}
+	return 0;
+}
+
+/* A collective of the step; its time counts as exposed communication. */
+#define STEP_COMM(what, call)                                                                      \
+	do {                                                                                       \
+		double c0_ = lb_now_s();                                                              \
+		int rc_ = (call);                                                                  \
+		t->comm_s += lb_now_s() - c0_;                                                        \
+		if (rc_) {                                                                         \
+			snprintf(t->err, sizeof(t->err), "%s: %s", (what), lb_comm_strerror(rc_)); \
+			return lb_train_comm_rc(rc_);                                                       \
+		}                                                                                  \
+	} while (0)
+
+/* Sum of squares of the gradients this rank counts in the global norm: its optimizer
+ * range (every element of a data-parallel replica once: ZeRO-1 shards partition it,
+ * without ZeRO only dp rank 0 counts), norm gains on tp rank 0 only, a tied embedding's
+ * last-stage copy not at all. Enqueued: the sum lands in acc (one f64 element), which
+ * the caller zeroed. */
+static void local_sum_sq(struct lb_trainer *t, void *acc)
+{
+	struct lb_llama *m = &t->model;
+
+	if (!t->zero && t->dp_rank != 0)
+		return;
+	for (int i = 0; i < m->n_tensors; i++) {
+		size_t a = m->tensors[i].offset, b = a + m->tensors[i].count;
+
+		if (lb_llama_tied_copy(m, i) || (lb_llama_tp_replicated(m, i) && m->tp_rank))
+			continue;
+		if (a < t->optim.lo)
+			a = t->optim.lo;
+		if (b > t->optim.hi)
+			b = t->optim.hi;
+		if (a < b)
+			t->ops->sum_sq_acc(acc, lb_at(t->ops, m->grads, a, LB_K_F32), b - a);
+	}
+}
+
+/* pp > 1 with a tied embedding: first and last stage swap their copies' gradients and
+ * both add the other's (a + b == b + a: the two stay bitwise equal). */
+static int sum_tied(struct lb_trainer *t)
+{
+	struct lb_llama *m = &t->model;
+	struct lb_comm *c = t->pp;
+	size_t n;
+	void *g;
+	int peer;
+
+	if (!t->tied_buf || !c)
+		return 0;
+	n = m->tensors[m->t_embed].count;
+	g = lb_llama_grad(m, m->t_embed);
+	peer = m->first ? c->size - 1 : 0;
+	STEP_COMM("tied embedding gradient exchange", c->ops->group_start(c));
+	STEP_COMM("tied embedding gradient exchange",
+		  c->ops->send(c, g, n, t->ops->dtype[LB_K_F32], peer, t->ops->stream()));
+	STEP_COMM("tied embedding gradient exchange",
+		  c->ops->recv(c, t->tied_buf, n, t->ops->dtype[LB_K_F32], peer,
+			       t->ops->stream()));
+	STEP_COMM("tied embedding gradient exchange", c->ops->group_end(c));
+	t->ops->acc(g, t->tied_buf, n);
+	return 0;
+}
+
+/* The step's phase times from its events (waits for the last one): forward and backward
+ * GPU (or wall) time less the host-timed tensor-parallel collectives inside them, and the
+ * optimizer's. */
+static void step_phases(struct lb_trainer *t)
+{
+	const struct lb_ops *ops = t->ops;
+	int n_opt = t->n_ev - 2;
+
+	for (int p = 0; p < t->ev_used / 2; p++) {
+		double dt = ops->event_elapsed(t->ev[2 * p], t->ev[2 * p + 1]) - t->ev_comm[p];
+
+		if (t->ev_kind[p] == LB_STEP_FORWARD)
+			t->phases.forward_s += dt;
+		else
+			t->phases.backward_s += dt;
+	}
+	t->phases.optimizer_s = ops->event_elapsed(t->ev[n_opt], t->ev[n_opt + 1]) - t->opt_comm_s;
+}
+
+int lb_trainer_step(struct lb_trainer *t, int step, double *loss)
+{
+	const struct lb_ops *ops = t->ops;
+	const struct lb_layout *l = &t->opts.layout;
+	struct lb_llama *m = &t->model;
+	struct lb_schedule sched;
+	double sum = 0, scale, sq, host[2], cw;
+	int rc, n_opt = t->n_ev - 2;
+
+	memset(&t->phases, 0, sizeof(t->phases));
+	t->comm_s = t->bubble_s = m->comm_s = t->opt_comm_s = 0;
+	t->ev_used = 0;
+	switch (fault_at(t->world_rank, step)) {
+	case FAULT_HANG:
+		while (!stop_signal)
+			pause();
+		return 1;
+	case FAULT_EXIT:
+		_exit(1);
+	case FAULT_OOM:
+		snprintf(t->err, sizeof(t->err), "out of memory (injected by LAYOUTBENCH_FAULT)");
+		return LB_E_OOM;
+	default:
+		break;
+	}
+	if (lb_schedule_build(t->pp ? t->opts.schedule : LB_SCHED_1F1B, l->pp, t->stage, t->accum,
+			      &sched, t->err, sizeof(t->err)))
+		return LB_E_INVAL;
+	lb_llama_zero_grads(m);
+	rc = lb_trainer_run_steps(t, step, sched.steps, sched.n_steps, NULL);
+	lb_schedule_release(&sched);
+	if (rc)
+		return rc;
+	if ((rc = lb_llama_sync_sp_grads(m))) {
+		snprintf(t->err, sizeof(t->err), "sequence-parallel norm gradient all-reduce: %s",
+			 model_error(rc));
+		return rc;
+	}
+	if ((rc = sum_tied(t)))
+		return rc;
+	if (t->dp && t->zero) { /* ZeRO-1: this rank's shard of the summed gradients */
+		STEP_COMM("data-parallel gradient reduce-scatter",
+			  t->dp->ops->reduce_scatter(t->dp, m->grads, t->gshard, t->shard,
+						     ops->dtype[LB_K_F32], LB_SUM, ops->stream()));
+		if (t->optim.hi > t->optim.lo)
+			ops->copy(lb_at(ops, m->grads, t->optim.lo, LB_K_F32), t->gshard,
+				  t->optim.hi - t->optim.lo, LB_K_F32);
+	} else if (t->dp) {
+		STEP_COMM("data-parallel gradient all-reduce",
+			  t->dp->ops->all_reduce(t->dp, m->grads, m->grads, m->n_params,
+						 ops->dtype[LB_K_F32], LB_SUM, ops->stream()));
+	}
+
+	/* the optimizer phase: the gradient norm on the device, then the step's one read of
+	 * the loss and the norm (the clip factor needs the global norm), then AdamW */
+	cw = t->comm_s;
+	ops->event_record(t->ev[n_opt]);
+	ops->copy(t->stats, m->loss_acc, 1, LB_K_F64);
+	ops->zero(lb_at(ops, t->stats, 1, LB_K_F64), 1, LB_K_F64);
+	local_sum_sq(t, lb_at(ops, t->stats, 1, LB_K_F64));
+	ops->read(host, t->stats, 2, LB_K_F64);
+	sum = host[0];
+	sq = host[1];
+
+	/* the loss: the last stage's tp rank 0 of each dp replica holds a part */
+	if (t->world) {
+		if (!(m->last && m->tp_rank == 0))
+			sum = 0;
+		STEP_COMM("loss all-reduce", lb_comm_sum_double(t->world, &sum));
+	} else if (t->dp) {
+		float fsum = (float)sum;
+
+		STEP_COMM("loss all-reduce",
+			  t->dp->ops->all_reduce(t->dp, &fsum, &fsum, 1, LB_F32, LB_SUM, NULL));
+		sum = fsum;
+	}
+	*loss = sum * t->loss_scale;
+
+	if (t->world)
+		STEP_COMM("gradient norm all-reduce", lb_comm_sum_double(t->world, &sq));
+	t->grad_norm = sqrt(sq);
+	scale = lb_optim_clip_scale(t->grad_norm, t->opts.clip);
+	lb_optim_step(&t->optim, m->params, m->grads, m->tensors, m->n_tensors, scale);
+	if (t->zero) /* every rank gets the updated shards */
+		STEP_COMM("data-parallel parameter all-gather",
+			  t->dp->ops->all_gather(
+			      t->dp, lb_at(ops, m->params, (size_t)t->dp_rank * t->shard, LB_K_ACT),
+			      m->params, t->shard, ops->dtype[LB_K_ACT], ops->stream()));
+	ops->event_record(t->ev[n_opt + 1]);
+	t->opt_comm_s = t->comm_s - cw;
+	step_phases(t); /* waits for the step's end */
+	t->comm_s += m->comm_s;
+	if (t->world && t->world->size > 1) {
+		t->phases.comm_exposed_s = t->comm_s;
+		t->phases.bubble_s = t->pp ? t->bubble_s : 0;
+	} else {
+		t->phases.comm_exposed_s = t->phases.bubble_s = -1; /* not measured on one rank */
+	}
+	return 0;
+}

@@ -12,6 +12,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <sys/stat.h>
+
 int lb_parse_long(const char *s, long min, long max, long *out)
 {
 	char *end;
@@ -261,4 +263,29 @@ double lb_now_s(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+int lb_mkdir_p(const char *path, char *err, size_t errlen)
+{
+	char buf[4096];
+
+	if (strlen(path) >= sizeof(buf)) {
+		snprintf(err, errlen, "cannot create '%.200s...': the path is too long", path);
+		return -1;
+	}
+	snprintf(buf, sizeof(buf), "%s", path);
+	for (char *p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(buf, 0777) && errno != EEXIST)
+			goto fail;
+		*p = '/';
+	}
+	if (mkdir(buf, 0777) && errno != EEXIST)
+		goto fail;
+	return 0;
+fail:
+	snprintf(err, errlen, "cannot create '%s': %s", buf, strerror(errno));
+	return -1;
 }

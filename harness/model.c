@@ -12,6 +12,7 @@
 #include "harness/model.h"
 
 #include "common/util.h"
+#include "harness/rng.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -86,26 +87,6 @@ static int add_tensor(struct lb_llama *m, const char *name, int rows, int cols, 
 	return m->n_tensors++;
 }
 
-static uint64_t splitmix64(uint64_t x)
-{
-	x += 0x9e3779b97f4a7c15ULL;
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-	return x ^ (x >> 31);
-}
-
-/* A standard normal from (seed, key, index) alone (counter-based), so every shard of
- * every layout draws the same full model. Box-Muller on two 53-bit uniforms. */
-static double normal_at(uint64_t seed, int key, uint64_t idx)
-{
-	uint64_t a = splitmix64(seed ^ splitmix64((uint64_t)key * 0x100000001b3ULL ^ idx));
-	uint64_t b = splitmix64(a);
-	double u1 = ((a >> 11) + 1.0) / 9007199254740993.0; /* (0, 1] */
-	double u2 = (b >> 11) / 9007199254740992.0;
-
-	return sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2);
-}
-
 /* Global (row, col, full cols) of a shard element. */
 static void global_index(const struct lb_llama *m, const struct lb_tensor *t, int r, int c,
 			 uint64_t *grow, uint64_t *gcol, uint64_t *gcols)
@@ -157,6 +138,13 @@ static int init_params(struct lb_llama *m)
 	for (int i = 0; i < m->n_tensors; i++) {
 		const struct lb_tensor *t = &m->tensors[i];
 
+		if (m->tp_size == 1 && t->init_std != 0) {
+			/* one shard is the whole tensor: element (r, c) is draw r * cols + c, made
+			 * where the tensor lives (on the GPU, in one kernel) */
+			m->ops->fill_normal(lb_at(m->ops, m->params, t->offset, LB_K_ACT), t->count,
+					    LB_K_ACT, m->layout.seed, t->key, t->init_std);
+			continue;
+		}
 		for (int r = 0; r < t->rows; r++) {
 			for (int c = 0; c < t->cols; c++) {
 				uint64_t gr, gc, gcols;
@@ -167,7 +155,7 @@ static int init_params(struct lb_llama *m)
 				}
 				global_index(m, t, r, c, &gr, &gc, &gcols);
 				row[c] = t->init_std *
-					 normal_at(m->layout.seed, t->key, gr * gcols + gc);
+					 lb_normal_at(m->layout.seed, t->key, gr * gcols + gc);
 			}
 			m->ops->write(lb_at(m->ops, m->params, t->offset + (size_t)r * t->cols,
 					    LB_K_ACT),

@@ -86,6 +86,9 @@ struct lb_ops {
 	void (*cast)(void *dst, enum lb_kind dk, const void *src, enum lb_kind sk, size_t n);
 	void (*write)(void *dst, const double *src, size_t n, enum lb_kind k); /* host -> */
 	void (*read)(double *dst, const void *src, size_t n, enum lb_kind k);  /* -> host; waits */
+	/* p[i] = std * lb_normal_at(seed, key, i) (harness/rng.h) for i < n, in kind k: the
+	 * model's initialisation drawn where the tensor lives. */
+	void (*fill_normal)(void *p, size_t n, enum lb_kind k, uint64_t seed, int key, double std);
 	/* host int32 -> an I32 buffer; the host array may be reused as soon as it returns */
 	void (*write_i32)(int32_t *dst, const int32_t *src, size_t n);
 	/* The allocator's cap on live bytes (0: none), and its counters: live and peak bytes

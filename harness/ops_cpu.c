@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "harness/ops.h"
+#include "harness/rng.h"
 
 /* The reference's inner loops (axpy rows of the matmul, elementwise passes) are written to
  * vectorize; GCC's -O2 cost model leaves loops of unknown trip count scalar, so this file

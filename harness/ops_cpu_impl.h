@@ -107,6 +107,13 @@ static void FN(read)(double *dst, const void *src, size_t n, enum lb_kind k)
 		dst[i] = FN(get)(src, i, k);
 }
 
+static void FN(fill_normal)(void *p, size_t n, enum lb_kind k, uint64_t seed, int key,
+			    double std)
+{
+	for (size_t i = 0; i < n; i++)
+		FN(set)(p, i, k, std * lb_normal_at(seed, key, i));
+}
+
 static void FN(write_i32)(int32_t *dst, const int32_t *src, size_t n)
 {
 	memcpy(dst, src, n * sizeof(*src));
@@ -891,6 +898,7 @@ static const struct lb_ops FN(table) = {
     .write = FN(write),
     .read = FN(read),
     .write_i32 = FN(write_i32),
+    .fill_normal = FN(fill_normal),
     .stream = FN(stream),
     .sync = FN(sync),
     .event_create = FN(event_create),

@@ -548,10 +548,8 @@ int slurm_render_plan(const struct sweep_plan *p, const char *dir, char *err, si
 	}
 	if (slurm_render_batch(p, NULL, 0, &o, &b, err, errlen))
 		return -1;
-	if (mkdir(dir, 0777) && errno != EEXIST) {
-		snprintf(err, errlen, "cannot create '%s': %s", dir, strerror(errno));
+	if (lb_mkdir_p(dir, err, errlen)) /* with its parents, as mkdir -p */
 		goto out_free;
-	}
 	lb_strbuf_adds(&tsv, "array\tarray_spec\tnodes\tranks_per_node\tlayouts\n");
 	for (size_t i = 0; i < b.n_arrays; i++) {
 		struct slurm_array *a = &b.arrays[i];

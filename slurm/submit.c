@@ -38,25 +38,6 @@ void submit_opts_init(struct submit_opts *o)
 
 /* ---------------------------------------------------------------- helpers */
 
-static int mkdir_p(const char *path, char *err, size_t errlen)
-{
-	char buf[SLURM_PATH_MAX];
-	snprintf(buf, sizeof(buf), "%s", path);
-	for (char *p = buf + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(buf, 0777) && errno != EEXIST)
-			goto fail;
-		*p = '/';
-	}
-	if (mkdir(buf, 0777) && errno != EEXIST)
-		goto fail;
-	return 0;
-fail:
-	snprintf(err, errlen, "cannot create '%s': %s", buf, strerror(errno));
-	return -1;
-}
 
 static int file_exists(const char *p)
 {
@@ -204,10 +185,10 @@ static int submit_entries(sqlite3 *db, struct executor *x, const struct sweep_pl
 	gmtime_r(&now, &tm);
 	strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", &tm);
 	snprintf(dir, sizeof(dir), "%s/%s/logs", runs, p->name);
-	if (mkdir_p(dir, err, errlen))
+	if (lb_mkdir_p(dir, err, errlen))
 		goto out_free;
 	snprintf(dir, sizeof(dir), "%s/%s/scripts", runs, p->name);
-	if (mkdir_p(dir, err, errlen))
+	if (lb_mkdir_p(dir, err, errlen))
 		goto out_free;
 	sql_exec(db, "BEGIN");
 	for (size_t i = 0; i < p->n_entries; i++)

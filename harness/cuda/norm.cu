@@ -1,0 +1,550 @@
+/*
+ * RMSNorm (Zhang & Sennrich 2019, eq. 4) on the GPU, forward and backward, fused and unfused:
+ * per row of x (T, H), rstd = 1 / sqrt(mean(x^2) + eps), xhat = x * rstd, y = xhat * w; the
+ * backward (differentiating the same formula; the CPU reference harness/ops_cpu_impl.h) is
+ * c = mean(dy*w * xhat), dx += rstd * (dy*w - xhat * c), dw += sum over rows of dy * xhat.
+ * Operands: x, y, w, xhat, dy, dx are act (bf16); rstd (T) and dw (H, the main gradient) f32;
+ * the unfused passes keep their (T, H) and (T) intermediates in f32 scratch. All arithmetic is
+ * fp32: bf16 loads are widened, each result is rounded once when stored (dx += is done in
+ * fp32, then rounded). Decomposition: the fused forward is one block per row (a block-wide
+ * fp32 reduction of sum x^2, then a second pass over the row that the L1/L2 still holds); the
+ * fused backward runs a grid of about one wave of blocks, each taking rows
+ * blockIdx.x, blockIdx.x + gridDim.x, ..., doing one block reduction per row for c, keeping
+ * its partial sums of dw for every column in shared memory (each thread always owns the same
+ * columns, so no synchronisation), and adding them into dw with one atomicAdd per column at
+ * the end: the order in which blocks arrive makes dw nondeterministic in its last bits. The
+ * unfused variant runs each step of the formula as its own kernel, one full pass over memory
+ * each, as an eager framework does (the cost the paper's fused kernel removes). Rows are read
+ * in 16-byte vectors (8 bf16) when H is a multiple of 8 and the operands are 16-byte aligned,
+ * element by element otherwise.
+ */
+#include "harness/cuda/cuda_common.cuh"
+
+#include <math.h>
+
+#define NORM_MAX_THREADS 1024
+
+/* --- loads and stores of VEC consecutive elements, widened to / rounded from fp32 --- */
+
+template <int VEC> static __device__ __forceinline__ void ld_act(float (&f)[VEC], const act_t *p)
+{
+	if constexpr (VEC == 8) {
+		uint4 u = *reinterpret_cast<const uint4 *>(p);
+		const __nv_bfloat162 *b = reinterpret_cast<const __nv_bfloat162 *>(&u);
+
+#pragma unroll
+		for (int k = 0; k < 4; k++) {
+			float2 v = __bfloat1622float2(b[k]);
+
+			f[2 * k] = v.x;
+			f[2 * k + 1] = v.y;
+		}
+	} else {
+#pragma unroll
+		for (int k = 0; k < VEC; k++)
+			f[k] = __bfloat162float(p[k]);
+	}
+}
+
+template <int VEC> static __device__ __forceinline__ void st_act(act_t *p, const float (&f)[VEC])
+{
+	if constexpr (VEC == 8) {
+		uint4 u;
+		__nv_bfloat162 *b = reinterpret_cast<__nv_bfloat162 *>(&u);
+
+#pragma unroll
+		for (int k = 0; k < 4; k++)
+			b[k] = __floats2bfloat162_rn(f[2 * k], f[2 * k + 1]);
+		*reinterpret_cast<uint4 *>(p) = u;
+	} else {
+#pragma unroll
+		for (int k = 0; k < VEC; k++)
+			p[k] = __float2bfloat16_rn(f[k]);
+	}
+}
+
+template <int VEC> static __device__ __forceinline__ void ld_f32(float (&f)[VEC], const float *p)
+{
+	if constexpr (VEC % 4 == 0) {
+#pragma unroll
+		for (int k = 0; k < VEC; k += 4) {
+			float4 v = *reinterpret_cast<const float4 *>(p + k);
+
+			f[k] = v.x;
+			f[k + 1] = v.y;
+			f[k + 2] = v.z;
+			f[k + 3] = v.w;
+		}
+	} else {
+#pragma unroll
+		for (int k = 0; k < VEC; k++)
+			f[k] = p[k];
+	}
+}
+
+template <int VEC> static __device__ __forceinline__ void st_f32(float *p, const float (&f)[VEC])
+{
+	if constexpr (VEC % 4 == 0) {
+#pragma unroll
+		for (int k = 0; k < VEC; k += 4)
+			*reinterpret_cast<float4 *>(p + k) =
+			    make_float4(f[k], f[k + 1], f[k + 2], f[k + 3]);
+	} else {
+#pragma unroll
+		for (int k = 0; k < VEC; k++)
+			p[k] = f[k];
+	}
+}
+
+/* Sum of v over the block, returned to every thread. blockDim.x is a multiple of 32 and every
+ * thread of the block calls it (the shuffles use the full mask). Safe to call repeatedly. */
+static __device__ __forceinline__ float block_sum(float v)
+{
+	__shared__ float part[32];
+	int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
+
+#pragma unroll
+	for (int o = 16; o; o >>= 1)
+		v += __shfl_xor_sync(0xffffffffu, v, o);
+	__syncthreads(); /* the previous call's readers are done with part[] */
+	if (lane == 0)
+		part[warp] = v;
+	__syncthreads();
+	v = lane < nwarps ? part[lane] : 0.0f;
+#pragma unroll
+	for (int o = 16; o; o >>= 1)
+		v += __shfl_xor_sync(0xffffffffu, v, o);
+	return v;
+}
+
+/* --- fused --- */
+
+/* One block per row (grid t). */
+template <int VEC>
+static __global__ void __launch_bounds__(NORM_MAX_THREADS)
+    rmsnorm_fwd_kernel(act_t *__restrict__ y, float *__restrict__ rstd, const act_t *__restrict__ x,
+		       const act_t *__restrict__ w, int h)
+{
+	size_t row = blockIdx.x;
+	const act_t *xr = x + row * h;
+	act_t *yr = y + row * h;
+	float ss = 0.0f;
+
+	for (int j = threadIdx.x * VEC; j < h; j += blockDim.x * VEC) {
+		float xv[VEC];
+
+		ld_act<VEC>(xv, xr + j);
+#pragma unroll
+		for (int k = 0; k < VEC; k++)
+			ss += xv[k] * xv[k];
+	}
+	ss = block_sum(ss);
+	float r = 1.0f / sqrtf(ss / (float)h + (float)LB_RMS_EPS);
+	for (int j = threadIdx.x * VEC; j < h; j += blockDim.x * VEC) {
+		float xv[VEC], wv[VEC], yv[VEC];
+
+		ld_act<VEC>(xv, xr + j);
+		ld_act<VEC>(wv, w + j);
+#pragma unroll
+		for (int k = 0; k < VEC; k++)
+			yv[k] = xv[k] * r * wv[k];
+		st_act<VEC>(yr + j, yv);
+	}
+	if (threadIdx.x == 0)
+		rstd[row] = r;
+}
+
+/*
+ * Rows blockIdx.x + i*gridDim.x; dynamic shared memory: h floats of dw partials, stored
+ * transposed (element k of vector q at k*(h/VEC) + q) so a warp's accesses hit distinct banks.
+ */
+template <int VEC>
+static __global__ void __launch_bounds__(NORM_MAX_THREADS)
+    rmsnorm_bwd_kernel(act_t *__restrict__ dx, float *__restrict__ dw, const act_t *__restrict__ dy,
+		       const act_t *__restrict__ x, const act_t *__restrict__ w,
+		       const float *__restrict__ rstd, int t, int h)
+{
+	extern __shared__ float dws[];
+	int nv = h / VEC;
+
+	for (int q = threadIdx.x; q < nv; q += blockDim.x)
+#pragma unroll
+		for (int k = 0; k < VEC; k++)
+			dws[k * nv + q] = 0.0f;
+	for (int row = blockIdx.x; row < t; row += gridDim.x) {
+		size_t off = (size_t)row * h;
+		float r = rstd[row], dot = 0.0f;
+
+		for (int q = threadIdx.x; q < nv; q += blockDim.x) {
+			float dyv[VEC], xv[VEC], wv[VEC];
+
+			ld_act<VEC>(dyv, dy + off + (size_t)q * VEC);
+			ld_act<VEC>(xv, x + off + (size_t)q * VEC);
+			ld_act<VEC>(wv, w + q * VEC);
+#pragma unroll
+			for (int k = 0; k < VEC; k++) {
+				float xhat = xv[k] * r;
+
+				dot += (dyv[k] * wv[k]) * xhat;
+				dws[k * nv + q] += dyv[k] * xhat;
+			}
+		}
+		dot = block_sum(dot);
+		float c = dot / (float)h;
+		for (int q = threadIdx.x; q < nv; q += blockDim.x) {
+			float dyv[VEC], xv[VEC], wv[VEC], dxv[VEC];
+
+			ld_act<VEC>(dyv, dy + off + (size_t)q * VEC);
+			ld_act<VEC>(xv, x + off + (size_t)q * VEC);
+			ld_act<VEC>(wv, w + q * VEC);
+			ld_act<VEC>(dxv, dx + off + (size_t)q * VEC);
+#pragma unroll
+			for (int k = 0; k < VEC; k++)
+				dxv[k] += r * (dyv[k] * wv[k] - xv[k] * r * c);
+			st_act<VEC>(dx + off + (size_t)q * VEC, dxv);
+		}
+	}
+	for (int q = threadIdx.x; q < nv; q += blockDim.x)
+#pragma unroll
+		for (int k = 0; k < VEC; k++)
+			atomicAdd(dw + (size_t)q * VEC + k, dws[k * nv + q]);
+}
+
+/* --- unfused: one kernel per step, elementwise ones grid-striding over vectors --- */
+
+#define GRID_STRIDE(e, n)                                                                          \
+	for (size_t e = (size_t)blockIdx.x * blockDim.x + threadIdx.x; e < (n);                    \
+	     e += (size_t)gridDim.x * blockDim.x)
+
+/* sq = x * x (f32, T*H). */
+template <int VEC>
+static __global__ void unfused_sq_kernel(float *__restrict__ sq, const act_t *__restrict__ x,
+					 size_t nv)
+{
+	GRID_STRIDE(e, nv)
+	{
+		float v[VEC];
+
+		ld_act<VEC>(v, x + e * VEC);
+#pragma unroll
+		for (int k = 0; k < VEC; k++)
+			v[k] = v[k] * v[k];
+		st_f32<VEC>(sq + e * VEC, v);
+	}
+}
+
+/* out[row] = mean over the row of a (f32), or of a times b (act) when MUL; a block a row. */
+template <int VEC, bool MUL>
+static __global__ void __launch_bounds__(NORM_MAX_THREADS)
+    unfused_rowmean_kernel(float *__restrict__ out, const float *__restrict__ a,
+			   const act_t *__restrict__ b, int h)
+{
+	size_t off = (size_t)blockIdx.x * h;
+	float s = 0.0f;
+
+	for (int j = threadIdx.x * VEC; j < h; j += blockDim.x * VEC) {
+		float av[VEC];
+
+		ld_f32<VEC>(av, a + off + j);
+		if constexpr (MUL) {
+			float bv[VEC];
+
+			ld_act<VEC>(bv, b + off + j);
+#pragma unroll
+			for (int k = 0; k < VEC; k++)
+				s += av[k] * bv[k];
+		} else {
+#pragma unroll
+			for (int k = 0; k < VEC; k++)
+				s += av[k];
+		}
+	}
+	s = block_sum(s);
+	if (threadIdx.x == 0)
+		out[blockIdx.x] = s / (float)h;
+}
+
+/* rstd = 1 / sqrt(ms + eps) (T). */
+static __global__ void unfused_rsqrt_kernel(float *__restrict__ rstd, const float *__restrict__ ms,
+					    size_t t)
+{
+	GRID_STRIDE(i, t)
+	{
+		rstd[i] = 1.0f / sqrtf(ms[i] + (float)LB_RMS_EPS);
+	}
+}
+
+/* xhat = x * rstd[row] (act). */
+template <int VEC>
+static __global__ void unfused_scale_kernel(act_t *__restrict__ xhat, const act_t *__restrict__ x,
+					    const float *__restrict__ rstd, size_t nv, int h)
+{
+	GRID_STRIDE(e, nv)
+	{
+		float v[VEC];
+		float r = rstd[(e * VEC) / h];
+
+		ld_act<VEC>(v, x + e * VEC);
+#pragma unroll
+		for (int k = 0; k < VEC; k++)
+			v[k] *= r;
+		st_act<VEC>(xhat + e * VEC, v);
+	}
+}
+
+/* y = xhat * w[col] (act). */
+template <int VEC>
+static __global__ void unfused_weight_kernel(act_t *__restrict__ y, const act_t *__restrict__ xhat,
+					     const act_t *__restrict__ w, size_t nv, int h)
+{
+	GRID_STRIDE(e, nv)
+	{
+		float v[VEC], wv[VEC];
+
+		ld_act<VEC>(v, xhat + e * VEC);
+		ld_act<VEC>(wv, w + (e * VEC) % h);
+#pragma unroll
+		for (int k = 0; k < VEC; k++)
+			v[k] *= wv[k];
+		st_act<VEC>(y + e * VEC, v);
+	}
+}
+
+/* dxhat = dy * w[col] (f32, T*H). */
+template <int VEC>
+static __global__ void unfused_dxhat_kernel(float *__restrict__ dxhat, const act_t *__restrict__ dy,
+					    const act_t *__restrict__ w, size_t nv, int h)
+{
+	GRID_STRIDE(e, nv)
+	{
+		float v[VEC], wv[VEC];
+
+		ld_act<VEC>(v, dy + e * VEC);
+		ld_act<VEC>(wv, w + (e * VEC) % h);
+#pragma unroll
+		for (int k = 0; k < VEC; k++)
+			v[k] *= wv[k];
+		st_f32<VEC>(dxhat + e * VEC, v);
+	}
+}
+
+/* dw += sum over rows of dy * xhat: the fused backward's column reduction on its own. */
+template <int VEC>
+static __global__ void __launch_bounds__(NORM_MAX_THREADS)
+    unfused_colsum_kernel(float *__restrict__ dw, const act_t *__restrict__ dy,
+			  const act_t *__restrict__ xhat, int t, int h)
+{
+	extern __shared__ float dws[];
+	int nv = h / VEC;
+
+	for (int q = threadIdx.x; q < nv; q += blockDim.x)
+#pragma unroll
+		for (int k = 0; k < VEC; k++)
+			dws[k * nv + q] = 0.0f;
+	for (int row = blockIdx.x; row < t; row += gridDim.x) {
+		size_t off = (size_t)row * h;
+
+		for (int q = threadIdx.x; q < nv; q += blockDim.x) {
+			float dyv[VEC], xv[VEC];
+
+			ld_act<VEC>(dyv, dy + off + (size_t)q * VEC);
+			ld_act<VEC>(xv, xhat + off + (size_t)q * VEC);
+#pragma unroll
+			for (int k = 0; k < VEC; k++)
+				dws[k * nv + q] += dyv[k] * xv[k];
+		}
+	}
+	for (int q = threadIdx.x; q < nv; q += blockDim.x)
+#pragma unroll
+		for (int k = 0; k < VEC; k++)
+			atomicAdd(dw + (size_t)q * VEC + k, dws[k * nv + q]);
+}
+
+/* dx += rstd[row] * (dxhat - xhat * c[row]) (act, accumulated in fp32). */
+template <int VEC>
+static __global__ void unfused_dx_kernel(act_t *__restrict__ dx, const float *__restrict__ dxhat,
+					 const act_t *__restrict__ xhat,
+					 const float *__restrict__ rstd,
+					 const float *__restrict__ c, size_t nv, int h)
+{
+	GRID_STRIDE(e, nv)
+	{
+		float dv[VEC], xv[VEC], o[VEC];
+		size_t row = (e * VEC) / h;
+		float r = rstd[row], cr = c[row];
+
+		ld_f32<VEC>(dv, dxhat + e * VEC);
+		ld_act<VEC>(xv, xhat + e * VEC);
+		ld_act<VEC>(o, dx + e * VEC);
+#pragma unroll
+		for (int k = 0; k < VEC; k++)
+			o[k] += r * (dv[k] - xv[k] * cr);
+		st_act<VEC>(dx + e * VEC, o);
+	}
+}
+
+/* --- host side --- */
+
+static int aligned16(const void *p)
+{
+	return ((uintptr_t)p & 15u) == 0;
+}
+
+/* Threads for a block that walks a row of h elements VEC at a time: one vector per thread
+ * up to NORM_MAX_THREADS, whole warps, at least one. */
+static unsigned row_threads(int h, int vec)
+{
+	unsigned n = (unsigned)((h / vec + 31) / 32 * 32);
+
+	if (n < 32)
+		n = 32;
+	return n > NORM_MAX_THREADS ? NORM_MAX_THREADS : n;
+}
+
+static int sm_count(void)
+{
+	static int n;
+
+	if (!n) {
+		int dev;
+
+		LBC_CHECK(cudaGetDevice(&dev));
+		LBC_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev));
+	}
+	return n;
+}
+
+/* Blocks for a column-reduction kernel (kern: h floats of dynamic shared memory): as many as
+ * fit on the device at once, at most one per row. */
+static unsigned colsum_blocks(const void *kern, unsigned threads, size_t smem, int t)
+{
+	int occ = 0;
+	long long n;
+
+	if (smem > 40 * 1024) /* past the default 48 KB with block_sum's static part[] */
+		LBC_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize,
+					       (int)smem));
+	LBC_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, kern, (int)threads, smem));
+	n = (long long)sm_count() * (occ > 0 ? occ : 1);
+	return (unsigned)(n < t ? n : t);
+}
+
+template <int VEC>
+static void fused_fwd(act_t *y, float *rstd, const act_t *x, const act_t *w, int t, int h)
+{
+	rmsnorm_fwd_kernel<VEC><<<t, row_threads(h, VEC), 0, lbc_stream>>>(y, rstd, x, w, h);
+	LBC_LAUNCHED();
+}
+
+void lbc_rmsnorm_fwd(void *y, void *rstd, const void *x, const void *w, int t, int h)
+{
+	if (t <= 0 || h <= 0)
+		return;
+	if (h % 8 == 0 && aligned16(y) && aligned16(x) && aligned16(w))
+		fused_fwd<8>((act_t *)y, (float *)rstd, (const act_t *)x, (const act_t *)w, t, h);
+	else
+		fused_fwd<1>((act_t *)y, (float *)rstd, (const act_t *)x, (const act_t *)w, t, h);
+}
+
+template <int VEC>
+static void fused_bwd(act_t *dx, float *dw, const act_t *dy, const act_t *x, const act_t *w,
+		      const float *rstd, int t, int h)
+{
+	unsigned threads = row_threads(h, VEC);
+	size_t smem = (size_t)h * sizeof(float);
+	unsigned blocks = colsum_blocks((const void *)rmsnorm_bwd_kernel<VEC>, threads, smem, t);
+
+	rmsnorm_bwd_kernel<VEC>
+	    <<<blocks, threads, smem, lbc_stream>>>(dx, dw, dy, x, w, rstd, t, h);
+	LBC_LAUNCHED();
+}
+
+void lbc_rmsnorm_bwd(void *dx, void *dw, const void *dy, const void *x, const void *w,
+		     const void *rstd, int t, int h)
+{
+	if (t <= 0 || h <= 0)
+		return;
+	if (h % 8 == 0 && aligned16(dx) && aligned16(dy) && aligned16(x) && aligned16(w))
+		fused_bwd<8>((act_t *)dx, (float *)dw, (const act_t *)dy, (const act_t *)x,
+			     (const act_t *)w, (const float *)rstd, t, h);
+	else
+		fused_bwd<1>((act_t *)dx, (float *)dw, (const act_t *)dy, (const act_t *)x,
+			     (const act_t *)w, (const float *)rstd, t, h);
+}
+
+/* The unfused passes keep a (T, H) array and a (T) array in scratch. */
+size_t lbc_norm_scratch(int t, int h)
+{
+	return (size_t)t * h + t;
+}
+
+template <int VEC>
+static void unfused_fwd(act_t *y, act_t *xhat, float *rstd, float *scratch, const act_t *x,
+			const act_t *w, int t, int h)
+{
+	size_t n = (size_t)t * h, nv = n / VEC;
+	float *sq = scratch, *ms = scratch + n;
+
+	unfused_sq_kernel<VEC><<<lbc_blocks(nv, 256), 256, 0, lbc_stream>>>(sq, x, nv);
+	LBC_LAUNCHED();
+	unfused_rowmean_kernel<VEC, false>
+	    <<<t, row_threads(h, VEC), 0, lbc_stream>>>(ms, sq, NULL, h);
+	LBC_LAUNCHED();
+	unfused_rsqrt_kernel<<<lbc_blocks(t, 256), 256, 0, lbc_stream>>>(rstd, ms, (size_t)t);
+	LBC_LAUNCHED();
+	unfused_scale_kernel<VEC>
+	    <<<lbc_blocks(nv, 256), 256, 0, lbc_stream>>>(xhat, x, rstd, nv, h);
+	LBC_LAUNCHED();
+	unfused_weight_kernel<VEC><<<lbc_blocks(nv, 256), 256, 0, lbc_stream>>>(y, xhat, w, nv, h);
+	LBC_LAUNCHED();
+}
+
+void lbc_rmsnorm_unfused_fwd(void *y, void *xhat, void *rstd, void *scratch, const void *x,
+			     const void *w, int t, int h)
+{
+	if (t <= 0 || h <= 0)
+		return;
+	if (h % 8 == 0 && aligned16(y) && aligned16(xhat) && aligned16(scratch) && aligned16(x) &&
+	    aligned16(w))
+		unfused_fwd<8>((act_t *)y, (act_t *)xhat, (float *)rstd, (float *)scratch,
+			       (const act_t *)x, (const act_t *)w, t, h);
+	else
+		unfused_fwd<1>((act_t *)y, (act_t *)xhat, (float *)rstd, (float *)scratch,
+			       (const act_t *)x, (const act_t *)w, t, h);
+}
+
+template <int VEC>
+static void unfused_bwd(act_t *dx, float *dw, const act_t *dy, const act_t *xhat, const act_t *w,
+			const float *rstd, float *scratch, int t, int h)
+{
+	size_t n = (size_t)t * h, nv = n / VEC;
+	float *dxhat = scratch, *c = scratch + n;
+	unsigned threads = row_threads(h, VEC);
+	size_t smem = (size_t)h * sizeof(float);
+
+	unfused_dxhat_kernel<VEC><<<lbc_blocks(nv, 256), 256, 0, lbc_stream>>>(dxhat, dy, w, nv, h);
+	LBC_LAUNCHED();
+	unfused_colsum_kernel<VEC>
+	    <<<colsum_blocks((const void *)unfused_colsum_kernel<VEC>, threads, smem, t), threads,
+	       smem, lbc_stream>>>(dw, dy, xhat, t, h);
+	LBC_LAUNCHED();
+	unfused_rowmean_kernel<VEC, true><<<t, threads, 0, lbc_stream>>>(c, dxhat, xhat, h);
+	LBC_LAUNCHED();
+	unfused_dx_kernel<VEC>
+	    <<<lbc_blocks(nv, 256), 256, 0, lbc_stream>>>(dx, dxhat, xhat, rstd, c, nv, h);
+	LBC_LAUNCHED();
+}
+
+void lbc_rmsnorm_unfused_bwd(void *dx, void *dw, const void *dy, const void *xhat, const void *w,
+			     const void *rstd, void *scratch, int t, int h)
+{
+	if (t <= 0 || h <= 0)
+		return;
+	if (h % 8 == 0 && aligned16(dx) && aligned16(dy) && aligned16(xhat) && aligned16(w) &&
+	    aligned16(scratch))
+		unfused_bwd<8>((act_t *)dx, (float *)dw, (const act_t *)dy, (const act_t *)xhat,
+			       (const act_t *)w, (const float *)rstd, (float *)scratch, t, h);
+	else
+		unfused_bwd<1>((act_t *)dx, (float *)dw, (const act_t *)dy, (const act_t *)xhat,
+			       (const act_t *)w, (const float *)rstd, (float *)scratch, t, h);
+}

@@ -7,7 +7,9 @@
  *
  * Types: LB_K_ACT buffers hold bf16 (act_t), LB_K_F32 float, LB_K_F64 double, LB_K_I32
  * int32. Every kernel accumulates in fp32 (reductions across blocks in fp64 where a test
- * needs it). No op synchronises the host; no op allocates except through lbc_scratch.
+ * needs it). No op synchronises the host or allocates, with one exception: the first
+ * lbc_gemm of a new problem times cuBLASLt's candidates on a transient output buffer
+ * (once per shape, in the first step; LAYOUTBENCH_GEMM_TUNE=0 turns that off).
  *
  * Error regime (STYLE.md 3): a failed CUDA or cuBLASLt call has no safe recovery in the
  * trainer: LBC_CHECK prints file:line, host and rank, writes the failure class into the

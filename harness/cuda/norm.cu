@@ -6,23 +6,34 @@
  * Operands: x, y, w, xhat, dy, dx are act (bf16); rstd (T) and dw (H, the main gradient) f32;
  * the unfused passes keep their (T, H) and (T) intermediates in f32 scratch. All arithmetic is
  * fp32: bf16 loads are widened, each result is rounded once when stored (dx += is done in
- * fp32, then rounded). Decomposition: the fused forward is one block per row (a block-wide
- * fp32 reduction of sum x^2, then a second pass over the row that the L1/L2 still holds); the
- * fused backward runs a grid of about one wave of blocks, each taking rows
- * blockIdx.x, blockIdx.x + gridDim.x, ..., doing one block reduction per row for c, keeping
- * its partial sums of dw for every column in shared memory (each thread always owns the same
- * columns, so no synchronisation), and adding them into dw with one atomicAdd per column at
- * the end: the order in which blocks arrive makes dw nondeterministic in its last bits. The
- * unfused variant runs each step of the formula as its own kernel, one full pass over memory
- * each, as an eager framework does (the cost the paper's fused kernel removes). Rows are read
- * in 16-byte vectors (8 bf16) when H is a multiple of 8 and the operands are 16-byte aligned,
- * element by element otherwise.
+ * fp32, then rounded). Decomposition: where a row is at most 4 * 512 vectors (H <= 16384 in
+ * 16-byte vectors), the fused kernels hold rows in registers, each thread owning the same
+ * columns of every row. A forward block normalises R rows: their x is read once and kept
+ * packed across the block-wide fp32 reductions of sum x^2. The backward runs a persistent
+ * grid (the blocks the device holds at once, each left at least BWD_MIN_ROWS rows), each
+ * block taking groups of R rows, blockIdx.x, blockIdx.x + gridDim.x, ...: it issues the
+ * loads of dy, x and dx of a whole group, so that 4 vectors of each operand per thread are
+ * in flight, before one block reduction of the group's R dot products for c; every thread
+ * keeps its partial sums of dw in registers and adds them into dw with (16-byte, on sm_90)
+ * atomics at the end: the order in which blocks arrive makes dw nondeterministic in its last
+ * bits. Wider rows fall back to one block per row (forward) and to dw partials in shared
+ * memory (backward). The unfused variant runs each step of the formula as its own kernel,
+ * one full pass over memory each, as an eager framework does (the cost the paper's fused
+ * kernel removes). Rows are read in 16-byte vectors (8 bf16) when H is a multiple of 8 and the
+ * operands are 16-byte aligned, element by element otherwise.
  */
 #include "harness/cuda/cuda_common.cuh"
 
 #include <math.h>
 
 #define NORM_MAX_THREADS 1024
+/* Threads of a register-kernel block at most (rows wider than 4 vectors a thread fall back). */
+#define REG_MAX_THREADS 512
+/* Registers per thread of the register backward with C vectors per thread: left alone,
+ * ptxas spends all 128 that 512 threads allow on widened copies, and one block of 320 (the
+ * 13B width) then fills an SM; 96 lets two blocks share one. C = 4 holds 80 live values
+ * of its own (packed operands, dw partials) and keeps the 128. */
+#define BWD_REGS(c) ((c) == 4 ? 128 : 96)
 
 /* --- loads and stores of VEC consecutive elements, widened to / rounded from fp32 --- */
 
@@ -117,7 +128,323 @@ static __device__ __forceinline__ float block_sum(float v)
 	return v;
 }
 
-/* --- fused --- */
+/* --- VEC consecutive act elements kept exactly as loaded (packed bf16), unpacked at use --- */
+
+template <int VEC> struct raw_act;
+template <> struct raw_act<8> {
+	uint4 u;
+};
+template <> struct raw_act<1> {
+	unsigned short u;
+};
+
+template <int VEC> static __device__ __forceinline__ raw_act<VEC> raw_zero()
+{
+	raw_act<VEC> r;
+
+	if constexpr (VEC == 8)
+		r.u = make_uint4(0u, 0u, 0u, 0u);
+	else
+		r.u = 0; /* the bf16 bit pattern of +0 */
+	return r;
+}
+
+template <int VEC> static __device__ __forceinline__ raw_act<VEC> raw_ld(const act_t *p)
+{
+	raw_act<VEC> r;
+
+	if constexpr (VEC == 8)
+		r.u = *reinterpret_cast<const uint4 *>(p);
+	else
+		r.u = __bfloat16_as_ushort(*p);
+	return r;
+}
+
+template <int VEC> static __device__ __forceinline__ void raw_f32(float (&f)[VEC], raw_act<VEC> r)
+{
+	if constexpr (VEC == 8) {
+		const __nv_bfloat162 *b = reinterpret_cast<const __nv_bfloat162 *>(&r.u);
+
+#pragma unroll
+		for (int k = 0; k < 4; k++) {
+			float2 v = __bfloat1622float2(b[k]);
+
+			f[2 * k] = v.x;
+			f[2 * k + 1] = v.y;
+		}
+	} else {
+		f[0] = __bfloat162float(__ushort_as_bfloat16(r.u));
+	}
+}
+
+/*
+ * An empty asm that the compiler must assume rewrites r: after it, values derived from r
+ * (the widened floats, dy*w, x*rstd) are recomputed from the packed registers instead of
+ * being kept alive, widened, across a barrier (twice the registers). The recomputation is
+ * the same fp32 arithmetic on the same bits, so results are unchanged.
+ */
+template <int VEC> static __device__ __forceinline__ void raw_opaque(raw_act<VEC> &r)
+{
+	if constexpr (VEC == 8)
+		asm volatile("" : "+r"(r.u.x), "+r"(r.u.y), "+r"(r.u.z), "+r"(r.u.w));
+	else
+		asm volatile("" : "+h"(r.u));
+}
+
+/*
+ * Sums each of v[0..R) over the block, in place, the result identical in every thread (the
+ * same butterfly over the same operands). blockDim.x is a multiple of 32, every thread calls
+ * it, and part (R * 32 floats of shared memory) is not in use by a call that some thread may
+ * still be reading: callers alternate two buffers, so one barrier per call suffices.
+ */
+template <int R> static __device__ __forceinline__ void block_sum_n(float (&v)[R], float *part)
+{
+	int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
+
+#pragma unroll
+	for (int r = 0; r < R; r++)
+#pragma unroll
+		for (int o = 16; o; o >>= 1)
+			v[r] += __shfl_xor_sync(0xffffffffu, v[r], o);
+	if (lane == 0)
+#pragma unroll
+		for (int r = 0; r < R; r++)
+			part[r * 32 + warp] = v[r];
+	__syncthreads();
+#pragma unroll
+	for (int r = 0; r < R; r++) {
+		float s = lane < nwarps ? part[r * 32 + lane] : 0.0f;
+
+#pragma unroll
+		for (int o = 16; o; o >>= 1)
+			s += __shfl_xor_sync(0xffffffffu, s, o);
+		v[r] = s;
+	}
+}
+
+/* --- fused, row held in registers (h / VEC <= REG_MAX_THREADS * C) --- */
+
+/*
+ * Block g normalises rows g*R .. g*R + R-1 (grid ceil(t / R)); thread j owns the vectors
+ * j, j + blockDim.x, ..., C of them (those past the row's end idle), so x is read once and
+ * kept packed in registers across the reduction.
+ */
+template <int VEC, int C, int R>
+static __global__ void __launch_bounds__(REG_MAX_THREADS)
+    rmsnorm_fwd_reg_kernel(act_t *__restrict__ y, float *__restrict__ rstd,
+			   const act_t *__restrict__ x, const act_t *__restrict__ w, int t, int h)
+{
+	__shared__ float part[R * 32];
+	int nv = h / VEC;
+	raw_act<VEC> xr[R][C], wr[C];
+	float ss[R];
+
+#pragma unroll
+	for (int i = 0; i < C; i++) {
+		int q = threadIdx.x + i * blockDim.x;
+
+		wr[i] = q < nv ? raw_ld<VEC>(w + (size_t)q * VEC) : raw_zero<VEC>();
+	}
+#pragma unroll
+	for (int r = 0; r < R; r++) {
+		int row = blockIdx.x * R + r;
+
+#pragma unroll
+		for (int i = 0; i < C; i++) {
+			int q = threadIdx.x + i * blockDim.x;
+
+			xr[r][i] = row < t && q < nv
+				       ? raw_ld<VEC>(x + (size_t)row * h + (size_t)q * VEC)
+				       : raw_zero<VEC>();
+		}
+	}
+#pragma unroll
+	for (int r = 0; r < R; r++) {
+		ss[r] = 0.0f;
+#pragma unroll
+		for (int i = 0; i < C; i++) {
+			float xv[VEC];
+
+			raw_f32<VEC>(xv, xr[r][i]);
+#pragma unroll
+			for (int k = 0; k < VEC; k++)
+				ss[r] += xv[k] * xv[k];
+		}
+	}
+	block_sum_n<R>(ss, part);
+#pragma unroll
+	for (int r = 0; r < R; r++)
+#pragma unroll
+		for (int i = 0; i < C; i++)
+			raw_opaque<VEC>(xr[r][i]);
+#pragma unroll
+	for (int i = 0; i < C; i++)
+		raw_opaque<VEC>(wr[i]);
+#pragma unroll
+	for (int r = 0; r < R; r++) {
+		int row = blockIdx.x * R + r;
+
+		if (row >= t)
+			break;
+		float rr = 1.0f / sqrtf(ss[r] / (float)h + (float)LB_RMS_EPS);
+
+#pragma unroll
+		for (int i = 0; i < C; i++) {
+			int q = threadIdx.x + i * blockDim.x;
+			float xv[VEC], wv[VEC], yv[VEC];
+
+			if (q >= nv)
+				break;
+			raw_f32<VEC>(xv, xr[r][i]);
+			raw_f32<VEC>(wv, wr[i]);
+#pragma unroll
+			for (int k = 0; k < VEC; k++)
+				yv[k] = xv[k] * rr * wv[k];
+			st_act<VEC>(y + (size_t)row * h + (size_t)q * VEC, yv);
+		}
+		if (threadIdx.x == 0)
+			rstd[row] = rr;
+	}
+}
+
+/*
+ * Row groups g = blockIdx.x, blockIdx.x + gridDim.x, ... of R rows each (rows g*R ..
+ * g*R + R-1, those past t skipped); thread j owns the vectors j + i*blockDim.x (i < C) of
+ * every row, keeps its partial sums of dw for those columns in registers (w is re-read, from
+ * L1, for each group: registers are what limits two blocks per SM), and issues the loads of
+ * dy, x and dx of all R rows before the one block reduction of the R dot products. At the
+ * end each thread adds its partials into dw: 16-byte vector atomics where the device has
+ * them (sm_90) and dw is aligned (vec_atomics), one float at a time otherwise.
+ */
+template <int VEC, int C, int R>
+static __global__ void __maxnreg__(BWD_REGS(C))
+    rmsnorm_bwd_reg_kernel(act_t *__restrict__ dx, float *__restrict__ dw,
+			   const act_t *__restrict__ dy, const act_t *__restrict__ x,
+			   const act_t *__restrict__ w, const float *__restrict__ rstd, int t,
+			   int h, int vec_atomics)
+{
+	__shared__ float part[2][R * 32];
+	int nv = h / VEC, ngroups = (t + R - 1) / R, buf = 0;
+	float dwp[C][VEC];
+
+#pragma unroll
+	for (int i = 0; i < C; i++)
+#pragma unroll
+		for (int k = 0; k < VEC; k++)
+			dwp[i][k] = 0.0f;
+	for (int g = blockIdx.x; g < ngroups; g += gridDim.x, buf ^= 1) {
+		raw_act<VEC> dyr[R][C], xr[R][C], dxr[R][C], wr[C];
+		float rr[R], dot[R];
+
+#pragma unroll
+		for (int i = 0; i < C; i++) {
+			int q = threadIdx.x + i * blockDim.x;
+
+			wr[i] = q < nv ? raw_ld<VEC>(w + (size_t)q * VEC) : raw_zero<VEC>();
+		}
+
+#pragma unroll
+		for (int r = 0; r < R; r++) {
+			int row = g * R + r;
+			size_t off = (size_t)row * h;
+
+			rr[r] = row < t ? rstd[row] : 0.0f;
+#pragma unroll
+			for (int i = 0; i < C; i++) {
+				int q = threadIdx.x + i * blockDim.x;
+
+				if (row < t && q < nv) {
+					dyr[r][i] = raw_ld<VEC>(dy + off + q * VEC);
+					xr[r][i] = raw_ld<VEC>(x + off + q * VEC);
+					dxr[r][i] = raw_ld<VEC>(dx + off + q * VEC);
+				} else { /* zeros: add nothing to dot or dw */
+					dyr[r][i] = raw_zero<VEC>();
+					xr[r][i] = raw_zero<VEC>();
+					dxr[r][i] = raw_zero<VEC>();
+				}
+			}
+		}
+#pragma unroll
+		for (int r = 0; r < R; r++) {
+			dot[r] = 0.0f;
+#pragma unroll
+			for (int i = 0; i < C; i++) {
+				float dyv[VEC], xv[VEC], wv[VEC];
+
+				raw_f32<VEC>(dyv, dyr[r][i]);
+				raw_f32<VEC>(xv, xr[r][i]);
+				raw_f32<VEC>(wv, wr[i]);
+#pragma unroll
+				for (int k = 0; k < VEC; k++) {
+					float xhat = xv[k] * rr[r];
+
+					dot[r] += (dyv[k] * wv[k]) * xhat;
+					dwp[i][k] += dyv[k] * xhat;
+				}
+			}
+		}
+		block_sum_n<R>(dot, part[buf]);
+#pragma unroll
+		for (int r = 0; r < R; r++)
+#pragma unroll
+			for (int i = 0; i < C; i++) {
+				raw_opaque<VEC>(dyr[r][i]);
+				raw_opaque<VEC>(xr[r][i]);
+			}
+#pragma unroll
+		for (int r = 0; r < R; r++) {
+			int row = g * R + r;
+			float c = dot[r] / (float)h;
+
+			if (row >= t)
+				break;
+#pragma unroll
+			for (int i = 0; i < C; i++) {
+				int q = threadIdx.x + i * blockDim.x;
+				float dyv[VEC], xv[VEC], wv[VEC], dxv[VEC];
+
+				if (q >= nv)
+					break;
+				raw_f32<VEC>(dyv, dyr[r][i]);
+				raw_f32<VEC>(xv, xr[r][i]);
+				raw_f32<VEC>(wv, raw_ld<VEC>(w + (size_t)q * VEC));
+				raw_f32<VEC>(dxv, dxr[r][i]);
+#pragma unroll
+				for (int k = 0; k < VEC; k++)
+					dxv[k] += rr[r] * (dyv[k] * wv[k] - xv[k] * rr[r] * c);
+				st_act<VEC>(dx + (size_t)row * h + (size_t)q * VEC, dxv);
+			}
+		}
+	}
+#pragma unroll
+	for (int i = 0; i < C; i++) {
+		int q = threadIdx.x + i * blockDim.x;
+		float *d = dw + (size_t)q * VEC;
+
+		if (q >= nv)
+			break;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+		if constexpr (VEC % 4 == 0) {
+			if (vec_atomics) { /* atomicAdd(float4 *) without the returned value */
+#pragma unroll
+				for (int k = 0; k < VEC; k += 4)
+					asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};"
+						     :
+						     : "l"(d + k), "f"(dwp[i][k]),
+						       "f"(dwp[i][k + 1]), "f"(dwp[i][k + 2]),
+						       "f"(dwp[i][k + 3])
+						     : "memory");
+				continue;
+			}
+		}
+#endif
+#pragma unroll
+		for (int k = 0; k < VEC; k++)
+			atomicAdd(d + k, dwp[i][k]);
+	}
+}
+
+/* --- fused, any width: the fallbacks past the register kernels' widths --- */
 
 /* One block per row (grid t). */
 template <int VEC>
@@ -414,26 +741,104 @@ static int sm_count(void)
 	return n;
 }
 
+/*
+ * Blocks of kern (threads each, smem bytes of dynamic shared memory) that one SM holds at
+ * once: asked of the runtime once per (kern, threads, smem) and remembered, so a call costs
+ * no host-side query (single-threaded use, as the whole backend).
+ */
+static int occupancy(const void *kern, unsigned threads, size_t smem)
+{
+	static struct {
+		const void *kern;
+		unsigned threads;
+		size_t smem;
+		int occ;
+	} memo[32];
+	static int n;
+	int occ = 0;
+
+	for (int i = 0; i < n; i++)
+		if (memo[i].kern == kern && memo[i].threads == threads && memo[i].smem == smem)
+			return memo[i].occ;
+	LBC_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, kern, (int)threads, smem));
+	if (occ < 1)
+		occ = 1;
+	if (n < 32) {
+		memo[n].kern = kern;
+		memo[n].threads = threads;
+		memo[n].smem = smem;
+		memo[n].occ = occ;
+		n++;
+	}
+	return occ;
+}
+
 /* Blocks for a column-reduction kernel (kern: h floats of dynamic shared memory): as many as
  * fit on the device at once, at most one per row. */
 static unsigned colsum_blocks(const void *kern, unsigned threads, size_t smem, int t)
 {
-	int occ = 0;
 	long long n;
 
 	if (smem > 40 * 1024) /* past the default 48 KB with block_sum's static part[] */
 		LBC_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize,
 					       (int)smem));
-	LBC_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, kern, (int)threads, smem));
-	n = (long long)sm_count() * (occ > 0 ? occ : 1);
+	n = (long long)sm_count() * occupancy(kern, threads, smem);
 	return (unsigned)(n < t ? n : t);
+}
+
+/*
+ * The register kernels' shape for rows of nv vectors: C vectors per thread, the fewest of
+ * 1, 2, 4 that keeps a block within REG_MAX_THREADS (0: too wide, the fallback kernels
+ * serve it), and whole warps of threads. Each C goes with R rows per block step so that a
+ * thread holds 4 vectors of each operand in flight: R = 2 for C = 1 or 2, R = 1 for C = 4.
+ */
+static int reg_cols(int nv)
+{
+	for (int c = 1; c <= 4; c *= 2)
+		if ((nv + c - 1) / c <= REG_MAX_THREADS)
+			return c;
+	return 0;
+}
+
+static unsigned reg_threads(int nv, int c)
+{
+	unsigned n = (unsigned)(((nv + c - 1) / c + 31) / 32 * 32);
+
+	return n < 32 ? 32 : n;
+}
+
+/* Fewest rows per backward block: its dw flush (h atomics) stays below 1/16 of the bytes its
+ * rows move (8 h per row). */
+#define BWD_MIN_ROWS 8
+
+template <int VEC, int C, int R>
+static void fused_fwd_reg(act_t *y, float *rstd, const act_t *x, const act_t *w, int t, int h)
+{
+	unsigned blocks = (unsigned)((t + R - 1) / R);
+
+	rmsnorm_fwd_reg_kernel<VEC, C, R>
+	    <<<blocks, reg_threads(h / VEC, C), 0, lbc_stream>>>(y, rstd, x, w, t, h);
+	LBC_LAUNCHED();
 }
 
 template <int VEC>
 static void fused_fwd(act_t *y, float *rstd, const act_t *x, const act_t *w, int t, int h)
 {
-	rmsnorm_fwd_kernel<VEC><<<t, row_threads(h, VEC), 0, lbc_stream>>>(y, rstd, x, w, h);
-	LBC_LAUNCHED();
+	switch (reg_cols(h / VEC)) {
+	case 1:
+		fused_fwd_reg<VEC, 1, 2>(y, rstd, x, w, t, h);
+		break;
+	case 2:
+		fused_fwd_reg<VEC, 2, 2>(y, rstd, x, w, t, h);
+		break;
+	case 4:
+		fused_fwd_reg<VEC, 4, 1>(y, rstd, x, w, t, h);
+		break;
+	default:
+		rmsnorm_fwd_kernel<VEC>
+		    <<<t, row_threads(h, VEC), 0, lbc_stream>>>(y, rstd, x, w, h);
+		LBC_LAUNCHED();
+	}
 }
 
 void lbc_rmsnorm_fwd(void *y, void *rstd, const void *x, const void *w, int t, int h)
@@ -446,17 +851,50 @@ void lbc_rmsnorm_fwd(void *y, void *rstd, const void *x, const void *w, int t, i
 		fused_fwd<1>((act_t *)y, (float *)rstd, (const act_t *)x, (const act_t *)w, t, h);
 }
 
+/* Blocks: as many as the device holds at once (a persistent grid), no more than leave each
+ * at least BWD_MIN_ROWS rows, at least one. */
+template <int VEC, int C, int R>
+static void fused_bwd_reg(act_t *dx, float *dw, const act_t *dy, const act_t *x, const act_t *w,
+			  const float *rstd, int t, int h)
+{
+	unsigned threads = reg_threads(h / VEC, C);
+	long long n = (long long)sm_count() *
+		      occupancy((const void *)rmsnorm_bwd_reg_kernel<VEC, C, R>, threads, 0);
+	long long cap = ((long long)t + BWD_MIN_ROWS - 1) / BWD_MIN_ROWS;
+	int vec_atomics = VEC % 4 == 0 && aligned16(dw);
+
+	if (n > cap)
+		n = cap;
+	rmsnorm_bwd_reg_kernel<VEC, C, R><<<(unsigned)(n > 0 ? n : 1), threads, 0, lbc_stream>>>(
+	    dx, dw, dy, x, w, rstd, t, h, vec_atomics);
+	LBC_LAUNCHED();
+}
+
 template <int VEC>
 static void fused_bwd(act_t *dx, float *dw, const act_t *dy, const act_t *x, const act_t *w,
 		      const float *rstd, int t, int h)
 {
-	unsigned threads = row_threads(h, VEC);
-	size_t smem = (size_t)h * sizeof(float);
-	unsigned blocks = colsum_blocks((const void *)rmsnorm_bwd_kernel<VEC>, threads, smem, t);
+	switch (reg_cols(h / VEC)) {
+	case 1:
+		fused_bwd_reg<VEC, 1, 2>(dx, dw, dy, x, w, rstd, t, h);
+		break;
+	case 2:
+		fused_bwd_reg<VEC, 2, 2>(dx, dw, dy, x, w, rstd, t, h);
+		break;
+	case 4:
+		fused_bwd_reg<VEC, 4, 1>(dx, dw, dy, x, w, rstd, t, h);
+		break;
+	default: {
+		unsigned threads = row_threads(h, VEC);
+		size_t smem = (size_t)h * sizeof(float);
+		unsigned blocks =
+		    colsum_blocks((const void *)rmsnorm_bwd_kernel<VEC>, threads, smem, t);
 
-	rmsnorm_bwd_kernel<VEC>
-	    <<<blocks, threads, smem, lbc_stream>>>(dx, dw, dy, x, w, rstd, t, h);
-	LBC_LAUNCHED();
+		rmsnorm_bwd_kernel<VEC>
+		    <<<blocks, threads, smem, lbc_stream>>>(dx, dw, dy, x, w, rstd, t, h);
+		LBC_LAUNCHED();
+	}
+	}
 }
 
 void lbc_rmsnorm_bwd(void *dx, void *dw, const void *dy, const void *x, const void *w,

@@ -33,7 +33,7 @@ tiny="--model tiny --seq-len 64 --global-batch 8 --micro-batch 2 --steps 50 --wa
 	--quiet --device cuda --run-dir "$tmp/probe" >"$tmp/probe.out" 2>"$tmp/probe.err"
 rc=$?
 if [ "$rc" != 0 ]; then
-	why=$(grep -o "built without the CUDA backend\|no CUDA device[^(]*" "$tmp/probe.err" | head -n 1)
+	why=$(grep -o "built without the CUDA backend\|no CUDA device[^(]*" "$tmp/probe.err" | head -n 1 | sed "s/ *$//")
 	if [ -n "$why" ] && [ "${LB_REQUIRE_GPU:-0}" != 1 ]; then
 		echo "skip: the GPU tests need a GPU: $why"
 		exit 77

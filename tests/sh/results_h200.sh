@@ -1,0 +1,47 @@
+#!/bin/sh
+# The published H200 results never drift from the code that reads them: the run logs in
+# docs/results/h200/runs are collected into a fresh database and the report regenerated
+# from them must equal docs/results/h200/report.md, and the headline numbers quoted in
+# docs/results/h200/README.md and docs/performance.md must come out of the views.
+# Regenerate after a deliberate change with LB_UPDATE_GOLDEN=1 (then read the diff).
+set -u
+BUILD=${BUILD:-build}
+LB="$BUILD/layoutbench"
+D=docs/results/h200
+[ -x "$LB" ] || { echo "no $LB (make BUILD=$BUILD first)"; exit 1; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail=0
+"$LB" collect --db "$tmp/r.db" "$D/runs" >"$tmp/collect.out" 2>&1 ||
+	{ cat "$tmp/collect.out"; echo "FAIL: collect"; exit 1; }
+grep -q "9 new runs.*0 warnings, 0 errors" "$tmp/collect.out" ||
+	{ cat "$tmp/collect.out"; echo "FAIL: collect did not take all 9 runs cleanly"; fail=1; }
+"$LB" report --db "$tmp/r.db" --sweep h200-1gpu --figure all --format md >"$tmp/report.md" ||
+	{ echo "FAIL: report"; exit 1; }
+if [ "${LB_UPDATE_GOLDEN:-0}" = 1 ]; then
+	cp "$tmp/report.md" "$D/report.md"
+	echo "updated $D/report.md"
+elif ! diff -u "$D/report.md" "$tmp/report.md"; then
+	echo "FAIL: the report from the published runs differs from $D/report.md"
+	fail=1
+fi
+# the quoted figures: MFU % by layout (seq, micro-batch, checkpointing, attention, norm)
+q() {
+	"$LB" sql --db "$tmp/r.db" --format tsv "SELECT printf('%.1f', 100 * max(mfu)) FROM run_summary
+		WHERE sweep = 'h200-1gpu' AND seq_len = $1 AND micro_batch = $2 AND
+		checkpointing = '$3' AND attention = '$4' AND norm = '$5'" | tail -n 1
+}
+want() { # value seq mbs ckpt attn norm
+	got=$(q "$2" "$3" "$4" "$5" "$6")
+	[ "$got" = "$1" ] || { echo "FAIL: MFU of $2/$3/$4/$5/$6 is $got, the docs say $1"; fail=1; }
+}
+want 59.0 2048 1 none flash fused
+want 60.5 2048 4 none flash fused
+want 59.6 2048 2 none flash fused
+want 54.0 8192 1 none flash fused
+want 57.0 2048 1 none flash unfused
+want 56.8 2048 1 none fused_softmax unfused
+want 54.4 2048 1 none naive unfused
+want 45.6 2048 1 full flash fused
+[ "$fail" = 0 ] && echo "ok: the published H200 results reproduce"
+exit "$fail"

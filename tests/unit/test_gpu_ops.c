@@ -24,6 +24,9 @@
 #include <string.h>
 
 #include "harness/ops.h"
+#ifdef LB_WITH_CUDA
+#include "harness/cuda/cuda_bench.h"
+#endif
 
 /*
  * Tolerances. A GPU value g passes against the reference r (fp64 on the same rounded
@@ -415,6 +418,51 @@ static void test_allocator_counters(void **state)
 	G->mem_stats(&live, &peak);
 	assert_true(live == live0 && peak == live0 + sf + sd);
 	G->reset_peak();
+}
+
+/* The allocator's counters against the device's own account (cudaMemGetInfo): 1 GiB of
+ * buffers in several sizes must move the device's used memory by their counted bytes,
+ * within 64 MiB (cudaMalloc rounds each buffer up to its 2 MiB pages, and the driver may
+ * reserve a little on the side). A counter that missed a buffer or counted one twice is
+ * off by far more. Only where the device can be asked (the CUDA backend). */
+static void test_allocator_vs_device(void **state)
+{
+#ifdef LB_WITH_CUDA
+	uint64_t live0, live1, peak;
+	double used0, used1, counted, seen;
+	void *p[8];
+	size_t sizes[8] = {128u << 20, 64u << 20, 32u << 20, 16u << 20,
+			   8u << 20,   3u << 20,  1u << 20,  (1u << 20) + 12345};
+
+	(void)state;
+	if (strcmp(G->name, "cuda"))
+		skip();
+	release();
+	G->sync();
+	G->mem_stats(&live0, &peak);
+	used0 = lb_cuda_mem_used();
+	assert_true(used0 > 0);
+	for (int i = 0; i < 8; i++) {
+		p[i] = G->alloc(sizes[i], i % 2 ? LB_K_ACT : LB_K_F32);
+		assert_non_null(p[i]);
+	}
+	G->sync();
+	G->mem_stats(&live1, &peak);
+	used1 = lb_cuda_mem_used();
+	counted = (double)(live1 - live0);
+	seen = used1 - used0;
+	print_message("  allocator: %.1f MiB counted, %.1f MiB seen by the device\n",
+		      counted / 1048576, seen / 1048576);
+	assert_true(counted > 500.0 * 1048576);
+	assert_true(fabs(seen - counted) <= 64.0 * 1048576);
+	for (int i = 0; i < 8; i++)
+		G->free_(p[i]);
+	G->mem_stats(&live1, &peak);
+	assert_true(live1 == live0);
+#else
+	(void)state;
+	skip();
+#endif
 }
 
 static void test_events(void **state)
@@ -1270,6 +1318,7 @@ int main(void)
 	    cmocka_unit_test(test_bf16_round),
 	    cmocka_unit_test(test_transfers_zero_copy),
 	    cmocka_unit_test(test_allocator_counters),
+	    cmocka_unit_test(test_allocator_vs_device),
 	    cmocka_unit_test(test_events),
 	    cmocka_unit_test(test_matmul),
 	    cmocka_unit_test(test_rmsnorm),

@@ -1,6 +1,7 @@
 #!/bin/sh
 # A build without libslurm and libcurl still builds, and its slurm and rest executors say
-# exactly how to get them; the local executor still works (dry run here).
+# exactly how to get them; the local executor still works (dry run here). Built again in the
+# same folder where libslurm is installed, it links libslurm: no stale configuration.
 set -u
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -28,5 +29,19 @@ grep -qxF "$want" err || { echo "FAIL: rest executor said: $(cat err)"; fail=1; 
 	{ echo "FAIL: local dry run: $(cat err)"; fail=1; }
 grep -q "^dry run: sweep 'quickstart', executor local: [0-9]* layout" out ||
 	{ echo "FAIL: local dry run printed: $(cat out)"; fail=1; }
-[ "$fail" = 0 ] && echo "ok: both messages exact, local executor available"
+# the same folder built again with what this machine has: a build must not stay stale
+# when its detected configuration changes (say libslurm-dev was installed since)
+cd - >/dev/null || exit 1
+if [ -f /usr/include/slurm/slurm.h ]; then
+	if ! make --no-print-directory BUILD="$B" "$B/layoutbench" >"$tmp/make2.log" 2>&1; then
+		tail -n 30 "$tmp/make2.log"
+		echo "FAIL: the rebuild with libslurm failed"
+		exit 1
+	fi
+	grep -q "^WITH_SLURM=1 " "$B/gen/config.txt" ||
+		{ echo "FAIL: config.txt: $(cat "$B/gen/config.txt")"; fail=1; }
+	ldd "$B/layoutbench" | grep -q libslurm ||
+		{ echo "FAIL: the rebuild in the same folder is still without libslurm (stale build)"; fail=1; }
+fi
+[ "$fail" = 0 ] && echo "ok: both messages exact, local executor available, rebuilt when libslurm appears"
 exit $fail

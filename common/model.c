@@ -144,6 +144,9 @@ static const struct {
     {"a100", 312.0},	  /* A100 SXM4 and PCIe, 40 and 80 GB */
     {"b200", 2250.0},	  /* HGX B200, per GPU */
     {"l40s", 362.0},	  /* L40S */
+    {"mi300x", 1307.4},	  /* AMD Instinct MI300X */
+    {"mi250x", 383.0},	  /* AMD Instinct MI250X (both dies) */
+    {"v100", -1.0},	  /* no bf16 tensor cores: a bf16 MFU has no peak to divide by */
 };
 
 int lb_gpu_peak_tflops(const char *product, double *tflops)

@@ -181,6 +181,17 @@ bad_enum:
 	return -1;
 }
 
+/* 1 if argv[1..argc) holds the flag, as "--flag" or "--flag=value". */
+static int has_flag(int argc, char **argv, const char *flag)
+{
+	size_t n = strlen(flag);
+
+	for (int i = 1; i < argc; i++)
+		if (!strncmp(argv[i], flag, n) && (argv[i][n] == '\0' || argv[i][n] == '='))
+			return 1;
+	return 0;
+}
+
 int lb_train_parse_args(struct lb_train_opts *o, int argc, char **argv, char *err, size_t errlen)
 {
 	char **rest;
@@ -247,6 +258,13 @@ int lb_train_parse_args(struct lb_train_opts *o, int argc, char **argv, char *er
 			rc = -1;
 			goto out_free_rest;
 		}
+	}
+	/* the ranks this process starts are the node: --nproc-per-node N without
+	 * --gpus-per-node or --nodes means N GPUs on one node */
+	if (o->nproc_per_node > 1 && !has_flag(argc, argv, "--gpus-per-node") &&
+	    !has_flag(argc, argv, "--nodes")) {
+		o->layout.gpus_per_node = o->nproc_per_node;
+		o->layout.nodes = 1;
 	}
 out_free_rest:
 	free(rest);

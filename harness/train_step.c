@@ -194,13 +194,33 @@ int lb_trainer_init_par(struct lb_trainer *t, const struct lb_train_opts *o,
 		if (rc == LB_E_OOM) {
 			uint64_t peak = 0;
 
+			char lim[96];
+			const char *fix;
+
 			ops->mem_stats(NULL, &peak);
-			snprintf(
-			    t->err, sizeof(t->err),
-			    "out of memory allocating weights, optimizer state and activations "
-			    "(%llu bytes held at the failing allocation, limit %llu bytes); "
-			    "lower the micro-batch or checkpoint activations",
-			    (unsigned long long)peak, (unsigned long long)o->mem_limit);
+			if (o->mem_limit)
+				snprintf(lim, sizeof(lim),
+					 "the next allocation would pass the --mem-limit of %llu "
+					 "bytes",
+					 (unsigned long long)o->mem_limit);
+			else
+				snprintf(lim, sizeof(lim),
+					 "the next allocation failed: more than the %s had free",
+					 o->device_cuda ? "GPU" : "host");
+			/* the advice that can still help this layout */
+			if (l->micro_batch > 1)
+				fix = "lower the micro-batch, checkpoint activations or split the "
+				      "model (tp, pp)";
+			else if (l->checkpointing == LB_CKPT_NONE)
+				fix = "checkpoint activations (--checkpointing selective or full) or "
+				      "split the model (tp, pp)";
+			else
+				fix = "split the model (tp, pp), shard the optimizer (--zero-stage 1 "
+				      "with dp > 1) or use a device with more memory";
+			snprintf(t->err, sizeof(t->err),
+				 "out of memory allocating weights, optimizer state and activations "
+				 "(%llu bytes = %.2f GiB held; %s); %s",
+				 (unsigned long long)peak, (double)peak / 1073741824.0, lim, fix);
 		} else {
 			snprintf(t->err, sizeof(t->err), "the model cannot run this layout");
 		}

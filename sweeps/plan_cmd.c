@@ -65,8 +65,20 @@ static void format_cells(const struct plan_entry *e, char cells[NCOLS][192], int
 	}
 }
 
+/* A GPU sweep without the GPUs' memory prunes nothing: say so on stderr. */
+static void warn_unpruned(const struct sweep_plan *p)
+{
+	if (p->cluster.gpu_mem_gib <= 0 && strcmp(p->cluster.device, "cpu"))
+		fprintf(stderr,
+			"warning: plan '%s': cluster.gpu_mem_gib is not set, so no layout was "
+			"checked against GPU memory (set it, e.g. 80 for an A100 80GB, 139.8 for "
+			"an H200)\n",
+			p->name);
+}
+
 static void print_summary(FILE *f, const struct sweep_plan *p)
 {
+	warn_unpruned(p);
 	fprintf(f, "plan '%s': %zu layouts: %zu ok, %zu oom, %zu invalid", p->name, p->n_entries,
 		p->n_ok, p->n_oom, p->n_invalid);
 	if (p->n_filtered && p->n_duplicates)

@@ -200,6 +200,17 @@ static uint64_t id_key(const char *id)
 	return k;
 }
 
+/* x with dig decimals (static buffer, two alternating: the caller compares two). */
+static const char *fmt_gib(double x, int dig)
+{
+	static char buf[2][32];
+	static int k;
+
+	k ^= 1;
+	snprintf(buf[k], sizeof(buf[k]), "%.*f", dig, x);
+	return buf[k];
+}
+
 /* Judge one point into e: derived values, where, validity, memory. Returns 1 kept, 0
  * dropped by where, -1 when where cannot be evaluated (w->err set). Thread-safe. */
 static int judge_point(struct worker *w, const struct merged *m, int model, struct lb_layout *l,
@@ -304,8 +315,12 @@ static int judge_point(struct worker *w, const struct merged *m, int model, stru
 		e->mem_gib = est.total / GIB;
 		if (cl->gpu_mem_gib > 0 && e->mem_gib > cap) {
 			e->status = PLAN_OOM;
-			snprintf(e->reason, sizeof(e->reason), "needs %.1f GiB of %.1f GiB",
-				 e->mem_gib, cap);
+			int dig = 1; /* enough digits that the two numbers differ */
+
+			while (dig < 4 && !strcmp(fmt_gib(e->mem_gib, dig), fmt_gib(cap, dig)))
+				dig++;
+			snprintf(e->reason, sizeof(e->reason), "needs %.*f GiB of %.*f GiB", dig,
+				 e->mem_gib, dig, cap);
 		}
 	}
 	return 1;

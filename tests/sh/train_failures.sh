@@ -63,6 +63,14 @@ last_end "$tmp/ok" | grep -q '"status":"ok","class":null' || { echo "FAIL: ok: e
 expect oom 3 "$TRAIN" $tiny --mem-limit 200K --run-dir "$tmp/oom"
 last_end "$tmp/oom" | grep -q '"status":"failed","class":"oom".*"exit_code":3' ||
 	{ last_end "$tmp/oom"; echo "FAIL: oom end record"; fail=1; }
+# the message says what was held, which limit, and only advice that can still help
+last_end "$tmp/oom" | grep -q 'the next allocation would pass the --mem-limit of 204800 bytes); lower the micro-batch' && {
+	last_end "$tmp/oom"; echo "FAIL: oom advice at micro-batch 1"; fail=1; }
+last_end "$tmp/oom" | grep -q 'bytes = 0.00 GiB held; the next allocation would pass the --mem-limit of 204800 bytes); checkpoint activations' ||
+	{ last_end "$tmp/oom"; echo "FAIL: oom message"; fail=1; }
+expect oom-ckpt 3 "$TRAIN" $tiny --checkpointing full --mem-limit 200K --run-dir "$tmp/oom3"
+last_end "$tmp/oom3" | grep -q 'split the model (tp, pp)' ||
+	{ last_end "$tmp/oom3"; echo "FAIL: oom advice with checkpointing"; fail=1; }
 expect oom-env 3 env LAYOUTBENCH_MEM_LIMIT=200K "$TRAIN" $tiny --run-dir "$tmp/oom2"
 
 # diverged

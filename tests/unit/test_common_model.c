@@ -139,13 +139,15 @@ static void test_gpu_peaks(void **state)
 	    {"NVIDIA GH200 480GB", 989},
 	    {"NVIDIA B200", 2250},
 	    {"NVIDIA L40S", 362},
+	    {"AMD Instinct MI300X", 1307.4},
+	    {"AMD Instinct MI250X", 383},
 	};
 	static const char *const unknown[] = {"cpu",
 					      "",
 					      "NVIDIA A10",
 					      "Tesla V100-SXM2-32GB",
 					      "NVIDIA H200 NVL",
-					      "AMD Instinct MI300X"};
+					      "AMD Instinct MI210"};
 	double t;
 	size_t i;
 

@@ -92,6 +92,11 @@ static void test_parse_flags(void **state)
 			 0);
 	assert_int_equal(lb_train_check(&o, err, sizeof(err)), -1);
 	assert_non_null(strstr(err, lb_ops_have_cuda() ? "GPU communicator" : "without the CUDA"));
+	/* --nproc-per-node N alone makes the node N GPUs wide (not "tp=2 exceeds
+	 * gpus_per_node=1") */
+	assert_int_equal(parse(&o, "--tp 2 --nproc-per-node 2", err, sizeof(err)), 0);
+	assert_int_equal(o.layout.gpus_per_node, 2);
+	assert_int_equal(lb_train_check(&o, err, sizeof(err)), 0);
 	assert_int_equal(parse(&o, "--tp 2 --gpus-per-node 2", err, sizeof(err)), 0);
 	assert_int_equal(lb_train_check(&o, err, sizeof(err)), -1);
 	assert_string_equal(err, "--nproc-per-node 1: the layout has tp*pp*dp=2 rank(s); start "

@@ -35,7 +35,7 @@ const char *lb_train_usage(void)
 	    buf, sizeof(buf),
 	    "usage: layoutbench-train [layout flags] [trainer flags]\n\n%s\n"
 	    "trainer flags:\n"
-	    "  --device cpu|cuda       backend (default cpu; cuda needs a 'make cuda' build)\n"
+	    "  --device cpu|cuda       backend (default cpu; cuda: a build where nvcc was found)\n"
 	    "  --run-dir DIR           where run-<run_uid>.jsonl goes (default .; created)\n"
 	    "  --data FILE             flat binary token ids, sequences packed back to back\n"
 	    "                          (default: a synthetic stream from the seed)\n"

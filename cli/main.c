@@ -45,8 +45,8 @@ static const struct command commands[] = {
      "kernels|checkpointing|microbatch|tp-pp|seqpar|rms|best|phases|all "
      "[--format md|csv|html] [--out DIR]",
      "the paper's MFU tables and figures from the runs in the database"},
-    {"sql", cmd_sql, "sql [--db PATH] [--format table|csv|tsv] QUERY",
-     "run a query on the results database"},
+    {"sql", cmd_sql, "sql [--db PATH] [--format table|csv|tsv] [--write] QUERY",
+     "run a query on the results database (read-only; --write allows changes)"},
     {"help", cmd_help, "help [CMD]", "print usage"},
     {"version", cmd_version, "version", "print the version"},
 };

@@ -1,11 +1,13 @@
 /*
  * The results stage's subcommands: `layoutbench collect`, `import` and `sql`. Thin
  * shells: options in, the calls of results/collect.h, results/import.h and
- * results/sql.h, a summary line out (stdout), diagnostics on stderr.
+ * results/sql.h, a summary line out (stdout), diagnostics on stderr. collect and import
+ * open the database for writing; sql opens it read-only unless --write is given.
  */
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli/commands.h"
 #include "results/collect.h"
@@ -74,13 +76,27 @@ out_close_db:
 	return rc;
 }
 
+/* Remove a database file that this command created and left empty, with its -wal and
+ * -shm files (a failed import leaves nothing behind). */
+static void remove_db(const char *path)
+{
+	static const char *const suffix[] = {"-wal", "-shm", "-journal"};
+	char p[4096];
+
+	for (size_t k = 0; k < sizeof(suffix) / sizeof(suffix[0]); k++)
+		if ((size_t)snprintf(p, sizeof(p), "%s%s", path, suffix[k]) < sizeof(p))
+			unlink(p);
+	unlink(path);
+}
+
 int cmd_import(int argc, char **argv)
 {
 	const char *db_path = NULL, *format = NULL;
 	struct import_stats st = {0};
 	char err[512];
 	sqlite3 *db;
-	int i, nfiles = 0, rc = 0;
+	struct stat sb;
+	int i, nfiles = 0, rc = 0, existed;
 
 	for (i = 1; i < argc; i++) {
 		const char *a = argv[i];
@@ -117,9 +133,13 @@ int cmd_import(int argc, char **argv)
 		lb_usage(argv[0]);
 		return 2;
 	}
+	if (!db_path)
+		db_path = results_default_db();
+	existed = !stat(db_path, &sb);
 	if (results_open(db_path, &db, err, sizeof(err))) {
 		fprintf(stderr, "error: %s\n", err);
-		return 1;
+		rc = 1;
+		goto out_remove_new_db;
 	}
 	for (i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--db") || !strcmp(argv[i], "--format")) {
@@ -137,6 +157,9 @@ int cmd_import(int argc, char **argv)
 	       st.files == 1 ? "" : "s", st.rows, st.ok, st.failed, st.warnings,
 	       st.warnings == 1 ? "" : "s");
 	results_close(db);
+out_remove_new_db:
+	if (rc && !existed && !st.files)
+		remove_db(db_path);
 	return rc;
 }
 
@@ -144,6 +167,7 @@ int cmd_sql(int argc, char **argv)
 {
 	const char *db_path = NULL, *query = NULL;
 	enum sql_format fmt = SQL_TABLE;
+	enum results_db_mode mode = RESULTS_DB_READ;
 	char err[512];
 	sqlite3 *db;
 	struct stat sb;
@@ -151,7 +175,9 @@ int cmd_sql(int argc, char **argv)
 
 	for (i = 1; i < argc; i++) {
 		const char *a = argv[i];
-		if (!strcmp(a, "--db") || !strcmp(a, "--format")) {
+		if (!strcmp(a, "--write") && !query) {
+			mode = RESULTS_DB_WRITE;
+		} else if (!strcmp(a, "--db") || !strcmp(a, "--format")) {
 			if (i + 1 >= argc) {
 				fprintf(stderr, "error: '%s' needs a value\n", a);
 				lb_usage(argv[0]);
@@ -201,7 +227,7 @@ int cmd_sql(int argc, char **argv)
 			db_path);
 		return 1;
 	}
-	if (results_open(db_path, &db, err, sizeof(err))) {
+	if (results_db_open(db_path, mode, &db, err, sizeof(err))) {
 		fprintf(stderr, "error: %s\n", err);
 		return 1;
 	}

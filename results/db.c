@@ -1,13 +1,17 @@
 /*
- * The results database: open with WAL and a busy timeout, migrate the schema embedded
- * from results/schema.sql step by step (PRAGMA user_version), and the shared helpers for
- * sweeps, layouts and jobs (results/db.h).
+ * The results database: the one place it is opened, for reading (read-only, no
+ * migrations, immutable when the folder cannot be written) or for writing (WAL, a busy
+ * timeout, the schema embedded from results/schema.sql migrated step by step in one
+ * exclusive transaction, PRAGMA user_version), and the shared helpers for sweeps, layouts
+ * and jobs (results/db.h).
  */
 #include "results/db.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "common/embed.h"
@@ -53,81 +57,275 @@ static const char *next_step(const char *p, long *n)
 	return NULL;
 }
 
+/* Check that the steps of schema are numbered 1, 2, ... in order; the last number goes to
+ * *last (0 when there is none). Returns 0, or -1 with err set. */
+static int check_steps(const char *schema, long *last, char *err, size_t errlen)
+{
+	long n = 0, prev = 0;
+	const char *p;
+
+	for (p = next_step(schema, &n); p;) {
+		const char *body = strchr(p, '\n');
+		long next_n = 0;
+		const char *q = body ? next_step(body + 1, &next_n) : NULL;
+
+		if (n != prev + 1) {
+			snprintf(err, errlen, "schema: migration step %ld follows step %ld", n,
+				 prev);
+			return -1;
+		}
+		prev = n;
+		p = q;
+		n = next_n;
+	}
+	*last = prev;
+	return 0;
+}
+
+/*
+ * Every step runs inside one BEGIN EXCLUSIVE transaction that reads user_version again
+ * first: two processes opening a new database at once (parallel collects) queue on the
+ * lock (busy timeout), and the second finds the steps applied by the first.
+ */
 int results_migrate(sqlite3 *db, const char *schema, char *err, size_t errlen)
 {
 	int have = results_schema_version(db);
 	long n = 0, last = 0;
 	const char *p;
+	char *msg = NULL;
 
 	if (have < 0) {
 		snprintf(err, errlen, "cannot read the schema version: %s", sqlite3_errmsg(db));
 		return -1;
+	}
+	if (check_steps(schema, &last, err, errlen))
+		return -1;
+	if (have >= last)
+		return 0;
+	if (sqlite3_exec(db, "BEGIN EXCLUSIVE", NULL, NULL, &msg) != SQLITE_OK) {
+		snprintf(err, errlen, "schema migration: cannot lock the database: %s",
+			 msg ? msg : sqlite3_errmsg(db));
+		sqlite3_free(msg);
+		return -1;
+	}
+	have = results_schema_version(db); /* another process may have migrated meanwhile */
+	if (have < 0) {
+		snprintf(err, errlen, "cannot read the schema version: %s", sqlite3_errmsg(db));
+		goto out_rollback;
 	}
 	for (p = next_step(schema, &n); p;) {
 		long next_n = 0;
 		const char *body = strchr(p, '\n');
 		const char *q = body ? next_step(body + 1, &next_n) : NULL;
 		size_t blen;
-		char *sql, *msg = NULL;
+		char *sql;
 
-		if (n != last + 1) {
-			snprintf(err, errlen, "schema: migration step %ld follows step %ld", n,
-				 last);
-			return -1;
-		}
-		last = n;
 		if (n <= have || !body) {
 			p = q;
 			n = next_n;
 			continue;
 		}
 		blen = q ? (size_t)(q - body) : strlen(body);
-		sql = malloc(blen + 128);
+		sql = malloc(blen + 64);
 		if (!sql) {
 			snprintf(err, errlen, "out of memory");
-			return -1;
+			goto out_rollback;
 		}
-		snprintf(sql, blen + 128, "BEGIN IMMEDIATE;%.*s;PRAGMA user_version = %ld;COMMIT;",
-			 (int)blen, body, n);
+		snprintf(sql, blen + 64, "%.*s;PRAGMA user_version = %ld;", (int)blen, body, n);
 		if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK) {
 			snprintf(err, errlen, "schema migration to version %ld: %s", n,
 				 msg ? msg : sqlite3_errmsg(db));
 			sqlite3_free(msg);
-			sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
 			free(sql);
-			return -1;
+			goto out_rollback;
 		}
 		free(sql);
-		have = (int)n;
 		p = q;
 		n = next_n;
 	}
+	if (sqlite3_exec(db, "COMMIT", NULL, NULL, &msg) != SQLITE_OK) {
+		snprintf(err, errlen, "schema migration: commit: %s",
+			 msg ? msg : sqlite3_errmsg(db));
+		sqlite3_free(msg);
+		goto out_rollback;
+	}
+	return 0;
+out_rollback:
+	sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+	return -1;
+}
+
+/* A primary result code that says the file or its folder cannot be written or opened. */
+static int is_access_error(int rc)
+{
+	rc &= 0xff;
+	return rc == SQLITE_READONLY || rc == SQLITE_CANTOPEN || rc == SQLITE_PERM;
+}
+
+/* Readers may not attach or detach databases (sql without --write). */
+static int deny_attach(void *u, int action, const char *a, const char *b, const char *c,
+		       const char *d)
+{
+	(void)u;
+	(void)a;
+	(void)b;
+	(void)c;
+	(void)d;
+	return action == SQLITE_ATTACH || action == SQLITE_DETACH ? SQLITE_DENY : SQLITE_OK;
+}
+
+/* "file:" URI of path with immutable=1 (the characters URIs reserve escaped). */
+static int immutable_uri(const char *path, char *buf, size_t len)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	size_t o = 0;
+
+	if (len < 32)
+		return -1;
+	o = (size_t)snprintf(buf, len, "file:");
+	for (const unsigned char *s = (const unsigned char *)path; *s; s++) {
+		if (o + 4 >= len)
+			return -1;
+		if (*s == '%' || *s == '?' || *s == '#' || *s <= ' ' || *s >= 0x7f) {
+			buf[o++] = '%';
+			buf[o++] = hex[*s >> 4];
+			buf[o++] = hex[*s & 15];
+		} else {
+			buf[o++] = (char)*s;
+		}
+	}
+	if (o + sizeof("?immutable=1") > len)
+		return -1;
+	memcpy(buf + o, "?immutable=1", sizeof("?immutable=1"));
 	return 0;
 }
 
-int results_open(const char *path, sqlite3 **db, char *err, size_t errlen)
+/*
+ * Read-only open: SQLITE_OPEN_READONLY, and when the first read fails because the folder
+ * cannot hold the -wal/-shm files (or the file cannot be locked), the immutable=1 URI,
+ * which reads the file as it is on disk. Never creates, writes or migrates.
+ */
+static int open_read(const char *path, sqlite3 **out, char *err, size_t errlen)
 {
+	sqlite3 *h = NULL;
+	char uri[4200];
+	struct stat sb;
+	int v, rc;
+
+	*out = NULL;
+	if (stat(path, &sb)) {
+		if (errno == ENOENT)
+			snprintf(err, errlen,
+				 "database '%s' does not exist; collect or import runs first, or "
+				 "give --db",
+				 path);
+		else
+			snprintf(err, errlen, "database '%s': %s", path, strerror(errno));
+		return -1;
+	}
+	for (int immutable = 0; immutable < 2; immutable++) {
+		const char *name = path;
+		int flags = SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX;
+
+		if (immutable) {
+			if (immutable_uri(path, uri, sizeof(uri)))
+				break;
+			name = uri;
+			flags |= SQLITE_OPEN_URI;
+		}
+		rc = sqlite3_open_v2(name, &h, flags, NULL);
+		if (rc == SQLITE_OK) {
+			sqlite3_busy_timeout(h, RESULTS_BUSY_TIMEOUT_MS);
+			sqlite3_exec(h, "PRAGMA foreign_keys = ON", NULL, NULL, NULL);
+			v = results_schema_version(h);
+			if (v >= 0)
+				goto out_opened;
+			rc = sqlite3_extended_errcode(h);
+		}
+		if (!immutable && is_access_error(rc)) {
+			sqlite3_close(h);
+			h = NULL;
+			continue;
+		}
+		snprintf(err, errlen, "database '%s': %s%s", path,
+			 h ? sqlite3_errmsg(h) : "cannot open",
+			 (rc & 0xff) == SQLITE_NOTADB ? " (is it an SQLite database?)" : "");
+		sqlite3_close(h);
+		return -1;
+	}
+	snprintf(err, errlen, "database '%s': %s", path, h ? sqlite3_errmsg(h) : "cannot open");
+	sqlite3_close(h);
+	return -1;
+out_opened:
+	if (v > RESULTS_SCHEMA_VERSION) {
+		snprintf(err, errlen,
+			 "database '%s' has schema version %d, newer than this build's %d; "
+			 "use a newer layoutbench",
+			 path, v, RESULTS_SCHEMA_VERSION);
+		goto out_close;
+	}
+	if (v < RESULTS_SCHEMA_VERSION) {
+		snprintf(err, errlen,
+			 "database '%s': schema version %d is older than this layoutbench's %d; "
+			 "run 'layoutbench collect' (or any writing command) once with write "
+			 "access to upgrade it",
+			 path, v, RESULTS_SCHEMA_VERSION);
+		goto out_close;
+	}
+	sqlite3_set_authorizer(h, deny_attach, NULL);
+	*out = h;
+	return 0;
+out_close:
+	sqlite3_close(h);
+	return -1;
+}
+
+/*
+ * PRAGMA journal_mode = WAL, retried for up to the busy timeout: on a new file two
+ * openers that both hold the shared lock get SQLITE_BUSY at once (SQLite does not call
+ * the busy handler where waiting could deadlock), so the one that lost waits and tries
+ * again, by when the file is in WAL mode.
+ */
+static int set_wal(sqlite3 *h, char **msg)
+{
+	const struct timespec pause = {0, 5 * 1000 * 1000}; /* 5 ms */
+	int rc;
+
+	for (long waited_ms = 0;; waited_ms += 5) {
+		rc = sqlite3_exec(h, "PRAGMA journal_mode = WAL", NULL, NULL, msg);
+		if ((rc & 0xff) != SQLITE_BUSY || waited_ms >= RESULTS_BUSY_TIMEOUT_MS)
+			return rc;
+		sqlite3_free(*msg);
+		*msg = NULL;
+		nanosleep(&pause, NULL);
+	}
+}
+
+/* Read-write open: create if needed, WAL, busy timeout, foreign keys, migrations. */
+static int open_write(const char *path, sqlite3 **out, char *err, size_t errlen)
+{
+	static const char hint[] = " (writing needs write access to the file and its folder)";
 	sqlite3 *h = NULL;
 	const char *schema;
 	char *msg = NULL;
-	int v;
+	int v, rc;
 
-	*db = NULL;
-	if (!path)
-		path = results_default_db();
-	if (sqlite3_open_v2(path, &h,
-			    SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
-			    NULL) != SQLITE_OK) {
-		snprintf(err, errlen, "database '%s': %s", path,
-			 h ? sqlite3_errmsg(h) : "cannot open");
+	*out = NULL;
+	rc = sqlite3_open_v2(
+	    path, &h, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
+	if (rc != SQLITE_OK) {
+		snprintf(err, errlen, "database '%s': %s%s", path,
+			 h ? sqlite3_errmsg(h) : "cannot open", is_access_error(rc) ? hint : "");
 		goto out_close;
 	}
 	sqlite3_busy_timeout(h, RESULTS_BUSY_TIMEOUT_MS);
-	if (sqlite3_exec(h,
-			 "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; "
-			 "PRAGMA foreign_keys = ON;",
-			 NULL, NULL, &msg) != SQLITE_OK) {
-		snprintf(err, errlen, "database '%s': %s", path, msg ? msg : sqlite3_errmsg(h));
+	rc = set_wal(h, &msg);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_exec(h, "PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;", NULL,
+				  NULL, &msg);
+	if (rc != SQLITE_OK) {
+		snprintf(err, errlen, "database '%s': %s%s", path, msg ? msg : sqlite3_errmsg(h),
+			 is_access_error(sqlite3_extended_errcode(h)) ? hint : "");
 		sqlite3_free(msg);
 		goto out_close;
 	}
@@ -156,11 +354,25 @@ int results_open(const char *path, sqlite3 **db, char *err, size_t errlen)
 			goto out_close;
 		}
 	}
-	*db = h;
+	*out = h;
 	return 0;
 out_close:
 	sqlite3_close(h);
 	return -1;
+}
+
+int results_db_open(const char *path, enum results_db_mode mode, sqlite3 **db, char *err,
+		    size_t errlen)
+{
+	if (!path)
+		path = results_default_db();
+	return mode == RESULTS_DB_READ ? open_read(path, db, err, errlen)
+				       : open_write(path, db, err, errlen);
+}
+
+int results_open(const char *path, sqlite3 **db, char *err, size_t errlen)
+{
+	return results_db_open(path, RESULTS_DB_WRITE, db, err, errlen);
 }
 
 void results_close(sqlite3 *db)

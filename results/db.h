@@ -26,14 +26,36 @@
  * The returned string is static or the environment's; do not free. */
 const char *results_default_db(void);
 
+/* How a command opens the database: readers never create, write or migrate it. */
+enum results_db_mode {
+	RESULTS_DB_READ,  /* read-only: `sql` without --write, `report` */
+	RESULTS_DB_WRITE, /* create if needed and migrate: collect, import, submit, status, ... */
+};
+
 /*
- * Open (creating if needed) the database at path (NULL: results_default_db()), switch it
- * to WAL mode with a busy timeout of RESULTS_BUSY_TIMEOUT_MS, turn foreign keys on, and
- * apply every migration step newer than its PRAGMA user_version. A database written by a
- * newer build (user_version > RESULTS_SCHEMA_VERSION) is refused. Returns 0 and sets *db
- * (close with results_close), or -1 with err set and *db NULL. The handle has no mutex of
- * its own: use it from one thread at a time (open one handle per thread).
+ * The one way to open the database at path (NULL: results_default_db()).
+ *
+ * RESULTS_DB_WRITE: open, creating if needed, switch to WAL mode with a busy timeout of
+ * RESULTS_BUSY_TIMEOUT_MS, turn foreign keys on, and apply every migration step newer than
+ * its PRAGMA user_version (results_migrate; safe when several processes open a new
+ * database at once).
+ *
+ * RESULTS_DB_READ: open an existing file with SQLITE_OPEN_READONLY (no write access to
+ * the file or its folder is needed); where the folder cannot hold the -wal/-shm files,
+ * open it again as the immutable=1 URI. No migration runs: a schema older than
+ * RESULTS_SCHEMA_VERSION is refused with a message that says to run a writing command
+ * once. ATTACH and DETACH are refused (authorizer), and every write fails with
+ * SQLITE_READONLY (sqlite3_db_readonly(db, "main") is 1).
+ *
+ * Either mode refuses a database written by a newer build (user_version >
+ * RESULTS_SCHEMA_VERSION). Returns 0 and sets *db (close with results_close), or -1 with
+ * err set ("database 'x.db': ...") and *db NULL. The handle has no mutex of its own: use
+ * it from one thread at a time (open one handle per thread).
  */
+int results_db_open(const char *path, enum results_db_mode mode, sqlite3 **db, char *err,
+		    size_t errlen);
+
+/* results_db_open(path, RESULTS_DB_WRITE, ...): the writers' open. */
 int results_open(const char *path, sqlite3 **db, char *err, size_t errlen);
 
 /* Close a handle from results_open (NULL is fine). */
@@ -41,10 +63,12 @@ void results_close(sqlite3 *db);
 
 /*
  * Apply the migration steps of a schema text to db: steps start at lines
- * "-- migrate: N" (N = 1, 2, ...); every step with N > user_version runs in its own
- * transaction, which also sets user_version = N. results_open calls this with the
+ * "-- migrate: N" (N = 1, 2, ...), numbered in order. The steps with N > user_version run
+ * in one BEGIN EXCLUSIVE transaction (waiting up to the busy timeout for the lock) that
+ * reads user_version again first and sets user_version = N after each step, so parallel
+ * openers of a new database apply each step once. results_db_open calls this with the
  * embedded results/schema.sql; tests call it with their own texts. Returns 0, or -1 with
- * err set (the failing step is rolled back; earlier steps stay).
+ * err set (the whole transaction is rolled back: the version is left as it was).
  */
 int results_migrate(sqlite3 *db, const char *schema, char *err, size_t errlen);
 

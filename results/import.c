@@ -42,6 +42,13 @@ static const char upsert_run_sql[] =
     "log_path = excluded.log_path, measured_step_time = excluded.measured_step_time, "
     "mfu_reported = excluded.mfu_reported";
 
+static int is_dir(const char *path)
+{
+	struct stat sb;
+
+	return !stat(path, &sb) && S_ISDIR(sb.st_mode);
+}
+
 static int read_all(const char *path, char **buf, size_t *len)
 {
 	FILE *f = fopen(path, "rb");
@@ -132,6 +139,12 @@ int results_import_paper(sqlite3 *db, const char *path, struct import_stats *st,
 	char *text = NULL;
 
 	sweep_name(path, sweep, sizeof(sweep), base, sizeof(base));
+	if (is_dir(path)) {
+		snprintf(err, errlen,
+			 "import: '%s' is a folder: name the CSV files (e.g. %s%s*.csv)", path,
+			 path, path[0] && path[strlen(path) - 1] == '/' ? "" : "/");
+		return -1;
+	}
 	if (read_all(path, &text, &len)) {
 		snprintf(err, errlen, "'%s': %s", path, strerror(errno));
 		return -1;

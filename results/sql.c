@@ -1,6 +1,8 @@
 /*
  * `layoutbench sql`: run a query on the results database and print the rows
- * (results/sql.h). Tables are buffered to align their columns; CSV and TSV stream.
+ * (results/sql.h). Tables are buffered to align their columns; CSV and TSV stream. On a
+ * read-only handle a statement that would write (sqlite3_stmt_readonly) or attach is
+ * refused before it runs, with a message that names it and --write.
  */
 #include "results/sql.h"
 
@@ -150,18 +152,67 @@ static int print_stmt(sqlite3_stmt *st, enum sql_format fmt, FILE *out)
 	return rc == SQLITE_DONE ? SQLITE_OK : rc;
 }
 
+/* A statement for a message: blanks collapsed, at most 60 characters, up to the first ';'
+ * when the statement did not compile (n = 0: its length is unknown). */
+static void quote_stmt(const char *s, size_t n, char *buf, size_t len)
+{
+	size_t o = 0, max = len < 64 ? len - 4 : 60;
+	int blank = 0;
+
+	if (!n)
+		n = strcspn(s, ";");
+	while (n && (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\r'))
+		s++, n--;
+	while (n && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\n' || s[n - 1] == '\r' ||
+		     s[n - 1] == ';'))
+		n--;
+	size_t i;
+
+	for (i = 0; i < n && o < max; i++) {
+		int b = s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r';
+		if (b && blank)
+			continue;
+		blank = b;
+		buf[o++] = b ? ' ' : s[i];
+	}
+	if (i < n) {
+		memcpy(buf + o, "...", 3);
+		o += 3;
+	}
+	buf[o] = 0;
+}
+
+/* On a read-only handle (results_db_open RESULTS_DB_READ): the refusal of a statement
+ * that would write, attach or detach. */
+static void refuse(const char *stmt, size_t n, char *err, size_t errlen)
+{
+	char q[80];
+
+	quote_stmt(stmt, n, q, sizeof(q));
+	snprintf(err, errlen,
+		 "'sql' is read-only: '%s' would change the database (use --write to allow it)", q);
+}
+
 int sql_print(sqlite3 *db, const char *query, enum sql_format fmt, FILE *out, char *err,
 	      size_t errlen)
 {
 	const char *p = query, *tail = NULL;
-	int printed = 0;
+	int printed = 0, readonly = sqlite3_db_readonly(db, "main") == 1;
 
 	while (p && *p) {
 		sqlite3_stmt *st = NULL;
 		int rc;
 
 		if (sqlite3_prepare_v2(db, p, -1, &st, &tail) != SQLITE_OK) {
-			snprintf(err, errlen, "%s", sqlite3_errmsg(db));
+			if (readonly && sqlite3_errcode(db) == SQLITE_AUTH) /* ATTACH, DETACH */
+				refuse(p, 0, err, errlen);
+			else
+				snprintf(err, errlen, "%s", sqlite3_errmsg(db));
+			return -1;
+		}
+		if (st && readonly && !sqlite3_stmt_readonly(st)) {
+			refuse(p, (size_t)(tail - p), err, errlen);
+			sqlite3_finalize(st);
 			return -1;
 		}
 		p = tail;

@@ -945,6 +945,73 @@ static void test_reader_during_collect(void **state)
 	assert_int_equal(q_int(e->db, "SELECT sum(n_steps) FROM run_summary"), 150 * 298);
 }
 
+/* results_db_open(RESULTS_DB_READ): never creates or migrates, refuses writes and ATTACH;
+ * results_migrate re-reads user_version inside its transaction (a second migrator of the
+ * same steps finds them applied). */
+static void test_read_mode(void **state)
+{
+	struct env *e = *state;
+	char path[160], err[512];
+	struct stat sb;
+	sqlite3 *db, *w;
+
+	/* a missing file is not created */
+	snprintf(path, sizeof(path), "%s/missing.db", e->dir);
+	assert_int_equal(results_db_open(path, RESULTS_DB_READ, &db, err, sizeof(err)), -1);
+	assert_null(db);
+	assert_non_null(strstr(err, "does not exist"));
+	assert_int_not_equal(stat(path, &sb), 0);
+
+	/* a current file reads; writes and ATTACH fail */
+	assert_int_equal(results_db_open(e->db_path, RESULTS_DB_READ, &db, err, sizeof(err)), 0);
+	assert_int_equal(sqlite3_db_readonly(db, "main"), 1);
+	assert_int_equal(q_int(db, "SELECT count(*) FROM runs"), 0);
+	assert_int_not_equal(sqlite3_exec(db, "DELETE FROM runs", NULL, NULL, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db, "ATTACH ':memory:' AS m", NULL, NULL, NULL), SQLITE_AUTH);
+	results_close(db);
+
+	/* an older file is refused with the fix, and left at its version */
+	snprintf(path, sizeof(path), "%s/v3.db", e->dir);
+	assert_int_equal(sqlite3_open(path, &w), SQLITE_OK);
+	{
+		const char *schema = lb_embedded("results/schema.sql", NULL);
+		const char *step4 = strstr(schema, "\n-- migrate: 4");
+		char *v3 = strndup(schema, (size_t)(step4 - schema));
+		assert_non_null(v3);
+		assert_int_equal(results_migrate(w, v3, err, sizeof(err)), 0);
+		free(v3);
+	}
+	sqlite3_close(w);
+	assert_int_equal(results_db_open(path, RESULTS_DB_READ, &db, err, sizeof(err)), -1);
+	assert_null(db);
+	assert_non_null(strstr(err, "schema version 3 is older than this layoutbench's"));
+	assert_non_null(strstr(err, "run 'layoutbench collect' (or any writing command) once"));
+	assert_int_equal(sqlite3_open(path, &w), SQLITE_OK);
+	assert_int_equal(results_schema_version(w), 3);
+	sqlite3_close(w);
+	assert_int_equal(results_db_open(path, RESULTS_DB_WRITE, &db, err, sizeof(err)), 0);
+	assert_int_equal(results_schema_version(db), RESULTS_SCHEMA_VERSION);
+	results_close(db);
+
+	/* two handles that both saw version 0: the second migration applies nothing */
+	snprintf(path, sizeof(path), "%s/race.db", e->dir);
+	{
+		static const char two[] = "-- migrate: 1\nCREATE TABLE a (x INTEGER);\n"
+					  "-- migrate: 2\nALTER TABLE a ADD COLUMN y TEXT;\n";
+		sqlite3 *h1, *h2;
+		assert_int_equal(sqlite3_open(path, &h1), SQLITE_OK);
+		assert_int_equal(sqlite3_open(path, &h2), SQLITE_OK);
+		sqlite3_busy_timeout(h1, 1000);
+		sqlite3_busy_timeout(h2, 1000);
+		assert_int_equal(results_schema_version(h2), 0);
+		assert_int_equal(results_migrate(h1, two, err, sizeof(err)), 0);
+		assert_int_equal(results_migrate(h2, two, err, sizeof(err)), 0);
+		assert_int_equal(results_schema_version(h2), 2);
+		sqlite3_close(h1);
+		sqlite3_close(h2);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -964,6 +1031,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_migrations, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_phases, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_reader_during_collect, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_read_mode, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -16,6 +16,7 @@
 #include "report/plot.h"
 #include "report/render.h"
 #include "report/report.h"
+#include "slurm/submit.h"
 
 enum format { FMT_MD, FMT_CSV, FMT_HTML };
 
@@ -217,9 +218,15 @@ int cmd_report(int argc, char **argv)
 		fprintf(stderr, "error: cannot create '%s': %s\n", o.out, strerror(errno));
 		return 1;
 	}
-	if (results_open(path, &db, err, sizeof(err))) {
-		fprintf(stderr, "error: database '%s': %s\n", path, err);
+	/* a reader: needs no write access, runs no migration (results/db.h) */
+	if (results_db_open(path, RESULTS_DB_READ, &db, err, sizeof(err))) {
+		fprintf(stderr, "error: %s\n", err); /* err names the database */
 		return 1;
+	}
+	/* a misspelled --sweep is an error, not an empty report */
+	if (o.sweep && slurm_sweep_check(db, path, o.sweep, err, sizeof(err))) {
+		fprintf(stderr, "error: %s\n", err);
+		goto out_release;
 	}
 	/* best alone over every sweep reads the best_layout view; with other figures (whose
 	 * run_summary rows are read anyway) or --sweep, the same rule groups those rows here

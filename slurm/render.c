@@ -153,6 +153,10 @@ static int check_plan(const struct sweep_plan *p, const struct slurm_render_opts
 		what = "qos", val = c->qos;
 	else if (c->device[0] && !slurm_safe_name(c->device))
 		what = "device", val = c->device;
+	else if (c->gpu_request[0] && strcmp(c->gpu_request, "gpus-per-node") &&
+		 strcmp(c->gpu_request, "gres") &&
+		 (strncmp(c->gpu_request, "gres:", 5) || !slurm_safe_name(c->gpu_request + 5)))
+		what = "gpu_request", val = c->gpu_request;
 	if (what) {
 		snprintf(err, errlen,
 			 "sweep '%s': cluster.%s '%s' is not a valid Slurm name (letters, digits, "
@@ -259,7 +263,9 @@ static int render_script(const struct sweep_plan *p, const struct slurm_render_o
 	lb_strbuf_addf(&sb, "#SBATCH --array=%s\n", a->array_spec);
 	lb_strbuf_addf(&sb, "#SBATCH --nodes=%d\n", a->nodes);
 	lb_strbuf_addf(&sb, "#SBATCH --ntasks-per-node=%d\n", a->ntasks_per_node);
-	if (a->gpus_per_node > 0)
+	if (a->gpus_per_node > 0 && a->gres[0])
+		lb_strbuf_addf(&sb, "#SBATCH --gres=%s:%d\n", a->gres, a->gpus_per_node);
+	else if (a->gpus_per_node > 0)
 		lb_strbuf_addf(&sb, "#SBATCH --gpus-per-node=%d\n", a->gpus_per_node);
 	if (a->cpus_per_task > 0)
 		lb_strbuf_addf(&sb, "#SBATCH --cpus-per-task=%d\n", a->cpus_per_task);
@@ -291,6 +297,14 @@ static int render_script(const struct sweep_plan *p, const struct slurm_render_o
 	lb_strbuf_adds(&sb, "export LAYOUTBENCH_SWEEP=");
 	slurm_shell_quote(&sb, p->name);
 	lb_strbuf_adds(&sb, "\n");
+	/* srun does not inherit sbatch's --cpus-per-task since Slurm 22.05; its documentation
+	 * says to pass it on through SRUN_CPUS_PER_TASK. The spec's value stands in where
+	 * the script runs outside a Slurm job. */
+	if (a->cpus_per_task > 0 && !env_in_spec(c, "SRUN_CPUS_PER_TASK"))
+		lb_strbuf_addf(&sb,
+			       "# srun does not take --cpus-per-task from sbatch (Slurm 22.05 "
+			       "and later)\nexport SRUN_CPUS_PER_TASK=${SLURM_CPUS_PER_TASK:-%d}\n",
+			       a->cpus_per_task);
 
 	if (c->n_setup > 0) {
 		lb_strbuf_adds(&sb, "\n# setup lines from the spec (verbatim)\n");
@@ -468,6 +482,11 @@ int slurm_render_batch(const struct sweep_plan *p, const size_t *sel, size_t n_s
 			a->nodes = shapes[i].nodes;
 			a->ntasks_per_node = shapes[i].ranks;
 			a->gpus_per_node = cpu ? 0 : shapes[i].ranks;
+			if (!strncmp(p->cluster.gpu_request, "gres", 4))
+				snprintf(a->gres, sizeof(a->gres), "gpu%s%.56s",
+					 p->cluster.gpu_request[4] ? ":" : "",
+					 p->cluster.gpu_request[4] ? p->cluster.gpu_request + 5
+								   : "");
 			a->cpus_per_task = p->cluster.cpus_per_task;
 			a->time_limit_min = shapes[i].time;
 			a->throttle = o->throttle > 0 ? o->throttle : 0;
@@ -533,6 +552,8 @@ int slurm_render_plan(const struct sweep_plan *p, const char *dir, char *err, si
 	struct slurm_render_opts o = {0};
 	struct slurm_batch b;
 	char runs[SLURM_PATH_MAX], train[SLURM_PATH_MAX], path[SLURM_PATH_MAX + 64];
+	char logerr[SLURM_PATH_MAX + 128];
+	int n;
 	const char *thr = getenv("LAYOUTBENCH_THROTTLE");
 	struct lb_strbuf tsv = LB_STRBUF_INIT;
 	int rc = -1;
@@ -550,6 +571,18 @@ int slurm_render_plan(const struct sweep_plan *p, const char *dir, char *err, si
 		return -1;
 	if (lb_mkdir_p(dir, err, errlen)) /* with its parents, as mkdir -p */
 		goto out_free;
+	/* the folder of #SBATCH --output/--error: Slurm opens those files before the script
+	 * runs and does not create their folder, so the script cannot make it itself */
+	n = snprintf(path, sizeof(path), "%s/%s/logs", runs, p->name);
+	if (n < 0 || (size_t)n >= sizeof(path))
+		snprintf(logerr, sizeof(logerr), "the path is too long");
+	else if (lb_mkdir_p(path, logerr, sizeof(logerr)))
+		n = -1;
+	if (n < 0 || (size_t)n >= sizeof(path))
+		fprintf(stderr,
+			"warning: %s: create '%s' before submitting with sbatch (Slurm does "
+			"not create the folder of --output and --error)\n",
+			logerr, path);
 	lb_strbuf_adds(&tsv, "array\tarray_spec\tnodes\tranks_per_node\tlayouts\n");
 	for (size_t i = 0; i < b.n_arrays; i++) {
 		struct slurm_array *a = &b.arrays[i];

@@ -34,7 +34,9 @@ struct slurm_array {
 	char job_name[128];  /* "<sweep>.<layout id>" for one task, "<sweep>.<tag>" else */
 	int nodes;	     /* --nodes */
 	int ntasks_per_node; /* --ntasks-per-node: ranks per node (one per GPU) */
-	int gpus_per_node;   /* --gpus-per-node; 0 for the CPU backend */
+	int gpus_per_node;   /* GPUs per node; 0 for the CPU backend */
+	char gres[64];	     /* "" = ask with --gpus-per-node; else --gres=<gres>:N with
+				"gpu" or "gpu:TYPE" (cluster.gpu_request "gres", "gres:TYPE") */
 	int cpus_per_task;   /* --cpus-per-task; 0 = unset */
 	int time_limit_min;  /* --time, minutes; 0 = unset (partition default) */
 	int throttle;	     /* %K; 0 = none */
@@ -89,7 +91,11 @@ int slurm_abs_runs_dir(const char *runs, char *buf, size_t len, char *err, size_
  * `layoutbench plan SPEC --render DIR`: write DIR/<tag>.sbatch for every array (with its
  * #SBATCH --array line, ready for a plain `sbatch`), and DIR/arrays.tsv (tag, array
  * spec, layout ids). Runs folder $LAYOUTBENCH_RUNS or ./runs, throttle
- * $LAYOUTBENCH_THROTTLE or none. Returns 0 or -1 with err set.
+ * $LAYOUTBENCH_THROTTLE or none. Also creates <runs>/<sweep>/logs, the folder of
+ * #SBATCH --output and --error (Slurm does not create it, and a job whose output cannot be
+ * opened fails with no log at all); where it cannot be created here (the runs folder is
+ * on another machine's file system) it warns on stderr and still writes the scripts.
+ * Returns 0 or -1 with err set.
  */
 int slurm_render_plan(const struct sweep_plan *p, const char *dir, char *err, size_t errlen);
 

@@ -839,6 +839,52 @@ static int sweep_names(sqlite3 *db, const char *only, char ***names, size_t *n)
 	return 0;
 }
 
+int slurm_sweep_check(sqlite3 *db, const char *db_path, const char *name, char *err, size_t errlen)
+{
+	sqlite3_stmt *st = NULL;
+	struct lb_strbuf known = LB_STRBUF_INIT;
+	int found = 0, n = 0, rc;
+
+	if (sqlite3_prepare_v2(db, "SELECT name FROM sweeps ORDER BY name", -1, &st, NULL) !=
+	    SQLITE_OK) {
+		snprintf(err, errlen, "database '%s': %s", db_path, sqlite3_errmsg(db));
+		return -1;
+	}
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *s = (const char *)sqlite3_column_text(st, 0);
+		if (!s)
+			continue;
+		if (!strcmp(s, name))
+			found = 1;
+		if (n < 20) /* enough to spot a misspelling; the rest as a count */
+			lb_strbuf_addf(&known, "%s%s", n ? ", " : "", s);
+		n++;
+	}
+	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE) {
+		snprintf(err, errlen, "database '%s': %s", db_path, sqlite3_errmsg(db));
+		lb_strbuf_release(&known);
+		return -1;
+	}
+	if (n > 20)
+		lb_strbuf_addf(&known, " and %d more", n - 20);
+	if (!found)
+		snprintf(err, errlen, "no sweep '%s' in database '%s' (known: %s)", name, db_path,
+			 n ? lb_strbuf_str(&known) : "none");
+	lb_strbuf_release(&known);
+	return found ? 0 : 1;
+}
+
+/* With --sweep: 0 if the database knows it, else 1 after the message (see above). */
+static int check_sweep_arg(sqlite3 *db, const char *db_path, const char *sweep)
+{
+	char err[1024];
+	if (!sweep || slurm_sweep_check(db, db_path, sweep, err, sizeof(err)) == 0)
+		return 0;
+	fprintf(stderr, "error: %s\n", err);
+	return 1;
+}
+
 static void free_names(char **names, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
@@ -960,6 +1006,10 @@ int cmd_status(int argc, char **argv)
 		fprintf(stderr, "error: %s\n", err);
 		return 1;
 	}
+	if (check_sweep_arg(db, eo.db_path, c.sweep)) {
+		results_close(db);
+		return 1;
+	}
 	rc = 0;
 	sweep_names(db, c.sweep, &names, &nn);
 	if (nn == 0)
@@ -1013,9 +1063,8 @@ static int plan_of(sqlite3 *db, const char *sweep, struct sweep_plan *p, char *e
 		rc = sweep_plan_text(sweep, t, strlen(t), p, err, errlen);
 	} else {
 		snprintf(err, errlen,
-			 "sweep '%s' has no stored spec (submit it with 'layoutbench "
-			 "submit SPEC' first)",
-			 sweep);
+			 "no spec stored to plan it again (it was not submitted from a spec; "
+			 "submit it with 'layoutbench submit SPEC' first)");
 	}
 	sqlite3_finalize(st);
 	return rc;
@@ -1051,6 +1100,10 @@ int cmd_resubmit(int argc, char **argv)
 		fprintf(stderr, "error: %s\n", err);
 		return 1;
 	}
+	if (check_sweep_arg(db, eo.db_path, c.sweep)) {
+		results_close(db);
+		return 1;
+	}
 	sweep_names(db, c.sweep, &names, &nn);
 	if (nn == 0)
 		printf("no jobs in '%s'\n", eo.db_path);
@@ -1068,6 +1121,15 @@ int cmd_resubmit(int argc, char **argv)
 			goto sweep_err;
 		if (refresh(db, &es, jobs, n, err, sizeof(err)))
 			fprintf(stderr, "warning: sweep '%s': %s\n", names[s], err);
+		size_t n_failed = 0;
+		for (size_t i = 0; i < n; i++)
+			if (exec_state_final(jobs[i].state) &&
+			    class_selected(&c, jobs[i].failure_class))
+				n_failed++;
+		if (n_failed == 0) { /* nothing to plan again (a sweep without jobs has no spec) */
+			printf("sweep '%s': nothing to resubmit\n", names[s]);
+			goto sweep_next;
+		}
 		if (plan_of(db, names[s], &plan, err, sizeof(err)))
 			goto sweep_err;
 		sel = calloc(n ? n : 1, sizeof(*sel));
@@ -1141,6 +1203,10 @@ int cmd_cancel(int argc, char **argv)
 	es.o = &eo;
 	if (results_open(eo.db_path, &db, err, sizeof(err))) {
 		fprintf(stderr, "error: %s\n", err);
+		return 1;
+	}
+	if (check_sweep_arg(db, eo.db_path, c.sweep)) {
+		results_close(db);
 		return 1;
 	}
 	sweep_names(db, c.sweep, &names, &nn);

@@ -802,12 +802,100 @@ static int push_str(struct ctx *c, char ***arr, int *n, const char *s, const cha
 	return 0;
 }
 
+/* cluster.partition: a name, or several separated by ',' (Slurm tries them in turn);
+ * each as get_name checks one, the whole list at most len - 1 characters. */
+static int get_partitions(struct ctx *c, const cJSON *v, char *out, size_t len)
+{
+	const char *s = NULL, *p;
+	char one[64], got[64];
+	int ok;
+
+	if (get_string(c, v, "cluster.partition", &s))
+		return -1;
+	ok = strlen(s) < len;
+	for (p = s; ok; p += strcspn(p, ",") + 1) {
+		size_t n = strcspn(p, ",");
+
+		snprintf(one, sizeof(one), "%.*s", (int)(n < sizeof(one) ? n : 0), p);
+		ok = n < sizeof(one) && spec_name_ok(one, sizeof(one));
+		if (!p[n])
+			break;
+	}
+	if (!ok) {
+		show(v, got, sizeof(got));
+		return fail(c, "cluster.partition",
+			    "expected a name of letters, digits, '_', '.' and '-', or several "
+			    "separated by ',' (at most %zu in all), got %s",
+			    len - 1, got);
+	}
+	snprintf(out, len, "%s", s);
+	return 0;
+}
+
+/* 1 if an sbatch option asks for GPUs: --gpus, --gpus-per-*, or --gres naming gpu. */
+static int extra_requests_gpus(const char *opt)
+{
+	const char *p;
+
+	if (!strcmp(opt, "--gpus") || !strncmp(opt, "--gpus=", 7) ||
+	    !strncmp(opt, "--gpus-per-", 11))
+		return 1;
+	if (strncmp(opt, "--gres=", 7))
+		return 0;
+	for (p = opt + 7;; p++) {
+		if (!strncmp(p, "gpu", 3) && (p[3] == '\0' || p[3] == ':' || p[3] == ','))
+			return 1;
+		if (!(p = strchr(p, ',')))
+			return 0;
+	}
+}
+
+/*
+ * The job script already asks for cluster.gpus_per_node GPUs (#SBATCH --gpus-per-node, or
+ * --gres with gpu_request); a second request in sbatch_extra makes sbatch refuse the job
+ * (or take one of them), so it is an error here, with the gpu_request that says it.
+ */
+static int check_gpu_extra(struct ctx *c, const struct sweep_cluster *cl)
+{
+	char sub[64], fix[96];
+	int gres = !strncmp(cl->gpu_request, "gres", 4);
+
+	if (!strcmp(cl->device, "cpu"))
+		return 0; /* no GPUs are requested for the CPU backend */
+	for (int i = 0; i < cl->n_sbatch_extra; i++) {
+		const char *o = cl->sbatch_extra[i];
+		const char *t = !strncmp(o, "--gres=gpu:", 11) ? o + 11 : NULL;
+		size_t n = t ? strcspn(t, ":,") : 0;
+
+		if (!extra_requests_gpus(o))
+			continue;
+		/* "--gres=gpu:a100:8" names a type: suggest "gres:a100"; "--gres=gpu:8" none */
+		if (t && t[n] == ':' && n > 0 && n < 48)
+			snprintf(fix, sizeof(fix), "\"gpu_request\": \"gres:%.*s\"", (int)n, t);
+		else
+			snprintf(fix, sizeof(fix), "\"gpu_request\": \"gres\" (or \"gres:TYPE\")");
+		snprintf(sub, sizeof(sub), "cluster.sbatch_extra[%d]", i);
+		if (gres)
+			return fail(c, sub,
+				    "'%s' requests GPUs, and so does cluster.gpu_request '%s' "
+				    "(#SBATCH --gres=gpu:...): Slurm rejects the job; drop it from "
+				    "sbatch_extra",
+				    o, cl->gpu_request);
+		return fail(c, sub,
+			    "'%s' requests GPUs beside the rendered #SBATCH --gpus-per-node, "
+			    "which Slurm rejects: drop it from sbatch_extra and set %s in the "
+			    "cluster",
+			    o, fix);
+	}
+	return 0;
+}
+
 static int parse_cluster(struct ctx *c, const cJSON *obj)
 {
-	static const char *const keys[] = {
-	    "partition",   "account", "qos",	       "time_limit", "gpus_per_node",
-	    "gpu_mem_gib", "gpu",     "cpus_per_task", "exclusive",  "sbatch_extra",
-	    "env",	   "setup",   "device",	       NULL};
+	static const char *const keys[] = {"partition",	    "account",	    "qos", "time_limit",
+					   "gpus_per_node", "gpu_mem_gib",  "gpu", "cpus_per_task",
+					   "exclusive",	    "sbatch_extra", "env", "setup",
+					   "device",	    "gpu_request",  NULL};
 	struct sweep_cluster *cl = &c->spec->cluster;
 	const cJSON *v, *e;
 	char sub[300], got[64];
@@ -817,7 +905,7 @@ static int parse_cluster(struct ctx *c, const cJSON *obj)
 	if (want_object(c, obj, "cluster") || check_keys(c, obj, "cluster", keys, NULL))
 		return -1;
 	if ((v = cJSON_GetObjectItemCaseSensitive(obj, "partition")) &&
-	    get_name(c, v, "cluster.partition", cl->partition, sizeof(cl->partition)))
+	    get_partitions(c, v, cl->partition, sizeof(cl->partition)))
 		return -1;
 	if ((v = cJSON_GetObjectItemCaseSensitive(obj, "account")) &&
 	    get_name(c, v, "cluster.account", cl->account, sizeof(cl->account)))
@@ -961,7 +1049,24 @@ static int parse_cluster(struct ctx *c, const cJSON *obj)
 		}
 		snprintf(cl->device, sizeof(cl->device), "%s", s);
 	}
-	return 0;
+	if ((v = cJSON_GetObjectItemCaseSensitive(obj, "gpu_request"))) {
+		const char *s = NULL;
+
+		if (get_string(c, v, "cluster.gpu_request", &s))
+			return -1;
+		if (strcmp(s, "gpus-per-node") && strcmp(s, "gres") &&
+		    (strncmp(s, "gres:", 5) || !spec_name_ok(s + 5, 48))) {
+			show(v, got, sizeof(got));
+			return fail(
+			    c, "cluster.gpu_request",
+			    "expected \"gpus-per-node\", \"gres\" or \"gres:TYPE\" "
+			    "(TYPE: letters, digits, '_', '.' and '-', e.g. \"gres:a100\"), "
+			    "got %s",
+			    got);
+		}
+		snprintf(cl->gpu_request, sizeof(cl->gpu_request), "%s", s);
+	}
+	return check_gpu_extra(c, cl);
 }
 
 static int parse_run(struct ctx *c, const cJSON *obj)

@@ -200,15 +200,15 @@ static uint64_t id_key(const char *id)
 	return k;
 }
 
-/* x with dig decimals (static buffer, two alternating: the caller compares two). */
-static const char *fmt_gib(double x, int dig)
+/* 1 when a and b print the same with dig decimals (the planner's threads call it: no
+ * shared buffers). */
+static int same_at(double a, double b, int dig)
 {
-	static char buf[2][32];
-	static int k;
+	char x[32], y[32];
 
-	k ^= 1;
-	snprintf(buf[k], sizeof(buf[k]), "%.*f", dig, x);
-	return buf[k];
+	snprintf(x, sizeof(x), "%.*f", dig, a);
+	snprintf(y, sizeof(y), "%.*f", dig, b);
+	return !strcmp(x, y);
 }
 
 /* Judge one point into e: derived values, where, validity, memory. Returns 1 kept, 0
@@ -317,7 +317,7 @@ static int judge_point(struct worker *w, const struct merged *m, int model, stru
 			e->status = PLAN_OOM;
 			int dig = 1; /* enough digits that the two numbers differ */
 
-			while (dig < 4 && !strcmp(fmt_gib(e->mem_gib, dig), fmt_gib(cap, dig)))
+			while (dig < 4 && same_at(e->mem_gib, cap, dig))
 				dig++;
 			snprintf(e->reason, sizeof(e->reason), "needs %.*f GiB of %.*f GiB", dig,
 				 e->mem_gib, dig, cap);

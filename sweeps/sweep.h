@@ -42,7 +42,10 @@ struct sweep_cluster {
 	char **setup; /* shell lines run before the trainer (module loads); the spec
 			 author's own shell, written verbatim and documented as such */
 	int n_setup;
-	char device[16]; /* trainer --device: "cuda" or "cpu" */
+	char device[16];      /* trainer --device: "cuda" or "cpu" */
+	char gpu_request[64]; /* how a job asks for its GPUs: "" or "gpus-per-node"
+				 (--gpus-per-node=N), "gres" (--gres=gpu:N), "gres:TYPE"
+				 (--gres=gpu:TYPE:N) */
 };
 
 struct sweep_plan {

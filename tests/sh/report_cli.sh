@@ -57,8 +57,12 @@ grep -qF '| flash+unfused | n/a | 0.002 | 2 | 1 | 1 | 2 | none |' "$tmp/k.md" ||
 grep -qF '| flash+fused | n/a | 0.001 | 1 | 1 | 1 | 2 | none |' "$tmp/k.md" || { echo "FAIL: md second row"; fail=1; }
 
 # --sweep
-"$LB" report --db "$db" --sweep nope --figure kernels --format csv >"$tmp/s.csv" || fail=1
-[ "$(wc -l <"$tmp/s.csv")" = 1 ] || { echo "FAIL: --sweep nope shows rows"; fail=1; }
+# a sweep the database does not know: exit 1, the known ones named, nothing on stdout
+"$LB" report --db "$db" --sweep nope --figure kernels --format csv >"$tmp/s.csv" 2>"$tmp/s.err"
+[ $? = 1 ] || { echo "FAIL: --sweep nope does not exit 1"; fail=1; }
+[ -s "$tmp/s.csv" ] && { echo "FAIL: --sweep nope shows rows"; fail=1; }
+grep -q "^error: no sweep 'nope' in database '$db' (known: cpu-sweep)$" "$tmp/s.err" ||
+	{ echo "FAIL: --sweep nope message: $(cat "$tmp/s.err")"; fail=1; }
 "$LB" report --db "$db" --sweep=cpu-sweep --figure=kernels --format=csv >"$tmp/s2.csv" || fail=1
 cmp -s "$tmp/s2.csv" "$tmp/k.csv" || { echo "FAIL: --sweep cpu-sweep"; fail=1; }
 

@@ -9,7 +9,19 @@ BUILD=${BUILD:-build}
 LB="$BUILD/layoutbench"
 [ -x "$LB" ] || { echo "no $LB (make BUILD=$BUILD first)"; exit 1; }
 tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+# rendering creates the scripts' log folder under the pinned runs folder (/scratch/runs);
+# as root that succeeds, so remove what this test made there and nothing else
+scratch_was_there=0
+[ -e /scratch ] && scratch_was_there=1
+cleanup() {
+	rm -rf "$tmp"
+	if [ "$scratch_was_there" = 0 ]; then
+		rm -rf /scratch
+	else
+		rm -rf /scratch/runs/quickstart/logs /scratch/runs/render-cluster/logs 2>/dev/null
+	fi
+}
+trap cleanup EXIT
 export LAYOUTBENCH_TRAIN=/opt/layoutbench/bin/layoutbench-train
 export LAYOUTBENCH_RUNS=/scratch/runs
 export LAYOUTBENCH_THROTTLE=4

@@ -86,6 +86,10 @@ if [ -z "${skip_ro:-}" ]; then
 			fail=1
 		fi
 		grep -q "needs write access" "$tmp/err" || { cat "$tmp/err"; echo "FAIL: --write on a read-only folder: message"; fail=1; }
+		# report is a reader too
+		runas "$LB" report --db "$ro/r.db" --figure best --format md >"$tmp/rep" 2>"$tmp/err" ||
+			{ cat "$tmp/err"; echo "FAIL: report on a read-only folder"; fail=1; }
+		grep -q "^## Best layouts" "$tmp/rep" || { echo "FAIL: report on a read-only folder: output"; fail=1; }
 		ls "$ro" >"$tmp/ls"
 		[ "$(cat "$tmp/ls")" = r.db ] || { cat "$tmp/ls"; echo "FAIL: files appeared in the read-only folder"; fail=1; }
 	fi

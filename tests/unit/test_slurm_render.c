@@ -2,7 +2,8 @@
  * Unit tests of job-script rendering: the one quoting function, safe names and paths,
  * grouping layouts by resource shape, splitting at MaxArraySize, the throttle, hostile
  * spec values rejected (names, partitions, env names, sbatch options) or quoted (env
- * values), and the failure classes.
+ * values), and the failure classes; cpus_per_task passed on to srun, the GPU request
+ * (cluster.gpu_request), and the log folder created by plan --render.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -12,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "common/util.h"
 #include "slurm/classify.h"
@@ -294,6 +296,98 @@ static void test_classify(void **state)
 	assert_false(slurm_class_valid("nccl_error"));
 }
 
+/* cpus_per_task reaches srun through SRUN_CPUS_PER_TASK (srun does not inherit sbatch's
+ * --cpus-per-task since Slurm 22.05), exported before the srun line; unset: nothing. */
+static void test_cpus_per_task(void **state)
+{
+	struct sweep_plan p;
+	struct slurm_batch b;
+	char err[256];
+	(void)state;
+	make_plan(&p, 1, 1);
+	assert_int_equal(slurm_render_batch(&p, NULL, 0, &opts, &b, err, sizeof(err)), 0);
+	assert_null(strstr(b.arrays[0].script, "SRUN_CPUS_PER_TASK"));
+	assert_null(strstr(b.arrays[0].script, "--cpus-per-task"));
+	slurm_batch_free(&b);
+	p.cluster.cpus_per_task = 12;
+	assert_int_equal(slurm_render_batch(&p, NULL, 0, &opts, &b, err, sizeof(err)), 0);
+	const char *sc = b.arrays[0].script;
+	const char *ex = strstr(sc, "\nexport SRUN_CPUS_PER_TASK=${SLURM_CPUS_PER_TASK:-12}\n");
+	const char *srun = strstr(sc, "\"${LB_SRUN:-srun}\"");
+	assert_non_null(strstr(sc, "#SBATCH --cpus-per-task=12\n"));
+	assert_non_null(ex);
+	assert_non_null(srun);
+	assert_true(ex < srun);
+	slurm_batch_free(&b);
+	sweep_plan_free(&p);
+}
+
+/* cluster.gpu_request: --gpus-per-node (default), --gres=gpu:N, --gres=gpu:TYPE:N; never
+ * both; nothing for the CPU backend; an unsafe type refused. */
+static void test_gpu_request(void **state)
+{
+	struct sweep_plan p;
+	struct slurm_batch b;
+	char err[256];
+	static const char *const req[] = {"", "gpus-per-node", "gres", "gres:a100"};
+	static const char *const want[] = {"#SBATCH --gpus-per-node=4\n",
+					   "#SBATCH --gpus-per-node=4\n", "#SBATCH --gres=gpu:4\n",
+					   "#SBATCH --gres=gpu:a100:4\n"};
+	(void)state;
+	make_plan(&p, 1, 1);
+	for (int i = 0; i < 4; i++) {
+		snprintf(p.cluster.gpu_request, sizeof(p.cluster.gpu_request), "%s", req[i]);
+		assert_int_equal(slurm_render_batch(&p, NULL, 0, &opts, &b, err, sizeof(err)), 0);
+		assert_non_null(strstr(b.arrays[0].script, want[i]));
+		if (i >= 2)
+			assert_null(strstr(b.arrays[0].script, "#SBATCH --gpus-per-node"));
+		else
+			assert_null(strstr(b.arrays[0].script, "#SBATCH --gres"));
+		slurm_batch_free(&b);
+	}
+	snprintf(p.cluster.device, sizeof(p.cluster.device), "cpu");
+	assert_int_equal(slurm_render_batch(&p, NULL, 0, &opts, &b, err, sizeof(err)), 0);
+	assert_null(strstr(b.arrays[0].script, "#SBATCH --gres"));
+	assert_null(strstr(b.arrays[0].script, "#SBATCH --gpus"));
+	slurm_batch_free(&b);
+	snprintf(p.cluster.device, sizeof(p.cluster.device), "cuda");
+	snprintf(p.cluster.gpu_request, sizeof(p.cluster.gpu_request), "gres:a;id");
+	assert_int_equal(render_err(&p, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "cluster.gpu_request 'gres:a;id'"));
+	snprintf(p.cluster.gpu_request, sizeof(p.cluster.gpu_request), "gpus");
+	assert_int_equal(render_err(&p, err, sizeof(err)), -1);
+	sweep_plan_free(&p);
+}
+
+/* plan --render creates <runs>/<sweep>/logs, the folder of #SBATCH --output: Slurm does
+ * not, and a job whose output file cannot be opened fails without a log. */
+static void test_render_plan_logs(void **state)
+{
+	struct sweep_plan p;
+	char tmpl[] = "/tmp/lb-render-XXXXXX", runs[128], dir[128], logs[160], err[512];
+	struct stat st;
+	(void)state;
+	assert_non_null(mkdtemp(tmpl));
+	snprintf(runs, sizeof(runs), "%s/runs", tmpl);
+	snprintf(dir, sizeof(dir), "%s/scripts", tmpl);
+	snprintf(logs, sizeof(logs), "%s/unit/logs", runs);
+	setenv("LAYOUTBENCH_RUNS", runs, 1);
+	setenv("LAYOUTBENCH_TRAIN", "/opt/lb/bin/layoutbench-train", 1);
+	make_plan(&p, 2, 1);
+	assert_int_not_equal(stat(logs, &st), 0);
+	assert_int_equal(slurm_render_plan(&p, dir, err, sizeof(err)), 0);
+	assert_int_equal(stat(logs, &st), 0);
+	assert_true(S_ISDIR(st.st_mode));
+	/* again: the folder exists, still fine */
+	assert_int_equal(slurm_render_plan(&p, dir, err, sizeof(err)), 0);
+	sweep_plan_free(&p);
+	unsetenv("LAYOUTBENCH_RUNS");
+	unsetenv("LAYOUTBENCH_TRAIN");
+	char cmd[256];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpl);
+	assert_int_equal(system(cmd), 0);
+}
+
 static void test_env_secrets(void **state)
 {
 	size_t n = 0;
@@ -316,10 +410,17 @@ static void test_env_secrets(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_quote),    cmocka_unit_test(test_safe),
-	    cmocka_unit_test(test_grouping), cmocka_unit_test(test_split_and_throttle),
-	    cmocka_unit_test(test_hostile),  cmocka_unit_test(test_spec_nvls),
-	    cmocka_unit_test(test_classify), cmocka_unit_test(test_env_secrets),
+	    cmocka_unit_test(test_quote),
+	    cmocka_unit_test(test_safe),
+	    cmocka_unit_test(test_grouping),
+	    cmocka_unit_test(test_split_and_throttle),
+	    cmocka_unit_test(test_hostile),
+	    cmocka_unit_test(test_spec_nvls),
+	    cmocka_unit_test(test_classify),
+	    cmocka_unit_test(test_env_secrets),
+	    cmocka_unit_test(test_cpus_per_task),
+	    cmocka_unit_test(test_gpu_request),
+	    cmocka_unit_test(test_render_plan_logs),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -222,8 +222,78 @@ static void test_hostile_strings(void **state)
 	/* env values are arbitrary text (the renderer quotes them); setup lines are shell */
 	good("{" H ", \"cluster\": {\"env\": {\"A_1\": \"$(id) `x` ; 'q' \\\"\"}}}");
 	good("{" H ", \"cluster\": {\"setup\": [\"module load cuda/12.4 && echo $HOME\"]}}");
-	good("{" H ", \"cluster\": {\"sbatch_extra\": [\"--gres=gpu:8\", \"--nice\", "
+	good("{" H ", \"cluster\": {\"sbatch_extra\": [\"--gres=nvme:1\", \"--nice\", "
 	     "\"--mail-user=a.b@c.org\", \"--constraint=a100,80gb\"]}}");
+}
+
+/* cluster.partition lists several names with ','; each is checked as one name. */
+static void test_partition_list(void **state)
+{
+	struct sweep_plan p;
+	char err[512];
+	const char *t = "{" H ", \"cluster\": {\"partition\": \"gpu,gpu-long.2\"}}";
+	(void)state;
+	assert_int_equal(sweep_plan_text("x.json", t, strlen(t), &p, err, sizeof(err)), 0);
+	assert_string_equal(p.cluster.partition, "gpu,gpu-long.2");
+	sweep_plan_free(&p);
+	good("{" H ", \"cluster\": {\"partition\": \"gpu\"}}");
+	bad("{" H ", \"cluster\": {\"partition\": \"gpu,\"}}",
+	    "cluster.partition: expected a name of letters, digits, '_', '.' and '-', or "
+	    "several separated by ','");
+	bad("{" H ", \"cluster\": {\"partition\": \",gpu\"}}", "cluster.partition:");
+	bad("{" H ", \"cluster\": {\"partition\": \"a,,b\"}}", "cluster.partition:");
+	bad("{" H ", \"cluster\": {\"partition\": \"a, b\"}}", "cluster.partition:");
+	bad("{" H ", \"cluster\": {\"partition\": \"a,b;id\"}}", "cluster.partition:");
+	bad("{" H ", \"cluster\": {\"partition\": \"\"}}", "cluster.partition:");
+	/* at most 63 characters in all */
+	bad("{" H ", \"cluster\": {\"partition\": "
+	    "\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaa,bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb\"}}",
+	    "(at most 63 in all)");
+}
+
+/* cluster.gpu_request, and GPU requests in sbatch_extra that would clash with it. */
+static void test_gpu_request(void **state)
+{
+	struct sweep_plan p;
+	char err[512];
+	const char *t = "{" H ", \"cluster\": {\"gpu_request\": \"gres:h100_80gb\", "
+			"\"sbatch_extra\": [\"--gres-flags=enforce-binding\"]}}";
+	(void)state;
+	assert_int_equal(sweep_plan_text("x.json", t, strlen(t), &p, err, sizeof(err)), 0);
+	assert_string_equal(p.cluster.gpu_request, "gres:h100_80gb");
+	sweep_plan_free(&p);
+	good("{" H ", \"cluster\": {\"gpu_request\": \"gpus-per-node\"}}");
+	good("{" H ", \"cluster\": {\"gpu_request\": \"gres\"}}");
+	bad("{" H ", \"cluster\": {\"gpu_request\": \"gpus\"}}",
+	    "cluster.gpu_request: expected \"gpus-per-node\", \"gres\" or \"gres:TYPE\"");
+	bad("{" H ", \"cluster\": {\"gpu_request\": \"gres:\"}}", "cluster.gpu_request:");
+	bad("{" H ", \"cluster\": {\"gpu_request\": \"gres:a100:8\"}}", "cluster.gpu_request:");
+	bad("{" H ", \"cluster\": {\"gpu_request\": \"gres:$(id)\"}}", "cluster.gpu_request:");
+	bad("{" H ", \"cluster\": {\"gpu_request\": 8}}", "cluster.gpu_request: expected a string");
+	/* a GPU request in sbatch_extra beside the default --gpus-per-node: the conflict and
+	 * the fix */
+	bad("{" H ", \"cluster\": {\"sbatch_extra\": [\"--mem=0\", \"--gres=gpu:a100:8\"]}}",
+	    "x.json: cluster.sbatch_extra[1]: '--gres=gpu:a100:8' requests GPUs beside the "
+	    "rendered #SBATCH --gpus-per-node, which Slurm rejects: drop it from sbatch_extra "
+	    "and set \"gpu_request\": \"gres:a100\" in the cluster");
+	bad("{" H ", \"cluster\": {\"sbatch_extra\": [\"--gres=gpu:8\"]}}",
+	    "set \"gpu_request\": \"gres\" (or \"gres:TYPE\")");
+	bad("{" H ", \"cluster\": {\"sbatch_extra\": [\"--gres=nvme:1,gpu\"]}}",
+	    "requests GPUs beside the rendered #SBATCH --gpus-per-node");
+	bad("{" H ", \"cluster\": {\"sbatch_extra\": [\"--gpus=8\"]}}",
+	    "cluster.sbatch_extra[0]: '--gpus=8' requests GPUs");
+	bad("{" H ", \"cluster\": {\"sbatch_extra\": [\"--gpus-per-node=8\"]}}",
+	    "cluster.sbatch_extra[0]: '--gpus-per-node=8' requests GPUs");
+	bad("{" H ", \"cluster\": {\"gpu_request\": \"gpus-per-node\", "
+	    "\"sbatch_extra\": [\"--gpus\"]}}",
+	    "'--gpus' requests GPUs");
+	bad("{" H ", \"cluster\": {\"gpu_request\": \"gres:a100\", "
+	    "\"sbatch_extra\": [\"--gres=gpu:a100:8\"]}}",
+	    "'--gres=gpu:a100:8' requests GPUs, and so does cluster.gpu_request 'gres:a100'");
+	/* not GPU requests: other gres, gres flags; and no GPUs at all on the CPU backend */
+	good("{" H ", \"cluster\": {\"sbatch_extra\": [\"--gres=nvme:1\", "
+	     "\"--gres-flags=enforce-binding\", \"--gpu-bind=closest\"]}}");
+	good("{" H ", \"cluster\": {\"device\": \"cpu\", \"sbatch_extra\": [\"--gres=gpu:1\"]}}");
 }
 
 static void test_nul_byte(void **state)
@@ -243,7 +313,8 @@ int main(void)
 	    cmocka_unit_test(test_exact_message),  cmocka_unit_test(test_json_and_top_level),
 	    cmocka_unit_test(test_values),	   cmocka_unit_test(test_structure),
 	    cmocka_unit_test(test_cluster_errors), cmocka_unit_test(test_hostile_strings),
-	    cmocka_unit_test(test_nul_byte),
+	    cmocka_unit_test(test_nul_byte),	   cmocka_unit_test(test_partition_list),
+	    cmocka_unit_test(test_gpu_request),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -61,6 +61,22 @@ int lb_layout_accum_steps(const struct lb_layout *l)
 	return (int)(l->global_batch / per);
 }
 
+int lb_stage_layers(const struct lb_layout *l, int stage, int *lo, int *hi)
+{
+	int p = l->pp, n = l->model.n_layers, q, r, big, before;
+
+	if (p < 1 || n < p || stage < 0 || stage >= p)
+		return -1;
+	q = n / p;
+	r = n % p;
+	big = (p - r + 1) / 2; /* the first stage with q + 1 layers (when r > 0) */
+	/* stages before this one that hold an extra layer */
+	before = stage < big ? 0 : (stage - big < r ? stage - big : r);
+	*lo = stage * q + before;
+	*hi = *lo + q + (stage >= big && stage < big + r);
+	return 0;
+}
+
 int lb_layout_canonical(const struct lb_layout *l, char *buf, size_t len)
 {
 	const struct lb_model *m = &l->model;
@@ -474,8 +490,9 @@ int lb_layout_check(const struct lb_layout *l, char *reason, size_t len)
 		FAIL("tp=%d does not divide ffn=%d", l->tp, m->ffn);
 	if (m->vocab % l->tp)
 		FAIL("tp=%d does not divide vocab=%d", l->tp, m->vocab);
-	if (m->n_layers % l->pp)
-		FAIL("pp=%d does not divide %d layers", l->pp, m->n_layers);
+	if (l->pp > m->n_layers)
+		FAIL("pp=%d exceeds %d layers; every pipeline stage needs at least one layer",
+		     l->pp, m->n_layers);
 	if (l->tp > l->gpus_per_node)
 		FAIL("tp=%d exceeds gpus_per_node=%d; tensor parallelism stays within one node",
 		     l->tp, l->gpus_per_node);

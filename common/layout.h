@@ -61,6 +61,21 @@ int lb_layout_world(const struct lb_layout *l);
 /* Gradient accumulation steps: global_batch / (micro_batch * dp); 0 if not integral. */
 int lb_layout_accum_steps(const struct lb_layout *l);
 
+/*
+ * Pipeline stages: which layers stage `stage` of l->pp holds, [*lo, *hi). The one split
+ * rule, used by the trainer, the memory model and the validity check: with L layers on p
+ * stages every stage gets floor(L/p) layers and the remainder r = L mod p goes one each
+ * to r consecutive stages in the middle, starting at stage (p - r + 1) / 2, so the first
+ * stage (which also holds the embedding and, under 1F1B, the most micro-batches in
+ * flight) and the last (the final norm, the head and the loss with its logits) keep the
+ * smaller share. When the p - r small stages cannot be shared evenly between the two
+ * ends, the front gets the extra one. 60 layers on 8 stages: 7 7 8 8 8 8 7 7; on 16:
+ * 3 3 4 (twelve times) 3 3; 6 on 4: 1 2 2 1; 4 on 3: 1 2 1. When p divides L every stage
+ * gets L/p, the split Megatron-LM makes. Returns 0, or -1 (lo and hi untouched) when
+ * p < 1, p > L or stage is not in [0, p).
+ */
+int lb_stage_layers(const struct lb_layout *l, int stage, int *lo, int *hi);
+
 /* Canonical text: "key=value" pairs, space separated, fixed order, every id-bearing field.
  * Returns the length written (snprintf semantics). */
 int lb_layout_canonical(const struct lb_layout *l, char *buf, size_t len);
@@ -113,13 +128,13 @@ int lb_layout_equal(const struct lb_layout *a, const struct lb_layout *b);
 
 /*
  * Validity rules, each with its reason. Checks the record's internal consistency:
- * positive sizes; heads and KV heads divisible by tp; KV heads divide heads; layers
- * divisible by pp; gpus_per_node*nodes == tp*pp*dp; global batch divisible by
- * micro_batch*dp; sequence parallelism needs tp > 1 (and seq_len divisible by tp);
- * vocab divisible by tp; ffn divisible by tp; hidden divisible by heads; head dim even
- * (RoPE); zero_stage in {0,1}; tp within one node (tp <= gpus_per_node);
- * warmup < steps. Returns 0 if valid, else -1 with a reason such as
- * "tp=3 does not divide 40 heads".
+ * positive sizes; heads and KV heads divisible by tp; KV heads divide heads; at least
+ * one layer per pipeline stage (pp <= layers; lb_stage_layers splits them);
+ * gpus_per_node*nodes == tp*pp*dp; global batch divisible by micro_batch*dp; sequence
+ * parallelism needs tp > 1 (and seq_len divisible by tp); vocab divisible by tp; ffn
+ * divisible by tp; hidden divisible by heads; head dim even (RoPE); zero_stage in {0,1};
+ * tp within one node (tp <= gpus_per_node); warmup < steps. Returns 0 if valid, else -1
+ * with a reason such as "tp=3 does not divide 40 heads".
  */
 int lb_layout_check(const struct lb_layout *l, char *reason, size_t len);
 

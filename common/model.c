@@ -264,21 +264,14 @@ static double layer_activations(const struct lb_layout *l, enum lb_ckpt mode)
 	return repl + (shard + core) / t;
 }
 
-/* Layers on the most loaded stage: ceil(layers / pp) (the paper's stack also ran 60
- * layers over 8 and 16 stages). */
-static double stage_layers(const struct lb_layout *l)
-{
-	return (double)(((long long)l->model.n_layers + l->pp - 1) / l->pp);
-}
-
-/* One pipeline stage's memory. stage_params: parameters on this rank; inflight:
- * micro-batches whose activations it holds (1F1B); last: holds the head and loss. */
-static void stage_memory(const struct lb_layout *l, double stage_params, double inflight, int first,
-			 int last, struct lb_mem_estimate *out)
+/* One pipeline stage's memory. lpp: its layers (lb_stage_layers); stage_params:
+ * parameters on this rank; inflight: micro-batches whose activations it holds (1F1B);
+ * first: holds the embedding output; last: holds the head and loss. */
+static void stage_memory(const struct lb_layout *l, double lpp, double stage_params,
+			 double inflight, int first, int last, struct lb_mem_estimate *out)
 {
 	const struct lb_model *m = &l->model;
 	double s = l->seq_len, b = l->micro_batch, h = m->hidden, t = l->tp;
-	double lpp = stage_layers(l);
 	double d = l->zero_stage ? l->dp : 1.0;
 	double act;
 
@@ -304,34 +297,83 @@ static void stage_memory(const struct lb_layout *l, double stage_params, double 
 		     out->workspace;
 }
 
+/* The first stage with the larger share (floor(L/p) + 1 layers) of an uneven split, or
+ * 0 when p divides L. Found in O(log p) through lb_stage_layers alone, whatever its
+ * rule: every stage holds floor(L/p) or one more, so lo(i) - i*floor(L/p), the extra
+ * layers before stage i, never decreases. */
+static int first_larger_stage(const struct lb_layout *l)
+{
+	int q = l->model.n_layers / l->pp, a = 0, b = l->pp - 1, lo, hi;
+
+	if (l->model.n_layers % l->pp == 0)
+		return 0;
+	/* smallest i with extra(i + 1) > 0; extra(pp) = L mod pp > 0 */
+	while (a < b) {
+		int mid = a + (b - a) / 2;
+
+		if (lb_stage_layers(l, mid, &lo, &hi))
+			return 0;
+		if ((long long)hi - (long long)(mid + 1) * q > 0)
+			b = mid;
+		else
+			a = mid + 1;
+	}
+	return a;
+}
+
 void lb_memory_estimate(const struct lb_layout *l, struct lb_mem_estimate *out)
 {
 	const struct lb_model *m = &l->model;
-	struct lb_mem_estimate first, last;
-	double t, body, emb, inflight;
-	int accum;
+	struct lb_mem_estimate st;
+	double t, emb;
+	int accum, cand[3], i;
 
 	memset(out, 0, sizeof(*out));
-	if (l->tp <= 0 || l->pp <= 0 || l->dp <= 0 || m->n_layers <= 0 || l->seq_len <= 0 ||
+	if (l->tp <= 0 || l->pp <= 0 || l->dp <= 0 || m->n_layers < l->pp || l->seq_len <= 0 ||
 	    l->micro_batch <= 0)
 		return;
 	t = l->tp;
-	body = stage_layers(l) * layer_params(m) / t;
 	emb = (double)m->vocab * m->hidden / t;
 	accum = lb_layout_accum_steps(l);
-	/* 1F1B (Narayanan et al. 2021): stage i holds pp - i micro-batches in flight,
-	 * never more than the step has */
-	inflight = l->pp;
-	if (accum > 0 && accum < inflight)
-		inflight = accum;
 	if (l->pp == 1) {
+		double body = (double)m->n_layers * layer_params(m) / t;
+
 		/* embedding, final norm and head (a tied head shares the embedding) */
-		stage_memory(l, body + emb + m->hidden + (m->tied ? 0.0 : emb), 1.0, 1, 1, out);
+		stage_memory(l, m->n_layers, body + emb + m->hidden + (m->tied ? 0.0 : emb), 1.0, 1,
+			     1, out);
 		return;
 	}
-	/* first stage: embedding; last: final norm and head (a tied head keeps its copy
-	 * of the embedding there, as Megatron-LM does) */
-	stage_memory(l, body + emb, inflight, 1, 0, &first);
-	stage_memory(l, body + emb + m->hidden, 1.0, 0, 1, &last);
-	*out = first.total >= last.total ? first : last;
+	/*
+	 * The most loaded stage decides. 1F1B (Narayanan et al. 2021): stage i holds pp - i
+	 * micro-batches in flight, never more than the step has. Between the ends (no
+	 * embedding, no head) the earliest of the stages with the same layer count holds
+	 * the most, so three candidates suffice: the first stage (embedding), the first
+	 * stage with the larger share of an uneven split (lb_stage_layers), and the last
+	 * (final norm and head; a tied head keeps its copy of the embedding there, as
+	 * Megatron-LM does). When pp divides the layers no stage between the ends exceeds
+	 * the first.
+	 */
+	cand[0] = 0;
+	cand[1] = first_larger_stage(l);
+	cand[2] = l->pp - 1;
+	for (i = 0; i < 3; i++) {
+		int s = cand[i], first = s == 0, last = s == l->pp - 1, lo, hi;
+		double body, inflight;
+
+		if (i == 1 && (first || last))
+			continue;
+		if (lb_stage_layers(l, s, &lo, &hi))
+			return;
+		body = (double)(hi - lo) * layer_params(m) / t;
+		inflight = l->pp - s;
+		if (accum > 0 && accum < inflight)
+			inflight = accum;
+		if (first || last)
+			body += emb;
+		if (last)
+			body += m->hidden;
+		stage_memory(l, hi - lo, body, inflight, first, last, &st);
+		if (i == 0 || st.total > out->total)
+			*out = st;
+	}
 }

@@ -44,13 +44,15 @@ double lb_hw_flops_per_step(const struct lb_layout *l);
  * sets *tflops, or -1 when unknown (never a guess). */
 int lb_gpu_peak_tflops(const char *product, double *tflops);
 
-/* Memory per GPU, bytes, of the most loaded rank (the first pipeline stage). */
+/* Memory per GPU, bytes, of the most loaded rank: the largest of the first pipeline
+ * stage (embedding, the most micro-batches in flight), the first stage with the larger
+ * share of an uneven split (lb_stage_layers) and the last stage (head, loss). */
 struct lb_mem_estimate {
 	double weights;     /* bf16 parameters of this rank's shard */
 	double grads;       /* bf16/fp32 gradient buffers */
 	double optimizer;   /* fp32 master + two Adam moments, / dp under ZeRO-1 */
 	double activations; /* by checkpointing mode and attention kernel, TP/SP sharded,
-			       times the micro-batches in flight (1F1B: pp on stage 0) */
+			       times the micro-batches in flight (1F1B: pp - i on stage i) */
 	double logits;      /* LM-head logits and loss buffers (last stage) */
 	double workspace;   /* allocator fragmentation, NCCL buffers, cuBLAS workspace */
 	double total;

@@ -393,9 +393,8 @@ int lb_llama_init(struct lb_llama *m, const struct lb_ops *ops, struct lb_comm *
 	m->tp_rank = tp ? tp->rank : 0;
 	m->tp_size = tps;
 	if (tps != layout->tp || layout->pp < 1 || stage < 0 || stage >= layout->pp ||
-	    n_slots < 1 || md->n_layers % layout->pp || md->n_heads % tps || md->n_kv_heads % tps ||
-	    md->ffn % tps || md->vocab % tps || md->hidden % md->n_heads ||
-	    md->n_heads % md->n_kv_heads)
+	    n_slots < 1 || md->n_heads % tps || md->n_kv_heads % tps || md->ffn % tps ||
+	    md->vocab % tps || md->hidden % md->n_heads || md->n_heads % md->n_kv_heads)
 		return LB_E_INVAL;
 	m->B = layout->micro_batch;
 	m->S = layout->seq_len;
@@ -412,9 +411,9 @@ int lb_llama_init(struct lb_llama *m, const struct lb_ops *ops, struct lb_comm *
 	if (m->sp && m->T % tps)
 		return LB_E_INVAL;
 	m->Tl = m->sp ? m->T / tps : m->T;
-	per = md->n_layers / layout->pp;
-	m->layer_lo = stage * per;
-	m->layer_hi = m->layer_lo + per;
+	/* this stage's layers: common/layout.c's split rule, uneven stages included */
+	if (lb_stage_layers(layout, stage, &m->layer_lo, &m->layer_hi))
+		return LB_E_INVAL;
 	m->first = stage == 0;
 	m->last = stage == layout->pp - 1;
 	m->n_slots = n_slots;

@@ -365,12 +365,12 @@ static void m_vocab(struct lb_layout *l)
 {
 	l->model.vocab = 32001;
 }
-static void m_pp3(struct lb_layout *l)
+static void m_pp41(struct lb_layout *l)
 {
-	l->pp = 3;
-	l->dp = 4;
-	l->gpus_per_node = 8;
-	l->nodes = 3;
+	l->pp = 41;
+	l->dp = 1;
+	l->gpus_per_node = 2;
+	l->nodes = 41;
 }
 static void m_tp_node(struct lb_layout *l)
 {
@@ -422,7 +422,7 @@ static const struct rule_case rules[] = {
     {"tp=2 does not divide 5 kv heads", m_tp_kv},
     {"tp=2 does not divide ffn=13825", m_ffn},
     {"tp=2 does not divide vocab=32001", m_vocab},
-    {"pp=3 does not divide 40 layers", m_pp3},
+    {"pp=41 exceeds 40 layers; every pipeline stage needs at least one layer", m_pp41},
     {"tp=8 exceeds gpus_per_node=4; tensor parallelism stays within one node", m_tp_node},
     {"gpus_per_node*nodes=64 but tp*pp*dp=32", m_world},
     {"global_batch=2048 is not divisible by micro_batch*dp=48", m_batch},
@@ -463,6 +463,116 @@ static void test_sequence_parallel_valid(void **state)
 	assert_int_equal(lb_layout_check(&l, reason, sizeof(reason)), 0);
 }
 
+/* Uneven pipelines are valid: pp only has to leave every stage a layer. */
+static void test_uneven_pipeline_valid(void **state)
+{
+	struct lb_layout l;
+	char reason[256];
+
+	base(&l);
+	lb_model_preset("llama-30b", &l.model);
+	l.tp = 1;
+	l.dp = 1;
+	l.global_batch = 7;
+	l.gpus_per_node = 1;
+	for (int pp = 1; pp <= 60; pp++) {
+		l.pp = pp;
+		l.nodes = pp;
+		if (lb_layout_check(&l, reason, sizeof(reason)))
+			fail_msg("pp=%d over 60 layers: %s", pp, reason);
+	}
+	l.pp = 7;
+	l.nodes = 7;
+	assert_int_equal(lb_layout_check(&l, reason, sizeof(reason)), 0);
+	l.pp = 61;
+	l.nodes = 61;
+	assert_int_equal(lb_layout_check(&l, reason, sizeof(reason)), -1);
+	assert_string_equal(reason, "pp=61 exceeds 60 layers; every pipeline stage needs at least "
+				    "one layer");
+	/* the trainer's own example: 6 layers on 8 stages */
+	lb_layout_init(&l);
+	l.model.n_layers = 6;
+	l.pp = 8;
+	l.gpus_per_node = 8;
+	assert_int_equal(lb_layout_check(&l, reason, sizeof(reason)), -1);
+	assert_string_equal(reason, "pp=8 exceeds 6 layers; every pipeline stage needs at least "
+				    "one layer");
+}
+
+/* The split rule: floor(L/p) layers each, the remainder to the middle stages. */
+static void test_stage_layers(void **state)
+{
+	static const struct {
+		int layers, pp;
+		const char *sizes;
+	} cases[] = {
+	    {60, 8, "7 7 8 8 8 8 7 7"}, {60, 16, "3 3 4 4 4 4 4 4 4 4 4 4 4 4 3 3"},
+	    {6, 4, "1 2 2 1"},		{4, 3, "1 2 1"},
+	    {8, 8, "1 1 1 1 1 1 1 1"},	{40, 4, "10 10 10 10"},
+	    {7, 4, "1 2 2 2"},		{5, 2, "2 3"},
+	    {9, 5, "1 2 2 2 2"},	{11, 5, "2 2 3 2 2"},
+	    {12, 5, "2 2 3 3 2"},	{5, 1, "5"},
+	};
+	struct lb_layout l;
+	int lo, hi;
+
+	lb_layout_init(&l);
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		char got[256];
+		size_t used = 0;
+		int next = 0;
+
+		l.model.n_layers = cases[c].layers;
+		l.pp = cases[c].pp;
+		got[0] = '\0';
+		for (int s = 0; s < l.pp; s++) {
+			assert_int_equal(lb_stage_layers(&l, s, &lo, &hi), 0);
+			/* contiguous, in order, covering every layer once */
+			assert_int_equal(lo, next);
+			assert_true(hi > lo);
+			next = hi;
+			used += (size_t)snprintf(got + used, sizeof(got) - used, "%s%d",
+						 s ? " " : "", hi - lo);
+		}
+		assert_int_equal(next, cases[c].layers);
+		if (strcmp(got, cases[c].sizes))
+			fail_msg("%d layers on %d stages: want '%s', got '%s'", cases[c].layers,
+				 cases[c].pp, cases[c].sizes, got);
+	}
+	/* every split of up to 64 layers: sizes differ by at most one, ends get the smaller */
+	for (int n = 1; n <= 64; n++)
+		for (int p = 1; p <= n; p++) {
+			int q = n / p, next = 0;
+
+			l.model.n_layers = n;
+			l.pp = p;
+			for (int s = 0; s < p; s++) {
+				assert_int_equal(lb_stage_layers(&l, s, &lo, &hi), 0);
+				assert_int_equal(lo, next);
+				assert_true(hi - lo == q || hi - lo == q + 1);
+				next = hi;
+			}
+			assert_int_equal(next, n);
+			assert_int_equal(lb_stage_layers(&l, 0, &lo, &hi), 0);
+			if (p - n % p >= 1)
+				assert_int_equal(hi - lo, q);
+			assert_int_equal(lb_stage_layers(&l, p - 1, &lo, &hi), 0);
+			if (p - n % p >= 2)
+				assert_int_equal(hi - lo, q);
+		}
+	/* out of range: stage outside [0, pp), pp above the layers, pp 0 */
+	l.model.n_layers = 6;
+	l.pp = 4;
+	lo = hi = -7;
+	assert_int_equal(lb_stage_layers(&l, 4, &lo, &hi), -1);
+	assert_int_equal(lb_stage_layers(&l, -1, &lo, &hi), -1);
+	assert_int_equal(lo, -7);
+	l.pp = 7;
+	assert_int_equal(lb_stage_layers(&l, 0, &lo, &hi), -1);
+	l.pp = 0;
+	assert_int_equal(lb_stage_layers(&l, 0, &lo, &hi), -1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -476,6 +586,8 @@ int main(void)
 	    cmocka_unit_test(test_model_flag_resets_fields),
 	    cmocka_unit_test(test_every_rule),
 	    cmocka_unit_test(test_sequence_parallel_valid),
+	    cmocka_unit_test(test_uneven_pipeline_valid),
+	    cmocka_unit_test(test_stage_layers),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

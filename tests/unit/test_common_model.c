@@ -1,8 +1,9 @@
 /*
  * Unit tests of the model arithmetic (common/model.c): presets and their published
  * parameter counts, the PaLM FLOP count and the hardware count with recomputation, the
- * GPU peak table, and the memory estimate's direction under each knob (the calibration
- * against the paper's runs is tests/unit/test_paper_memory.c).
+ * GPU peak table, and the memory estimate's direction under each knob and on uneven
+ * pipeline stages (the calibration against the paper's runs is
+ * tests/unit/test_paper_memory.c).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -272,13 +273,80 @@ static void test_memory_directions(void **state)
 	}
 }
 
+/* Parameters of one layer of m: the difference the layer count makes. */
+static double one_layer(const struct lb_model *m)
+{
+	struct lb_model a = *m, b = *m;
+
+	a.n_layers = 2;
+	b.n_layers = 1;
+	return (double)(lb_param_count(&a) - lb_param_count(&b));
+}
+
+/* Uneven stages: the most loaded stage decides (lb_stage_layers' split). */
+static void test_memory_uneven_stages(void **state)
+{
+	struct lb_layout a, lo, hi;
+	struct lb_mem_estimate e;
+	double layer, emb;
+
+	/* 30B's 60 layers on 8 stages (7 7 8 8 8 8 7 7) lie between 56 (7 each) and 64
+	 * layers (8 each) */
+	paper_layout(&a, "llama-30b");
+	a.seq_len = 8192;
+	a.global_batch = 512;
+	a.tp = 2;
+	a.pp = 8;
+	a.dp = 8;
+	a.gpus_per_node = 8;
+	a.nodes = 16;
+	lo = hi = a;
+	lo.model.n_layers = 56;
+	hi.model.n_layers = 64;
+	assert_true(total(&lo) <= total(&a));
+	assert_true(total(&a) < total(&hi));
+	a.pp = 16;
+	a.dp = 4;
+	lo = hi = a;
+	lo.model.n_layers = 48;
+	hi.model.n_layers = 64;
+	assert_true(total(&lo) <= total(&a));
+	assert_true(total(&a) < total(&hi));
+	/* a middle stage can be the most loaded: one micro-batch per step (nothing in
+	 * flight beyond it) and a small vocabulary, 6 layers on 4 stages (1 2 2 1): stage 1
+	 * holds two layers and nothing else */
+	paper_layout(&a, "llama-13b");
+	a.model.vocab = 512;
+	a.model.n_layers = 6;
+	a.global_batch = 1;
+	a.dp = 1;
+	a.pp = 4;
+	a.nodes = 1;
+	a.gpus_per_node = 4;
+	lb_memory_estimate(&a, &e);
+	layer = one_layer(&a.model);
+	assert_true(fabs(e.weights - 2.0 * 2.0 * layer) < 1.0);
+	assert_true(e.logits == 0.0);
+	/* with a large vocabulary the first stage's embedding outweighs a layer: 1 layer +
+	 * the embedding */
+	a.model.vocab = 128000;
+	lb_memory_estimate(&a, &e);
+	emb = (double)a.model.vocab * a.model.hidden;
+	assert_true(layer < emb);
+	assert_true(e.weights >= 2.0 * (layer + emb) - 1.0);
+	/* pp above the layers is no layout: zeros */
+	a.pp = 7;
+	lb_memory_estimate(&a, &e);
+	assert_true(e.total == 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_preset_param_counts), cmocka_unit_test(test_tiny_presets),
 	    cmocka_unit_test(test_param_count_by_hand), cmocka_unit_test(test_flops),
 	    cmocka_unit_test(test_gpu_peaks),		cmocka_unit_test(test_memory_terms),
-	    cmocka_unit_test(test_memory_directions),
+	    cmocka_unit_test(test_memory_directions),	cmocka_unit_test(test_memory_uneven_stages),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

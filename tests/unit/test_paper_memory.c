@@ -4,8 +4,10 @@
  * (lb_memory_estimate(...).total > 80 GiB * LB_MEM_USABLE_FRACTION means OOM) and
  * compared with the sheet ("OOM Error" = did not fit, a step time = fitted; "Kernel not
  * available" and "Other Error" are ignored). Fails on any layout predicted OOM that ran,
- * or when the agreement drops below 95% (measured: 748 of 783, 95.5%; see
- * docs/memory-model.md). Skipped when the paper data folder is absent.
+ * or when the agreement drops below 95% (measured: 747 of 783, 95.4%; 59 of the 60 rows
+ * with uneven stages, 30B's 60 layers on 8 and 16; see docs/memory-model.md).
+ * LB_PAPER_VERBOSE=1 prints every row's estimate. Skipped when the paper data folder is
+ * absent.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -40,7 +42,7 @@ static void test_memory_agreement(void **state)
 	struct dirent *de;
 	/* confusion matrix: [actual oom][predicted oom] */
 	int cm[2][2] = {{0, 0}, {0, 0}};
-	int total, agree, nfiles = 0;
+	int total, agree, nfiles = 0, un_total = 0, un_agree = 0;
 
 	if (!d) {
 		print_message("paper data folder '%s' is absent\n", dir);
@@ -76,6 +78,18 @@ static void test_memory_agreement(void **state)
 				continue;
 			assert_int_equal(paper_row_layout(&rows[k], model, seq, gb, &l), 0);
 			pred = predicted_oom(&l);
+			if (l.model.n_layers % l.pp) { /* uneven stages (lb_stage_layers) */
+				un_total++;
+				un_agree += oom == pred;
+			}
+			if (getenv("LB_PAPER_VERBOSE")) {
+				struct lb_mem_estimate e;
+
+				lb_memory_estimate(&l, &e);
+				print_message("%s line %d tp=%d pp=%d mb=%d: %.2f GiB, %s\n",
+					      de->d_name, rows[k].line, l.tp, l.pp, l.micro_batch,
+					      e.total / 1073741824.0, oom ? "oom" : "ran");
+			}
 			cm[oom][pred]++;
 			ft++;
 			fa += oom == pred;
@@ -94,6 +108,7 @@ static void test_memory_agreement(void **state)
 	print_message("overall %d/%d = %.1f%%; ran: predicted fit %d, predicted oom %d; "
 		      "oom: predicted fit %d, predicted oom %d\n",
 		      agree, total, 100.0 * agree / total, cm[0][0], cm[0][1], cm[1][0], cm[1][1]);
+	print_message("uneven stages (pp does not divide the layers): %d/%d\n", un_agree, un_total);
 	assert_int_equal(nfiles, 8);
 	assert_int_equal(total, 783);
 	assert_int_equal(cm[0][1], 0);

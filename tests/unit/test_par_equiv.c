@@ -8,7 +8,8 @@
  * model gathered by rank 0) to 1e-5 relative in the L2 norm of the whole model, 1e-4 per
  * tensor, and no element off by more than 5% of the learning rate. Also GPipe, the
  * tiny-gqa preset (grouped-query attention split over tp) and the tiny-tied preset (the
- * tied embedding's two copies summed between first and last stage).
+ * tied embedding's two copies summed between first and last stage), and uneven pipeline
+ * stages (pp not dividing the layers).
  *
  * Why norms and not element by element: AdamW divides each gradient element by its own
  * running RMS, so an element whose gradient nearly cancels has its update decided by
@@ -356,6 +357,71 @@ static void test_micro_batch_2(void **state)
 	assert_int_equal(n_ran, 4);
 }
 
+/* Uneven pipeline stages (common/layout.c's lb_stage_layers: the remainder to the middle
+ * stages): 6 layers on 4 stages (1 2 2 1), 4 on 3 (1 2 1), tiny-deep's 8 on 3 (2 3 3)
+ * and on 5 (1 2 2 2 1), with tp, SP, dp and ZeRO-1, every checkpointing mode, GPipe, and
+ * a tied embedding whose copies sit on uneven end stages. */
+static void test_uneven_stages(void **state)
+{
+	static const struct {
+		const char *preset;
+		int layers; /* 0: the preset's */
+		enum lb_ckpt ck;
+		int tp, pp, dp, sp, zero;
+		enum lb_sched_kind sched;
+	} lay[] = {
+	    {"tiny", 6, LB_CKPT_NONE, 1, 4, 1, 0, 0, LB_SCHED_1F1B},
+	    {"tiny", 6, LB_CKPT_NONE, 2, 4, 1, 1, 0, LB_SCHED_1F1B},
+	    {"tiny", 6, LB_CKPT_NONE, 1, 4, 2, 0, 1, LB_SCHED_1F1B},
+	    {"tiny", 6, LB_CKPT_NONE, 1, 4, 1, 0, 0, LB_SCHED_GPIPE},
+	    {"tiny", 6, LB_CKPT_FULL, 2, 4, 1, 0, 0, LB_SCHED_1F1B},
+	    {"tiny", 6, LB_CKPT_FULL, 1, 4, 2, 0, 0, LB_SCHED_1F1B},
+	    {"tiny", 4, LB_CKPT_SELECTIVE, 1, 3, 1, 0, 0, LB_SCHED_1F1B},
+	    {"tiny", 4, LB_CKPT_SELECTIVE, 2, 3, 1, 1, 0, LB_SCHED_1F1B},
+	    {"tiny", 4, LB_CKPT_SELECTIVE, 1, 3, 2, 0, 1, LB_SCHED_1F1B},
+	    {"tiny", 4, LB_CKPT_SELECTIVE, 1, 3, 2, 0, 0, LB_SCHED_GPIPE},
+	    {"tiny-deep", 0, LB_CKPT_NONE, 1, 3, 1, 0, 0, LB_SCHED_1F1B},
+	    {"tiny-deep", 0, LB_CKPT_NONE, 2, 3, 1, 0, 0, LB_SCHED_1F1B},
+	    {"tiny-deep", 0, LB_CKPT_NONE, 1, 5, 1, 0, 0, LB_SCHED_1F1B},
+	    {"tiny-tied", 6, LB_CKPT_NONE, 1, 4, 1, 0, 0, LB_SCHED_1F1B},
+	    {"tiny-tied", 6, LB_CKPT_NONE, 2, 4, 1, 1, 0, LB_SCHED_1F1B},
+	};
+	struct run_out ref;
+	int have_ref = 0;
+
+	memset(&ref, 0, sizeof(ref));
+	n_ran = n_bad = 0;
+	for (size_t i = 0; i < sizeof(lay) / sizeof(lay[0]); i++) {
+		struct lb_layout l;
+		int lo, hi;
+
+		base_layout(&l, lay[i].preset, lay[i].ck);
+		if (lay[i].layers)
+			l.model.n_layers = lay[i].layers;
+		/* a new model or checkpointing mode: its own single-rank reference */
+		if (!have_ref || strcmp(lay[i].preset, lay[i - 1].preset) ||
+		    lay[i].layers != lay[i - 1].layers || lay[i].ck != lay[i - 1].ck) {
+			out_free(&ref);
+			assert_int_equal(run(&l, LB_SCHED_1F1B, "ref", &ref), 0);
+			have_ref = 1;
+		}
+		l.tp = lay[i].tp;
+		l.pp = lay[i].pp;
+		l.dp = lay[i].dp;
+		l.sequence_parallel = lay[i].sp;
+		l.zero_stage = lay[i].zero;
+		/* the layouts are uneven, so they test what they claim */
+		assert_int_not_equal(l.model.n_layers % l.pp, 0);
+		assert_int_equal(lb_stage_layers(&l, 0, &lo, &hi), 0);
+		assert_int_equal(hi - lo, l.model.n_layers / l.pp);
+		one(&l, lay[i].sched, &ref);
+	}
+	out_free(&ref);
+	printf("uneven-stage layouts run: %d, differing: %d\n", n_ran, n_bad);
+	assert_int_equal(n_bad, 0);
+	assert_int_equal(n_ran, (int)(sizeof(lay) / sizeof(lay[0])));
+}
+
 static int setup(void **state)
 {
 	snprintf(tmpdir, sizeof(tmpdir), "/tmp/lb-par-equiv-%ld", (long)getpid());
@@ -376,6 +442,7 @@ int main(void)
 	    cmocka_unit_test(test_every_layout_equals_one_rank),
 	    cmocka_unit_test(test_gqa_and_tied),
 	    cmocka_unit_test(test_micro_batch_2),
+	    cmocka_unit_test(test_uneven_stages),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -64,6 +64,45 @@ static inline unsigned lbc_blocks(size_t n, unsigned threads)
 	return b ? (unsigned)b : 1u;
 }
 
+/* Loads and stores of VEC consecutive act elements widened to / rounded from fp32 (VEC 8:
+ * one 16-byte access, p 16-byte aligned; else element by element). */
+template <int VEC> static __device__ __forceinline__ void ld_act(float (&f)[VEC], const act_t *p)
+{
+	if constexpr (VEC == 8) {
+		uint4 u = *reinterpret_cast<const uint4 *>(p);
+		const __nv_bfloat162 *b = reinterpret_cast<const __nv_bfloat162 *>(&u);
+
+#pragma unroll
+		for (int k = 0; k < 4; k++) {
+			float2 v = __bfloat1622float2(b[k]);
+
+			f[2 * k] = v.x;
+			f[2 * k + 1] = v.y;
+		}
+	} else {
+#pragma unroll
+		for (int k = 0; k < VEC; k++)
+			f[k] = __bfloat162float(p[k]);
+	}
+}
+
+template <int VEC> static __device__ __forceinline__ void st_act(act_t *p, const float (&f)[VEC])
+{
+	if constexpr (VEC == 8) {
+		uint4 u;
+		__nv_bfloat162 *b = reinterpret_cast<__nv_bfloat162 *>(&u);
+
+#pragma unroll
+		for (int k = 0; k < 4; k++)
+			b[k] = __floats2bfloat162_rn(f[2 * k], f[2 * k + 1]);
+		*reinterpret_cast<uint4 *>(p) = u;
+	} else {
+#pragma unroll
+		for (int k = 0; k < VEC; k++)
+			p[k] = __float2bfloat16_rn(f[k]);
+	}
+}
+
 /*
  * The one GEMM entry (cuBLASLt; ops_cuda.cu): for i < batch,
  *   C_i (m, n) = alpha * op(A_i) op(B_i) + beta * C_i

@@ -35,45 +35,6 @@
  * of its own (packed operands, dw partials) and keeps the 128. */
 #define BWD_REGS(c) ((c) == 4 ? 128 : 96)
 
-/* --- loads and stores of VEC consecutive elements, widened to / rounded from fp32 --- */
-
-template <int VEC> static __device__ __forceinline__ void ld_act(float (&f)[VEC], const act_t *p)
-{
-	if constexpr (VEC == 8) {
-		uint4 u = *reinterpret_cast<const uint4 *>(p);
-		const __nv_bfloat162 *b = reinterpret_cast<const __nv_bfloat162 *>(&u);
-
-#pragma unroll
-		for (int k = 0; k < 4; k++) {
-			float2 v = __bfloat1622float2(b[k]);
-
-			f[2 * k] = v.x;
-			f[2 * k + 1] = v.y;
-		}
-	} else {
-#pragma unroll
-		for (int k = 0; k < VEC; k++)
-			f[k] = __bfloat162float(p[k]);
-	}
-}
-
-template <int VEC> static __device__ __forceinline__ void st_act(act_t *p, const float (&f)[VEC])
-{
-	if constexpr (VEC == 8) {
-		uint4 u;
-		__nv_bfloat162 *b = reinterpret_cast<__nv_bfloat162 *>(&u);
-
-#pragma unroll
-		for (int k = 0; k < 4; k++)
-			b[k] = __floats2bfloat162_rn(f[2 * k], f[2 * k + 1]);
-		*reinterpret_cast<uint4 *>(p) = u;
-	} else {
-#pragma unroll
-		for (int k = 0; k < VEC; k++)
-			p[k] = __float2bfloat16_rn(f[k]);
-	}
-}
-
 template <int VEC> static __device__ __forceinline__ void ld_f32(float (&f)[VEC], const float *p)
 {
 	if constexpr (VEC % 4 == 0) {

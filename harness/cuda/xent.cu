@@ -24,43 +24,6 @@
 
 #define XENT_MAX_THREADS 512
 
-template <int VEC> static __device__ __forceinline__ void ld_act(float (&f)[VEC], const act_t *p)
-{
-	if constexpr (VEC == 8) {
-		uint4 u = *reinterpret_cast<const uint4 *>(p);
-		const __nv_bfloat162 *b = reinterpret_cast<const __nv_bfloat162 *>(&u);
-
-#pragma unroll
-		for (int k = 0; k < 4; k++) {
-			float2 v = __bfloat1622float2(b[k]);
-
-			f[2 * k] = v.x;
-			f[2 * k + 1] = v.y;
-		}
-	} else {
-#pragma unroll
-		for (int k = 0; k < VEC; k++)
-			f[k] = __bfloat162float(p[k]);
-	}
-}
-
-template <int VEC> static __device__ __forceinline__ void st_act(act_t *p, const float (&f)[VEC])
-{
-	if constexpr (VEC == 8) {
-		uint4 u;
-		__nv_bfloat162 *b = reinterpret_cast<__nv_bfloat162 *>(&u);
-
-#pragma unroll
-		for (int k = 0; k < 4; k++)
-			b[k] = __floats2bfloat162_rn(f[2 * k], f[2 * k + 1]);
-		*reinterpret_cast<uint4 *>(p) = u;
-	} else {
-#pragma unroll
-		for (int k = 0; k < VEC; k++)
-			p[k] = __float2bfloat16_rn(f[k]);
-	}
-}
-
 /* Reduction of v over the block (MAX: fmaxf, else +), returned to every thread. blockDim.x is
  * a multiple of 32 and every thread of the block calls it (full-mask shuffles). */
 template <bool MAX> static __device__ __forceinline__ float block_reduce(float v)

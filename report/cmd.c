@@ -16,7 +16,6 @@
 #include "report/plot.h"
 #include "report/render.h"
 #include "report/report.h"
-#include "slurm/submit.h"
 
 enum format { FMT_MD, FMT_CSV, FMT_HTML };
 
@@ -224,7 +223,7 @@ int cmd_report(int argc, char **argv)
 		return 1;
 	}
 	/* a misspelled --sweep is an error, not an empty report */
-	if (o.sweep && slurm_sweep_check(db, path, o.sweep, err, sizeof(err))) {
+	if (o.sweep && results_sweep_check(db, path, o.sweep, err, sizeof(err))) {
 		fprintf(stderr, "error: %s\n", err);
 		goto out_release;
 	}

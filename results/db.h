@@ -141,4 +141,14 @@ int results_layout_has_ok_run(sqlite3 *db, const char *sweep, const char *layout
  * RUNNING in the sweep, 0 if not, -1 on error. */
 int results_layout_has_active_job(sqlite3 *db, const char *sweep, const char *layout_id);
 
+/*
+ * Whether the results database db (opened from db_path, which messages name) knows the
+ * sweep `name` (a row of table sweeps, which jobs and runs reference). Returns 0 when it
+ * does; 1 when not, with err set to "no sweep 'NAME' in database 'PATH' (known: a, b)";
+ * -1 on a database error (err set). status, cancel, resubmit and report check --sweep
+ * with it, so that a misspelled name is an error and not an empty answer.
+ */
+int results_sweep_check(struct sqlite3 *db, const char *db_path, const char *name, char *err,
+		      size_t errlen);
+
 #endif

@@ -839,47 +839,12 @@ static int sweep_names(sqlite3 *db, const char *only, char ***names, size_t *n)
 	return 0;
 }
 
-int slurm_sweep_check(sqlite3 *db, const char *db_path, const char *name, char *err, size_t errlen)
-{
-	sqlite3_stmt *st = NULL;
-	struct lb_strbuf known = LB_STRBUF_INIT;
-	int found = 0, n = 0, rc;
-
-	if (sqlite3_prepare_v2(db, "SELECT name FROM sweeps ORDER BY name", -1, &st, NULL) !=
-	    SQLITE_OK) {
-		snprintf(err, errlen, "database '%s': %s", db_path, sqlite3_errmsg(db));
-		return -1;
-	}
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		const char *s = (const char *)sqlite3_column_text(st, 0);
-		if (!s)
-			continue;
-		if (!strcmp(s, name))
-			found = 1;
-		if (n < 20) /* enough to spot a misspelling; the rest as a count */
-			lb_strbuf_addf(&known, "%s%s", n ? ", " : "", s);
-		n++;
-	}
-	sqlite3_finalize(st);
-	if (rc != SQLITE_DONE) {
-		snprintf(err, errlen, "database '%s': %s", db_path, sqlite3_errmsg(db));
-		lb_strbuf_release(&known);
-		return -1;
-	}
-	if (n > 20)
-		lb_strbuf_addf(&known, " and %d more", n - 20);
-	if (!found)
-		snprintf(err, errlen, "no sweep '%s' in database '%s' (known: %s)", name, db_path,
-			 n ? lb_strbuf_str(&known) : "none");
-	lb_strbuf_release(&known);
-	return found ? 0 : 1;
-}
 
 /* With --sweep: 0 if the database knows it, else 1 after the message (see above). */
 static int check_sweep_arg(sqlite3 *db, const char *db_path, const char *sweep)
 {
 	char err[1024];
-	if (!sweep || slurm_sweep_check(db, db_path, sweep, err, sizeof(err)) == 0)
+	if (!sweep || results_sweep_check(db, db_path, sweep, err, sizeof(err)) == 0)
 		return 0;
 	fprintf(stderr, "error: %s\n", err);
 	return 1;

@@ -41,14 +41,5 @@ int submit_sweep(const struct submit_opts *o, char *err, size_t errlen);
 
 struct sqlite3;
 
-/*
- * Whether the results database db (opened from db_path, which messages name) knows the
- * sweep `name` (a row of table sweeps, which jobs and runs reference). Returns 0 when it
- * does; 1 when not, with err set to "no sweep 'NAME' in database 'PATH' (known: a, b)";
- * -1 on a database error (err set). status, cancel, resubmit and report check --sweep
- * with it, so that a misspelled name is an error and not an empty answer.
- */
-int slurm_sweep_check(struct sqlite3 *db, const char *db_path, const char *name, char *err,
-		      size_t errlen);
 
 #endif

@@ -53,6 +53,9 @@ struct lb_comm_ops {
 	/* Sub-communicator of the ranks with the same color, ordered by key (MPI_Comm_split). */
 	int (*split)(struct lb_comm *c, int color, int key, struct lb_comm **out);
 	void (*destroy)(struct lb_comm *c);
+	/* Optional (NULL: none): the host communicator a device one carries for host values
+	 * (comm_cuda.h), which knows about the processes (failures, the rank at fault). */
+	struct lb_comm *(*host)(struct lb_comm *c);
 };
 
 struct lb_comm {
@@ -71,6 +74,10 @@ const char *lb_comm_strerror(int code);
 /* The run log's failure class of a LB_COMM_E* code: "timeout" (ETIMEOUT, EPEER: a peer
  * died or hung), "nccl_error" (EFAIL and anything else); NULL for 0. */
 const char *lb_comm_failure_class(int code);
+
+/* The communicator that knows about the processes of c: its host part for a device
+ * communicator (may be NULL across nodes), else c itself. */
+struct lb_comm *lb_comm_host_of(struct lb_comm *c);
 
 /* The one-rank communicator (always available). Caller frees with comm->ops->destroy. */
 struct lb_comm *lb_comm_self(void);

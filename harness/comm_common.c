@@ -60,3 +60,8 @@ const char *lb_comm_failure_class(int code)
 		return "timeout";
 	return "nccl_error";
 }
+
+struct lb_comm *lb_comm_host_of(struct lb_comm *c)
+{
+	return c && c->ops->host ? c->ops->host(c) : c;
+}

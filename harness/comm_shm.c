@@ -82,6 +82,7 @@ struct shm_hdr {
 	_Atomic uint32_t departed[MAXR]; /* 1 once the rank destroyed its world handle */
 	_Atomic uint32_t doorbell[MAXR]; /* bumped when a channel of the rank moved */
 	_Atomic uint32_t waiting[MAXR];	 /* 1 while the rank waits for a peer */
+	_Atomic uint32_t dev_blocked[MAXR]; /* 1 while blocked in a device call (watchdog) */
 	_Atomic uint32_t abort_word;	 /* 0, or world rank + 1 of the first abort */
 	_Atomic uint32_t abort_ready;	 /* 1 once abort_reason is written */
 	char abort_reason[SHM_REASON_MAX + 1];
@@ -1427,6 +1428,48 @@ int lb_comm_shm_error(const struct lb_comm *c, int *rank, char *msg, size_t len)
 	if (msg && len)
 		snprintf(msg, len, "%s", s->err_msg);
 	return code;
+}
+
+void lb_comm_shm_set_blocked(struct lb_comm *c, int on)
+{
+	struct shm_seg *s;
+
+	if (!lb_comm_is_shm(c))
+		return;
+	s = SC(c)->seg;
+	atomic_store(&s->hdr->dev_blocked[s->world_rank], on ? 1U : 0U);
+}
+
+int lb_comm_shm_blame(struct lb_comm *c, char *msg, size_t len)
+{
+	struct shm_seg *s;
+	struct shm_hdr *h;
+
+	if (msg && len)
+		msg[0] = 0;
+	if (!lb_comm_is_shm(c))
+		return -1;
+	s = SC(c)->seg;
+	h = s->hdr;
+	for (int r = 0; r < s->world_size; r++) {
+		pid_t pid = (pid_t)atomic_load(&h->pid[r]);
+
+		if (r != s->world_rank && pid > 0 && !pid_alive(pid)) {
+			if (msg && len)
+				snprintf(msg, len, "rank %d died (pid %d)", r, (int)pid);
+			return r;
+		}
+	}
+	for (int r = 0; r < s->world_size; r++) {
+		if (r == s->world_rank || atomic_load(&h->departed[r]))
+			continue;
+		if (!atomic_load(&h->dev_blocked[r]) && !atomic_load(&h->waiting[r])) {
+			if (msg && len)
+				snprintf(msg, len, "rank %d is alive but not in the collective", r);
+			return r;
+		}
+	}
+	return -1;
 }
 
 int lb_comm_shm_world_rank(const struct lb_comm *c)

@@ -55,6 +55,17 @@ void lb_comm_shm_abort(struct lb_comm *c, const char *reason);
  */
 int lb_comm_shm_error(const struct lb_comm *c, int *rank, char *msg, size_t len);
 
+/*
+ * For a device communicator's watchdog (another thread; no collective, no wait): mark
+ * this rank as blocked in a device call (1) or not (0); and the rank at fault when a
+ * device call hangs: a peer that died (its pid gone), else the first live peer that is
+ * neither blocked in a device call nor waiting in this communicator (it hangs elsewhere).
+ * Returns its world rank with msg ("rank 2 died (pid 1234)", "rank 1 is alive but not in
+ * the collective"), or -1 with msg empty.
+ */
+void lb_comm_shm_set_blocked(struct lb_comm *c, int on);
+int lb_comm_shm_blame(struct lb_comm *c, char *msg, size_t len);
+
 /* World rank of this process and its number in c (c->rank) for a split communicator. */
 int lb_comm_shm_world_rank(const struct lb_comm *c);
 

@@ -18,6 +18,7 @@
 
 #include "common/model.h"
 #include "common/util.h"
+#include "harness/comm_cuda.h"
 #include "harness/comm_shm.h"
 
 /* --- the run --- */
@@ -77,8 +78,14 @@ static void comm_failure(struct lb_comm *world, int rc, int *culprit, char *cls,
 	const char *p;
 	int code = 0, r = -1;
 
-	if (world && lb_comm_is_shm(world))
-		code = lb_comm_shm_error(world, &r, m, sizeof(m));
+	struct lb_comm *h = lb_comm_host_of(world);
+
+#ifdef LB_WITH_CUDA
+	if (world && lb_comm_is_cuda(world))
+		code = lb_comm_cuda_error(world, &r, m, sizeof(m));
+#endif
+	if (!code && h && lb_comm_is_shm(h))
+		code = lb_comm_shm_error(h, &r, m, sizeof(m));
 	*culprit = r;
 	snprintf(cls, clen, "%s",
 		 rc == LB_E_COMM && code != LB_COMM_EPEER ? "nccl_error" : "timeout");
@@ -107,11 +114,11 @@ static int rank_fail(struct run_ctx *x, struct lb_trainlog *lg, struct lb_comm *
 
 	gethostname(host, sizeof(host) - 1);
 	fprintf(stderr, "error: host %s rank %d: %s (class %s)\n", host, rank, msg, cls);
-	if (own && world && lb_comm_is_shm(world)) {
+	if (own && lb_comm_host_of(world) && lb_comm_is_shm(lb_comm_host_of(world))) {
 		char reason[256];
 
 		snprintf(reason, sizeof(reason), "%s: %.190s", cls, msg);
-		lb_comm_shm_abort(world, reason);
+		lb_comm_shm_abort(lb_comm_host_of(world), reason);
 	}
 	if (!own && (x->sh || rank != 0))
 		status = LB_EXIT_TIMEOUT; /* "a peer failed first": the launcher names the cause */
@@ -200,6 +207,61 @@ static int open_log(struct lb_trainlog *lg, const struct lb_train_opts *o,
 	return lb_trainlog_open(lg, o->run_dir, &info, err, errlen);
 }
 
+#ifdef LB_WITH_CUDA
+/* The GPU communicator's watchdog ends the rank from its own thread (the main thread is
+ * blocked in a device wait): the same report as a failure seen by the main thread. */
+static struct {
+	struct run_ctx *x;
+	struct lb_trainlog *lg;
+	struct lb_comm *world;
+	int rank;
+} dog;
+
+static void on_device_comm_fail(void *arg, int code, int culprit, const char *msg)
+{
+	char cls[32] = "nccl_error";
+	const char *p = strstr(msg, "failed: ");
+	int own = code != LB_COMM_EPEER, status;
+
+	(void)arg;
+	if (!own && p) { /* a peer's own failure: "rank 3 failed: oom: ..." */
+		size_t n;
+
+		p += 8;
+		n = strcspn(p, ":");
+		if (p[n] == ':' && is_class(p, n) && n < sizeof(cls))
+			snprintf(cls, sizeof(cls), "%.*s", (int)n, p);
+	}
+	status = rank_fail(dog.x, dog.lg, dog.world, dog.rank, own, cls, culprit, msg);
+	fflush(NULL);
+	_exit(status);
+}
+
+/* The world over the GPU communicator; host: this node's shared-memory world, or NULL
+ * across nodes (owned by the result). */
+static int cuda_world(struct run_ctx *x, const struct lb_rank_env *env, struct lb_comm *host,
+		      struct lb_comm **world, char *err, size_t errlen)
+{
+	const char *rc_env = getenv("SLURM_RESTART_COUNT");
+	static char tag[200];
+	struct lb_comm_cuda_opts co;
+
+	memset(&co, 0, sizeof(co));
+	co.kind = (enum lb_gpu_comm)x->o->gpu_comm;
+	co.rank = env->rank;
+	co.size = env->world_size;
+	co.local_rank = env->local_rank;
+	co.local_size = env->local_size > 0 ? env->local_size : env->world_size;
+	co.timeout_s = x->o->comm_timeout;
+	co.id_dir = x->o->run_dir;
+	snprintf(tag, sizeof(tag), "%s-r%s", env->rdzv_name + 1, rc_env ? rc_env : "0");
+	co.id_tag = tag;
+	co.on_fail = on_device_comm_fail;
+	dog.world = host;
+	return lb_comm_cuda_world(host, &co, world, err, errlen);
+}
+#endif
+
 /* One rank of the run (also the whole of a one-rank run). */
 static int rank_main(const struct lb_rank_env *env, void *arg)
 {
@@ -251,13 +313,32 @@ static int rank_main(const struct lb_rank_env *env, void *arg)
 	}
 	lb_trainlog_set_current(lg, rank);
 	if (n > 1) {
-		rc = lb_comm_shm_create(env->rdzv_name, rank, n, o->comm_timeout, &world, err,
-					sizeof(err));
-		if (rc) {
-			world = NULL;
-			code = rank_fail(x, lg, NULL, rank, 0, "timeout", -1, err);
-			goto out;
+		/* a node's ranks meet in shared memory; GPU ranks of several nodes through NCCL */
+		if (!o->device_cuda || env->nnodes <= 1) {
+			rc = lb_comm_shm_create(env->rdzv_name, rank, n, o->comm_timeout, &world,
+						err, sizeof(err));
+			if (rc) {
+				world = NULL;
+				code = rank_fail(x, lg, NULL, rank, 0, "timeout", -1, err);
+				goto out;
+			}
 		}
+#ifdef LB_WITH_CUDA
+		if (o->device_cuda) {
+			struct lb_comm *host = world;
+
+			dog.x = x;
+			dog.lg = lg;
+			dog.rank = rank;
+			world = NULL;
+			rc = cuda_world(x, env, host, &world, err, sizeof(err));
+			dog.world = world;
+			if (rc) {
+				code = rank_fail(x, lg, world, rank, 1, "nccl_error", rank, err);
+				goto out;
+			}
+		}
+#endif
 		if (!x->sh) { /* under srun: every rank learns rank 0's log (for rank 1) */
 			if (rank == 0)
 				snprintf(x->log_path, sizeof(x->log_path), "%s", lg->path);
@@ -276,6 +357,11 @@ static int rank_main(const struct lb_rank_env *env, void *arg)
 			goto out;
 		}
 		have_groups = 1;
+#ifdef LB_WITH_CUDA
+		lb_comm_cuda_set_name(g.tp, "tensor-parallel");
+		lb_comm_cuda_set_name(g.pp, "pipeline");
+		lb_comm_cuda_set_name(g.dp, "data-parallel");
+#endif
 	}
 	t = calloc(1, sizeof(*t));
 	peaks = calloc((size_t)n, sizeof(*peaks));
@@ -451,7 +537,7 @@ int lb_train_main(const struct lb_train_opts *o)
 	}
 	memset(&x, 0, sizeof(x));
 	x.o = o;
-	s = lb_rank_env_from_slurm(&env, 1, err, sizeof(err));
+	s = lb_rank_env_from_slurm(&env, !o->device_cuda, err, sizeof(err));
 	if (s < 0) {
 		fprintf(stderr, "error: %s\n", err);
 		return LB_EXIT_USAGE;

@@ -27,6 +27,7 @@
 struct lb_train_opts {
 	struct lb_layout layout;
 	int device_cuda;	     /* --device cuda */
+	int gpu_comm;		     /* --gpu-comm: enum lb_gpu_comm (comm_cuda.h), 0 auto */
 	char run_dir[4096];	     /* --run-dir, default "." */
 	char data_path[4096];	     /* --data; "" for the synthetic stream */
 	int data_elem;		     /* --data-dtype: 2 (u16, default) or 4 (u32) */
@@ -98,6 +99,8 @@ struct lb_trainer {
 	int n_ev, ev_used;
 	int *ev_kind;		 /* per pair: LB_STEP_FORWARD or LB_STEP_BACKWARD */
 	double *ev_comm;	 /* per pair: host-timed tp collectives inside it, s */
+	double *tag_s;		 /* NCCL: device time per tag (pairs, then pipeline,
+				    optimizer, other), n_ev / 2 + 3 */
 	double opt_comm_s;	 /* collectives inside the optimizer phase, s */
 	double grad_norm;	 /* of the last step, before clipping */
 	char err[1024];		 /* what failed, after an LB_E_* return */

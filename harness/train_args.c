@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "common/util.h"
+#include "harness/comm_cuda.h"
 #include "harness/comm_shm.h"
 
 /* --- flags --- */
@@ -48,6 +49,10 @@ const char *lb_train_usage(void)
 	    "                          default $LAYOUTBENCH_MEM_LIMIT, else none\n"
 	    "  --nproc-per-node N      ranks this process starts without srun (default 1)\n"
 	    "  --comm-timeout S        seconds before a silent peer is a timeout (default %g)\n"
+	    "  --gpu-comm auto|nccl|staged  with --device cuda and several ranks: NCCL, or\n"
+	    "                          staged through host memory (ranks that share a GPU);\n"
+	    "                          auto (default): staged when a node has more ranks than\n"
+	    "                          visible GPUs, else nccl\n"
 	    "  --pipeline-schedule 1f1b|gpipe  pipeline schedule with --pp > 1 (default 1f1b)\n"
 	    "  --dump-params FILE      testing aid: write the whole model's fp32 parameters\n"
 	    "                          after the last step (rank 0)\n"
@@ -112,6 +117,7 @@ static const struct {
     {"--mem-limit", 1},
     {"--nproc-per-node", 1},
     {"--comm-timeout", 1},
+    {"--gpu-comm", 1},
     {"--quiet", 0},
     {"--help", 0},
     {"--pipeline-schedule", 1},
@@ -161,6 +167,15 @@ static int set_train_flag(struct lb_train_opts *o, const char *name, const char 
 	} else if (!strcmp(name, "--comm-timeout")) {
 		if (lb_parse_double(v, 0.001, 1e7, &o->comm_timeout))
 			goto bad;
+	} else if (!strcmp(name, "--gpu-comm")) {
+		if (!strcmp(v, "auto"))
+			o->gpu_comm = LB_GPU_COMM_AUTO;
+		else if (!strcmp(v, "nccl"))
+			o->gpu_comm = LB_GPU_COMM_NCCL;
+		else if (!strcmp(v, "staged"))
+			o->gpu_comm = LB_GPU_COMM_STAGED;
+		else
+			goto bad_enum;
 	} else if (!strcmp(name, "--pipeline-schedule")) {
 		if (lb_sched_parse(v, &o->schedule))
 			goto bad_enum;
@@ -177,6 +192,7 @@ bad_enum:
 	snprintf(err, errlen, "%s: unknown value '%s' (expected %s)", name, v,
 		 !strcmp(name, "--device")		? "cpu or cuda"
 		 : !strcmp(name, "--pipeline-schedule") ? "1f1b or gpipe"
+		 : !strcmp(name, "--gpu-comm")		? "auto, nccl or staged"
 							: "u16 or u32");
 	return -1;
 }
@@ -288,18 +304,10 @@ int lb_train_check(const struct lb_train_opts *o, char *err, size_t errlen)
 		snprintf(err, errlen, "%s", reason);
 		return -1;
 	}
-	if (o->device_cuda && world > 1) {
+	if (world > LB_SHM_MAX_RANKS && (!o->device_cuda || !getenv("SLURM_PROCID"))) {
 		snprintf(err, errlen,
-			 "--device cuda: tp*pp*dp=%d ranks: parallel layouts on GPUs need a GPU "
-			 "communicator, which this build does not have yet; run this layout with "
-			 "--device cpu, or a one-rank layout on the GPU",
-			 world);
-		return -1;
-	}
-	if (world > LB_SHM_MAX_RANKS) {
-		snprintf(err, errlen,
-			 "tp*pp*dp=%d ranks: the CPU backend's shared-memory communicator joins "
-			 "at most %d ranks of one node",
+			 "tp*pp*dp=%d ranks: the shared-memory communicator joins at most %d "
+			 "ranks of one node (more run under srun with --device cuda, through NCCL)",
 			 world, LB_SHM_MAX_RANKS);
 		return -1;
 	}

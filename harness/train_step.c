@@ -15,6 +15,7 @@
 
 #include "common/model.h"
 #include "common/util.h"
+#include "harness/comm_cuda.h"
 
 static volatile sig_atomic_t stop_signal;
 
@@ -185,7 +186,8 @@ int lb_trainer_init_par(struct lb_trainer *t, const struct lb_train_opts *o,
 	t->ev = rc ? NULL : calloc((size_t)t->n_ev, sizeof(*t->ev));
 	t->ev_kind = rc ? NULL : calloc((size_t)t->n_ev / 2, sizeof(*t->ev_kind));
 	t->ev_comm = rc ? NULL : calloc((size_t)t->n_ev / 2, sizeof(*t->ev_comm));
-	if (rc == 0 && (!t->ev || !t->ev_kind || !t->ev_comm))
+	t->tag_s = rc ? NULL : calloc((size_t)t->n_ev / 2 + 3, sizeof(*t->tag_s));
+	if (rc == 0 && (!t->ev || !t->ev_kind || !t->ev_comm || !t->tag_s))
 		rc = LB_E_OOM;
 	for (int i = 0; rc == 0 && i < t->n_ev; i++)
 		if (!(t->ev[i] = ops->event_create()))
@@ -246,6 +248,8 @@ void lb_trainer_free(struct lb_trainer *t)
 	free(t->ev);
 	free(t->ev_kind);
 	free(t->ev_comm);
+	free(t->tag_s);
+	t->tag_s = NULL;
 	t->ev = NULL;
 	t->ev_kind = NULL;
 	t->ev_comm = NULL;
@@ -290,14 +294,27 @@ static void *pipe_buffer(struct lb_trainer *t, const struct lb_step *op)
 	}
 }
 
+/* NCCL calls are timed on the device by tag (comm_cuda.h): a forward or backward's pair
+ * number, or one of these after the pairs. */
+#define TAG_PIPE(t)  ((t)->n_ev / 2)
+#define TAG_OPT(t)   ((t)->n_ev / 2 + 1)
+#define TAG_OTHER(t) ((t)->n_ev / 2 + 2)
+#ifdef LB_WITH_CUDA
+#define SET_TAG(x) (lb_comm_cuda_current_tag = (x))
+#else
+#define SET_TAG(x) ((void)0)
+#endif
+
 /* Steps [i, j) are one send/recv group: issue them together over t->pp. */
 static int run_group(struct lb_trainer *t, const struct lb_step *list, int i, int j)
 {
 	struct lb_comm *c = t->pp;
 	size_t n = lb_llama_stage_count(&t->model);
 	double t0 = lb_now_s();
-	int rc = c->ops->group_start(c);
+	int rc;
 
+	SET_TAG(TAG_PIPE(t));
+	rc = c->ops->group_start(c);
 	for (int k = i; rc == 0 && k < j; k++) {
 		const struct lb_step *op = &list[k];
 		void *buf = pipe_buffer(t, op);
@@ -339,6 +356,7 @@ int lb_trainer_run_steps(struct lb_trainer *t, int step, const struct lb_step *l
 			t->ev_used += 2;
 			ops->event_record(t->ev[2 * pair]);
 		}
+		SET_TAG(pair >= 0 ? pair : TAG_OTHER(t));
 		if (op->kind == LB_STEP_FORWARD) {
 			if (lb_data_batch(&t->data, &t->opts.layout, step, t->dp_rank, op->micro,
 					  t->tokens, t->targets, t->err, sizeof(t->err)))
@@ -460,6 +478,30 @@ static void step_phases(struct lb_trainer *t)
 	t->phases.optimizer_s = ops->event_elapsed(t->ev[n_opt], t->ev[n_opt + 1]) - t->opt_comm_s;
 }
 
+/* NCCL: the device time of the step's calls (the stream has finished: step_phases waited)
+ * replaces the host times, which saw only the enqueue. Returns 1 if it did. */
+static int device_comm_times(struct lb_trainer *t)
+{
+#ifdef LB_WITH_CUDA
+	double host_s = t->comm_s, opt_host = t->opt_comm_s;
+
+	if (!t->world || lb_comm_cuda_take_seconds(t->world, t->tag_s, t->n_ev / 2 + 3) < 0)
+		return 0;
+	t->comm_s = host_s + t->tag_s[TAG_OPT(t)] + t->tag_s[TAG_OTHER(t)];
+	for (int p = 0; p < t->ev_used / 2; p++) {
+		t->ev_comm[p] = t->tag_s[p];
+		t->comm_s += t->tag_s[p];
+	}
+	t->opt_comm_s = opt_host + t->tag_s[TAG_OPT(t)];
+	t->bubble_s = t->tag_s[TAG_PIPE(t)];
+	t->model.comm_s = 0;
+	return 1;
+#else
+	(void)t;
+	return 0;
+#endif
+}
+
 int lb_trainer_step(struct lb_trainer *t, int step, double *loss)
 {
 	const struct lb_ops *ops = t->ops;
@@ -493,6 +535,7 @@ int lb_trainer_step(struct lb_trainer *t, int step, double *loss)
 	lb_schedule_release(&sched);
 	if (rc)
 		return rc;
+	SET_TAG(TAG_OTHER(t));
 	if ((rc = lb_llama_sync_sp_grads(m))) {
 		snprintf(t->err, sizeof(t->err), "sequence-parallel norm gradient all-reduce: %s",
 			 model_error(rc));
@@ -516,6 +559,7 @@ int lb_trainer_step(struct lb_trainer *t, int step, double *loss)
 	/* the optimizer phase: the gradient norm on the device, then the step's one read of
 	 * the loss and the norm (the clip factor needs the global norm), then AdamW */
 	cw = t->comm_s;
+	SET_TAG(TAG_OPT(t));
 	ops->event_record(t->ev[n_opt]);
 	ops->copy(t->stats, m->loss_acc, 1, LB_K_F64);
 	ops->zero(lb_at(ops, t->stats, 1, LB_K_F64), 1, LB_K_F64);
@@ -550,6 +594,9 @@ int lb_trainer_step(struct lb_trainer *t, int step, double *loss)
 			      m->params, t->shard, ops->dtype[LB_K_ACT], ops->stream()));
 	ops->event_record(t->ev[n_opt + 1]);
 	t->opt_comm_s = t->comm_s - cw;
+	SET_TAG(TAG_OTHER(t));
+	ops->event_elapsed(t->ev[n_opt], t->ev[n_opt + 1]); /* the step's end: times complete */
+	device_comm_times(t);
 	step_phases(t); /* waits for the step's end */
 	t->comm_s += m->comm_s;
 	if (t->world && t->world->size > 1) {

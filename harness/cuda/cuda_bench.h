@@ -37,6 +37,11 @@ double lb_cuda_copy_bandwidth(size_t bytes, int iters);
  * free), so a test can set the allocator's counters against what the device reports. */
 double lb_cuda_mem_used(void);
 
+/* Enqueue on the backend's stream a kernel that spins for `seconds` of GPU time: the
+ * stream makes no progress meanwhile, as when a device call hangs (the communicator
+ * watchdog's test). 0, or -1 when the launch failed. */
+int lb_cuda_stall(double seconds);
+
 #ifdef __cplusplus
 }
 #endif

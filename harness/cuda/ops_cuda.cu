@@ -1653,3 +1653,22 @@ extern "C" double lb_cuda_mem_used(void)
 	}
 	return (double)(total_b - free_b);
 }
+
+static __global__ void stall_kernel(unsigned long long ns)
+{
+	unsigned long long t0, t;
+
+	asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+	do {
+		__nanosleep(100000);
+		asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+	} while (t - t0 < ns);
+}
+
+extern "C" int lb_cuda_stall(double seconds)
+{
+	if (!lbc.inited || !(seconds > 0))
+		return -1;
+	stall_kernel<<<1, 1, 0, lbc_stream>>>((unsigned long long)(seconds * 1e9));
+	return cudaGetLastError() == cudaSuccess ? 0 : -1;
+}

@@ -344,6 +344,12 @@ static int render_script(const struct sweep_plan *p, const struct slurm_render_o
 	    "   exit 127\nfi\n");
 	lb_strbuf_adds(&sb, "echo \"layoutbench: sweep $LAYOUTBENCH_SWEEP layout $layout job "
 			    "${SLURM_JOB_ID:-} on $(hostname)\"\n");
+	if (!strcmp(c->device, "cuda"))
+		lb_strbuf_adds(&sb,
+			       "# one rank per GPU: --device cuda takes GPU SLURM_LOCALID of the "
+			       "node's visible ones; ranks\n# on one node meet in shared memory, "
+			       "across nodes through NCCL, whose id rank 0\n# writes into the run "
+			       "directory (a file system every node sees)\n");
 	/* under Slurm (or the local executor's lb-srun) srun starts the ranks; a script run by
 	 * hand on a host without Slurm (bash a0.sbatch) lets the trainer start its own */
 	lb_strbuf_adds(&sb, "if [ -n \"${LB_SRUN:-}\" ] || [ -n \"${SLURM_JOB_ID:-}\" ]; then\n   "

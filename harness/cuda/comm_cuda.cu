@@ -151,6 +151,7 @@ struct cc_world {
 	int ncomms;
 	int refs;
 	int failed; /* 1 once the watchdog took over */
+	int aborted; /* 1 once ncclCommAbort returned for every communicator */
 	int blocked_marked;
 	int err_code, err_rank;
 	char err_msg[512];
@@ -255,6 +256,32 @@ static int blame(struct cc_world *w, char *msg, size_t len)
 	return lb_comm_shm_blame(w->host_world, msg, len);
 }
 
+static void *abort_main(void *arg)
+{
+	struct cc_world *w = (struct cc_world *)arg;
+
+	for (int i = 0; i < w->ncomms; i++)
+		if (w->comms[i])
+			nccl.CommAbort(w->comms[i]);
+	__atomic_store_n(&w->aborted, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/* ncclCommAbort on every communicator, waiting at most wait_s for it: the abort stops
+ * NCCL's own kernels, but it cannot return while the stream is held by another kernel
+ * that does not end (a device that hangs outside NCCL), and the rank must end anyway. */
+static void abort_bounded(struct cc_world *w, double wait_s)
+{
+	pthread_t th;
+	double end = now_s() + wait_s;
+
+	if (pthread_create(&th, NULL, abort_main, w))
+		return;
+	pthread_detach(th);
+	while (!__atomic_load_n(&w->aborted, __ATOMIC_ACQUIRE) && now_s() < end)
+		usleep(1000);
+}
+
 /* The watchdog's verdict: abort every NCCL communicator, then end the rank through the
  * callback (which does not return). Called with w->mu held. */
 static void dog_fail(struct cc_world *w, int code, const char *fmt, ...)
@@ -284,11 +311,8 @@ static void dog_fail(struct cc_world *w, int code, const char *fmt, ...)
 	else
 		snprintf(full, sizeof(full), "%s", m);
 	fail(w, code, culprit, "%s", full);
-	for (int i = 0; i < w->ncomms; i++)
-		if (w->comms[i])
-			nccl.CommAbort(w->comms[i]);
-	w->ncomms = 0;
 	pthread_mutex_unlock(&w->mu);
+	abort_bounded(w, 2.0);
 	if (w->o.on_fail)
 		w->o.on_fail(w->o.fail_arg, code, culprit, full);
 	_exit(4);
@@ -792,6 +816,7 @@ static int staged_p2p(struct cc_comm *cc, int dir, void *buf, size_t count, enum
 		}
 		cc->recvs[cc->nrecvs].dev = buf;
 		cc->recvs[cc->nrecvs].idx = idx;
+		cc->recvs[cc->nrecvs].s = s;
 		cc->recvs[cc->nrecvs++].bytes = b;
 		rc = host_rc(cc, cc->host->ops->recv(cc->host, h, count, t, peer, NULL));
 	}

@@ -52,7 +52,7 @@ compare() {
 	tail -n 1 "$2"/run-*.jsonl | grep -q '"type":"end","status":"ok"' ||
 		{ echo "FAIL: $1: the run did not end ok: $(tail -n 1 "$2"/run-*.jsonl)"; fail=1; return; }
 	losses "$2" >"$tmp/b"
-	paste "$tmp/ref" "$tmp/b" | awk -v name="$1" '
+	paste "$tmp/ref.losses" "$tmp/b" | awk -v name="$1" '
 		{ d = $1 - $2; if (d < 0) d = -d; r = d / $1; n++; if (r > w) w = r }
 		END { if (n != 6) { printf "FAIL: %s: %d steps, want 6\n", name, n; exit 1 }
 		      printf "%-44s worst %.5f\n", name, w; if (w > 0.02) { print "FAIL: " name; exit 1 } }' ||
@@ -60,7 +60,7 @@ compare() {
 }
 
 "$TRAIN" $lay --run-dir "$tmp/ref" 2>"$tmp/ref.err" || { cat "$tmp/ref.err"; echo "FAIL: one rank"; exit 1; }
-losses "$tmp/ref" >"$tmp/ref"
+losses "$tmp/ref" >"$tmp/ref.losses"
 
 runs=0
 # comm: auto (staged on one GPU) or nccl

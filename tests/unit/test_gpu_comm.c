@@ -6,7 +6,9 @@
  *     ring, a host-value call, and a split into two groups, each checked exactly (small
  *     integers, exact in bf16, so any reduction order gives the same bits);
  *  2. NCCL with one rank: the same calls through real NCCL kernels (results are the
- *     inputs), send/recv to itself, and the device time of the calls (> 0);
+ *     inputs), send/recv to itself, and the device time of the calls (> 0); again
+ *     without a host communicator, as across nodes (the NCCL id through a file, host
+ *     values through NCCL and a device bounce buffer);
  *  3. NCCL's watchdog: a stream that makes no progress (a spinning kernel ahead of an
  *     all-reduce) ends the rank through the failure callback within the timeout, with the
  *     call named, after ncclCommAbort; exit status 4;
@@ -39,7 +41,9 @@ int main(void)
 struct cfg {
 	enum lb_gpu_comm kind;
 	double timeout;
-	int stall; /* test 3 */
+	int stall;   /* test 3 */
+	int no_host; /* the multi-node path: no shared-memory world, the NCCL id through a
+			file, host values through NCCL */
 };
 
 static int bad(int rank, const char *what, size_t i, double got, double want)
@@ -130,7 +134,8 @@ static int rank_main(const struct lb_rank_env *env, void *arg)
 		return 1;
 	}
 	s = ops->stream();
-	if (lb_comm_shm_create(env->rdzv_name, rank, n, cf->timeout, &host, err, sizeof(err))) {
+	if (!cf->no_host &&
+	    lb_comm_shm_create(env->rdzv_name, rank, n, cf->timeout, &host, err, sizeof(err))) {
 		fprintf(stderr, "rank %d: %s\n", rank, err);
 		return 1;
 	}
@@ -142,6 +147,8 @@ static int rank_main(const struct lb_rank_env *env, void *arg)
 	o.local_size = n;
 	o.timeout_s = cf->timeout;
 	o.on_fail = on_fail;
+	o.id_dir = "/tmp";
+	o.id_tag = env->rdzv_name + 1;
 	if ((rc = lb_comm_cuda_world(host, &o, &w, err, sizeof(err)))) {
 		fprintf(stderr, "rank %d: world: %s\n", rank, err);
 		return 1;
@@ -303,6 +310,9 @@ int main(void)
 	fails += launch("staged, 4 ranks on one GPU", 4, &cf, 0, 60);
 	cf.kind = LB_GPU_COMM_NCCL;
 	fails += launch("nccl, 1 rank", 1, &cf, 0, 60);
+	cf.no_host = 1;
+	fails += launch("nccl, 1 rank, no host communicator", 1, &cf, 0, 60);
+	cf.no_host = 0;
 	cf.timeout = 1.0;
 	cf.stall = 1;
 	fails += launch("nccl watchdog: a stalled stream, exit 4", 1, &cf, 4, 15);

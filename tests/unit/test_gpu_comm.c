@@ -268,7 +268,7 @@ static int launch(const char *name, int nproc, struct cfg *cf, int want_status, 
 int main(void)
 {
 	const struct lb_ops *ops = lb_ops_cuda();
-	struct cfg cf = {LB_GPU_COMM_STAGED, 20.0, 0};
+	struct cfg cf = {LB_GPU_COMM_STAGED, 20.0, 0, 0};
 	int fails = 0, ngpu = 0;
 	char err[512];
 	pid_t pid;

@@ -59,6 +59,23 @@ struct lb_mem_estimate {
 };
 void lb_memory_estimate(const struct lb_layout *l, struct lb_mem_estimate *out);
 
+/*
+ * The memory layoutbench-train itself allocates on its most loaded rank, buffer for
+ * buffer (common/memory_trainer.c mirrors harness/model.c, train_step.c and optim.c):
+ * gpu 1 for the CUDA backend (bf16 act buffers, its cuBLASLt workspace), 0 for the CPU
+ * backend (fp32); gpipe 1 for --pipeline-schedule gpipe. The fields split it as the
+ * paper model does (weights: the act-typed parameters; grads: fp32 main gradients;
+ * optimizer: fp32 master weights, moments, ZeRO's gradient shard; activations: the
+ * micro-batches in flight; logits: the last stage's head and loss buffers; workspace:
+ * the backward's and the kernels' scratch). It does not count what the CUDA runtime,
+ * cuBLASLt and NCCL hold outside the trainer's allocator (LB_TRAINER_GPU_RESERVE_GIB).
+ * 0, or -1 for a layout the trainer cannot build.
+ */
+int lb_memory_trainer(const struct lb_layout *l, int gpu, int gpipe, struct lb_mem_estimate *out);
+/* GiB a GPU loses outside the trainer's allocator: the CUDA context, cuBLASLt's and NCCL's
+ * own buffers: a margin the planner adds to lb_memory_trainer on a GPU. */
+#define LB_TRAINER_GPU_RESERVE_GIB 1.0
+
 /* The margin used when pruning: a layout is predicted to fit when
  * total <= gpu_mem_bytes * LB_MEM_USABLE_FRACTION. 1.0: the estimate carries its own
  * margin (a 1 GiB workspace term) and was calibrated with this predicate against the

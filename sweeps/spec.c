@@ -895,7 +895,8 @@ static int parse_cluster(struct ctx *c, const cJSON *obj)
 	static const char *const keys[] = {"partition",	    "account",	    "qos", "time_limit",
 					   "gpus_per_node", "gpu_mem_gib",  "gpu", "cpus_per_task",
 					   "exclusive",	    "sbatch_extra", "env", "setup",
-					   "device",	    "gpu_request",  NULL};
+					   "device",	    "gpu_request",  "memory_model",
+					   NULL};
 	struct sweep_cluster *cl = &c->spec->cluster;
 	const cJSON *v, *e;
 	char sub[300], got[64];
@@ -1048,6 +1049,20 @@ static int parse_cluster(struct ctx *c, const cJSON *obj)
 				    got);
 		}
 		snprintf(cl->device, sizeof(cl->device), "%s", s);
+	}
+	if ((v = cJSON_GetObjectItemCaseSensitive(obj, "memory_model"))) {
+		const char *s = NULL;
+
+		if (get_string(c, v, "cluster.memory_model", &s))
+			return -1;
+		if (strcmp(s, "trainer") && strcmp(s, "paper")) {
+			show(v, got, sizeof(got));
+			return fail(c, "cluster.memory_model",
+				    "expected \"trainer\" (what layoutbench-train allocates) or "
+				    "\"paper\" (the paper's stack), got %s",
+				    got);
+		}
+		cl->memory_paper = !strcmp(s, "paper");
 	}
 	if ((v = cJSON_GetObjectItemCaseSensitive(obj, "gpu_request"))) {
 		const char *s = NULL;

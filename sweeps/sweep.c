@@ -311,8 +311,15 @@ static int judge_point(struct worker *w, const struct merged *m, int model, stru
 		struct lb_mem_estimate est;
 		double cap = cl->gpu_mem_gib * LB_MEM_USABLE_FRACTION;
 
-		lb_memory_estimate(l, &est);
-		e->mem_gib = est.total / GIB;
+		if (cl->memory_paper) {
+			lb_memory_estimate(l, &est);
+			e->mem_gib = est.total / GIB;
+		} else { /* what our trainer allocates, plus the CUDA runtime's own on a GPU */
+			int gpu = strcmp(cl->device, "cpu") != 0;
+
+			lb_memory_trainer(l, gpu, 0, &est);
+			e->mem_gib = est.total / GIB + (gpu ? LB_TRAINER_GPU_RESERVE_GIB : 0.0);
+		}
 		if (cl->gpu_mem_gib > 0 && e->mem_gib > cap) {
 			e->status = PLAN_OOM;
 			int dig = 1; /* enough digits that the two numbers differ */

@@ -43,6 +43,9 @@ struct sweep_cluster {
 			 author's own shell, written verbatim and documented as such */
 	int n_setup;
 	char device[16];      /* trainer --device: "cuda" or "cpu" */
+	int memory_paper;     /* spec "memory_model": 1 "paper" (the paper stack's model,
+				 lb_memory_estimate), 0 "trainer" (default: what
+				 layoutbench-train allocates, lb_memory_trainer) */
 	char gpu_request[64]; /* how a job asks for its GPUs: "" or "gpus-per-node"
 				 (--gpus-per-node=N), "gres" (--gres=gpu:N), "gres:TYPE"
 				 (--gres=gpu:TYPE:N) */

@@ -12,7 +12,7 @@ fail=0
 spec() { # gpu_mem_gib or "" -> a one-layout spec on stdout
 	mem=${1:+\"gpu_mem_gib\": $1,}
 	printf '{"name": "m", "model": "tiny", "fixed": {"seq_len": 64, "global_batch": 8},
-	  "cluster": {"gpus_per_node": 1, %s "gpu": "H200", "device": "cuda"}}\n' "$mem"
+	  "cluster": {"gpus_per_node": 1, %s "gpu": "H200", "device": "cuda", "memory_model": "paper"}}\n' "$mem"
 }
 spec 1.0 >"$tmp/a.json"
 "$LB" plan "$tmp/a.json" --format csv >"$tmp/a.csv" 2>"$tmp/a.err" || { cat "$tmp/a.err"; fail=1; }

@@ -1,0 +1,170 @@
+/*
+ * The memory layoutbench-train allocates on one rank, buffer for buffer: the planner's
+ * model for sweeps that our trainer runs (lb_memory_trainer, common/model.h), beside the
+ * paper-calibrated one (lb_memory_estimate) for the paper's Megatron-style stack.
+ *
+ * Every device buffer of the trainer is allocated once, before the first step, through
+ * the backend's counting allocator (harness/model.c alloc_all / alloc_slot / alloc_layer,
+ * harness/train_step.c, harness/optim.c, the CUDA backend's init); nothing is allocated
+ * per step. So the peak the run log reports is the sum below, and a test checks it to
+ * the byte against the CPU backend's counter for layouts of every kind
+ * (tests/unit/test_common_memory_trainer.c); the H200's measured peaks check the GPU
+ * sizes (docs/results/h200/README.md). Keep it in step with those files.
+ */
+#include <string.h>
+
+#include "common/layout.h"
+#include "common/model.h"
+
+/* The CUDA backend's own buffers: the cuBLASLt workspace and the one-double reduction
+ * target (harness/cuda/ops_cuda.cu). */
+#define CUDA_FIXED_BYTES ((double)(32u << 20) + 8.0)
+
+struct dims {
+	double B, S, T, H, D, nh, nkv, F, V, qkv, Tl, a; /* a: bytes of an act element */
+	int sp, unfused, flash_like, gpu;
+};
+
+/* The attention core's saved state per layer: lse (f32) for flash and cudnn, else the
+ * probabilities (act). */
+static double attp_bytes(const struct dims *d)
+{
+	return d->flash_like ? d->B * d->nh * d->S * 4.0 : d->B * d->nh * d->S * d->S * d->a;
+}
+
+/* alloc_layer(with_x_in, with_attp) */
+static double layer_bytes(const struct dims *d, int with_x_in, int with_attp)
+{
+	double tlh = d->Tl * d->H, b;
+
+	b = (3.0 + with_x_in + (d->unfused ? 2.0 : 0.0)) * tlh * d->a;
+	b += 2.0 * d->Tl * 4.0;				  /* rstd1, rstd2 */
+	b += d->T * d->qkv * d->a;			  /* qkv */
+	b += d->T * d->nh * d->D * d->a;		  /* att */
+	b += d->T * 3.0 * d->F * d->a;			  /* gu, act */
+	if (with_attp)
+		b += attp_bytes(d);
+	return b;
+}
+
+/* The backend's attention scratch (ops->attn_scratch), f32 elements. */
+static double attn_scratch(const struct dims *d)
+{
+	if (d->gpu) { /* lbc_attn_scratch */
+		double flash = d->B * d->S * d->nh * d->D + d->B * d->nh * d->S;
+		double dp = (double)(((size_t)d->S * (size_t)d->S + 1) / 2);
+
+		return flash > dp ? flash : dp;
+	}
+	return d->S * d->S;
+}
+
+/* One stage's rank. */
+static void stage_bytes(const struct lb_layout *l, const struct dims *d, int stage, int gpipe,
+			struct lb_mem_estimate *out)
+{
+	const struct lb_model *m = &l->model;
+	int lo = 0, hi = 0, first = stage == 0, last = stage == l->pp - 1, accum, slots;
+	double nl, n_params, n_alloc, dp = l->dp > 0 ? l->dp : 1, tlh = d->Tl * d->H, act = 0;
+	double per_layer, work = 0;
+
+	memset(out, 0, sizeof(*out));
+	if (lb_stage_layers(l, stage, &lo, &hi))
+		return;
+	nl = hi - lo;
+	per_layer = 2.0 * d->H + d->qkv * d->H + d->H * d->nh * d->D + 3.0 * d->F * d->H;
+	n_params = nl * per_layer;
+	if (first || (last && m->tied))
+		n_params += d->V * d->H; /* embedding (a tied last stage keeps its copy) */
+	if (last)
+		n_params += d->H + (m->tied ? 0.0 : d->V * d->H); /* final norm, head */
+	n_alloc = (double)((long long)((n_params + dp - 1) / dp)) * dp;
+	out->weights = n_alloc * d->a;
+	out->grads = n_alloc * 4.0;
+	if (l->zero_stage >= 1 && dp > 1)
+		out->optimizer = 4.0 * (n_alloc / dp) * 4.0; /* master, m, v and the grad shard */
+	else
+		out->optimizer = 3.0 * n_params * 4.0;
+	if (m->tied && l->pp > 1 && (first || last))
+		out->optimizer += d->V * d->H * 4.0; /* the tied gradient exchange buffer */
+
+	accum = lb_layout_accum_steps(l);
+	slots = gpipe && l->pp > 1 ? accum : l->pp - stage;
+	if (slots > accum)
+		slots = accum;
+	if (slots < 1)
+		slots = 1;
+	for (int s = 0; s < slots; s++) { /* alloc_slot */
+		if (first)
+			act += d->T * 4.0; /* tokens */
+		if (last)
+			act += d->T * 4.0; /* targets */
+		if (l->checkpointing == LB_CKPT_FULL)
+			act += nl * tlh * d->a;
+		else
+			act += nl * layer_bytes(d, 1, l->checkpointing == LB_CKPT_NONE);
+		act += tlh * d->a; /* x_out */
+		if (last) {
+			out->logits += ((d->unfused ? 2.0 : 1.0) * tlh * d->a) + d->Tl * 4.0 +
+				       4.0 * d->T * 4.0 + d->T * d->V * d->a;
+		}
+	}
+	/* alloc_all: the recompute workspace, the backward's buffers, scratch */
+	if (l->checkpointing == LB_CKPT_FULL)
+		work += layer_bytes(d, 0, 1);
+	else if (l->checkpointing == LB_CKPT_SELECTIVE)
+		work += attp_bytes(d);
+	work += 2.0 * d->T * d->H * d->a; /* dxn, tmp */
+	work += 4.0 * tlh * d->a;	  /* dres, tmp2, nloc, dout_buf */
+	if (d->sp)
+		work += d->T * d->H * d->a; /* xfull */
+	work += d->T * d->qkv * d->a + d->T * d->nh * d->D * d->a + d->T * 3.0 * d->F * d->a;
+	if (d->unfused)
+		work += (d->T * d->H + d->T) * 4.0; /* norm scratch */
+	work += attn_scratch(d) * 4.0;
+	work += d->S * d->D * 4.0;		/* RoPE table */
+	work += 8.0 + 16.0;			/* loss accumulator, the step's statistics */
+	if (d->gpu)
+		work += CUDA_FIXED_BYTES;
+	out->activations = act;
+	out->workspace = work;
+	out->total = out->weights + out->grads + out->optimizer + out->activations + out->logits +
+		     out->workspace;
+}
+
+int lb_memory_trainer(const struct lb_layout *l, int gpu, int gpipe, struct lb_mem_estimate *out)
+{
+	const struct lb_model *m = &l->model;
+	struct dims d;
+	int tp = l->tp > 0 ? l->tp : 1;
+
+	memset(out, 0, sizeof(*out));
+	if (l->tp <= 0 || l->pp <= 0 || l->dp <= 0 || m->n_layers < l->pp || l->seq_len <= 0 ||
+	    l->micro_batch <= 0 || m->n_heads <= 0 || m->hidden % m->n_heads)
+		return -1;
+	memset(&d, 0, sizeof(d));
+	d.gpu = gpu;
+	d.a = gpu ? 2.0 : 4.0; /* act: bf16 on the GPU, the CPU backend's fp32 */
+	d.B = l->micro_batch;
+	d.S = l->seq_len;
+	d.T = d.B * d.S;
+	d.H = m->hidden;
+	d.D = (double)(m->hidden / m->n_heads);
+	d.nh = (double)(m->n_heads / tp);
+	d.nkv = (double)(m->n_kv_heads / tp);
+	d.F = (double)(m->ffn / tp);
+	d.V = (double)(m->vocab / tp);
+	d.qkv = (d.nh + 2.0 * d.nkv) * d.D;
+	d.sp = l->sequence_parallel && tp > 1;
+	d.Tl = d.sp ? d.T / tp : d.T;
+	d.unfused = l->norm == LB_NORM_UNFUSED;
+	d.flash_like = l->attention != LB_ATTN_NAIVE && l->attention != LB_ATTN_FUSED_SOFTMAX;
+	for (int s = 0; s < l->pp; s++) {
+		struct lb_mem_estimate st;
+
+		stage_bytes(l, &d, s, gpipe, &st);
+		if (s == 0 || st.total > out->total)
+			*out = st;
+	}
+	return 0;
+}

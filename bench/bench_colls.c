@@ -51,14 +51,6 @@ struct cfg {
 	struct shared *sh;
 };
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* One call of op on count elements per rank (all_reduce, sendrecv: count; reduce_scatter:
  * in count * n -> out count; all_gather: in count -> out count * n). */
 static int call(struct lb_comm *c, int op, void *in, void *out, size_t count, void *s)
@@ -193,13 +185,13 @@ static int rank_main(const struct lb_rank_env *env, void *arg)
 				ops->sync();
 			if ((rc = c->ops->barrier(c)))
 				goto fail_comm;
-			t0 = now_s();
+			t0 = lb_now_s();
 			for (int it = 0; it < cf->iters; it++)
 				if ((rc = call(c, op, in, out, count, s)))
 					goto fail_comm;
 			if (dev)
 				ops->sync();
-			dt = (float)((now_s() - t0) / cf->iters);
+			dt = (float)((lb_now_s() - t0) / cf->iters);
 			worst = dt;
 			if ((rc = c->ops->all_reduce(c, &dt, &worst, 1, LB_F32, LB_MAX, NULL)))
 				goto fail_comm;

@@ -31,14 +31,6 @@ struct cfg {
 	struct shared *sh;
 };
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static int rank_main(const struct lb_rank_env *env, void *arg)
 {
 	struct cfg *cf = arg;
@@ -72,11 +64,11 @@ static int rank_main(const struct lb_rank_env *env, void *arg)
 		for (it = 0; it < cf->iters; it++) {
 			if (c->ops->barrier(c))
 				goto fail;
-			t0 = now_s();
+			t0 = lb_now_s();
 			if (c->ops->all_reduce(c, buf, buf, n, LB_F32, LB_SUM, NULL) ||
 			    c->ops->barrier(c))
 				goto fail;
-			t0 = now_s() - t0;
+			t0 = lb_now_s() - t0;
 			sum += t0;
 			best = t0 < best ? t0 : best;
 		}
@@ -100,13 +92,13 @@ static int rank_main(const struct lb_rank_env *env, void *arg)
 			wrong += (double)buf[i] != want;
 		}
 	}
-	t0 = now_s();
+	t0 = lb_now_s();
 	for (it = 0; it < 2000; it++)
 		if (c->ops->barrier(c))
 			goto fail;
 	if (r == 0)
-		cf->sh->bar_us = (now_s() - t0) / 2000 * 1e6;
-	t0 = now_s();
+		cf->sh->bar_us = (lb_now_s() - t0) / 2000 * 1e6;
+	t0 = lb_now_s();
 	for (it = 0; it < 2000; it++) {
 		float x = 1;
 
@@ -115,7 +107,7 @@ static int rank_main(const struct lb_rank_env *env, void *arg)
 		wrong += x != (float)w;
 	}
 	if (r == 0)
-		cf->sh->small_us = (now_s() - t0) / 2000 * 1e6;
+		cf->sh->small_us = (lb_now_s() - t0) / 2000 * 1e6;
 	cf->sh->wrong[r] = wrong;
 	c->ops->destroy(c);
 	free(buf);
@@ -136,9 +128,9 @@ static double memcpy_gbs(size_t bytes)
 	memset(a, 1, bytes);
 	memset(b, 2, bytes);
 	for (int k = 0; k < 3; k++) {
-		t0 = now_s();
+		t0 = lb_now_s();
 		memcpy(b, a, bytes);
-		t0 = now_s() - t0;
+		t0 = lb_now_s() - t0;
 		if (t0 < best)
 			best = t0;
 	}

@@ -36,13 +36,6 @@ void lb_usage(const char *cmd)
 	fprintf(stderr, "usage: layoutbench %s ...\n", cmd);
 }
 
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* Deterministic pseudo-random numbers (xorshift64). */
 static uint64_t rng = 88172645463325252ull;
 static double uniform(void)
@@ -203,9 +196,9 @@ static double time_report(const char *db, const char *format, const char *out, d
 {
 	char *argv[] = {"report",   "--db",	    (char *)db, "--figure",  "all",
 			"--format", (char *)format, "--out",	(char *)out, NULL};
-	double t0 = now_s(), c0 = cpu_s();
+	double t0 = lb_now_s(), c0 = cpu_s();
 	int rc = cmd_report(9, argv);
-	double dt = now_s() - t0;
+	double dt = lb_now_s() - t0;
 	*cpu = cpu_s() - c0;
 	if (rc) {
 		fprintf(stderr, "error: report --format %s exited %d\n", format, rc);
@@ -222,7 +215,7 @@ static double time_view(const char *path, int best, double *cpu, size_t *rows, d
 	sqlite3 *db;
 	struct report_runs rs, br;
 	char err[256];
-	double t0 = now_s(), c0 = cpu_s(), dt = -1;
+	double t0 = lb_now_s(), c0 = cpu_s(), dt = -1;
 
 	report_runs_init(&rs);
 	report_runs_init(&br);
@@ -233,7 +226,7 @@ static double time_view(const char *path, int best, double *cpu, size_t *rows, d
 	if ((best ? report_load_best : report_load_runs)(db, NULL, &rs, err, sizeof(err)))
 		fprintf(stderr, "error: %s\n", err);
 	else
-		dt = now_s() - t0;
+		dt = lb_now_s() - t0;
 	*cpu = cpu_s() - c0;
 	*rows = rs.n;
 	if (own && dt >= 0) {
@@ -292,10 +285,10 @@ int main(void)
 	}
 	snprintf(db, sizeof(db), "%s/bench.db", dir);
 	snprintf(out, sizeof(out), "%s/out", dir);
-	double t0 = now_s();
+	double t0 = lb_now_s();
 	if (build_db(db, nruns))
 		goto out_rm;
-	printf("built %ld runs in %.1f s\n", nruns, now_s() - t0);
+	printf("built %ld runs in %.1f s\n", nruns, lb_now_s() - t0);
 
 	double csv_cpu, md_cpu, html_cpu, rs_cpu, best_cpu, own_cpu = 0;
 	size_t rs_rows, best_rows;

@@ -12,17 +12,10 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/util.h"
 #include "common/model.h"
 #include "harness/ops.h"
 #include "harness/train.h"
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -54,11 +47,11 @@ static int bench_matmul(void)
 		double t[REPS], worst = 0;
 
 		for (int r = 0; r < REPS; r++) {
-			double t0 = now_s();
+			double t0 = lb_now_s();
 
 			/* A is (m, k), or (k, m) when transposed; B (k, n), or (n, k) */
 			o->matmul(c, a, b, m, n, k, ta[v], tb[v], 1.0, 0, 0);
-			t[r] = now_s() - t0;
+			t[r] = lb_now_s() - t0;
 		}
 		qsort(t, REPS, sizeof(t[0]), cmp_double);
 		for (int s = 0; s < 64; s++) {
@@ -103,7 +96,7 @@ static int bench_attention(void)
 
 		out[v] = o->alloc(no, LB_K_F32), dq[v] = o->alloc(nq, LB_K_F32);
 		for (int r = 0; r < REPS; r++) {
-			double t0 = now_s();
+			double t0 = lb_now_s();
 
 			if (v == 0) {
 				o->attn_naive_fwd(out[v], saved, scr, qkv, b, s, nh, nkv, d);
@@ -116,7 +109,7 @@ static int bench_attention(void)
 				o->attn_flash_bwd(dq[v], scr, dout, out[v], saved, qkv, b, s, nh,
 						  nkv, d);
 			}
-			t[r] = now_s() - t0;
+			t[r] = lb_now_s() - t0;
 		}
 		qsort(t, REPS, sizeof(t[0]), cmp_double);
 		printf("RESULT\tcpu_attn_%s_fwd_bwd_s256\t%.3f\tms\t-\tINFO\n", names[v],
@@ -155,7 +148,7 @@ static int bench_step(void)
 		return 1;
 	}
 	for (int s = 0; s < warm + timed; s++) {
-		double t0 = now_s();
+		double t0 = lb_now_s();
 
 		if (lb_trainer_step(&t, s, &loss[s])) {
 			fprintf(stderr, "bench_train: %s\n", t.err);
@@ -163,7 +156,7 @@ static int bench_step(void)
 			return 1;
 		}
 		if (s >= warm)
-			times[s - warm] = now_s() - t0;
+			times[s - warm] = lb_now_s() - t0;
 	}
 	lb_trainer_free(&t);
 	qsort(times, timed, sizeof(times[0]), cmp_double);

@@ -35,6 +35,8 @@
 
 #include "harness/comm_shm.h"
 
+#include "common/util.h"
+
 #define SHM_MAGIC	   0x4c42534dU /* "LBSM" */
 #define SHM_VERSION	   1U
 #define SHM_MAX_CTX	   64
@@ -128,14 +130,6 @@ struct shm_comm {
 static const struct lb_comm_ops shm_ops;
 
 /* ---- time, futex, liveness ---- */
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static void futex_wait(_Atomic uint32_t *addr, uint32_t val, double secs)
 {
@@ -385,7 +379,7 @@ static int wait_word_(struct shm_comm *sc, _Atomic uint32_t *word, uint32_t targ
 		}
 		if ((rc = check_abort(s)))
 			return rc;
-		t = now_s();
+		t = lb_now_s();
 		if (deadline < 0)
 			*deadline_io = deadline = t + s->timeout_s;
 		if (last_check == 0)
@@ -1228,7 +1222,7 @@ int lb_comm_shm_create(const char *name, int rank, int size, double timeout_s, s
 		return LB_COMM_EFAIL;
 	}
 	compute_layout(size, &l);
-	deadline = now_s() + timeout_s;
+	deadline = lb_now_s() + timeout_s;
 	if (rank == 0) {
 		fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
 		if (fd < 0 && errno == EEXIST) { /* stale segment of a crashed run */
@@ -1280,7 +1274,7 @@ int lb_comm_shm_create(const char *name, int rank, int size, double timeout_s, s
 		for (;;) {
 			struct stat st;
 
-			if (now_s() > deadline) {
+			if (lb_now_s() > deadline) {
 				snprintf(
 				    err, errlen,
 				    "rendezvous '%s': rank 0 did not create the segment within "
@@ -1352,7 +1346,7 @@ int lb_comm_shm_create(const char *name, int rank, int size, double timeout_s, s
 			snprintf(err, errlen, "rendezvous '%s': %s", name, s->err_msg);
 			goto fail_peer;
 		}
-		t = now_s();
+		t = lb_now_s();
 		if (t > deadline) {
 			snprintf(
 			    err, errlen,

@@ -136,14 +136,6 @@ static void on_signal(int sig)
 	launch_signal = sig;
 }
 
-static double mono_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static void nap(double s)
 {
 	struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
@@ -186,7 +178,7 @@ int lb_launch(int nproc, lb_rank_main_fn fn, void *arg, const struct lb_launch_o
 	struct sigaction sa, old_int, old_term, old_chld;
 	pid_t parent = getpid(), *pids;
 	struct reaped *round;
-	double t0 = mono_s(), stop_at = -1;
+	double t0 = lb_now_s(), stop_at = -1;
 	int live = 0, r, rc = 0, nround, killed_hard = 0;
 
 	memset(res, 0, sizeof(*res));
@@ -293,14 +285,14 @@ int lb_launch(int nproc, lb_rank_main_fn fn, void *arg, const struct lb_launch_o
 					 (int)launch_signal);
 				rc = 1;
 			}
-			stop_at = mono_s();
+			stop_at = lb_now_s();
 			for (r = 0; r < nproc; r++)
 				if (pids[r] > 0) {
 					kill(pids[r], SIGTERM);
 					res->n_stopped++;
 				}
 		}
-		if (stop_at >= 0 && !killed_hard && mono_s() - stop_at >= o.grace_s) {
+		if (stop_at >= 0 && !killed_hard && lb_now_s() - stop_at >= o.grace_s) {
 			killed_hard = 1;
 			for (r = 0; r < nproc; r++)
 				if (pids[r] > 0)
@@ -313,7 +305,7 @@ int lb_launch(int nproc, lb_rank_main_fn fn, void *arg, const struct lb_launch_o
 	sigaction(SIGTERM, &old_term, NULL);
 	sigaction(SIGCHLD, &old_chld, NULL);
 	shm_unlink(res->rdzv_name); /* rank 0 did if it got that far; a no-op then */
-	res->elapsed_s = mono_s() - t0;
+	res->elapsed_s = lb_now_s() - t0;
 	free(pids);
 	free(round);
 	return rc;

@@ -557,7 +557,7 @@ void lb_llama_add_full(struct lb_llama *m, float *full)
 
 /* --- communication: tensor-parallel collectives, no-ops without a group --- */
 
-static int comm_status(int rc)
+int lb_comm_rc_status(int rc)
 {
 	if (rc == 0)
 		return 0;
@@ -575,7 +575,7 @@ static int tp_all_reduce(struct lb_llama *m, void *buf, size_t n, enum lb_kind k
 	t0 = lb_now_s();
 	rc = m->tp->ops->all_reduce(m->tp, buf, buf, n, m->ops->dtype[k], op, m->ops->stream());
 	m->comm_s += lb_now_s() - t0;
-	return comm_status(rc);
+	return lb_comm_rc_status(rc);
 }
 
 /* Sum the partial products full (T, H) over tp. SP: reduce-scatter into local (Tl, H),
@@ -593,7 +593,7 @@ static int tp_reduce(struct lb_llama *m, void *full, void *local, void **res)
 					m->ops->dtype[LB_K_ACT], LB_SUM, m->ops->stream());
 	m->comm_s += lb_now_s() - t0;
 	*res = local;
-	return comm_status(rc);
+	return lb_comm_rc_status(rc);
 }
 
 /* SP: gather the tokens of every tp rank, local (Tl, H) -> full (T, H). */
@@ -604,7 +604,7 @@ static int tp_gather(struct lb_llama *m, const void *local, void *full)
 					m->ops->dtype[LB_K_ACT], m->ops->stream());
 
 	m->comm_s += lb_now_s() - t0;
-	return comm_status(rc);
+	return lb_comm_rc_status(rc);
 }
 
 int lb_llama_sync_sp_grads(struct lb_llama *m)

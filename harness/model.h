@@ -28,6 +28,9 @@
 #define LB_E_OOM     -1 /* an allocation failed or passed the memory limit */
 #define LB_E_COMM    -2 /* a collective failed (nccl_error) */
 #define LB_E_TIMEOUT -3 /* a peer died or hung (timeout) */
+/* A LB_COMM_E* code as an LB_E_* status: 0; LB_E_TIMEOUT for a peer that died or hung
+ * (ETIMEOUT, EPEER); LB_E_COMM otherwise. The one map, for the model and the trainer. */
+int lb_comm_rc_status(int rc);
 #define LB_E_INVAL   -4 /* a shape this object cannot run */
 
 /* One tensor of the flat parameter buffer (this rank's shard). */

@@ -162,7 +162,7 @@ static int dump_params(struct lb_trainer *t, const char *path, char *err, size_t
 		if (rc) {
 			snprintf(err, errlen, "parameter gather: %s", lb_comm_strerror(rc));
 			free(full);
-			return lb_train_comm_rc(rc);
+			return lb_comm_rc_status(rc);
 		}
 	}
 	if (t->world_rank == 0) {
@@ -351,7 +351,7 @@ static int rank_main(const struct lb_rank_env *env, void *arg)
 			rc = lb_comm_make_groups(world, l->tp, l->pp, l->dp, &g);
 		}
 		if (rc) {
-			comm_failure(world, lb_train_comm_rc(rc), &culprit, cls, sizeof(cls), msg,
+			comm_failure(world, lb_comm_rc_status(rc), &culprit, cls, sizeof(cls), msg,
 				     sizeof(msg), "while building the tp/dp/pp groups");
 			code = rank_fail(x, lg, world, rank, 0, cls, culprit, msg);
 			goto out;
@@ -399,7 +399,7 @@ static int rank_main(const struct lb_rank_env *env, void *arg)
 		if (world) { /* each rank's peak, as two 32-bit words */
 			rc = world->ops->all_gather(world, &peak, peaks, 2, LB_I32, NULL);
 			if (rc) {
-				comm_failure(world, lb_train_comm_rc(rc), &culprit, cls, sizeof(cls), msg,
+				comm_failure(world, lb_comm_rc_status(rc), &culprit, cls, sizeof(cls), msg,
 					     sizeof(msg), "peak memory gather");
 				code = rank_fail(x, lg, world, rank, 0, cls, culprit, msg);
 				goto out;
@@ -455,7 +455,7 @@ static int rank_main(const struct lb_rank_env *env, void *arg)
 		goto out;
 	}
 	if (world && (rc = world->ops->barrier(world))) { /* nobody leaves a collective alone */
-		comm_failure(world, lb_train_comm_rc(rc), &culprit, cls, sizeof(cls), msg, sizeof(msg),
+		comm_failure(world, lb_comm_rc_status(rc), &culprit, cls, sizeof(cls), msg, sizeof(msg),
 			     "final barrier");
 		code = rank_fail(x, lg, world, rank, 0, cls, culprit, msg);
 		goto out;

@@ -140,9 +140,6 @@ int lb_trainer_step(struct lb_trainer *t, int step, double *loss);
 int lb_train_stop_signal(void);
 void lb_train_on_signal(int sig);
 
-/* The model's LB_E_* code of a LB_COMM_E* code (0 stays 0). */
-int lb_train_comm_rc(int rc);
-
 /* The whole run: checks, the ranks (srun tasks, or --nproc-per-node forked here), run
  * log, steps, live lines on stderr, the end record. Returns the process exit status
  * (docs/run-log.md's table). */

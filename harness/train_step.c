@@ -63,13 +63,6 @@ static int fault_at(int rank, int step)
 
 /* --- the trainer object --- */
 
-int lb_train_comm_rc(int rc)
-{
-	if (rc == 0)
-		return 0;
-	return (rc == LB_COMM_ETIMEOUT || rc == LB_COMM_EPEER) ? LB_E_TIMEOUT : LB_E_COMM;
-}
-
 int lb_comm_sum_double(struct lb_comm *c, double *x)
 {
 	double *all;
@@ -332,7 +325,7 @@ static int run_group(struct lb_trainer *t, const struct lb_step *list, int i, in
 	if (rc)
 		snprintf(t->err, sizeof(t->err), "pipeline %s of micro-batch %d: %s",
 			 lb_step_name(list[i].kind), list[i].micro, lb_comm_strerror(rc));
-	return lb_train_comm_rc(rc);
+	return lb_comm_rc_status(rc);
 }
 
 int lb_trainer_run_steps(struct lb_trainer *t, int step, const struct lb_step *list, int n,
@@ -404,7 +397,7 @@ int lb_trainer_run_steps(struct lb_trainer *t, int step, const struct lb_step *l
 		t->comm_s += lb_now_s() - c0_;                                                        \
 		if (rc_) {                                                                         \
 			snprintf(t->err, sizeof(t->err), "%s: %s", (what), lb_comm_strerror(rc_)); \
-			return lb_train_comm_rc(rc_);                                                       \
+			return lb_comm_rc_status(rc_);                                                       \
 		}                                                                                  \
 	} while (0)
 

@@ -20,6 +20,7 @@
 #include <nccl.h>
 
 extern "C" {
+#include "common/util.h"
 #include "harness/comm_cuda.h"
 #include "harness/comm_shm.h"
 }
@@ -189,14 +190,6 @@ struct cc_comm {
 extern const struct lb_comm_ops lbc_comm_ops;
 #define cc_ops lbc_comm_ops
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static struct cc_comm *CC(struct lb_comm *c)
 {
 	return (struct cc_comm *)c;
@@ -273,12 +266,12 @@ static void *abort_main(void *arg)
 static void abort_bounded(struct cc_world *w, double wait_s)
 {
 	pthread_t th;
-	double end = now_s() + wait_s;
+	double end = lb_now_s() + wait_s;
 
 	if (pthread_create(&th, NULL, abort_main, w))
 		return;
 	pthread_detach(th);
-	while (!__atomic_load_n(&w->aborted, __ATOMIC_ACQUIRE) && now_s() < end)
+	while (!__atomic_load_n(&w->aborted, __ATOMIC_ACQUIRE) && lb_now_s() < end)
 		usleep(1000);
 }
 
@@ -340,7 +333,7 @@ static struct cc_entry *pop_done(struct cc_world *w)
 			w->tag_s[e->tag >= 0 && e->tag < CC_TAGS ? e->tag : CC_TAGS] += ms * 1e-3;
 		else
 			cudaGetLastError();
-		w->last_done = now_s();
+		w->last_done = lb_now_s();
 		w->head++;
 	}
 	return NULL;
@@ -355,7 +348,7 @@ static void *dog_main(void *arg)
 	pthread_mutex_lock(&w->mu);
 	while (!w->stop) {
 		struct cc_entry *e = pop_done(w);
-		double t = now_s();
+		double t = lb_now_s();
 		char pm[512];
 		int pr;
 
@@ -449,7 +442,7 @@ static int track_end(struct cc_world *w, struct cc_entry *e, cudaStream_t s, con
 
 	if (er != cudaSuccess)
 		return cuda_fail(w, "cudaEventRecord", er);
-	e->t_enq = now_s();
+	e->t_enq = lb_now_s();
 	e->what = what;
 	e->group = group;
 	e->tag = lb_comm_cuda_current_tag;
@@ -463,14 +456,14 @@ static int track_end(struct cc_world *w, struct cc_entry *e, cudaStream_t s, con
 static int settle(struct cc_world *w, ncclComm_t nc, ncclResult_t r, const char *what,
 		  double timeout_s)
 {
-	double deadline = now_s() + timeout_s;
+	double deadline = lb_now_s() + timeout_s;
 
 	while (r == ncclInProgress) {
 		if (nccl.CommGetAsyncError(nc, &r) != ncclSuccess)
 			break;
 		if (r != ncclInProgress)
 			break;
-		if (now_s() > deadline)
+		if (lb_now_s() > deadline)
 			return fail(w, LB_COMM_ETIMEOUT, -1, "%s: not done within %.1f s", what,
 				    timeout_s);
 		usleep(100);
@@ -1038,7 +1031,7 @@ const struct lb_comm_ops lbc_comm_ops = {
 static int id_by_file(struct cc_world *w, ncclUniqueId *id, char *err, size_t errlen)
 {
 	char path[4200], tmp[4300];
-	double deadline = now_s() + w->o.timeout_s;
+	double deadline = lb_now_s() + w->o.timeout_s;
 	const char *dir = w->o.id_dir && w->o.id_dir[0] ? w->o.id_dir : ".";
 
 	snprintf(path, sizeof(path), "%s/.nccl-id-%s", dir, w->o.id_tag ? w->o.id_tag : "run");
@@ -1068,7 +1061,7 @@ static int id_by_file(struct cc_world *w, ncclUniqueId *id, char *err, size_t er
 			if (n == (ssize_t)sizeof(*id))
 				return 0;
 		}
-		if (now_s() > deadline) {
+		if (lb_now_s() > deadline) {
 			snprintf(err, errlen,
 				 "NCCL bootstrap: rank 0's id '%s' did not appear within %.1f s (is "
 				 "the run directory on a file system every node sees?)",

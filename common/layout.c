@@ -30,6 +30,8 @@ void lb_layout_init(struct lb_layout *l)
 	l->checkpointing = LB_CKPT_NONE;
 	l->attention = LB_ATTN_FLASH;
 	l->norm = LB_NORM_FUSED;
+	l->virtual_stages = 1;
+	l->n_stage_layers = 0;
 	l->steps = 10;
 	l->warmup = 2;
 	l->seed = 1;
@@ -61,41 +63,146 @@ int lb_layout_accum_steps(const struct lb_layout *l)
 	return (int)(l->global_batch / per);
 }
 
+int lb_layout_chunks(const struct lb_layout *l)
+{
+	return l->virtual_stages > 1 ? l->virtual_stages : 1;
+}
+
+/* The rule: chunk i of n over L layers (0 <= i < n <= L). */
+static void rule_split(int n_layers, int n, int i, int *lo, int *hi)
+{
+	int q = n_layers / n, r = n_layers % n, big, before;
+
+	big = (n - r + 1) / 2; /* the first chunk with q + 1 layers (when r > 0) */
+	/* chunks before this one that hold an extra layer */
+	before = i < big ? 0 : (i - big < r ? i - big : r);
+	*lo = i * q + before;
+	*hi = *lo + q + (i >= big && i < big + r);
+}
+
+/* 1 when the explicit split has n positive entries summing to the layers. */
+static int split_valid(const struct lb_layout *l, int n)
+{
+	long long sum = 0;
+
+	if (l->n_stage_layers != n)
+		return 0;
+	for (int i = 0; i < n; i++) {
+		if (l->stage_layers[i] < 1)
+			return 0;
+		sum += l->stage_layers[i];
+	}
+	return sum == l->model.n_layers;
+}
+
+int lb_chunk_layers(const struct lb_layout *l, int stage, int chunk, int *lo, int *hi)
+{
+	int p = l->pp, v = lb_layout_chunks(l), L = l->model.n_layers, n, i, a = 0;
+
+	if (p < 1 || v > LB_MAX_VIRTUAL_STAGES || stage < 0 || stage >= p || chunk < 0 ||
+	    chunk >= v || (long long)p * v > L)
+		return -1;
+	n = p * v;
+	i = chunk * p + stage;
+	if (l->n_stage_layers == 0) {
+		rule_split(L, n, i, lo, hi);
+		return 0;
+	}
+	if (!split_valid(l, n))
+		return -1;
+	for (int k = 0; k < i; k++)
+		a += l->stage_layers[k];
+	*lo = a;
+	*hi = a + l->stage_layers[i];
+	return 0;
+}
+
 int lb_stage_layers(const struct lb_layout *l, int stage, int *lo, int *hi)
 {
-	int p = l->pp, n = l->model.n_layers, q, r, big, before;
+	return lb_chunk_layers(l, stage, 0, lo, hi);
+}
 
-	if (p < 1 || n < p || stage < 0 || stage >= p)
-		return -1;
-	q = n / p;
-	r = n % p;
-	big = (p - r + 1) / 2; /* the first stage with q + 1 layers (when r > 0) */
-	/* stages before this one that hold an extra layer */
-	before = stage < big ? 0 : (stage - big < r ? stage - big : r);
-	*lo = stage * q + before;
-	*hi = *lo + q + (stage >= big && stage < big + r);
+int lb_stage_layer_count(const struct lb_layout *l, int stage)
+{
+	int n = 0, lo, hi;
+
+	for (int c = 0; c < lb_layout_chunks(l); c++) {
+		if (lb_chunk_layers(l, stage, c, &lo, &hi))
+			return -1;
+		n += hi - lo;
+	}
+	return n;
+}
+
+int lb_layout_split_explicit(const struct lb_layout *l)
+{
+	int n = l->pp * lb_layout_chunks(l), lo, hi;
+
+	if (l->n_stage_layers == 0)
+		return 0;
+	if (l->pp < 1 || l->n_stage_layers != n || n > l->model.n_layers)
+		return 1;
+	for (int i = 0; i < n; i++) {
+		rule_split(l->model.n_layers, n, i, &lo, &hi);
+		if (l->stage_layers[i] != hi - lo)
+			return 1;
+	}
 	return 0;
+}
+
+/* ",virtual_stages" and the split as they appear in the canonical text and the flags:
+ * fmt_v / fmt_s wrap the values (" virtual_stages=%d", " --virtual-stages %d"). */
+static int pipeline_suffix(const struct lb_layout *l, char *buf, size_t len, const char *fmt_v,
+			   const char *sep_s)
+{
+	size_t used = 0;
+	int n;
+
+	if (len)
+		buf[0] = '\0';
+#define ADD(...)                                                                                   \
+	do {                                                                                       \
+		n = snprintf(used < len ? buf + used : NULL, used < len ? len - used : 0,          \
+			     __VA_ARGS__);                                                         \
+		if (n < 0)                                                                         \
+			return -1;                                                                 \
+		used += (size_t)n;                                                                 \
+	} while (0)
+	if (lb_layout_chunks(l) > 1)
+		ADD(fmt_v, l->virtual_stages);
+	if (lb_layout_split_explicit(l)) {
+		int k = l->n_stage_layers < LB_MAX_STAGES ? l->n_stage_layers : LB_MAX_STAGES;
+
+		ADD("%s", sep_s);
+		for (int i = 0; i < k; i++)
+			ADD("%s%d", i ? "," : "", l->stage_layers[i]);
+	}
+#undef ADD
+	return (int)used;
 }
 
 int lb_layout_canonical(const struct lb_layout *l, char *buf, size_t len)
 {
 	const struct lb_model *m = &l->model;
+	char pipe[LB_MAX_STAGES * 12 + 64];
 
+	if (pipeline_suffix(l, pipe, sizeof(pipe), " virtual_stages=%d", " stage_layers=") < 0)
+		pipe[0] = '\0';
 	return snprintf(buf, len,
 			"model=%s layers=%d hidden=%d heads=%d kv_heads=%d ffn=%d vocab=%d tied=%d "
 			"seq_len=%d global_batch=%d micro_batch=%d tp=%d pp=%d dp=%d "
 			"gpus_per_node=%d nodes=%d sequence_parallel=%d zero_stage=%d "
-			"checkpointing=%s attention=%s norm=%s",
+			"checkpointing=%s attention=%s norm=%s%s",
 			m->name, m->n_layers, m->hidden, m->n_heads, m->n_kv_heads, m->ffn,
 			m->vocab, m->tied, l->seq_len, l->global_batch, l->micro_batch, l->tp,
 			l->pp, l->dp, l->gpus_per_node, l->nodes, l->sequence_parallel,
 			l->zero_stage, lb_ckpt_name(l->checkpointing), lb_attn_name(l->attention),
-			lb_norm_name(l->norm));
+			lb_norm_name(l->norm), pipe);
 }
 
 void lb_layout_id(const struct lb_layout *l, char out[LB_ID_LEN + 1])
 {
-	char buf[1024];
+	char buf[LB_MAX_STAGES * 12 + 1024];
 	int n = lb_layout_canonical(l, buf, sizeof(buf));
 	size_t used = n < 0 ? 0 : ((size_t)n < sizeof(buf) ? (size_t)n : sizeof(buf) - 1);
 	uint64_t h = lb_fnv1a64(buf, used);
@@ -176,6 +283,8 @@ enum flag_kind {
 	F_ATTN,
 	F_NORM,
 	F_U64,
+	F_SPLIT,   /* comma-separated positive integers */
+	F_VSTAGES, /* 1..LB_MAX_VIRTUAL_STAGES */
 };
 
 struct flag_def {
@@ -207,6 +316,8 @@ static const struct flag_def flags[] = {
     {"--checkpointing", F_CKPT, OFF(checkpointing)},
     {"--attention", F_ATTN, OFF(attention)},
     {"--norm", F_NORM, OFF(norm)},
+    {"--virtual-stages", F_VSTAGES, OFF(virtual_stages)},
+    {"--stage-layers", F_SPLIT, OFF(stage_layers)},
     {"--steps", F_POS, OFF(steps)},
     {"--warmup", F_NONNEG, OFF(warmup)},
     {"--seed", F_U64, OFF(seed)},
@@ -238,6 +349,54 @@ static void preset_list(char *buf, size_t len)
 	}
 }
 
+/* --stage-layers A,B,...: positive integers, at most LB_MAX_STAGES; "" or "rule" clears
+ * the split (back to the rule). The record changes only when the whole list parses. */
+static int set_split(struct lb_layout *l, const char *name, const char *value, char *err,
+		     size_t errlen)
+{
+	int vals[LB_MAX_STAGES], n = 0;
+	const char *p = value;
+
+	if (!*value || !strcmp(value, "rule")) {
+		l->n_stage_layers = 0;
+		return 1;
+	}
+	for (;;) {
+		const char *comma = strchr(p, ',');
+		size_t k = comma ? (size_t)(comma - p) : strlen(p);
+		char item[16];
+
+		if (n == LB_MAX_STAGES) {
+			snprintf(err, errlen, "%s: more than %d entries in '%.200s'", name,
+				 LB_MAX_STAGES, value);
+			return -1;
+		}
+		if (k == 0 || k >= sizeof(item)) {
+			snprintf(err, errlen,
+				 "%s: expected positive integers separated by commas (layers per "
+				 "stage, e.g. 7,8,8,7), got '%.200s'",
+				 name, value);
+			return -1;
+		}
+		memcpy(item, p, k);
+		item[k] = '\0';
+		if (lb_parse_int(item, 1, 1 << 30, &vals[n])) {
+			snprintf(err, errlen,
+				 "%s: entry %d is '%s'; every stage needs a positive number of "
+				 "layers (e.g. 7,8,8,7)",
+				 name, n + 1, item);
+			return -1;
+		}
+		n++;
+		if (!comma)
+			break;
+		p = comma + 1;
+	}
+	memcpy(l->stage_layers, vals, (size_t)n * sizeof(vals[0]));
+	l->n_stage_layers = n;
+	return 1;
+}
+
 int lb_layout_set_flag(struct lb_layout *l, const char *name, const char *value, char *err,
 		       size_t errlen)
 {
@@ -252,7 +411,7 @@ int lb_layout_set_flag(struct lb_layout *l, const char *name, const char *value,
 		snprintf(err, errlen, "%s: missing value", name);
 		return -1;
 	}
-	if (f->kind != F_MODEL && f->kind != F_U64)
+	if (f->kind != F_MODEL && f->kind != F_U64 && f->kind != F_SPLIT)
 		ip = (int *)(base + f->off);
 	switch (f->kind) {
 	case F_MODEL: {
@@ -327,6 +486,16 @@ int lb_layout_set_flag(struct lb_layout *l, const char *name, const char *value,
 			return -1;
 		}
 		return 1;
+	case F_VSTAGES:
+		if (lb_parse_int(value, 1, LB_MAX_VIRTUAL_STAGES, &v)) {
+			snprintf(err, errlen, "%s: expected an integer from 1 to %d, got '%s'",
+				 name, LB_MAX_VIRTUAL_STAGES, value);
+			return -1;
+		}
+		*ip = v;
+		return 1;
+	case F_SPLIT:
+		return set_split(l, name, value, err, errlen);
 	}
 	return 0;
 }
@@ -371,18 +540,22 @@ int lb_layout_parse_args(struct lb_layout *l, int argc, char **argv, char **rest
 int lb_layout_to_flags(const struct lb_layout *l, char *buf, size_t len)
 {
 	const struct lb_model *m = &l->model;
+	char pipe[LB_MAX_STAGES * 12 + 64];
 
+	if (pipeline_suffix(l, pipe, sizeof(pipe), " --virtual-stages %d", " --stage-layers ") < 0)
+		pipe[0] = '\0';
 	return snprintf(buf, len,
 			"--model %s --layers %d --hidden %d --heads %d --kv-heads %d --ffn %d "
 			"--vocab %d --tied %d --seq-len %d --global-batch %d --micro-batch %d "
 			"--tp %d --pp %d --dp %d --gpus-per-node %d --nodes %d "
 			"--sequence-parallel %d --zero-stage %d --checkpointing %s --attention %s "
-			"--norm %s --steps %d --warmup %d --seed %llu",
+			"--norm %s%s --steps %d --warmup %d --seed %llu",
 			m->name, m->n_layers, m->hidden, m->n_heads, m->n_kv_heads, m->ffn,
 			m->vocab, m->tied, l->seq_len, l->global_batch, l->micro_batch, l->tp,
 			l->pp, l->dp, l->gpus_per_node, l->nodes, l->sequence_parallel,
 			l->zero_stage, lb_ckpt_name(l->checkpointing), lb_attn_name(l->attention),
-			lb_norm_name(l->norm), l->steps, l->warmup, (unsigned long long)l->seed);
+			lb_norm_name(l->norm), pipe, l->steps, l->warmup,
+			(unsigned long long)l->seed);
 }
 
 const char *lb_layout_flags_usage(void)
@@ -404,16 +577,34 @@ const char *lb_layout_flags_usage(void)
 	       "  --checkpointing none|full|selective\n"
 	       "  --attention naive|fused_softmax|flash\n"
 	       "  --norm unfused|fused    RMSNorm kernel\n"
+	       "  --virtual-stages N      model chunks per pipeline stage (default 1); N > 1\n"
+	       "                          runs the interleaved 1F1B schedule\n"
+	       "  --stage-layers A,B,...  layers of each pipeline stage (pp*N entries, in\n"
+	       "                          pipeline order), in place of the even split\n"
 	       "  --steps N --warmup N --seed N   run settings (not part of the layout id)\n";
+}
+
+/* 1 when a and b split their layers alike (lb_layout_equal's other fields equal). */
+static int same_split(const struct lb_layout *a, const struct lb_layout *b)
+{
+	char sa[LB_MAX_STAGES * 12 + 64], sb[LB_MAX_STAGES * 12 + 64];
+
+	if (lb_layout_chunks(a) != lb_layout_chunks(b))
+		return 0;
+	if (pipeline_suffix(a, sa, sizeof(sa), " v%d", " s") < 0 ||
+	    pipeline_suffix(b, sb, sizeof(sb), " v%d", " s") < 0)
+		return 0;
+	return !strcmp(sa, sb);
 }
 
 int lb_layout_equal(const struct lb_layout *a, const struct lb_layout *b)
 {
 	const struct lb_model *x = &a->model, *y = &b->model;
 
-	return !strcmp(x->name, y->name) && x->n_layers == y->n_layers && x->hidden == y->hidden &&
-	       x->n_heads == y->n_heads && x->n_kv_heads == y->n_kv_heads && x->ffn == y->ffn &&
-	       x->vocab == y->vocab && x->tied == y->tied && a->seq_len == b->seq_len &&
+	return same_split(a, b) && !strcmp(x->name, y->name) && x->n_layers == y->n_layers &&
+	       x->hidden == y->hidden && x->n_heads == y->n_heads &&
+	       x->n_kv_heads == y->n_kv_heads && x->ffn == y->ffn && x->vocab == y->vocab &&
+	       x->tied == y->tied && a->seq_len == b->seq_len &&
 	       a->global_batch == b->global_batch && a->micro_batch == b->micro_batch &&
 	       a->tp == b->tp && a->pp == b->pp && a->dp == b->dp &&
 	       a->gpus_per_node == b->gpus_per_node && a->nodes == b->nodes &&
@@ -493,6 +684,48 @@ int lb_layout_check(const struct lb_layout *l, char *reason, size_t len)
 	if (l->pp > m->n_layers)
 		FAIL("pp=%d exceeds %d layers; every pipeline stage needs at least one layer",
 		     l->pp, m->n_layers);
+	if (l->virtual_stages < 1 || l->virtual_stages > LB_MAX_VIRTUAL_STAGES)
+		FAIL("virtual_stages=%d is not in 1..%d", l->virtual_stages, LB_MAX_VIRTUAL_STAGES);
+	if (l->virtual_stages > 1) {
+		int accum = lb_layout_accum_steps(l);
+
+		if (l->pp < 2)
+			FAIL("virtual_stages=%d needs pp > 1 (the interleaved schedule splits "
+			     "pipeline stages)",
+			     l->virtual_stages);
+		if ((long long)l->pp * l->virtual_stages > m->n_layers)
+			FAIL("pp*virtual_stages=%lld exceeds %d layers; every model chunk needs "
+			     "at least one layer",
+			     (long long)l->pp * l->virtual_stages, m->n_layers);
+		if (accum > 0 && accum % l->pp)
+			FAIL("virtual_stages=%d needs the micro-batches per step "
+			     "(global_batch/(micro_batch*dp)=%d) to be a multiple of pp=%d (the "
+			     "interleaved schedule's rule)",
+			     l->virtual_stages, accum, l->pp);
+	}
+	if (l->n_stage_layers) {
+		long long n = (long long)l->pp * l->virtual_stages, sum = 0;
+
+		if (l->n_stage_layers < 0 || l->n_stage_layers > LB_MAX_STAGES)
+			FAIL("stage_layers has %d entries; at most %d", l->n_stage_layers,
+			     LB_MAX_STAGES);
+		if (l->n_stage_layers != n) {
+			if (l->virtual_stages > 1)
+				FAIL("stage_layers has %d entries; pp*virtual_stages=%lld needs "
+				     "one per model chunk",
+				     l->n_stage_layers, n);
+			FAIL("stage_layers has %d entries; pp=%d needs one per stage",
+			     l->n_stage_layers, l->pp);
+		}
+		for (i = 0; i < (size_t)l->n_stage_layers; i++) {
+			if (l->stage_layers[i] < 1)
+				FAIL("stage_layers[%zu]=%d; every stage needs at least one layer",
+				     i, l->stage_layers[i]);
+			sum += l->stage_layers[i];
+		}
+		if (sum != m->n_layers)
+			FAIL("stage_layers sum to %lld layers; the model has %d", sum, m->n_layers);
+	}
 	if (l->tp > l->gpus_per_node)
 		FAIL("tp=%d exceeds gpus_per_node=%d; tensor parallelism stays within one node",
 		     l->tp, l->gpus_per_node);

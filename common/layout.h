@@ -14,6 +14,8 @@
 
 #define LB_NAME_MAX 64
 #define LB_ID_LEN 16 /* hex digits of the layout id */
+#define LB_MAX_STAGES	      64 /* entries of an explicit layer split (pp * virtual_stages) */
+#define LB_MAX_VIRTUAL_STAGES 16 /* model chunks per pipeline stage */
 
 enum lb_ckpt { LB_CKPT_NONE = 0, LB_CKPT_FULL, LB_CKPT_SELECTIVE };
 enum lb_attn { LB_ATTN_NAIVE = 0, LB_ATTN_FUSED_SOFTMAX, LB_ATTN_FLASH };
@@ -44,6 +46,15 @@ struct lb_layout {
 	enum lb_ckpt checkpointing;
 	enum lb_attn attention;
 	enum lb_norm norm;
+	int virtual_stages; /* model chunks per pipeline stage: > 1 runs the interleaved
+			       1F1B schedule (Megatron's virtual pipeline), stage s holding
+			       chunks s, s + pp, s + 2*pp, ... of the pp*virtual_stages
+			       chunks in pipeline order; 1: one contiguous block per stage */
+	int n_stage_layers; /* 0: the split rule (lb_chunk_layers); else the entries of
+			       stage_layers, which must be pp * virtual_stages */
+	int stage_layers[LB_MAX_STAGES]; /* explicit layers per model chunk, in pipeline
+					    order (chunk 0 of stage 0, ..., of stage pp-1,
+					    chunk 1 of stage 0, ...): "7,8,8,7" */
 	/* run settings: not part of the id */
 	int steps;
 	int warmup; /* steps excluded from steady-state statistics */
@@ -51,8 +62,8 @@ struct lb_layout {
 };
 
 /* Fill with defaults: model "tiny" preset, seq 128, batch 8, mb 1, tp=pp=dp=1,
- * 1 GPU per node, 1 node, no SP, zero 0, ckpt none, flash, fused, steps 10, warmup 2,
- * seed 1. */
+ * 1 GPU per node, 1 node, no SP, zero 0, ckpt none, flash, fused, one virtual stage,
+ * the split rule, steps 10, warmup 2, seed 1. */
 void lb_layout_init(struct lb_layout *l);
 
 /* Total GPUs (ranks): tp * pp * dp. */
@@ -61,23 +72,41 @@ int lb_layout_world(const struct lb_layout *l);
 /* Gradient accumulation steps: global_batch / (micro_batch * dp); 0 if not integral. */
 int lb_layout_accum_steps(const struct lb_layout *l);
 
+/* Model chunks per pipeline stage: virtual_stages, at least 1. */
+int lb_layout_chunks(const struct lb_layout *l);
+
 /*
- * Pipeline stages: which layers stage `stage` of l->pp holds, [*lo, *hi). The one split
- * rule, used by the trainer, the memory model and the validity check: with L layers on p
- * stages every stage gets floor(L/p) layers and the remainder r = L mod p goes one each
- * to r consecutive stages in the middle, starting at stage (p - r + 1) / 2, so the first
- * stage (which also holds the embedding and, under 1F1B, the most micro-batches in
- * flight) and the last (the final norm, the head and the loss with its logits) keep the
- * smaller share. When the p - r small stages cannot be shared evenly between the two
- * ends, the front gets the extra one. 60 layers on 8 stages: 7 7 8 8 8 8 7 7; on 16:
- * 3 3 4 (twelve times) 3 3; 6 on 4: 1 2 2 1; 4 on 3: 1 2 1. When p divides L every stage
- * gets L/p, the split Megatron-LM makes. Returns 0, or -1 (lo and hi untouched) when
- * p < 1, p > L or stage is not in [0, p).
+ * Pipeline stages: which layers model chunk `chunk` of stage `stage` holds, [*lo, *hi).
+ * The model's L layers are cut into n = pp * virtual_stages chunks in pipeline order;
+ * chunk c of stage s is number c*pp + s (with one virtual stage, chunk 0 is the whole
+ * stage). The one split rule, used by the trainer, the memory models and the validity
+ * check: an explicit split (stage_layers) gives each chunk its entry; otherwise every
+ * chunk gets floor(L/n) layers and the remainder r = L mod n goes one each to r
+ * consecutive chunks in the middle, starting at chunk (n - r + 1) / 2, so the first
+ * (which also holds the embedding and, under 1F1B, the most micro-batches in flight)
+ * and the last (the final norm, the head and the loss with its logits) keep the smaller
+ * share. When the n - r small chunks cannot be shared evenly between the two ends, the
+ * front gets the extra one. 60 layers on 8 stages: 7 7 8 8 8 8 7 7; on 16: 3 3 4 (twelve
+ * times) 3 3; 6 on 4: 1 2 2 1; 4 on 3: 1 2 1. When n divides L every chunk gets L/n, the
+ * split Megatron-LM makes (it requires the division). Returns 0, or -1 (lo and hi
+ * untouched) when pp < 1, n > L, stage is not in [0, pp), chunk not in
+ * [0, virtual_stages), or an explicit split does not have n positive entries summing to
+ * L.
  */
+int lb_chunk_layers(const struct lb_layout *l, int stage, int chunk, int *lo, int *hi);
+/* Chunk 0 of stage: the stage's whole block with one virtual stage. Same contract. */
 int lb_stage_layers(const struct lb_layout *l, int stage, int *lo, int *hi);
+/* Layers stage holds over all its chunks; -1 as lb_chunk_layers fails. */
+int lb_stage_layer_count(const struct lb_layout *l, int stage);
+/* 1 when the layout carries an explicit split that differs from the rule's (an explicit
+ * split equal to the rule's is the same layout: same text, same id). */
+int lb_layout_split_explicit(const struct lb_layout *l);
 
 /* Canonical text: "key=value" pairs, space separated, fixed order, every id-bearing field.
- * Returns the length written (snprintf semantics). */
+ * virtual_stages and stage_layers follow the others and only when they change the
+ * layout (virtual_stages > 1; a split other than the rule's), so every layout without
+ * them keeps the id it had before they existed. Returns the length written (snprintf
+ * semantics). */
 int lb_layout_canonical(const struct lb_layout *l, char *buf, size_t len);
 
 /* Layout id: 16 lower-case hex digits of a 64-bit FNV-1a hash of the canonical text.
@@ -98,7 +127,8 @@ int lb_norm_parse(const char *s, enum lb_norm *out);
  * Layout flags: --model NAME (loads the preset, resetting model fields), --layers,
  * --hidden, --heads, --kv-heads, --ffn, --vocab, --tied 0|1, --seq-len, --global-batch,
  * --micro-batch, --tp, --pp, --dp, --gpus-per-node, --nodes, --sequence-parallel 0|1,
- * --zero-stage 0|1, --checkpointing, --attention, --norm, --steps, --warmup, --seed.
+ * --zero-stage 0|1, --checkpointing, --attention, --norm, --virtual-stages N,
+ * --stage-layers A,B,... (positive integers, comma separated), --steps, --warmup, --seed.
  * Both "--flag VALUE" and "--flag=VALUE" are accepted. Numbers use strtol with range
  * checks. --model must come before model-field overrides (the printer emits it first).
  */
@@ -116,20 +146,26 @@ int lb_layout_parse_args(struct lb_layout *l, int argc, char **argv, char **rest
 			 char *err, size_t errlen);
 
 /* Print every layout flag, model first, so that parsing the text back gives an equal
- * record ("--model llama-13b --layers 40 ... --seed 1"). Returns the length
- * (snprintf semantics). */
+ * record ("--model llama-13b --layers 40 ... --seed 1"); --virtual-stages and
+ * --stage-layers only when they change the layout (as in the canonical text). Returns
+ * the length (snprintf semantics). */
 int lb_layout_to_flags(const struct lb_layout *l, char *buf, size_t len);
 
 /* Usage lines for the layout flags (for --help). */
 const char *lb_layout_flags_usage(void);
 
-/* 1 if every field (run settings included) is equal. */
+/* 1 if every field (run settings included) is equal; splits compare by the layers each
+ * chunk gets (an explicit split equal to the rule's equals none). */
 int lb_layout_equal(const struct lb_layout *a, const struct lb_layout *b);
 
 /*
  * Validity rules, each with its reason. Checks the record's internal consistency:
  * positive sizes; heads and KV heads divisible by tp; KV heads divide heads; at least
- * one layer per pipeline stage (pp <= layers; lb_stage_layers splits them);
+ * one layer per pipeline stage (pp <= layers; lb_chunk_layers splits them);
+ * virtual_stages in [1, LB_MAX_VIRTUAL_STAGES], > 1 only with pp > 1, with
+ * pp*virtual_stages <= layers and the micro-batches per step a multiple of pp (the
+ * interleaved schedule's rule, as in Megatron-LM); an explicit split with
+ * pp*virtual_stages entries, each at least 1, summing to the layers;
  * gpus_per_node*nodes == tp*pp*dp; global batch divisible by micro_batch*dp; sequence
  * parallelism needs tp > 1 (and seq_len divisible by tp); vocab divisible by tp; ffn
  * divisible by tp; hidden divisible by heads; head dim even (RoPE); zero_stage in {0,1};

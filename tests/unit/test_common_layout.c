@@ -159,6 +159,13 @@ static void random_layout(struct lb_layout *l)
 	l->checkpointing = (enum lb_ckpt)(rand() % 3);
 	l->attention = (enum lb_attn)(rand() % 3);
 	l->norm = (enum lb_norm)(rand() % 2);
+	if (rand() % 4 == 0)
+		l->virtual_stages = 1 + rand() % LB_MAX_VIRTUAL_STAGES;
+	if (rand() % 4 == 0) { /* a split, right or wrong for the layout: printed as given */
+		l->n_stage_layers = 1 + rand() % LB_MAX_STAGES;
+		for (int i = 0; i < l->n_stage_layers; i++)
+			l->stage_layers[i] = 1 + rand() % 100;
+	}
 	l->steps = 1 + rand() % 1000;
 	l->warmup = rand() % 10;
 	l->seed = ((uint64_t)rand() << 33) ^ ((uint64_t)rand() << 2) ^ (uint64_t)rand();
@@ -178,7 +185,7 @@ static int split(char *s, char **argv, int max)
 static void test_flags_round_trip(void **state)
 {
 	struct lb_layout a, b;
-	char buf[2048], err[256];
+	char buf[4096], err[256];
 	char *argv[128], *rest[128];
 	int argc, nrest, i, n;
 
@@ -404,6 +411,54 @@ static void m_warmup(struct lb_layout *l)
 	l->steps = 10;
 }
 
+static void m_v0(struct lb_layout *l)
+{
+	l->virtual_stages = 0;
+}
+static void m_v_pp1(struct lb_layout *l)
+{
+	l->pp = 1;
+	l->dp = 32;
+	l->virtual_stages = 2;
+}
+static void m_v_layers(struct lb_layout *l)
+{
+	l->pp = 4;
+	l->dp = 8;
+	l->virtual_stages = 16;
+}
+static void m_v_accum(struct lb_layout *l)
+{
+	l->pp = 4;
+	l->dp = 8;
+	l->global_batch = 2040;
+	l->virtual_stages = 2;
+}
+static void m_split_count(struct lb_layout *l)
+{
+	l->n_stage_layers = 3;
+	l->stage_layers[0] = l->stage_layers[1] = 13;
+	l->stage_layers[2] = 14;
+}
+static void m_split_count_v(struct lb_layout *l)
+{
+	l->virtual_stages = 2;
+	l->n_stage_layers = 2;
+	l->stage_layers[0] = l->stage_layers[1] = 20;
+}
+static void m_split_zero(struct lb_layout *l)
+{
+	l->n_stage_layers = 2;
+	l->stage_layers[0] = 40;
+	l->stage_layers[1] = 0;
+}
+static void m_split_sum(struct lb_layout *l)
+{
+	l->n_stage_layers = 2;
+	l->stage_layers[0] = 19;
+	l->stage_layers[1] = 20;
+}
+
 static const struct rule_case rules[] = {
     {"layers=0 must be positive", m_layers0},
     {"micro_batch=-1 must be positive", m_mb_neg},
@@ -429,6 +484,17 @@ static const struct rule_case rules[] = {
     {"sequence_parallel=1 needs tp > 1", m_sp_tp1},
     {"sequence_parallel=1 needs seq_len=2049 divisible by tp=2", m_sp_seq},
     {"warmup=10 must be below steps=10", m_warmup},
+    {"virtual_stages=0 is not in 1..16", m_v0},
+    {"virtual_stages=2 needs pp > 1 (the interleaved schedule splits pipeline stages)", m_v_pp1},
+    {"pp*virtual_stages=64 exceeds 40 layers; every model chunk needs at least one layer",
+     m_v_layers},
+    {"virtual_stages=2 needs the micro-batches per step (global_batch/(micro_batch*dp)=255) "
+     "to be a multiple of pp=4 (the interleaved schedule's rule)",
+     m_v_accum},
+    {"stage_layers has 3 entries; pp=2 needs one per stage", m_split_count},
+    {"stage_layers has 2 entries; pp*virtual_stages=4 needs one per model chunk", m_split_count_v},
+    {"stage_layers[1]=0; every stage needs at least one layer", m_split_zero},
+    {"stage_layers sum to 39 layers; the model has 40", m_split_sum},
 };
 
 static void test_every_rule(void **state)
@@ -573,6 +639,119 @@ static void test_stage_layers(void **state)
 	assert_int_equal(lb_stage_layers(&l, 0, &lo, &hi), -1);
 }
 
+/* Model chunks (virtual stages): the rule over pp * v chunks in pipeline order, stage s
+ * holding chunks s, s + pp, ...; an explicit split gives each chunk its entry. */
+static void test_chunk_layers(void **state)
+{
+	struct lb_layout l;
+	char reason[256];
+	int lo, hi;
+
+	lb_layout_init(&l);
+	l.model.n_layers = 8;
+	l.pp = 2;
+	l.virtual_stages = 3; /* 6 chunks: 1 1 2 2 1 1 */
+	l.gpus_per_node = 2;
+	assert_int_equal(lb_layout_check(&l, reason, sizeof(reason)), 0);
+	assert_int_equal(lb_layout_chunks(&l), 3);
+	assert_int_equal(lb_chunk_layers(&l, 0, 0, &lo, &hi), 0); /* chunk 0 */
+	assert_true(lo == 0 && hi == 1);
+	assert_int_equal(lb_chunk_layers(&l, 1, 0, &lo, &hi), 0); /* chunk 1 */
+	assert_true(lo == 1 && hi == 2);
+	assert_int_equal(lb_chunk_layers(&l, 0, 1, &lo, &hi), 0); /* chunk 2 */
+	assert_true(lo == 2 && hi == 4);
+	assert_int_equal(lb_chunk_layers(&l, 1, 1, &lo, &hi), 0); /* chunk 3 */
+	assert_true(lo == 4 && hi == 6);
+	assert_int_equal(lb_chunk_layers(&l, 1, 2, &lo, &hi), 0); /* chunk 5 */
+	assert_true(lo == 7 && hi == 8);
+	assert_int_equal(lb_chunk_layers(&l, 1, 3, &lo, &hi), -1);
+	assert_int_equal(lb_stage_layer_count(&l, 0), 4);
+	assert_int_equal(lb_stage_layer_count(&l, 1), 4);
+	/* an explicit split of the chunks */
+	assert_int_equal(
+	    lb_layout_set_flag(&l, "--stage-layers", "1,1,3,1,1,1", reason, sizeof(reason)), 1);
+	assert_int_equal(lb_layout_check(&l, reason, sizeof(reason)), 0);
+	assert_int_equal(lb_chunk_layers(&l, 0, 1, &lo, &hi), 0);
+	assert_true(lo == 2 && hi == 5);
+	assert_int_equal(lb_stage_layer_count(&l, 0), 5);
+	/* a split of the wrong length is no split: nothing to cut by */
+	l.virtual_stages = 2;
+	assert_int_equal(lb_chunk_layers(&l, 0, 0, &lo, &hi), -1);
+	assert_int_equal(lb_stage_layer_count(&l, 0), -1);
+}
+
+/* virtual_stages and stage_layers in the canonical text, the id and the flags: only where
+ * they change the layout, so a split equal to the rule's is the same layout. */
+static void test_pipeline_fields(void **state)
+{
+	struct lb_layout a, b;
+	char buf[1024], ia[LB_ID_LEN + 1], ib[LB_ID_LEN + 1], err[256];
+	char *argv[128], *rest[128];
+	int argc, nrest;
+
+	paper_13b(&a);
+	a.pp = 4;
+	a.dp = 8;
+	lb_layout_id(&a, ia);
+	b = a;
+	assert_int_equal(lb_layout_set_flag(&b, "--stage-layers", "10,10,10,10", err, sizeof(err)),
+			 1);
+	assert_int_equal(b.n_stage_layers, 4);
+	assert_false(lb_layout_split_explicit(&b));
+	lb_layout_id(&b, ib);
+	assert_string_equal(ia, ib);
+	assert_true(lb_layout_equal(&a, &b));
+	assert_int_equal(lb_layout_set_flag(&b, "--stage-layers", "9,11,11,9", err, sizeof(err)),
+			 1);
+	assert_true(lb_layout_split_explicit(&b));
+	lb_layout_canonical(&b, buf, sizeof(buf));
+	assert_non_null(strstr(buf, " norm=fused stage_layers=9,11,11,9"));
+	lb_layout_id(&b, ib);
+	assert_string_not_equal(ia, ib);
+	assert_false(lb_layout_equal(&a, &b));
+	b.virtual_stages = 2;
+	b.n_stage_layers = 0;
+	lb_layout_canonical(&b, buf, sizeof(buf));
+	assert_non_null(strstr(buf, " norm=fused virtual_stages=2"));
+	lb_layout_to_flags(&b, buf, sizeof(buf));
+	assert_non_null(strstr(buf, " --norm fused --virtual-stages 2 --steps"));
+	/* the flags give the record back */
+	assert_int_equal(
+	    lb_layout_set_flag(&b, "--stage-layers", "5,5,5,5,5,5,5,5", err, sizeof(err)), 1);
+	assert_false(lb_layout_split_explicit(&b)); /* 40 on 8 chunks: the rule's */
+	b.stage_layers[0] = 4;
+	b.stage_layers[7] = 6;
+	lb_layout_to_flags(&b, buf, sizeof(buf));
+	assert_non_null(strstr(buf, " --virtual-stages 2 --stage-layers 4,5,5,5,5,5,5,6 "));
+	argc = split(buf, argv, 128);
+	lb_layout_init(&a);
+	assert_int_equal(lb_layout_parse_args(&a, argc, argv, rest, &nrest, err, sizeof(err)), 0);
+	assert_true(lb_layout_equal(&a, &b));
+	lb_layout_id(&a, ia);
+	lb_layout_id(&b, ib);
+	assert_string_equal(ia, ib);
+	/* "rule" (or nothing) clears the split */
+	assert_int_equal(lb_layout_set_flag(&b, "--stage-layers", "rule", err, sizeof(err)), 1);
+	assert_int_equal(b.n_stage_layers, 0);
+	/* errors: an entry that is not a positive number, too many, a bad count of chunks */
+	assert_int_equal(lb_layout_set_flag(&b, "--stage-layers", "7,0,8", err, sizeof(err)), -1);
+	assert_string_equal(err, "--stage-layers: entry 2 is '0'; every stage needs a positive "
+				 "number of layers (e.g. 7,8,8,7)");
+	assert_int_equal(lb_layout_set_flag(&b, "--stage-layers", "7,,8", err, sizeof(err)), -1);
+	assert_string_equal(err, "--stage-layers: expected positive integers separated by "
+				 "commas (layers per stage, e.g. 7,8,8,7), got '7,,8'");
+	assert_int_equal(lb_layout_set_flag(&b, "--stage-layers", "7,x", err, sizeof(err)), -1);
+	assert_int_equal(b.n_stage_layers, 0); /* a failed flag leaves the record alone */
+	memset(buf, 0, sizeof(buf));
+	for (int i = 0; i < LB_MAX_STAGES + 1; i++)
+		strcat(buf, i ? ",1" : "1");
+	assert_int_equal(lb_layout_set_flag(&b, "--stage-layers", buf, err, sizeof(err)), -1);
+	assert_int_equal(lb_layout_set_flag(&b, "--virtual-stages", "0", err, sizeof(err)), -1);
+	assert_string_equal(err, "--virtual-stages: expected an integer from 1 to 16, got '0'");
+	assert_int_equal(lb_layout_set_flag(&b, "--virtual-stages", "17", err, sizeof(err)), -1);
+	assert_non_null(strstr(lb_layout_flags_usage(), "--stage-layers"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -588,6 +767,8 @@ int main(void)
 	    cmocka_unit_test(test_sequence_parallel_valid),
 	    cmocka_unit_test(test_uneven_pipeline_valid),
 	    cmocka_unit_test(test_stage_layers),
+	    cmocka_unit_test(test_chunk_layers),
+	    cmocka_unit_test(test_pipeline_fields),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -6,8 +6,10 @@
  * Every device buffer of the trainer is allocated once, before the first step, through
  * the backend's counting allocator (harness/model.c alloc_all / alloc_slot / alloc_layer,
  * harness/train_step.c, harness/optim.c, the CUDA backend's init); nothing is allocated
- * per step. So the peak the run log reports is the sum below, and a test checks it to
- * the byte against the CPU backend's counter for layouts of every kind
+ * per step. The activation slots of each model chunk are the ones its pipeline schedule
+ * needs (common/pipeline.h's n_slots, from the same list the trainer runs). So the peak
+ * the run log reports is the sum below, and a test checks it to the byte against the
+ * CPU backend's counter for layouts of every kind
  * (tests/unit/test_common_memory_trainer.c); the H200's measured peaks check the GPU
  * sizes (docs/results/h200/README.md). Keep it in step with those files.
  */
@@ -15,6 +17,7 @@
 
 #include "common/layout.h"
 #include "common/model.h"
+#include "common/pipeline.h"
 
 /* The CUDA backend's own buffers: the cuBLASLt workspace and the one-double reduction
  * target (harness/cuda/ops_cuda.cu). */
@@ -59,19 +62,43 @@ static double attn_scratch(const struct dims *d)
 	return d->S * d->S;
 }
 
-/* One stage's rank. */
-static void stage_bytes(const struct lb_layout *l, const struct dims *d, int stage, int gpipe,
-			struct lb_mem_estimate *out)
+/* One slot of one model chunk (alloc_slot): nl layers; first: it embeds the tokens;
+ * last: it holds the final norm, the head and the loss. *logits gets the head's part. */
+static double slot_bytes(const struct lb_layout *l, const struct dims *d, int nl, int first,
+			 int last, double *logits)
+{
+	double tlh = d->Tl * d->H, act = 0;
+
+	*logits = 0;
+	if (first)
+		act += d->T * 4.0; /* tokens */
+	if (last)
+		act += d->T * 4.0; /* targets */
+	if (l->checkpointing == LB_CKPT_FULL)
+		act += nl * tlh * d->a;
+	else
+		act += nl * layer_bytes(d, 1, l->checkpointing == LB_CKPT_NONE);
+	act += tlh * d->a; /* x_out */
+	if (last)
+		*logits = ((d->unfused ? 2.0 : 1.0) * tlh * d->a) + d->Tl * 4.0 + 4.0 * d->T * 4.0 +
+			  d->T * d->V * d->a;
+	return act;
+}
+
+/* One stage's rank. Returns 0, or -1 when the layout's schedule cannot be built. */
+static int stage_bytes(const struct lb_layout *l, const struct dims *d, int stage, int gpipe,
+		       struct lb_mem_estimate *out)
 {
 	const struct lb_model *m = &l->model;
-	int lo = 0, hi = 0, first = stage == 0, last = stage == l->pp - 1, accum, slots;
-	double nl, n_params, n_alloc, dp = l->dp > 0 ? l->dp : 1, tlh = d->Tl * d->H, act = 0;
+	struct lb_schedule sched;
+	char err[256];
+	int first = stage == 0, last = stage == l->pp - 1, nl, v = lb_layout_chunks(l);
+	double n_params, n_alloc, dp = l->dp > 0 ? l->dp : 1, tlh = d->Tl * d->H, act = 0;
 	double per_layer, work = 0;
 
 	memset(out, 0, sizeof(*out));
-	if (lb_stage_layers(l, stage, &lo, &hi))
-		return;
-	nl = hi - lo;
+	if ((nl = lb_stage_layer_count(l, stage)) < 0)
+		return -1;
 	per_layer = 2.0 * d->H + d->qkv * d->H + d->H * d->nh * d->D + 3.0 * d->F * d->H;
 	n_params = nl * per_layer;
 	if (first || (last && m->tied))
@@ -88,27 +115,23 @@ static void stage_bytes(const struct lb_layout *l, const struct dims *d, int sta
 	if (m->tied && l->pp > 1 && (first || last))
 		out->optimizer += d->V * d->H * 4.0; /* the tied gradient exchange buffer */
 
-	accum = lb_layout_accum_steps(l);
-	slots = gpipe && l->pp > 1 ? accum : l->pp - stage;
-	if (slots > accum)
-		slots = accum;
-	if (slots < 1)
-		slots = 1;
-	for (int s = 0; s < slots; s++) { /* alloc_slot */
-		if (first)
-			act += d->T * 4.0; /* tokens */
-		if (last)
-			act += d->T * 4.0; /* targets */
-		if (l->checkpointing == LB_CKPT_FULL)
-			act += nl * tlh * d->a;
-		else
-			act += nl * layer_bytes(d, 1, l->checkpointing == LB_CKPT_NONE);
-		act += tlh * d->a; /* x_out */
-		if (last) {
-			out->logits += ((d->unfused ? 2.0 : 1.0) * tlh * d->a) + d->Tl * 4.0 +
-				       4.0 * d->T * 4.0 + d->T * d->V * d->a;
+	/* the activation slots of each chunk: as many as its schedule holds at once */
+	if (lb_schedule_for_layout(l, gpipe ? LB_SCHED_GPIPE : LB_SCHED_1F1B, stage, &sched, err,
+				   sizeof(err)))
+		return -1;
+	for (int c = 0; c < v; c++) {
+		int lo, hi;
+		double logits, a;
+
+		if (lb_chunk_layers(l, stage, c, &lo, &hi)) {
+			lb_schedule_release(&sched);
+			return -1;
 		}
+		a = slot_bytes(l, d, hi - lo, first && c == 0, last && c == v - 1, &logits);
+		act += sched.n_slots[c] * a;
+		out->logits += sched.n_slots[c] * logits;
 	}
+	lb_schedule_release(&sched);
 	/* alloc_all: the recompute workspace, the backward's buffers, scratch */
 	if (l->checkpointing == LB_CKPT_FULL)
 		work += layer_bytes(d, 0, 1);
@@ -130,6 +153,7 @@ static void stage_bytes(const struct lb_layout *l, const struct dims *d, int sta
 	out->workspace = work;
 	out->total = out->weights + out->grads + out->optimizer + out->activations + out->logits +
 		     out->workspace;
+	return 0;
 }
 
 int lb_memory_trainer(const struct lb_layout *l, int gpu, int gpipe, struct lb_mem_estimate *out)
@@ -140,7 +164,8 @@ int lb_memory_trainer(const struct lb_layout *l, int gpu, int gpipe, struct lb_m
 
 	memset(out, 0, sizeof(*out));
 	if (l->tp <= 0 || l->pp <= 0 || l->dp <= 0 || m->n_layers < l->pp || l->seq_len <= 0 ||
-	    l->micro_batch <= 0 || m->n_heads <= 0 || m->hidden % m->n_heads)
+	    l->micro_batch <= 0 || m->n_heads <= 0 || m->hidden % m->n_heads ||
+	    l->pp > LB_SCHED_MAX_PP)
 		return -1;
 	memset(&d, 0, sizeof(d));
 	d.gpu = gpu;
@@ -162,7 +187,10 @@ int lb_memory_trainer(const struct lb_layout *l, int gpu, int gpipe, struct lb_m
 	for (int s = 0; s < l->pp; s++) {
 		struct lb_mem_estimate st;
 
-		stage_bytes(l, &d, s, gpipe, &st);
+		if (stage_bytes(l, &d, s, gpipe, &st)) {
+			memset(out, 0, sizeof(*out));
+			return -1;
+		}
 		if (s == 0 || st.total > out->total)
 			*out = st;
 	}

@@ -321,6 +321,26 @@ static int first_larger_stage(const struct lb_layout *l)
 	return a;
 }
 
+/* Micro-batches whose activations stage s holds at once, in units of the whole stage's
+ * layers. 1F1B: pp - s, at most the step's micro-batches. Interleaved (Megatron-LM's
+ * forward_backward_pipelining_with_interleaving): 2*(pp - s - 1) + (v - 1)*pp + 1 chunk
+ * passes of 1/v of the stage each, all v*accum of them when accum == pp. */
+static double stage_inflight(const struct lb_layout *l, int s, int accum)
+{
+	int v = lb_layout_chunks(l);
+	double passes;
+
+	if (v == 1) {
+		double n = l->pp - s;
+
+		return accum > 0 && accum < n ? accum : n;
+	}
+	passes = 2.0 * (l->pp - s - 1) + (double)(v - 1) * l->pp + 1.0;
+	if (accum > 0 && (accum == l->pp || passes > (double)accum * v))
+		passes = (double)accum * v;
+	return passes / v;
+}
+
 void lb_memory_estimate(const struct lb_layout *l, struct lb_mem_estimate *out)
 {
 	const struct lb_model *m = &l->model;
@@ -347,12 +367,32 @@ void lb_memory_estimate(const struct lb_layout *l, struct lb_mem_estimate *out)
 	 * The most loaded stage decides. 1F1B (Narayanan et al. 2021): stage i holds pp - i
 	 * micro-batches in flight, never more than the step has. Between the ends (no
 	 * embedding, no head) the earliest of the stages with the same layer count holds
-	 * the most, so three candidates suffice: the first stage (embedding), the first
-	 * stage with the larger share of an uneven split (lb_stage_layers), and the last
-	 * (final norm and head; a tied head keeps its copy of the embedding there, as
-	 * Megatron-LM does). When pp divides the layers no stage between the ends exceeds
-	 * the first.
+	 * the most, so with the split rule three candidates suffice: the first stage
+	 * (embedding), the first stage with the larger share of an uneven split
+	 * (lb_stage_layers), and the last (final norm and head; a tied head keeps its copy
+	 * of the embedding there, as Megatron-LM does). When pp divides the layers no stage
+	 * between the ends exceeds the first. An explicit split, or virtual stages, can put
+	 * the most anywhere: every stage is a candidate.
 	 */
+	if (lb_layout_chunks(l) > 1 || lb_layout_split_explicit(l)) {
+		for (i = 0; i < l->pp; i++) {
+			int first = i == 0, last = i == l->pp - 1, nl = lb_stage_layer_count(l, i);
+			double body, inflight;
+
+			if (nl < 0)
+				return;
+			body = (double)nl * layer_params(m) / t;
+			if (first || last)
+				body += emb;
+			if (last)
+				body += m->hidden;
+			inflight = stage_inflight(l, i, accum);
+			stage_memory(l, nl, body, inflight, first, last, &st);
+			if (i == 0 || st.total > out->total)
+				*out = st;
+		}
+		return;
+	}
 	cand[0] = 0;
 	cand[1] = first_larger_stage(l);
 	cand[2] = l->pp - 1;
@@ -365,9 +405,7 @@ void lb_memory_estimate(const struct lb_layout *l, struct lb_mem_estimate *out)
 		if (lb_stage_layers(l, s, &lo, &hi))
 			return;
 		body = (double)(hi - lo) * layer_params(m) / t;
-		inflight = l->pp - s;
-		if (accum > 0 && accum < inflight)
-			inflight = accum;
+		inflight = stage_inflight(l, s, accum);
 		if (first || last)
 			body += emb;
 		if (last)

@@ -1,7 +1,8 @@
 /*
  * The Llama model over the ops and comm tables: parameter table and initialisation,
- * activation slots per checkpointing mode, and the forward and backward of a pipeline
- * stage's layers for one micro-batch. Shapes and ownership: harness/model.h.
+ * activation slots per checkpointing mode, and the forward and backward of one model
+ * chunk's layers (a pipeline stage's, or one of its virtual stages') for one micro-batch.
+ * Shapes and ownership: harness/model.h.
  *
  * Checkpointing (Korthikanti et al. 2022, "Reducing Activation Recomputation"):
  * none keeps every layer's activations per slot; full keeps only each layer's input and
@@ -57,11 +58,12 @@ void lb_llama_free(struct lb_llama *m)
 	for (int i = 0; i < m->n_allocs; i++)
 		m->ops->free_(m->allocs[i]);
 	free(m->allocs);
-	if (m->slots)
-		for (int s = 0; s < m->n_slots; s++) {
-			free(m->slots[s].layers);
-		}
-	free(m->slots);
+	for (int c = 0; m->chunks && c < m->n_chunks; c++) {
+		for (int s = 0; m->chunks[c].slots && s < m->chunks[c].n_slots; s++)
+			free(m->chunks[c].slots[s].layers);
+		free(m->chunks[c].slots);
+	}
+	free(m->chunks);
 	free(m->tensors);
 	free(m->lt);
 	memset(m, 0, sizeof(*m));
@@ -169,7 +171,7 @@ static int init_params(struct lb_llama *m)
 static int build_tensors(struct lb_llama *m)
 {
 	const struct lb_model *md = &m->layout.model;
-	int nl = m->layer_hi - m->layer_lo;
+	int nl = m->n_layers;
 	double out_std = INIT_STD / sqrt(2.0 * md->n_layers); /* GPT-2 residual scaling */
 	char name[48];
 
@@ -181,7 +183,13 @@ static int build_tensors(struct lb_llama *m)
 	if (m->first || (m->last && md->tied))
 		m->t_embed = add_tensor(m, "embed", m->V, m->H, 1, KEY_EMBED, INIT_STD, MAP_ROWS);
 	for (int j = 0; j < nl; j++) {
-		int l = m->layer_lo + j, key = (l + 1) * 8;
+		const struct lb_chunk *ch = m->chunks;
+		int l, key;
+
+		while (j >= ch->j0 + (ch->layer_hi - ch->layer_lo))
+			ch++; /* the chunk of this rank's layer j */
+		l = ch->layer_lo + (j - ch->j0);
+		key = (l + 1) * 8;
 
 		snprintf(name, sizeof(name), "layers.%d.attn_norm", l);
 		m->lt[j].attn_norm =
@@ -272,9 +280,10 @@ static int alloc_layer(struct lb_llama *m, struct lb_layer_acts *a, int with_x_i
 	return 0;
 }
 
-static int alloc_slot(struct lb_llama *m, struct lb_slot *s)
+/* One slot of chunk ch (common/memory_trainer.c slot_bytes counts it). */
+static int alloc_slot(struct lb_llama *m, const struct lb_chunk *ch, struct lb_slot *s)
 {
-	int nl = m->layer_hi - m->layer_lo, rc;
+	int nl = ch->layer_hi - ch->layer_lo, rc;
 	size_t tlh = (size_t)m->Tl * m->H, sz;
 	enum lb_ckpt ck = m->layout.checkpointing;
 
@@ -282,9 +291,9 @@ static int alloc_slot(struct lb_llama *m, struct lb_slot *s)
 	if (!s->layers)
 		return LB_E_OOM;
 	sz = (size_t)m->T;
-	if (m->first)
+	if (ch->first)
 		AK(s->tokens, LB_K_I32);
-	if (m->last)
+	if (ch->last)
 		AK(s->targets, LB_K_I32);
 	for (int j = 0; j < nl; j++) {
 		struct lb_layer_acts *a = &s->layers[j];
@@ -301,7 +310,7 @@ static int alloc_slot(struct lb_llama *m, struct lb_slot *s)
 	}
 	sz = tlh;
 	A(s->x_out);
-	if (m->last) {
+	if (ch->last) {
 		if (m->layout.norm == LB_NORM_UNFUSED)
 			A(s->xhatf);
 		A(s->xnf);
@@ -337,9 +346,10 @@ static int alloc_all(struct lb_llama *m)
 		sz = attp_count(m);
 		AK(m->ws.attp, attp_kind(m));
 	}
-	for (int s = 0; s < m->n_slots; s++)
-		if ((rc = alloc_slot(m, &m->slots[s])))
-			return rc;
+	for (int c = 0; c < m->n_chunks; c++)
+		for (int s = 0; s < m->chunks[c].n_slots; s++)
+			if ((rc = alloc_slot(m, &m->chunks[c], &m->chunks[c].slots[s])))
+				return rc;
 	sz = th;
 	A(m->dxn);
 	A(m->tmp);
@@ -380,8 +390,47 @@ static int alloc_all(struct lb_llama *m)
 #undef AF
 #undef AK
 
+/* This rank's chunks: their layers (common/layout.c's split rule, uneven stages and
+ * explicit splits included), which ends of the model they hold, their slots. */
+static int build_chunks(struct lb_llama *m, int stage, const int *slots)
+{
+	const struct lb_layout *l = &m->layout;
+	int v = lb_layout_chunks(l), j0 = 0;
+
+	m->n_chunks = v;
+	m->chunks = calloc((size_t)v, sizeof(*m->chunks));
+	if (!m->chunks)
+		return LB_E_OOM;
+	for (int c = 0; c < v; c++) {
+		struct lb_chunk *ch = &m->chunks[c];
+
+		if (slots[c] < 1 || lb_chunk_layers(l, stage, c, &ch->layer_lo, &ch->layer_hi))
+			return LB_E_INVAL;
+		ch->j0 = j0;
+		j0 += ch->layer_hi - ch->layer_lo;
+		ch->first = stage == 0 && c == 0;
+		ch->last = stage == l->pp - 1 && c == v - 1;
+		ch->n_slots = slots[c];
+		ch->slots = calloc((size_t)slots[c], sizeof(*ch->slots));
+		if (!ch->slots)
+			return LB_E_OOM;
+	}
+	m->n_layers = j0;
+	return 0;
+}
+
 int lb_llama_init(struct lb_llama *m, const struct lb_ops *ops, struct lb_comm *tp,
 		  const struct lb_layout *layout, int stage, int n_slots)
+{
+	int slots[LB_MAX_VIRTUAL_STAGES];
+
+	for (int c = 0; c < LB_MAX_VIRTUAL_STAGES; c++)
+		slots[c] = n_slots;
+	return lb_llama_init_slots(m, ops, tp, layout, stage, slots);
+}
+
+int lb_llama_init_slots(struct lb_llama *m, const struct lb_ops *ops, struct lb_comm *tp,
+			const struct lb_layout *layout, int stage, const int *slots)
 {
 	const struct lb_model *md = &layout->model;
 	int tps = tp ? tp->size : 1, rc, per;
@@ -393,8 +442,9 @@ int lb_llama_init(struct lb_llama *m, const struct lb_ops *ops, struct lb_comm *
 	m->tp_rank = tp ? tp->rank : 0;
 	m->tp_size = tps;
 	if (tps != layout->tp || layout->pp < 1 || stage < 0 || stage >= layout->pp ||
-	    n_slots < 1 || md->n_heads % tps || md->n_kv_heads % tps || md->ffn % tps ||
-	    md->vocab % tps || md->hidden % md->n_heads || md->n_heads % md->n_kv_heads)
+	    lb_layout_chunks(layout) > LB_MAX_VIRTUAL_STAGES || md->n_heads % tps ||
+	    md->n_kv_heads % tps || md->ffn % tps || md->vocab % tps || md->hidden % md->n_heads ||
+	    md->n_heads % md->n_kv_heads)
 		return LB_E_INVAL;
 	m->B = layout->micro_batch;
 	m->S = layout->seq_len;
@@ -411,16 +461,11 @@ int lb_llama_init(struct lb_llama *m, const struct lb_ops *ops, struct lb_comm *
 	if (m->sp && m->T % tps)
 		return LB_E_INVAL;
 	m->Tl = m->sp ? m->T / tps : m->T;
-	/* this stage's layers: common/layout.c's split rule, uneven stages included */
-	if (lb_stage_layers(layout, stage, &m->layer_lo, &m->layer_hi))
-		return LB_E_INVAL;
 	m->first = stage == 0;
 	m->last = stage == layout->pp - 1;
-	m->n_slots = n_slots;
-	m->slots = calloc((size_t)n_slots, sizeof(*m->slots));
-	if (!m->slots || (rc = build_tensors(m))) {
+	if ((rc = build_chunks(m, stage, slots)) || (rc = build_tensors(m))) {
 		lb_llama_free(m);
-		return LB_E_OOM;
+		return rc;
 	}
 	per = layout->dp > 0 ? layout->dp : 1; /* ZeRO-1 shards: equal slices of the buffer */
 	m->n_alloc = (m->n_params + (size_t)per - 1) / (size_t)per * (size_t)per;
@@ -454,14 +499,14 @@ void lb_llama_zero_grads(struct lb_llama *m)
 	m->ops->zero(m->grads, m->n_alloc, LB_K_F32);
 }
 
-void *lb_llama_stage_input(struct lb_llama *m, int slot)
+void *lb_llama_stage_input(struct lb_llama *m, int chunk, int slot)
 {
-	return m->slots[slot].layers[0].x_in;
+	return m->chunks[chunk].slots[slot].layers[0].x_in;
 }
 
-void *lb_llama_stage_output(struct lb_llama *m, int slot)
+void *lb_llama_stage_output(struct lb_llama *m, int chunk, int slot)
 {
-	return m->slots[slot].x_out;
+	return m->chunks[chunk].slots[slot].x_out;
 }
 
 void *lb_llama_stage_doutput(struct lb_llama *m)
@@ -780,18 +825,24 @@ static struct lb_layer_acts layer_acts(struct lb_llama *m, struct lb_slot *s, in
 	return a;
 }
 
-/* --- stage forward and backward --- */
+/* --- chunk forward and backward --- */
 
-int lb_llama_forward(struct lb_llama *m, int slot, const int32_t *tokens, const int32_t *targets,
-		     const void *in, double loss_scale, double *loss_sum)
+int lb_llama_forward(struct lb_llama *m, int chunk, int slot, const int32_t *tokens,
+		     const int32_t *targets, const void *in, double loss_scale, double *loss_sum)
 {
 	const struct lb_ops *o = m->ops;
-	struct lb_slot *s = &m->slots[slot];
-	int nl = m->layer_hi - m->layer_lo, T = m->T, H = m->H;
+	const struct lb_chunk *ch;
+	struct lb_slot *s;
+	int nl, T = m->T, H = m->H;
 	size_t tlh = (size_t)m->Tl * H;
 	void *r, *xf;
 
-	if (m->first) {
+	if (chunk < 0 || chunk >= m->n_chunks || slot < 0 || slot >= m->chunks[chunk].n_slots)
+		return LB_E_INVAL;
+	ch = &m->chunks[chunk];
+	s = &ch->slots[slot];
+	nl = ch->layer_hi - ch->layer_lo;
+	if (ch->first) {
 		void *e = m->sp ? m->tmp : s->layers[0].x_in;
 
 		o->write_i32(s->tokens, tokens, (size_t)T);
@@ -804,9 +855,9 @@ int lb_llama_forward(struct lb_llama *m, int slot, const int32_t *tokens, const 
 		struct lb_layer_acts a = layer_acts(m, s, j);
 		void *y = j + 1 < nl ? s->layers[j + 1].x_in : s->x_out;
 
-		CHECK(layer_fwd(m, j, &a, y));
+		CHECK(layer_fwd(m, ch->j0 + j, &a, y));
 	}
-	if (!m->last)
+	if (!ch->last)
 		return 0;
 
 	/* final norm, vocab-parallel head, cross-entropy with its gradient */
@@ -826,15 +877,21 @@ int lb_llama_forward(struct lb_llama *m, int slot, const int32_t *tokens, const 
 	return 0;
 }
 
-int lb_llama_backward(struct lb_llama *m, int slot, const void *dout)
+int lb_llama_backward(struct lb_llama *m, int chunk, int slot, const void *dout)
 {
 	const struct lb_ops *o = m->ops;
-	struct lb_slot *s = &m->slots[slot];
-	int nl = m->layer_hi - m->layer_lo, T = m->T, H = m->H;
+	const struct lb_chunk *ch;
+	struct lb_slot *s;
+	int nl, T = m->T, H = m->H;
 	size_t tlh = (size_t)m->Tl * H;
 	void *d, *xf;
 
-	if (m->last) {
+	if (chunk < 0 || chunk >= m->n_chunks || slot < 0 || slot >= m->chunks[chunk].n_slots)
+		return LB_E_INVAL;
+	ch = &m->chunks[chunk];
+	s = &ch->slots[slot];
+	nl = ch->layer_hi - ch->layer_lo;
+	if (ch->last) {
 		o->matmul(m->dxn, s->logits, P(m->t_head), T, H, m->V, 0, 0, 1.0, 0, 0);
 		CHECK(whole(m, s->xnf, &xf));
 		o->matmul(G(m->t_head), s->logits, xf, m->V, H, T, 1, 0, 1.0, 1, 1);
@@ -850,10 +907,10 @@ int lb_llama_backward(struct lb_llama *m, int slot, const void *dout)
 		struct lb_layer_acts a = layer_acts(m, s, j);
 
 		if (m->layout.checkpointing == LB_CKPT_FULL)
-			CHECK(layer_fwd(m, j, &a, m->tmp2)); /* recompute from the saved input */
-		CHECK(layer_bwd(m, j, &a));
+			CHECK(layer_fwd(m, ch->j0 + j, &a, m->tmp2)); /* recompute from the input */
+		CHECK(layer_bwd(m, ch->j0 + j, &a));
 	}
-	if (m->first) {
+	if (ch->first) {
 		void *dy = m->dres;
 
 		if (m->sp) {

@@ -5,14 +5,18 @@
  * projection, residual, RMSNorm, SwiGLU MLP, residual; final RMSNorm; LM head (untied, or
  * the embedding when tied); cross-entropy. Forward and backward are written out.
  *
- * Parallel structure: an lb_llama object is one rank's part of the model: the layers of
- * its pipeline stage [layer_lo, layer_hi) (the first stage holds the embedding, the last
- * the final norm and head) and its tensor-parallel shard of each weight (QKV and gate/up
- * column-parallel, output and down row-parallel, embedding and head vocab-parallel), with
- * the tensor-parallel all-reduces in place (no-ops in a group of one). Parameters live in
- * one flat buffer with a table of tensor offsets; gradients likewise, so an optimizer
- * (or ZeRO) works on ranges. Activations live in slots, one per micro-batch in flight, so
- * a pipeline schedule can run several forwards before their backwards.
+ * Parallel structure: an lb_llama object is one rank's part of the model: the model
+ * chunks of its pipeline stage (one contiguous block of layers, or with virtual stages
+ * the chunks stage, stage + pp, ... of the pp * virtual_stages chunks in pipeline order;
+ * common/layout.h lb_chunk_layers splits the layers; the model's first chunk holds the
+ * embedding, its last the final norm and head) and its tensor-parallel shard of each
+ * weight (QKV and gate/up column-parallel, output and down row-parallel, embedding and
+ * head vocab-parallel), with the tensor-parallel all-reduces in place (no-ops in a group
+ * of one). Parameters of all its chunks live in one flat buffer with a table of tensor
+ * offsets; gradients likewise, so an optimizer (or ZeRO) works on ranges. Activations
+ * live in slots per chunk, one per micro-batch the chunk holds at once, so a pipeline
+ * schedule can run several forwards before their backwards; forward, backward and the
+ * stage boundary buffers are addressed by (chunk, slot).
  */
 #ifndef LB_HARNESS_MODEL_H
 #define LB_HARNESS_MODEL_H
@@ -67,19 +71,30 @@ struct lb_layer_acts {
 	void *act;   /* (T, F) silu(gate) * up, the down projection's input */
 };
 
-/* One micro-batch in flight. */
+/* One micro-batch in flight through one chunk. */
 struct lb_slot {
-	struct lb_layer_acts *layers; /* per local layer; full ckpt: only x_in is per slot */
+	struct lb_layer_acts *layers; /* per layer of the chunk; full ckpt: only x_in is per
+					 slot */
 	void *x_out;  /* (Tl, H) output of the stage's last layer (final-norm input / sent on) */
 	void *xnf;    /* (Tl, H) final-norm output (last stage; likewise) */
 	void *rstdf;  /* (Tl) */
 	void *xhatf;  /* (Tl, H) unfused norm only */
-	void *logits; /* (T, V) logits, replaced by dlogits in the forward (last stage) */
+	void *logits; /* (T, V) logits, replaced by dlogits in the forward (last chunk) */
 	void *losses; /* (T) per-token loss */
 	void *rowmax, *sumexp, *tgt; /* (T) cross-entropy statistics */
 	int32_t *tokens;	     /* (T) i32 backend memory: this micro-batch's inputs
-					(first stage; else NULL) */
-	int32_t *targets;	     /* (T) i32 backend memory: next tokens (last stage) */
+					(the model's first chunk; else NULL) */
+	int32_t *targets;	     /* (T) i32 backend memory: next tokens (last chunk) */
+};
+
+/* One model chunk of this rank: a contiguous block of layers and its slots. */
+struct lb_chunk {
+	int layer_lo, layer_hi; /* its layers of the whole model, [lo, hi) */
+	int j0;			/* its first layer among this rank's (an index into lt) */
+	int first, last;	/* 1: the model's first chunk (embedding) / last (final norm,
+				   head, loss) */
+	int n_slots;
+	struct lb_slot *slots; /* n_slots */
 };
 
 struct lb_llama {
@@ -94,8 +109,11 @@ struct lb_llama {
 	int sp;			/* 1: sequence parallelism (tp > 1): the residual stream, the
 				   norms and the stage boundary hold Tl = T / tp tokens */
 	int Tl;			/* tokens of the residual stream on this rank: T or T / tp */
-	int layer_lo, layer_hi; /* this stage's layers [lo, hi) */
-	int first, last;	/* 1: this stage holds the embedding / the head */
+	int first, last;	/* 1: this rank holds the embedding (stage 0) / the head
+				   (stage pp - 1) */
+	int n_chunks;		/* model chunks on this rank (layout virtual_stages) */
+	struct lb_chunk *chunks;
+	int n_layers; /* layers on this rank over its chunks */
 
 	struct lb_tensor *tensors; /* n_tensors entries */
 	int n_tensors;
@@ -110,12 +128,11 @@ struct lb_llama {
 	int t_embed, t_norm, t_head; /* tensor indices; -1 when not on this stage */
 	struct {
 		int attn_norm, wqkv, wo, mlp_norm, wgu, wdown;
-	} * lt; /* per local layer */
+	} * lt; /* per layer on this rank, chunk by chunk */
 
-	int n_slots;
-	struct lb_slot *slots;
 	struct lb_layer_acts ws; /* full: recompute workspace; selective: shared attp */
-	void *dres;		 /* (Tl, H) gradient of the residual stream */
+	void *dres;		 /* (Tl, H) gradient of the residual stream; after a
+				    backward the input gradient (sent back) */
 	void *dxn;		 /* (T, H) gradient of a norm output */
 	void *dqkv;		 /* (T, qkv_dim) */
 	void *datt;		 /* (T, nh*D) */
@@ -126,7 +143,8 @@ struct lb_llama {
 	void *tmp2;		 /* (Tl, H) discarded output of a recomputed layer */
 	void *nloc;		 /* (Tl, H) SP: a norm output before its all-gather, a
 				    reduce-scatter's result */
-	void *dout_buf;		 /* (Tl, H) gradient of the stage output, from a receive */
+	void *dout_buf;		 /* (Tl, H) gradient of a chunk's output, from a receive
+				    (the schedule keeps at most one waiting) */
 	void *xfull;		 /* SP only: (T, H) a norm output all-gathered for a matmul
 				    (forward) or a weight gradient (backward) */
 	double comm_s;		 /* seconds spent in tensor-parallel collectives (summed
@@ -140,12 +158,15 @@ struct lb_llama {
 };
 
 /*
- * Build this rank's part: stage `stage` of layout->pp (layers split evenly), shard
- * tp->rank of layout->tp (tp NULL: rank 0 of 1), n_slots activation slots, parameters
+ * Build this rank's part: stage `stage` of layout->pp with its layout->virtual_stages
+ * chunks (lb_chunk_layers), shard tp->rank of layout->tp (tp NULL: rank 0 of 1),
+ * slots[c] activation slots for chunk c (lb_llama_init: n_slots for each), parameters
  * initialised deterministically from layout->seed (the same full model whatever the
- * sharding). Returns 0, LB_E_OOM (everything allocated so far is freed) or LB_E_INVAL.
- * Release with lb_llama_free.
+ * sharding or split). Returns 0, LB_E_OOM (everything allocated so far is freed) or
+ * LB_E_INVAL. Release with lb_llama_free.
  */
+int lb_llama_init_slots(struct lb_llama *m, const struct lb_ops *ops, struct lb_comm *tp,
+			const struct lb_layout *layout, int stage, const int *slots);
 int lb_llama_init(struct lb_llama *m, const struct lb_ops *ops, struct lb_comm *tp,
 		  const struct lb_layout *layout, int stage, int n_slots);
 void lb_llama_free(struct lb_llama *m);
@@ -159,32 +180,33 @@ int lb_llama_find(const struct lb_llama *m, const char *name);
 void lb_llama_zero_grads(struct lb_llama *m);
 
 /*
- * Forward of one micro-batch in slot `slot`. First stage: tokens (T host ids) are
- * embedded; other stages read the input activation (T, H) from `in`, or, when in is
- * NULL, from lb_llama_stage_input() where a receive put it. Last stage: targets (T) give
- * the loss; the gradient of the logits is computed at once with weight loss_scale per
- * token (1 / tokens of the global batch) and kept for the backward; the sum of this
- * micro-batch's token losses is added to loss_acc on the device, and when loss_sum is not
- * NULL also read back into it (tests; that waits for the device). tokens/targets (host)
- * are uploaded into the slot.
+ * Forward of one micro-batch through chunk `chunk` in its slot `slot`. The model's first
+ * chunk: tokens (T host ids) are embedded; other chunks read the input activation (T, H)
+ * from `in`, or, when in is NULL, from lb_llama_stage_input() where a receive put it. The
+ * model's last chunk: targets (T) give the loss; the gradient of the logits is computed
+ * at once with weight loss_scale per token (1 / tokens of the global batch) and kept for
+ * the backward; the sum of this micro-batch's token losses is added to loss_acc on the
+ * device, and when loss_sum is not NULL also read back into it (tests; that waits for
+ * the device). tokens/targets (host) are uploaded into the slot.
  * Returns 0 or an LB_E_* code.
  */
-int lb_llama_forward(struct lb_llama *m, int slot, const int32_t *tokens, const int32_t *targets,
-		     const void *in, double loss_scale, double *loss_sum);
+int lb_llama_forward(struct lb_llama *m, int chunk, int slot, const int32_t *tokens,
+		     const int32_t *targets, const void *in, double loss_scale, double *loss_sum);
 /*
- * Backward of the micro-batch in `slot`, accumulating into the gradients. Last stage: from
- * the loss; other stages from dout (T, H), or from lb_llama_stage_doutput() when NULL.
- * Afterwards lb_llama_stage_dinput() holds the gradient of the stage input (not the
- * first stage). Returns 0 or an LB_E_* code.
+ * Backward of the micro-batch in chunk's slot `slot`, accumulating into the gradients.
+ * The model's last chunk: from the loss; other chunks from dout (T, H), or from
+ * lb_llama_stage_doutput() when NULL. Afterwards lb_llama_stage_dinput() holds the
+ * gradient of the chunk's input (not the model's first chunk) until the next backward.
+ * Returns 0 or an LB_E_* code.
  */
-int lb_llama_backward(struct lb_llama *m, int slot, const void *dout);
+int lb_llama_backward(struct lb_llama *m, int chunk, int slot, const void *dout);
 
-/* Stage boundary buffers, (Tl, H) each (lb_llama_stage_count elements): the input of
- * slot's forward, its output (to send on), the gradient arriving from the next stage (a
- * backward with dout NULL reads it), the gradient of the input (to send back). Owned by
- * the model. */
-void *lb_llama_stage_input(struct lb_llama *m, int slot);
-void *lb_llama_stage_output(struct lb_llama *m, int slot);
+/* Chunk boundary buffers, (Tl, H) each (lb_llama_stage_count elements): the input of
+ * (chunk, slot)'s forward, its output (to send on), the gradient arriving from the next
+ * chunk (a backward with dout NULL reads it), the gradient of the input (to send back).
+ * Owned by the model. */
+void *lb_llama_stage_input(struct lb_llama *m, int chunk, int slot);
+void *lb_llama_stage_output(struct lb_llama *m, int chunk, int slot);
 void *lb_llama_stage_doutput(struct lb_llama *m);
 void *lb_llama_stage_dinput(struct lb_llama *m);
 size_t lb_llama_stage_count(const struct lb_llama *m);

@@ -194,6 +194,7 @@ static int open_log(struct lb_trainlog *lg, const struct lb_train_opts *o,
 	info.peak_tflops = -1; /* unknown for a CPU: MFU stays null, never a guess */
 	info.backend = "cpu";
 	info.world_size = lb_layout_world(&o->layout);
+	info.pipeline_schedule = lb_sched_name(lb_schedule_effective(&o->layout, o->schedule));
 	if (dev && dev->sm_count > 0) {
 		info.gpu = dev->name;
 		info.backend = "cuda";

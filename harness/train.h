@@ -38,7 +38,9 @@ struct lb_train_opts {
 	int nproc_per_node;	     /* --nproc-per-node, for the launcher */
 	double comm_timeout;	     /* --comm-timeout, seconds: a peer silent this long is a
 					timeout (every communicator wait is bounded by it) */
-	enum lb_sched_kind schedule; /* --pipeline-schedule 1f1b (default) | gpipe */
+	enum lb_sched_kind schedule; /* --pipeline-schedule 1f1b (default) | gpipe |
+					interleaved; the layout's virtual_stages > 1 runs
+					the interleaved one (lb_schedule_effective) */
 	char dump_params[4096];	     /* --dump-params FILE (testing aid): after the last
 					step rank 0 writes the whole model's fp32
 					parameters there; "" for none */
@@ -84,6 +86,7 @@ struct lb_trainer {
 	double comm_s;	 /* seconds in dp/tp/world collectives of the last step */
 	double bubble_s; /* seconds waiting in pipeline send/recv of the last step */
 	struct lb_llama model;
+	struct lb_schedule sched; /* this stage's list (common/pipeline.h), built once */
 	struct lb_optim optim;
 	struct lb_data data;
 	int dp_rank;		 /* this rank's slice of the global batch (data.h) */
@@ -116,12 +119,12 @@ int lb_trainer_init_par(struct lb_trainer *t, const struct lb_train_opts *o,
 			const struct lb_ops *ops, struct lb_comm *world, const struct lb_groups *g);
 void lb_trainer_free(struct lb_trainer *t);
 
-/* Run one stage's list of steps of optimizer step `step` (harness/schedule.h: the
- * pipeline schedule is data), accumulating gradients. A forward or backward of micro-batch
- * i uses activation slot i % model.n_slots (n_slots covers the schedule's micro-batches
- * in flight: 1 for a single stage, pp - stage for 1F1B, all for GPipe). Sends and
- * receives with one group number are issued together over t->pp (group_start/end);
- * without a pipeline group they are refused (LB_E_INVAL).
+/* Run one stage's list of steps of optimizer step `step` through the schedule's
+ * executor (lb_schedule_execute; the pipeline schedule is data), accumulating gradients.
+ * A forward or backward uses the model chunk and activation slot its step names (the
+ * list's slots, which the model was built with). Sends and receives with one group
+ * number are issued together over t->pp (group_start/end), their time counted as the
+ * bubble; without a pipeline group they are refused (LB_E_INVAL).
  * *loss_sum (may be NULL) gets the sum of token losses of the forwards. A stop flag
  * (lb_train_stop_signal) ends the list early with 1. Returns 0, 1 or an LB_E_* code. */
 int lb_trainer_run_steps(struct lb_trainer *t, int step, const struct lb_step *list, int n,

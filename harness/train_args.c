@@ -53,7 +53,9 @@ const char *lb_train_usage(void)
 	    "                          staged through host memory (ranks that share a GPU);\n"
 	    "                          auto (default): staged when a node has more ranks than\n"
 	    "                          visible GPUs, else nccl\n"
-	    "  --pipeline-schedule 1f1b|gpipe  pipeline schedule with --pp > 1 (default 1f1b)\n"
+	    "  --pipeline-schedule 1f1b|gpipe|interleaved  pipeline schedule with --pp > 1\n"
+	    "                          (default 1f1b; --virtual-stages N > 1 runs interleaved,\n"
+	    "                          which needs it)\n"
 	    "  --dump-params FILE      testing aid: write the whole model's fp32 parameters\n"
 	    "                          after the last step (rank 0)\n"
 	    "  --quiet                 no progress line per step on stderr\n"
@@ -191,7 +193,7 @@ bad:
 bad_enum:
 	snprintf(err, errlen, "%s: unknown value '%s' (expected %s)", name, v,
 		 !strcmp(name, "--device")		? "cpu or cuda"
-		 : !strcmp(name, "--pipeline-schedule") ? "1f1b or gpipe"
+		 : !strcmp(name, "--pipeline-schedule") ? "1f1b, gpipe or interleaved"
 		 : !strcmp(name, "--gpu-comm")		? "auto, nccl or staged"
 							: "u16 or u32");
 	return -1;
@@ -302,6 +304,19 @@ int lb_train_check(const struct lb_train_opts *o, char *err, size_t errlen)
 	}
 	if (lb_layout_check(l, reason, sizeof(reason))) {
 		snprintf(err, errlen, "%s", reason);
+		return -1;
+	}
+	if (o->schedule == LB_SCHED_INTERLEAVED && lb_layout_chunks(l) < 2) {
+		snprintf(err, errlen,
+			 "--pipeline-schedule interleaved needs --virtual-stages N (N >= 2 model "
+			 "chunks per pipeline stage)");
+		return -1;
+	}
+	if (o->schedule == LB_SCHED_GPIPE && lb_layout_chunks(l) > 1) {
+		snprintf(err, errlen,
+			 "--virtual-stages %d runs the interleaved 1F1B schedule; drop "
+			 "--pipeline-schedule gpipe (or the virtual stages)",
+			 l->virtual_stages);
 		return -1;
 	}
 	if (world > LB_SHM_MAX_RANKS && (!o->device_cuda || !getenv("SLURM_PROCID"))) {

@@ -1,8 +1,9 @@
 /*
  * The trainer's core: one rank's trainer object (model, optimizer, data, the step's
- * events and read-back buffer), optimizer steps as lists of micro-batch operations (so a
- * pipeline schedule drives them), the gradient reductions, norm, clipping and AdamW, the
- * phase times, the stop flag and fault injection. See train.h, docs/trainer.md.
+ * events and read-back buffer), optimizer steps as lists of micro-batch operations run
+ * by the pipeline schedule's executor (lb_schedule_execute, the one path for the
+ * trainer and the tests), the gradient reductions, norm, clipping and AdamW, the phase
+ * times, the stop flag and fault injection. See train.h, docs/trainer.md.
  */
 #include "harness/train.h"
 
@@ -106,7 +107,7 @@ int lb_trainer_init_par(struct lb_trainer *t, const struct lb_train_opts *o,
 			const struct lb_ops *ops, struct lb_comm *world, const struct lb_groups *g)
 {
 	const struct lb_layout *l = &o->layout;
-	int rc, n_slots, dp = l->dp;
+	int rc, dp = l->dp;
 	size_t lo, hi;
 
 	memset(t, 0, sizeof(*t));
@@ -143,13 +144,21 @@ int lb_trainer_init_par(struct lb_trainer *t, const struct lb_train_opts *o,
 	}
 	ops->set_mem_limit(o->mem_limit);
 	ops->reset_peak();
-	/* activations held: 1F1B keeps pp - stage micro-batches in flight, GPipe all */
-	n_slots = o->schedule == LB_SCHED_GPIPE && l->pp > 1 ? t->accum : l->pp - t->stage;
-	if (n_slots > t->accum)
-		n_slots = t->accum;
-	if (n_slots < 1)
-		n_slots = 1;
-	rc = lb_llama_init(&t->model, ops, t->tp, l, t->stage, n_slots);
+	/* this stage's list, built once; its chunks' activation slots are the model's (1F1B
+	 * holds pp - stage micro-batches, GPipe all, interleaved per chunk what it holds) */
+	if (lb_schedule_for_layout(l, o->schedule, t->stage, &t->sched, t->err, sizeof(t->err))) {
+		lb_trainer_free(t);
+		return LB_E_INVAL;
+	}
+	if (t->sched.n_grad_bufs > 1) {
+		snprintf(t->err, sizeof(t->err),
+			 "the %s schedule keeps %d received gradients waiting; the model has one "
+			 "buffer",
+			 lb_sched_name(t->sched.kind), t->sched.n_grad_bufs);
+		lb_trainer_free(t);
+		return LB_E_INVAL;
+	}
+	rc = lb_llama_init_slots(&t->model, ops, t->tp, l, t->stage, t->sched.n_slots);
 	t->zero = l->zero_stage == 1 && t->dp;
 	lo = 0;
 	hi = rc ? 0 : t->model.n_params;
@@ -174,8 +183,9 @@ int lb_trainer_init_par(struct lb_trainer *t, const struct lb_train_opts *o,
 		rc = LB_E_OOM;
 	if (rc == 0)
 		rc = lb_optim_init(&t->optim, ops, t->model.params, lo, hi, o->lr, o->weight_decay);
-	/* two events per forward or backward of a step, two for the optimizer */
-	t->n_ev = 4 * t->accum + 2;
+	/* two events per forward or backward of a step (of each model chunk), two for the
+	 * optimizer */
+	t->n_ev = 4 * t->accum * t->sched.chunks + 2;
 	t->ev = rc ? NULL : calloc((size_t)t->n_ev, sizeof(*t->ev));
 	t->ev_kind = rc ? NULL : calloc((size_t)t->n_ev / 2, sizeof(*t->ev_kind));
 	t->ev_comm = rc ? NULL : calloc((size_t)t->n_ev / 2, sizeof(*t->ev_comm));
@@ -248,6 +258,7 @@ void lb_trainer_free(struct lb_trainer *t)
 	t->ev_comm = NULL;
 	if (t->model.ops)
 		lb_llama_free(&t->model);
+	lb_schedule_release(&t->sched);
 	lb_data_close(&t->data);
 	free(t->tokens);
 	free(t->targets);
@@ -268,25 +279,6 @@ static const char *model_error(int rc)
 	}
 }
 
-/* The memory of a pipeline send/recv step. */
-static void *pipe_buffer(struct lb_trainer *t, const struct lb_step *op)
-{
-	int slot = op->micro % t->model.n_slots;
-
-	switch (op->kind) {
-	case LB_STEP_SEND_ACT:
-		return lb_llama_stage_output(&t->model, slot);
-	case LB_STEP_RECV_ACT:
-		return lb_llama_stage_input(&t->model, slot);
-	case LB_STEP_SEND_GRAD:
-		return lb_llama_stage_dinput(&t->model);
-	case LB_STEP_RECV_GRAD:
-		return lb_llama_stage_doutput(&t->model);
-	default:
-		return NULL;
-	}
-}
-
 /* NCCL calls are timed on the device by tag (comm_cuda.h): a forward or backward's pair
  * number, or one of these after the pairs. */
 #define TAG_PIPE(t)  ((t)->n_ev / 2)
@@ -298,94 +290,158 @@ static void *pipe_buffer(struct lb_trainer *t, const struct lb_step *op)
 #define SET_TAG(x) ((void)0)
 #endif
 
-/* Steps [i, j) are one send/recv group: issue them together over t->pp. */
-static int run_group(struct lb_trainer *t, const struct lb_step *list, int i, int j)
+/* The executor's context: the trainer and the optimizer step being run. */
+struct exec_ctx {
+	struct lb_trainer *t;
+	int step;
+	double t0; /* start of the send/recv group being issued */
+	int pair;  /* event pair of the compute step being run, -1 none */
+	double c0; /* the model's tp collective seconds at its start */
+};
+
+/* The compute step's events: a (start, end) pair per forward or backward while there
+ * are pairs left (the last two events are the optimizer's). */
+static void compute_begin(struct exec_ctx *x, const struct lb_step *st)
 {
-	struct lb_comm *c = t->pp;
-	size_t n = lb_llama_stage_count(&t->model);
-	double t0 = lb_now_s();
-	int rc;
+	struct lb_trainer *t = x->t;
 
-	SET_TAG(TAG_PIPE(t));
-	rc = c->ops->group_start(c);
-	for (int k = i; rc == 0 && k < j; k++) {
-		const struct lb_step *op = &list[k];
-		void *buf = pipe_buffer(t, op);
-
-		if (op->kind == LB_STEP_SEND_ACT || op->kind == LB_STEP_SEND_GRAD)
-			rc = c->ops->send(c, buf, n, t->ops->dtype[LB_K_ACT], op->peer,
-					  t->ops->stream());
-		else
-			rc = c->ops->recv(c, buf, n, t->ops->dtype[LB_K_ACT], op->peer,
-					  t->ops->stream());
+	x->pair = -1;
+	x->c0 = t->model.comm_s;
+	if (t->ev_used + 2 <= t->n_ev - 2) {
+		x->pair = t->ev_used / 2;
+		t->ev_kind[x->pair] = st->kind;
+		t->ev_used += 2;
+		t->ops->event_record(t->ev[2 * x->pair]);
 	}
-	if (rc == 0)
-		rc = c->ops->group_end(c);
-	t->bubble_s += lb_now_s() - t0;
+	SET_TAG(x->pair >= 0 ? x->pair : TAG_OTHER(t));
+}
+
+static int compute_end(struct exec_ctx *x, const struct lb_step *st, int rc)
+{
+	struct lb_trainer *t = x->t;
+
+	if (x->pair >= 0) {
+		t->ops->event_record(t->ev[2 * x->pair + 1]);
+		t->ev_comm[x->pair] = t->model.comm_s - x->c0; /* host-timed tp collectives */
+	}
 	if (rc)
+		snprintf(t->err, sizeof(t->err), "%s in the %s of micro-batch %d", model_error(rc),
+			 lb_step_name(st->kind), st->micro);
+	return rc;
+}
+
+static int exec_forward(void *ctx, const struct lb_step *st)
+{
+	struct exec_ctx *x = ctx;
+	struct lb_trainer *t = x->t;
+	const struct lb_chunk *ch;
+
+	if (stop_signal)
+		return 1;
+	if (st->chunk < 0 || st->chunk >= t->model.n_chunks)
+		return compute_end(x, st, LB_E_INVAL);
+	ch = &t->model.chunks[st->chunk];
+	/* the model's first chunk embeds the tokens, its last scores the targets */
+	if ((ch->first || ch->last) &&
+	    lb_data_batch(&t->data, &t->opts.layout, x->step, t->dp_rank, st->micro, t->tokens,
+			  t->targets, t->err, sizeof(t->err)))
+		return LB_E_DATA;
+	compute_begin(x, st);
+	return compute_end(x, st,
+			   lb_llama_forward(&t->model, st->chunk, st->slot, t->tokens, t->targets,
+					    NULL, t->loss_scale, NULL));
+}
+
+static int exec_backward(void *ctx, const struct lb_step *st)
+{
+	struct exec_ctx *x = ctx;
+
+	if (stop_signal)
+		return 1;
+	compute_begin(x, st);
+	return compute_end(x, st, lb_llama_backward(&x->t->model, st->chunk, st->slot, NULL));
+}
+
+/* The memory of a pipeline send/recv step. */
+static void *exec_buffer(void *ctx, const struct lb_step *st, size_t *count, enum lb_dtype *dtype)
+{
+	struct lb_trainer *t = ((struct exec_ctx *)ctx)->t;
+	struct lb_llama *m = &t->model;
+
+	*count = lb_llama_stage_count(m);
+	*dtype = t->ops->dtype[LB_K_ACT];
+	if (st->chunk < 0 || st->chunk >= m->n_chunks || st->slot < 0 ||
+	    st->slot >= m->chunks[st->chunk].n_slots)
+		return NULL;
+	switch (st->kind) {
+	case LB_STEP_SEND_ACT:
+		return lb_llama_stage_output(m, st->chunk, st->slot);
+	case LB_STEP_RECV_ACT:
+		return lb_llama_stage_input(m, st->chunk, st->slot);
+	case LB_STEP_SEND_GRAD:
+		return lb_llama_stage_dinput(m);
+	case LB_STEP_RECV_GRAD:
+		return lb_llama_stage_doutput(m);
+	default:
+		return NULL;
+	}
+}
+
+/* Time in pipeline send/recv groups is the bubble (waiting for the neighbours). */
+static void exec_group(void *ctx, const struct lb_step *first, int done)
+{
+	struct exec_ctx *x = ctx;
+
+	(void)first;
+	if (!done) {
+		SET_TAG(TAG_PIPE(x->t));
+		x->t0 = lb_now_s();
+	} else {
+		x->t->bubble_s += lb_now_s() - x->t0;
+	}
+}
+
+static int exec_comm_failed(void *ctx, const struct lb_step *st, int rc)
+{
+	struct lb_trainer *t = ((struct exec_ctx *)ctx)->t;
+
+	if (!t->pp && st) {
+		snprintf(t->err, sizeof(t->err),
+			 "pipeline step '%s' needs a pipeline group (pp > 1)",
+			 lb_step_name(st->kind));
+		return LB_E_INVAL;
+	}
+	if (st)
 		snprintf(t->err, sizeof(t->err), "pipeline %s of micro-batch %d: %s",
-			 lb_step_name(list[i].kind), list[i].micro, lb_comm_strerror(rc));
-	return lb_comm_rc_status(rc);
+			 lb_step_name(st->kind), st->micro, lb_comm_strerror(rc));
+	else
+		snprintf(t->err, sizeof(t->err), "the pipeline group does not fit stage %d of %d",
+			 t->stage, t->opts.layout.pp);
+	return lb_comm_rc_status(rc) ? lb_comm_rc_status(rc) : LB_E_COMM;
 }
 
 int lb_trainer_run_steps(struct lb_trainer *t, int step, const struct lb_step *list, int n,
 			 double *loss_sum)
 {
-	const struct lb_ops *ops = t->ops;
+	const struct lb_pipe_ops pops = {.forward = exec_forward,
+					 .backward = exec_backward,
+					 .buffer = exec_buffer,
+					 .group = exec_group,
+					 .comm_failed = exec_comm_failed,
+					 .stream = t->ops->stream()};
+	struct exec_ctx x = {t, step, 0, -1, 0};
+	struct lb_schedule s = t->sched;
 	int rc;
 
-	ops->zero(t->model.loss_acc, 1, LB_K_F64);
-	for (int i = 0; i < n; i++) {
-		const struct lb_step *op = &list[i];
-		int slot = op->micro % t->model.n_slots, pair = -1;
-		double c0 = t->model.comm_s;
-
-		if (stop_signal)
-			return 1;
-		if ((op->kind == LB_STEP_FORWARD || op->kind == LB_STEP_BACKWARD) &&
-		    t->ev_used + 2 <= t->n_ev - 2) { /* the last two are the optimizer's */
-			pair = t->ev_used / 2;
-			t->ev_kind[pair] = op->kind;
-			t->ev_used += 2;
-			ops->event_record(t->ev[2 * pair]);
-		}
-		SET_TAG(pair >= 0 ? pair : TAG_OTHER(t));
-		if (op->kind == LB_STEP_FORWARD) {
-			if (lb_data_batch(&t->data, &t->opts.layout, step, t->dp_rank, op->micro,
-					  t->tokens, t->targets, t->err, sizeof(t->err)))
-				return LB_E_DATA;
-			rc = lb_llama_forward(&t->model, slot, t->tokens, t->targets, NULL,
-					      t->loss_scale, NULL);
-		} else if (op->kind == LB_STEP_BACKWARD) {
-			rc = lb_llama_backward(&t->model, slot, NULL);
-		} else if (t->pp && op->group >= 0) {
-			int j = i + 1;
-
-			while (j < n && list[j].group == op->group && list[j].peer >= 0)
-				j++;
-			if ((rc = run_group(t, list, i, j)))
-				return rc;
-			i = j - 1;
-			continue;
-		} else {
-			snprintf(t->err, sizeof(t->err),
-				 "pipeline step '%s' needs a pipeline group (pp > 1)",
-				 lb_step_name(op->kind));
-			return LB_E_INVAL;
-		}
-		if (pair >= 0) {
-			ops->event_record(t->ev[2 * pair + 1]);
-			t->ev_comm[pair] = t->model.comm_s - c0; /* host-timed tp collectives */
-		}
-		if (rc) {
-			snprintf(t->err, sizeof(t->err), "%s in the %s of micro-batch %d",
-				 model_error(rc), lb_step_name(op->kind), op->micro);
-			return rc;
-		}
-	}
-	if (loss_sum) { /* tests: read the forwards' loss sum (waits for the device) */
-		ops->read(loss_sum, t->model.loss_acc, 1, LB_K_F64);
-	}
+	s.steps = (struct lb_step *)list; /* read only */
+	s.n_steps = n;
+	s.stage = t->stage;
+	s.pp = t->pp ? t->pp->size : 1;
+	t->ops->zero(t->model.loss_acc, 1, LB_K_F64);
+	if ((rc = lb_schedule_execute(&s, t->pp, &pops, &x)))
+		return rc;
+	if (loss_sum) /* tests: read the forwards' loss sum (waits for the device) */
+		t->ops->read(loss_sum, t->model.loss_acc, 1, LB_K_F64);
 	return 0;
 }
 
@@ -498,9 +554,7 @@ static int device_comm_times(struct lb_trainer *t)
 int lb_trainer_step(struct lb_trainer *t, int step, double *loss)
 {
 	const struct lb_ops *ops = t->ops;
-	const struct lb_layout *l = &t->opts.layout;
 	struct lb_llama *m = &t->model;
-	struct lb_schedule sched;
 	double sum = 0, scale, sq, host[2], cw;
 	int rc, n_opt = t->n_ev - 2;
 
@@ -520,13 +574,8 @@ int lb_trainer_step(struct lb_trainer *t, int step, double *loss)
 	default:
 		break;
 	}
-	if (lb_schedule_build(t->pp ? t->opts.schedule : LB_SCHED_1F1B, l->pp, t->stage, t->accum,
-			      &sched, t->err, sizeof(t->err)))
-		return LB_E_INVAL;
 	lb_llama_zero_grads(m);
-	rc = lb_trainer_run_steps(t, step, sched.steps, sched.n_steps, NULL);
-	lb_schedule_release(&sched);
-	if (rc)
+	if ((rc = lb_trainer_run_steps(t, step, t->sched.steps, t->sched.n_steps, NULL)))
 		return rc;
 	SET_TAG(TAG_OTHER(t));
 	if ((rc = lb_llama_sync_sp_grads(m))) {

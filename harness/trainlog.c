@@ -98,7 +98,7 @@ int lb_trainlog_open(struct lb_trainlog *lg, const char *run_dir, const struct l
 	const struct lb_layout *l = info->layout;
 	const struct lb_model *m = &l->model;
 	struct lb_strbuf sb = LB_STRBUF_INIT;
-	char id[LB_ID_LEN + 1], ts[32], host[128], flags[2048];
+	char id[LB_ID_LEN + 1], ts[32], host[128], flags[LB_MAX_STAGES * 12 + 2048];
 	const char *sweep = getenv("LAYOUTBENCH_SWEEP");
 	const char *job = getenv("SLURM_JOB_ID"), *task = getenv("SLURM_ARRAY_TASK_ID");
 	const char *array_job = getenv("SLURM_ARRAY_JOB_ID"), *label = getenv("LAYOUTBENCH_LABEL");
@@ -133,11 +133,22 @@ int lb_trainlog_open(struct lb_trainlog *lg, const char *run_dir, const struct l
 		       "\"pp\":%d,\"dp\":%d,\"gpus_per_node\":%d,\"nodes\":%d,"
 		       "\"sequence_parallel\":%d,\"zero_stage\":%d,\"checkpointing\":\"%s\","
 		       "\"attention\":\"%s\",\"norm\":\"%s\",\"steps\":%d,\"warmup\":%d,"
-		       "\"seed\":%llu}",
+		       "\"seed\":%llu",
 		       l->seq_len, l->global_batch, l->micro_batch, l->tp, l->pp, l->dp,
 		       l->gpus_per_node, l->nodes, l->sequence_parallel, l->zero_stage,
 		       lb_ckpt_name(l->checkpointing), lb_attn_name(l->attention),
 		       lb_norm_name(l->norm), l->steps, l->warmup, (unsigned long long)l->seed);
+	/* the pipeline's shape, only where it differs from one block per stage by the rule
+	 * (as the canonical text and the id do) */
+	if (lb_layout_chunks(l) > 1)
+		lb_strbuf_addf(&sb, ",\"virtual_stages\":%d", l->virtual_stages);
+	if (lb_layout_split_explicit(l)) {
+		lb_strbuf_adds(&sb, ",\"stage_layers\":[");
+		for (int i = 0; i < l->n_stage_layers && i < LB_MAX_STAGES; i++)
+			lb_strbuf_addf(&sb, "%s%d", i ? "," : "", l->stage_layers[i]);
+		lb_strbuf_adds(&sb, "]");
+	}
+	lb_strbuf_adds(&sb, "}");
 	lb_strbuf_adds(&sb, ",\"model\":{\"name\":");
 	lb_strbuf_add_json(&sb, m->name);
 	lb_strbuf_addf(&sb,
@@ -147,6 +158,10 @@ int lb_trainlog_open(struct lb_trainlog *lg, const char *run_dir, const struct l
 		       m->tied);
 	lb_strbuf_adds(&sb, ",\"flags\":");
 	lb_strbuf_add_json(&sb, flags);
+	if (info->pipeline_schedule) {
+		lb_strbuf_adds(&sb, ",\"pipeline_schedule\":");
+		lb_strbuf_add_json(&sb, info->pipeline_schedule);
+	}
 	lb_strbuf_addf(&sb,
 		       ",\"params\":%lld,\"tokens_per_step\":%lld,\"flops_per_step\":%.17g,"
 		       "\"hw_flops_per_step\":%.17g,\"gpu\":",

@@ -41,6 +41,8 @@ struct lb_runinfo {
 	int n_hosts;
 	const char *cuda_version, *nccl_version, *driver_version; /* NULL: null */
 	const struct lb_device_info *device; /* the GPU's facts (harness/ops.h); NULL: none */
+	const char *pipeline_schedule;	     /* the schedule run ("1f1b", "gpipe", "interleaved");
+						NULL: not written */
 };
 
 /* Phase times of a step, seconds; < 0: not known (omitted). */

@@ -4,7 +4,8 @@
  * checkpointing none/selective/full, each attention kernel and norm, micro-batches,
  * GPipe, tied and grouped-query models), the CPU backend's counted peak in the run log
  * (every rank's, "rank_peak_mem_bytes", or "peak_mem_bytes" for one rank) equals the
- * model's CPU prediction for the most loaded rank to within 0.01%: the model mirrors the
+ * model's CPU prediction for the most loaded rank to within 0.01% (explicit layer splits
+ * and the interleaved schedule's chunks included): the model mirrors the
  * trainer's buffers one by one, so any buffer added, dropped or resized in the trainer
  * without the model fails here. The GPU sizes (bf16 act buffers, the CUDA backend's
  * scratch) are checked against measured H200 peaks in docs/results/h200/README.md.
@@ -79,6 +80,14 @@ static const struct cas cases[] = {
     {"--model tiny --seq-len 32 --global-batch 8 --micro-batch 1 --dp 2", 0},
     {"--model tiny --seq-len 32 --global-batch 8 --micro-batch 1 --dp 2 --zero-stage 1", 0},
     {"--model tiny --seq-len 32 --global-batch 8 --micro-batch 2 --tp 2 --pp 2 --dp 2 --zero-stage 1 --sequence-parallel 1", 0},
+    /* explicit splits and the interleaved schedule's chunks and slots */
+    {"--model tiny-deep --seq-len 32 --global-batch 8 --micro-batch 1 --pp 2 --stage-layers 2,6", 0},
+    {"--model tiny-deep --seq-len 32 --global-batch 8 --micro-batch 1 --pp 3 --stage-layers 4,2,2 --checkpointing selective", 0},
+    {"--model tiny --seq-len 32 --global-batch 8 --micro-batch 1 --pp 2 --virtual-stages 2", 0},
+    {"--model tiny-deep --seq-len 32 --global-batch 8 --micro-batch 1 --pp 4 --virtual-stages 2 --checkpointing full", 0},
+    {"--model tiny-deep --seq-len 32 --global-batch 12 --micro-batch 1 --pp 2 --virtual-stages 3 --norm unfused", 0},
+    {"--model tiny-tied --seq-len 32 --global-batch 8 --micro-batch 1 --pp 2 --virtual-stages 2 --tp 2 --sequence-parallel 1", 0},
+    {"--model tiny-deep --seq-len 32 --global-batch 8 --micro-batch 1 --pp 2 --virtual-stages 2 --stage-layers 1,3,3,1 --dp 2 --zero-stage 1", 0},
 };
 
 static void test_cpu_peaks(void **state)

@@ -56,7 +56,7 @@ static double loss_of(struct lb_llama *m, const int32_t *tok, const int32_t *tgt
 {
 	double sum = 0;
 
-	assert_int_equal(lb_llama_forward(m, 0, tok, tgt, NULL, 1.0 / m->T, &sum), 0);
+	assert_int_equal(lb_llama_forward(m, 0, 0, tok, tgt, NULL, 1.0 / m->T, &sum), 0);
 	return sum / m->T;
 }
 
@@ -77,7 +77,7 @@ static void gradcheck(const struct lb_layout *l)
 	assert_non_null(g);
 	lb_llama_zero_grads(&m);
 	loss_of(&m, tok, tgt);
-	assert_int_equal(lb_llama_backward(&m, 0, NULL), 0);
+	assert_int_equal(lb_llama_backward(&m, 0, 0, NULL), 0);
 	o->read(g, m.grads, n, LB_K_F32);
 	for (size_t i = 0; i < n; i++) {
 		double p0 = p[i], lp, lm, num, err;
@@ -165,10 +165,10 @@ static void run_f32(const struct lb_layout *l, double *loss, double *grads)
 	lb_llama_zero_grads(&m);
 	for (int i = 0; i < accum; i++) {
 		assert_int_equal(lb_data_batch(&d, l, 0, 0, i, tok, tgt, err, sizeof(err)), 0);
-		assert_int_equal(lb_llama_forward(&m, 0, tok, tgt, NULL,
+		assert_int_equal(lb_llama_forward(&m, 0, 0, tok, tgt, NULL,
 						  1.0 / (l->global_batch * l->seq_len), &ls),
 				 0);
-		assert_int_equal(lb_llama_backward(&m, 0, NULL), 0);
+		assert_int_equal(lb_llama_backward(&m, 0, 0, NULL), 0);
 		sum += ls;
 	}
 	*loss = sum / (l->global_batch * l->seq_len);
@@ -254,21 +254,22 @@ static void test_pp2_stages_match_pp1(void **state)
 		lb_llama_zero_grads(&st[s]);
 	}
 	assert_true(st[0].first && !st[0].last && !st[1].first && st[1].last);
-	assert_int_equal(st[0].layer_hi, 2);
-	assert_int_equal(st[1].layer_lo, 2);
+	assert_int_equal(st[0].chunks[0].layer_hi, 2);
+	assert_int_equal(st[1].chunks[0].layer_lo, 2);
 	assert_int_equal(st[0].t_head, -1);
 	assert_int_equal(st[1].t_embed, -1);
 	lb_llama_zero_grads(&whole);
-	assert_int_equal(lb_llama_forward(&whole, 0, tok, tgt, NULL, 1.0 / whole.T, &loss1), 0);
-	assert_int_equal(lb_llama_backward(&whole, 0, NULL), 0);
+	assert_int_equal(lb_llama_forward(&whole, 0, 0, tok, tgt, NULL, 1.0 / whole.T, &loss1), 0);
+	assert_int_equal(lb_llama_backward(&whole, 0, 0, NULL), 0);
 	/* slot 1 of each stage, to use a slot other than the first */
-	assert_int_equal(lb_llama_forward(&st[0], 1, tok, tgt, NULL, 1.0 / whole.T, NULL), 0);
-	assert_int_equal(lb_llama_forward(&st[1], 1, tok, tgt, lb_llama_stage_output(&st[0], 1),
-					  1.0 / whole.T, &loss2),
+	assert_int_equal(lb_llama_forward(&st[0], 0, 1, tok, tgt, NULL, 1.0 / whole.T, NULL), 0);
+	assert_int_equal(lb_llama_forward(&st[1], 0, 1, tok, tgt,
+					  lb_llama_stage_output(&st[0], 0, 1), 1.0 / whole.T,
+					  &loss2),
 			 0);
 	assert_true(fabs(loss1 - loss2) <= 1e-6 * loss1);
-	assert_int_equal(lb_llama_backward(&st[1], 1, NULL), 0);
-	assert_int_equal(lb_llama_backward(&st[0], 1, lb_llama_stage_dinput(&st[1])), 0);
+	assert_int_equal(lb_llama_backward(&st[1], 0, 1, NULL), 0);
+	assert_int_equal(lb_llama_backward(&st[0], 0, 1, lb_llama_stage_dinput(&st[1])), 0);
 	for (int s = 0; s < 2; s++)
 		for (int t = 0; t < st[s].n_tensors; t++) {
 			const struct lb_tensor *tt = &st[s].tensors[t];

@@ -85,10 +85,10 @@ static int check_case(struct lb_comm *tp, const struct tp_case *tc)
 	lb_data_close(&d);
 	lb_llama_zero_grads(&whole);
 	lb_llama_zero_grads(&shard);
-	if (lb_llama_forward(&whole, 0, tok, tgt, NULL, 1.0 / whole.T, &loss1) ||
-	    lb_llama_backward(&whole, 0, NULL) ||
-	    lb_llama_forward(&shard, 0, tok, tgt, NULL, 1.0 / shard.T, &loss2) ||
-	    lb_llama_backward(&shard, 0, NULL)) {
+	if (lb_llama_forward(&whole, 0, 0, tok, tgt, NULL, 1.0 / whole.T, &loss1) ||
+	    lb_llama_backward(&whole, 0, 0, NULL) ||
+	    lb_llama_forward(&shard, 0, 0, tok, tgt, NULL, 1.0 / shard.T, &loss2) ||
+	    lb_llama_backward(&shard, 0, 0, NULL)) {
 		fprintf(stderr, "rank %d: forward/backward failed\n", tp->rank);
 		return 1;
 	}

@@ -156,12 +156,14 @@ static void test_run_steps_refuses_sends(void **state)
 {
 	struct lb_train_opts o;
 	struct lb_trainer t;
-	struct lb_step list[] = {{LB_STEP_FORWARD, 0, -1, -1}, {LB_STEP_SEND_ACT, 0, 1, 0}};
+	struct lb_step list[] = {{LB_STEP_FORWARD, 0, -1, -1, 0, 0},
+				 {LB_STEP_SEND_ACT, 0, 1, 0, 0, 0}};
 	double sum = -1;
 
 	tiny_opts(&o);
 	assert_int_equal(lb_trainer_init(&t, &o, lb_ops_cpu(), NULL), 0);
-	assert_int_equal(t.model.n_slots, 1);
+	assert_int_equal(t.model.n_chunks, 1);
+	assert_int_equal(t.model.chunks[0].n_slots, 1);
 	assert_int_equal(lb_trainer_run_steps(&t, 0, list, 1, &sum), 0);
 	assert_true(sum > 0);
 	assert_int_equal(lb_trainer_run_steps(&t, 0, list, 2, &sum), LB_E_INVAL);

@@ -8,8 +8,11 @@
  * model gathered by rank 0) to 1e-5 relative in the L2 norm of the whole model, 1e-4 per
  * tensor, and no element off by more than 5% of the learning rate. Also GPipe, the
  * tiny-gqa preset (grouped-query attention split over tp) and the tiny-tied preset (the
- * tied embedding's two copies summed between first and last stage), and uneven pipeline
- * stages (pp not dividing the layers).
+ * tied embedding's two copies summed between first and last stage), uneven pipeline
+ * stages (pp not dividing the layers), explicit layer splits (--stage-layers), and the
+ * interleaved 1F1B schedule (--virtual-stages: pp=2 and pp=4 with 2 and 3 chunks per
+ * stage, with tp, SP, dp, ZeRO-1, each checkpointing mode, a tied embedding, uneven
+ * chunks and an explicit split of the chunks).
  *
  * Why norms and not element by element: AdamW divides each gradient element by its own
  * running RMS, so an element whose gradient nearly cancels has its update decided by
@@ -234,7 +237,15 @@ static void one(const struct lb_layout *l, enum lb_sched_kind sched, const struc
 	x.nodes = 1;
 	snprintf(what, sizeof(what), "%s tp=%d pp=%d dp=%d sp=%d zero=%d ckpt=%s sched=%s",
 		 x.model.name, x.tp, x.pp, x.dp, x.sequence_parallel, x.zero_stage,
-		 lb_ckpt_name(x.checkpointing), lb_sched_name(sched));
+		 lb_ckpt_name(x.checkpointing), lb_sched_name(lb_schedule_effective(&x, sched)));
+	if (x.virtual_stages > 1 || x.n_stage_layers) {
+		size_t n = strlen(what);
+
+		n += (size_t)snprintf(what + n, sizeof(what) - n, " v=%d", x.virtual_stages);
+		for (int i = 0; i < x.n_stage_layers && n < sizeof(what); i++)
+			n += (size_t)snprintf(what + n, sizeof(what) - n, "%s%d",
+					      i ? "," : " split=", x.stage_layers[i]);
+	}
 	if (lb_layout_check(&x, reason, sizeof(reason))) {
 		fprintf(stderr, "invalid (not run) %s: %s\n", what, reason);
 		return;
@@ -422,6 +433,89 @@ static void test_uneven_stages(void **state)
 	assert_int_equal(n_ran, (int)(sizeof(lay) / sizeof(lay[0])));
 }
 
+/* An explicit split in l from text ("3,5"); "" for the rule. */
+static void set_split(struct lb_layout *l, const char *split)
+{
+	char err[256];
+
+	if (*split)
+		assert_int_equal(lb_layout_set_flag(l, "--stage-layers", split, err, sizeof(err)),
+				 1);
+	else
+		l->n_stage_layers = 0;
+}
+
+/* Explicit layer splits and the interleaved schedule (virtual stages): rank r holds
+ * chunks r, r + pp, ... of the pp * v chunks, activations go round the ring v times. */
+static void test_split_and_interleaved(void **state)
+{
+	static const struct {
+		const char *preset;
+		int global_batch;
+		enum lb_ckpt ck;
+		int tp, pp, dp, sp, zero, v;
+		const char *split; /* "" the rule */
+	} lay[] = {
+	    /* explicit splits, one chunk per stage */
+	    {"tiny-deep", 8, LB_CKPT_NONE, 1, 2, 1, 0, 0, 1, "3,5"},
+	    {"tiny-deep", 8, LB_CKPT_NONE, 2, 3, 1, 1, 0, 1, "4,2,2"},
+	    {"tiny-deep", 8, LB_CKPT_NONE, 1, 4, 2, 0, 1, 1, "1,3,3,1"},
+	    /* interleaved: 8 layers in 4 chunks of 2 (pp=2) or 8 of 1 (pp=4) */
+	    {"tiny-deep", 8, LB_CKPT_NONE, 1, 2, 1, 0, 0, 2, ""},
+	    {"tiny-deep", 8, LB_CKPT_NONE, 2, 2, 1, 1, 0, 2, ""},
+	    {"tiny-deep", 8, LB_CKPT_NONE, 1, 2, 2, 0, 1, 2, ""},
+	    {"tiny-deep", 8, LB_CKPT_NONE, 2, 2, 2, 0, 0, 2, ""},
+	    {"tiny-deep", 8, LB_CKPT_NONE, 1, 4, 1, 0, 0, 2, ""},
+	    {"tiny-deep", 8, LB_CKPT_NONE, 2, 4, 1, 1, 0, 2, ""},
+	    {"tiny-deep", 8, LB_CKPT_NONE, 1, 4, 2, 0, 1, 2, ""},
+	    /* 3 chunks per stage: 8 layers in 6 chunks (1 1 2 2 1 1), and a split of them */
+	    {"tiny-deep", 8, LB_CKPT_NONE, 1, 2, 1, 0, 0, 3, ""},
+	    {"tiny-deep", 8, LB_CKPT_NONE, 1, 2, 1, 0, 0, 2, "1,3,3,1"},
+	    /* checkpointing modes */
+	    {"tiny-deep", 8, LB_CKPT_FULL, 1, 4, 1, 0, 0, 2, ""},
+	    {"tiny-deep", 8, LB_CKPT_FULL, 2, 2, 2, 1, 1, 2, ""},
+	    {"tiny-deep", 8, LB_CKPT_SELECTIVE, 1, 2, 2, 0, 0, 2, ""},
+	    {"tiny-deep", 8, LB_CKPT_SELECTIVE, 2, 4, 1, 0, 0, 2, ""},
+	    /* as many micro-batches as stages: every pass is warm-up */
+	    {"tiny-deep", 4, LB_CKPT_NONE, 1, 2, 2, 0, 0, 2, ""},
+	    /* a tied embedding: its copies on stage 0's first chunk and the last stage's last */
+	    {"tiny-tied", 8, LB_CKPT_NONE, 1, 2, 1, 0, 0, 2, ""},
+	    {"tiny-tied", 8, LB_CKPT_NONE, 2, 2, 2, 1, 1, 2, ""},
+	};
+	struct run_out ref;
+	int have_ref = 0;
+
+	memset(&ref, 0, sizeof(ref));
+	n_ran = n_bad = 0;
+	for (size_t i = 0; i < sizeof(lay) / sizeof(lay[0]); i++) {
+		struct lb_layout l;
+
+		base_layout(&l, lay[i].preset, lay[i].ck);
+		l.global_batch = lay[i].global_batch;
+		if (!have_ref || strcmp(lay[i].preset, lay[i - 1].preset) ||
+		    lay[i].ck != lay[i - 1].ck || lay[i].global_batch != lay[i - 1].global_batch) {
+			out_free(&ref);
+			assert_int_equal(run(&l, LB_SCHED_1F1B, "ref", &ref), 0);
+			have_ref = 1;
+		}
+		l.tp = lay[i].tp;
+		l.pp = lay[i].pp;
+		l.dp = lay[i].dp;
+		l.sequence_parallel = lay[i].sp;
+		l.zero_stage = lay[i].zero;
+		l.virtual_stages = lay[i].v;
+		set_split(&l, lay[i].split);
+		/* the layouts test what they claim */
+		if (*lay[i].split)
+			assert_true(lb_layout_split_explicit(&l));
+		one(&l, LB_SCHED_1F1B, &ref);
+	}
+	out_free(&ref);
+	printf("split and interleaved layouts run: %d, differing: %d\n", n_ran, n_bad);
+	assert_int_equal(n_bad, 0);
+	assert_int_equal(n_ran, (int)(sizeof(lay) / sizeof(lay[0])));
+}
+
 static int setup(void **state)
 {
 	snprintf(tmpdir, sizeof(tmpdir), "/tmp/lb-par-equiv-%ld", (long)getpid());
@@ -443,6 +537,7 @@ int main(void)
 	    cmocka_unit_test(test_gqa_and_tied),
 	    cmocka_unit_test(test_micro_batch_2),
 	    cmocka_unit_test(test_uneven_stages),
+	    cmocka_unit_test(test_split_and_interleaved),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -217,7 +217,7 @@ static int env_in_spec(const struct sweep_cluster *c, const char *name)
 /* The trainer flags of one layout, each word quoted. */
 static int add_flags(struct lb_strbuf *sb, const struct plan_entry *e, char *err, size_t errlen)
 {
-	char flags[1024];
+	char flags[LB_MAX_STAGES * 12 + 2048]; /* --stage-layers adds one number a stage */
 	int n = lb_layout_to_flags(&e->layout, flags, sizeof(flags));
 
 	if (n < 0 || (size_t)n >= sizeof(flags)) {

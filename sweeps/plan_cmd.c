@@ -38,6 +38,18 @@ static void format_cells(const struct plan_entry *e, char cells[NCOLS][192], int
 	snprintf(cells[5], 192, "%d", l->micro_batch);
 	snprintf(cells[6], 192, "%d", l->tp);
 	snprintf(cells[7], 192, "%d", l->pp);
+	if (for_table) { /* the pipeline's shape: "4x2" virtual stages, "4 [7,8,8,7]" a split */
+		size_t n = strlen(cells[7]);
+
+		if (lb_layout_chunks(l) > 1)
+			n += (size_t)snprintf(cells[7] + n, 192 - n, "x%d", l->virtual_stages);
+		for (int i = 0; lb_layout_split_explicit(l) && i < l->n_stage_layers && n < 180;
+		     i++)
+			n += (size_t)snprintf(cells[7] + n, 192 - n, "%s%d", i ? "," : " [",
+					      l->stage_layers[i]);
+		if (lb_layout_split_explicit(l) && n < 190)
+			snprintf(cells[7] + n, 192 - n, "]");
+	}
 	snprintf(cells[8], 192, "%d", l->dp);
 	snprintf(cells[9], 192, "%d", l->sequence_parallel);
 	snprintf(cells[10], 192, "%d", l->zero_stage);
@@ -207,6 +219,12 @@ static cJSON *entry_json(const struct plan_entry *e)
 		cJSON_AddStringToObject(lo, "checkpointing", lb_ckpt_name(l->checkpointing));
 		cJSON_AddStringToObject(lo, "attention", lb_attn_name(l->attention));
 		cJSON_AddStringToObject(lo, "norm", lb_norm_name(l->norm));
+		if (lb_layout_chunks(l) > 1)
+			cJSON_AddNumberToObject(lo, "virtual_stages", l->virtual_stages);
+		if (lb_layout_split_explicit(l))
+			cJSON_AddItemToObject(
+			    lo, "stage_layers",
+			    cJSON_CreateIntArray(l->stage_layers, l->n_stage_layers));
 		cJSON_AddNumberToObject(lo, "steps", l->steps);
 		cJSON_AddNumberToObject(lo, "warmup", l->warmup);
 		cJSON_AddNumberToObject(lo, "seed", (double)l->seed);

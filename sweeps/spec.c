@@ -20,7 +20,7 @@
 #include "results/paper_csv.h"
 
 /* Field table: name, value kind. */
-enum field_kind { K_POS, K_BOOL, K_ZERO, K_CKPT, K_ATTN, K_NORM, K_KERNEL };
+enum field_kind { K_POS, K_BOOL, K_ZERO, K_CKPT, K_ATTN, K_NORM, K_KERNEL, K_VSTAGES, K_SPLIT };
 
 static const struct {
 	const char *name;
@@ -46,6 +46,8 @@ static const struct {
     [SF_ATTENTION] = {"attention", K_ATTN},
     [SF_NORM] = {"norm", K_NORM},
     [SF_KERNEL] = {"kernel", K_KERNEL},
+    [SF_VIRTUAL_STAGES] = {"virtual_stages", K_VSTAGES},
+    [SF_STAGE_LAYERS] = {"stage_layers", K_SPLIT},
 };
 
 #define POS_MAX	 (1 << 30)
@@ -72,6 +74,8 @@ static const char *const var_names[SV_NVARS] = {
     [SF_ATTENTION] = "attention",
     [SF_NORM] = "norm",
     [SF_KERNEL] = "", /* not a where variable: never matches an identifier */
+    [SF_VIRTUAL_STAGES] = "virtual_stages",
+    [SF_STAGE_LAYERS] = "", /* likewise: a list */
     [SV_GPUS_PER_NODE] = "gpus_per_node",
     [SV_NODES] = "nodes",
     [SV_ACCUM] = "accum",
@@ -82,6 +86,8 @@ const char *spec_var_name(int var)
 {
 	if (var == SF_KERNEL)
 		return "kernel";
+	if (var == SF_STAGE_LAYERS)
+		return "stage_layers";
 	return var >= 0 && var < SV_NVARS ? var_names[var] : "?";
 }
 
@@ -324,6 +330,57 @@ static int kernel_index(struct ctx *c, const char *name, const char *jpath, long
 	return 0;
 }
 
+/* A value of stage_layers: a list of positive integers, layers per pipeline stage (model
+ * chunk) in pipeline order; kept in the spec's table, *out its index. Whether it fits
+ * the layout (one entry per stage, summing to the layers) is a layout rule: the planner
+ * lists a layout it does not fit as invalid, with the reason. */
+static int split_index(struct ctx *c, const cJSON *v, const char *jpath, long long *out)
+{
+	struct sweep_spec *s = c->spec;
+	struct spec_split sp, *t;
+	const cJSON *e;
+	char got[64], sub[300];
+	int i;
+
+	if (!cJSON_IsArray(v)) {
+		show(v, got, sizeof(got));
+		return fail(c, jpath,
+			    "expected a list of layers per stage (e.g. [7, 8, 8, 7]), got %s%s",
+			    got,
+			    cJSON_IsNumber(v) ? " (a grid or zip axis lists splits: [[7, 8, 8, 7], "
+						"[8, 7, 7, 8]])"
+					      : "");
+	}
+	memset(&sp, 0, sizeof(sp));
+	for (e = v->child, i = 0; e; e = e->next, i++) {
+		long long x;
+
+		join_index(sub, sizeof(sub), jpath, i);
+		if (i == LB_MAX_STAGES)
+			return fail(c, jpath, "more than %d stages", LB_MAX_STAGES);
+		if (get_int(c, e, sub, 1, POS_MAX,
+			    "a positive number of layers (every stage needs one)", &x))
+			return -1;
+		sp.layers[i] = (int)x;
+	}
+	if (i == 0)
+		return fail(c, jpath, "expected layers per stage (e.g. [7, 8, 8, 7]), got []");
+	sp.n = i;
+	for (i = 0; i < s->nsplits; i++)
+		if (s->splits[i].n == sp.n &&
+		    !memcmp(s->splits[i].layers, sp.layers, (size_t)sp.n * sizeof(int))) {
+			*out = i;
+			return 0;
+		}
+	t = realloc(s->splits, (size_t)(s->nsplits + 1) * sizeof(*t));
+	if (!t)
+		return fail(c, jpath, "out of memory");
+	s->splits = t;
+	s->splits[s->nsplits] = sp;
+	*out = s->nsplits++;
+	return 0;
+}
+
 /* One value of a field. */
 static int field_value(struct ctx *c, int f, const cJSON *v, const char *jpath, long long *out)
 {
@@ -374,6 +431,11 @@ static int field_value(struct ctx *c, int f, const cJSON *v, const char *jpath, 
 		if (get_string(c, v, jpath, &s))
 			return -1;
 		return kernel_index(c, s, jpath, out);
+	case K_VSTAGES:
+		return get_int(c, v, jpath, 1, LB_MAX_VIRTUAL_STAGES,
+			       "a number of model chunks per stage (1 to 16)", out);
+	case K_SPLIT:
+		return split_index(c, v, jpath, out);
 	}
 	show(v, got, sizeof(got));
 	switch (fields[f].kind) {
@@ -404,7 +466,8 @@ static int field_of_key(struct ctx *c, const char *key, const char *jpath)
 		fail(c, jpath,
 		     "unknown field '%s' (fields: layers, hidden, heads, kv_heads, ffn, vocab, "
 		     "tied, seq_len, global_batch, micro_batch, tp, pp, dp, gpus, "
-		     "sequence_parallel, zero_stage, checkpointing, attention, norm, kernel)",
+		     "sequence_parallel, zero_stage, checkpointing, attention, norm, kernel, "
+		     "virtual_stages, stage_layers)",
 		     key);
 	return -1;
 }
@@ -1384,10 +1447,13 @@ void spec_free(struct sweep_spec *s)
 		part_release(&s->members[i]);
 	free(s->members);
 	free(s->kernels);
+	free(s->splits);
 	spec_cluster_release(&s->cluster);
 	s->models = NULL;
 	s->model_index = NULL;
 	s->members = NULL;
 	s->kernels = NULL;
+	s->splits = NULL;
+	s->nsplits = 0;
 	s->nmodels = s->nmembers = s->nkernels = 0;
 }

@@ -36,7 +36,10 @@ enum spec_field {
 	SF_CHECKPOINTING,
 	SF_ATTENTION,
 	SF_NORM,
-	SF_KERNEL, /* pseudo-field: attention x norm, kept as the entry's label */
+	SF_KERNEL,	   /* pseudo-field: attention x norm, kept as the entry's label */
+	SF_VIRTUAL_STAGES, /* model chunks per pipeline stage (interleaved 1F1B) */
+	SF_STAGE_LAYERS,   /* an explicit split: a list of layers per stage (a value is an
+			      index into sweep_spec.splits); not a where variable */
 	SF_NFIELDS
 };
 
@@ -59,6 +62,12 @@ struct spec_kernel {
 	char name[48]; /* "flash_attention2 + RMS kernel" */
 	enum lb_attn attention;
 	enum lb_norm norm;
+};
+
+/* A value of the stage_layers field: layers per pipeline stage (model chunk). */
+struct spec_split {
+	int n;
+	int layers[LB_MAX_STAGES];
 };
 
 /* Fields advanced together: one grid axis (nf = 1) or one zip object. */
@@ -92,6 +101,8 @@ struct sweep_spec {
 	int nmembers;
 	struct spec_kernel *kernels; /* values of the kernel field; a value is an index */
 	int nkernels;
+	struct spec_split *splits; /* values of the stage_layers field; likewise */
+	int nsplits;
 	int steps, warmup;
 	unsigned long long seed;
 	double step_time_guess_s;

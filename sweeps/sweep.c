@@ -164,6 +164,14 @@ static void set_field(const struct sweep_spec *s, struct lb_layout *l, int f, lo
 		l->norm = s->kernels[v].norm;
 		*label = s->kernels[v].name;
 		break;
+	case SF_VIRTUAL_STAGES:
+		l->virtual_stages = (int)v;
+		break;
+	case SF_STAGE_LAYERS:
+		l->n_stage_layers = s->splits[v].n;
+		memcpy(l->stage_layers, s->splits[v].layers,
+		       (size_t)s->splits[v].n * sizeof(l->stage_layers[0]));
+		break;
 	}
 }
 
@@ -279,6 +287,8 @@ static int judge_point(struct worker *w, const struct merged *m, int model, stru
 		v[SF_ATTENTION] = l->attention;
 		v[SF_NORM] = l->norm;
 		v[SF_KERNEL] = -1;
+		v[SF_VIRTUAL_STAGES] = l->virtual_stages;
+		v[SF_STAGE_LAYERS] = -1;
 		v[SV_GPUS_PER_NODE] = l->gpus_per_node;
 		v[SV_NODES] = l->nodes;
 		v[SV_ACCUM] = lb_layout_accum_steps(l);

@@ -1,8 +1,9 @@
 /*
  * Unit tests of grid expansion and planning (sweeps/sweep.c): cartesian product order,
  * zip, union with member overrides, derived dp / gpus / nodes, `where` (dropped and
- * counted), the kernel pseudo-field and its labels, duplicate merging, invalid and oom
- * statuses with reasons, the point limit, and loading embedded specs.
+ * counted), the kernel pseudo-field and its labels, virtual stages and explicit layer
+ * splits as axes, duplicate merging, invalid and oom statuses with reasons, the point
+ * limit, and loading embedded specs.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -281,6 +282,63 @@ static void test_status(void **state)
 	sweep_plan_free(&p);
 }
 
+/* virtual_stages and stage_layers are axes like the others: each point carries them,
+ * the id tells them apart, and a split that does not fit the layout is invalid with its
+ * reason (wrong count, wrong sum), not a spec error. */
+static void test_pipeline_fields(void **state)
+{
+	struct sweep_plan p = plan_ok(
+	    "{\"name\": \"t\", \"model\": \"tiny-deep\", \"fixed\": {\"global_batch\": 8}, "
+	    "\"grid\": {\"pp\": [2, 4], \"virtual_stages\": [1, 2]},"
+	    "\"union\": [{}, {\"grid\": {\"stage_layers\": [[3, 5], [1, 3, 3, 1], [2, 2, 2, 1], "
+	    "[2, 2, 2, 2]]}}],"
+	    "\"cluster\": {\"gpus_per_node\": 8}}");
+	static const struct {
+		int pp, v;
+		const char *reason; /* "" ok */
+	} want[] = {
+	    {2, 1, ""},
+	    {2, 2, ""},
+	    {4, 1, ""},
+	    {4, 2, ""},
+	    {2, 1, ""}, /* [3, 5] */
+	    {2, 1, "stage_layers has 4 entries; pp=2 needs one per stage"},
+	    {2, 1, "stage_layers has 4 entries; pp=2 needs one per stage"},
+	    {2, 1, "stage_layers has 4 entries; pp=2 needs one per stage"},
+	    {2, 2, "stage_layers has 2 entries; pp*virtual_stages=4 needs one per model chunk"},
+	    {2, 2, ""}, /* [1, 3, 3, 1] */
+	    {2, 2, "stage_layers sum to 7 layers; the model has 8"},
+	    /* [2, 2, 2, 2] on pp=2 v=2 is the rule's split: the point merges into {2, 2} */
+	    {4, 1, "stage_layers has 2 entries; pp=4 needs one per stage"},
+	    {4, 1, ""}, /* [1, 3, 3, 1] */
+	    {4, 1, "stage_layers sum to 7 layers; the model has 8"},
+	    /* [2, 2, 2, 2] on pp=4: the rule's */
+	    {4, 2, "stage_layers has 2 entries; pp*virtual_stages=8 needs one per model chunk"},
+	    {4, 2, "stage_layers has 4 entries; pp*virtual_stages=8 needs one per model chunk"},
+	    {4, 2, "stage_layers has 4 entries; pp*virtual_stages=8 needs one per model chunk"},
+	    {4, 2, "stage_layers has 4 entries; pp*virtual_stages=8 needs one per model chunk"},
+	};
+	size_t i;
+
+	(void)state;
+	assert_int_equal(p.n_entries, sizeof(want) / sizeof(want[0]));
+	assert_int_equal(p.n_duplicates, 2);
+	for (i = 0; i < p.n_entries; i++) {
+		const struct plan_entry *e = &p.entries[i];
+
+		assert_int_equal(e->layout.pp, want[i].pp);
+		assert_int_equal(e->layout.virtual_stages, want[i].v);
+		if (strcmp(e->reason, want[i].reason))
+			fail_msg("entry %zu: want '%s', got '%s'", i, want[i].reason, e->reason);
+		assert_int_equal(e->status, *want[i].reason ? PLAN_INVALID : PLAN_OK);
+		for (size_t j = 0; j < i; j++)
+			assert_string_not_equal(p.entries[j].id, e->id);
+	}
+	assert_int_equal(p.entries[4].layout.n_stage_layers, 2);
+	assert_int_equal(p.entries[4].layout.stage_layers[1], 5);
+	sweep_plan_free(&p);
+}
+
 static void test_model_overrides_and_run(void **state)
 {
 	struct sweep_plan p =
@@ -388,6 +446,7 @@ int main(void)
 	    cmocka_unit_test(test_threads_same_plan),
 	    cmocka_unit_test(test_duplicates),
 	    cmocka_unit_test(test_status),
+	    cmocka_unit_test(test_pipeline_fields),
 	    cmocka_unit_test(test_model_overrides_and_run),
 	    cmocka_unit_test(test_cluster_fields),
 	    cmocka_unit_test(test_limit),

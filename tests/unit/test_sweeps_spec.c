@@ -112,6 +112,32 @@ static void test_values(void **state)
 	bad("{" H ", \"run\": {\"warmup\": -1}}", "run.warmup: expected a non-negative integer");
 	bad("{" H ", \"run\": {\"seeds\": 1}}", "run.seeds: unknown key 'seeds'");
 	good("{" H ", \"fixed\": {\"sequence_parallel\": true, \"tied\": false, \"tp\": 2}}");
+	/* the pipeline's shape: model chunks per stage, an explicit split */
+	bad("{" H ", \"grid\": {\"virtual_stages\": [2, 0]}}",
+	    "grid.virtual_stages[1]: expected a number of model chunks per stage (1 to 16), got 0");
+	bad("{" H ", \"fixed\": {\"virtual_stages\": 17}}",
+	    "fixed.virtual_stages: expected a number of model chunks per stage");
+	bad("{" H ", \"fixed\": {\"stage_layers\": [2, 0]}}",
+	    "fixed.stage_layers[1]: expected a positive number of layers (every stage needs one), "
+	    "got 0");
+	bad("{" H ", \"fixed\": {\"stage_layers\": [2, 1.5]}}",
+	    "fixed.stage_layers[1]: expected a positive number of layers");
+	bad("{" H ", \"fixed\": {\"stage_layers\": []}}",
+	    "fixed.stage_layers: expected layers per stage (e.g. [7, 8, 8, 7]), got []");
+	bad("{" H ", \"fixed\": {\"stage_layers\": \"2,2\"}}",
+	    "fixed.stage_layers: expected a list of layers per stage (e.g. [7, 8, 8, 7]), got "
+	    "\"2,2\"");
+	bad("{" H ", \"grid\": {\"stage_layers\": [2, 2]}}",
+	    "grid.stage_layers[0]: expected a list of layers per stage (e.g. [7, 8, 8, 7]), got 2 "
+	    "(a grid or zip axis lists splits: [[7, 8, 8, 7], [8, 7, 7, 8]])");
+	bad("{" H ", \"grid\": {\"stage_layers\": [[1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, "
+	    "1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, "
+	    "1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1]]}}",
+	    "grid.stage_layers[0]: more than 64 stages");
+	bad("{" H ", \"where\": \"stage_layers == 1\"}",
+	    "where: column 1: unknown identifier 'stage_layers'");
+	good("{" H ", \"fixed\": {\"pp\": 2, \"stage_layers\": [1, 3]}, \"where\": "
+	     "\"virtual_stages == 1\"}");
 }
 
 static void test_structure(void **state)

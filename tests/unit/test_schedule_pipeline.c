@@ -383,6 +383,24 @@ static void test_broken(void **state)
 	assert_non_null(strstr(rep.error, "same order"));
 	release_all(2, st);
 
+	/* two stages exchanging both ways (the interleaved ring on pp = 2): one channel per
+	 * direction carries activations and gradients, so both sides must post them in the
+	 * same order; sending the gradient first breaks it */
+	build_v(LB_SCHED_INTERLEAVED, 2, 2, 4, st);
+	for (int i = 0; i + 1 < st[0].n_steps; i++)
+		if (st[0].steps[i].kind == LB_STEP_SEND_ACT &&
+		    st[0].steps[i + 1].kind == LB_STEP_SEND_GRAD &&
+		    st[0].steps[i].group == st[0].steps[i + 1].group) {
+			tmp = st[0].steps[i];
+			st[0].steps[i] = st[0].steps[i + 1];
+			st[0].steps[i + 1] = tmp;
+			break;
+		}
+	assert_int_equal(lb_schedule_simulate(st, 2, &rep), -1);
+	assert_non_null(strstr(rep.error, "same order"));
+	assert_non_null(strstr(rep.error, "chunk"));
+	release_all(2, st);
+
 	/* a send to a stage that does not exist */
 	build_all(LB_SCHED_GPIPE, 2, 1, st);
 	st[1].steps[0].kind = LB_STEP_SEND_ACT; /* ra0 -> sa0 to stage 0 */

@@ -338,8 +338,11 @@ static int exec_forward(void *ctx, const struct lb_step *st)
 
 	if (stop_signal)
 		return 1;
-	if (st->chunk < 0 || st->chunk >= t->model.n_chunks)
-		return compute_end(x, st, LB_E_INVAL);
+	if (st->chunk < 0 || st->chunk >= t->model.n_chunks) {
+		snprintf(t->err, sizeof(t->err), "forward of micro-batch %d through chunk %d: this "
+			 "stage holds %d", st->micro, st->chunk, t->model.n_chunks);
+		return LB_E_INVAL;
+	}
 	ch = &t->model.chunks[st->chunk];
 	/* the model's first chunk embeds the tokens, its last scores the targets */
 	if ((ch->first || ch->last) &&

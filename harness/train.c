@@ -312,9 +312,11 @@ static int rank_main(const struct lb_rank_env *env, void *arg)
 		fprintf(stderr, "layoutbench-train: run log %s\n", lg->path);
 	}
 	lb_trainlog_set_current(lg, rank);
-	if (n > 1) {
+	/* one rank with --gpu-comm nccl: a one-rank NCCL world all the same (its groups and
+	 * calls run through NCCL: the NCCL path tested on one GPU) */
+	if (n > 1 || (o->device_cuda && o->gpu_comm == LB_GPU_COMM_NCCL)) {
 		/* a node's ranks meet in shared memory; GPU ranks of several nodes through NCCL */
-		if (!o->device_cuda || env->nnodes <= 1) {
+		if (n > 1 && (!o->device_cuda || env->nnodes <= 1)) {
 			rc = lb_comm_shm_create(env->rdzv_name, rank, n, o->comm_timeout, &world,
 						err, sizeof(err));
 			if (rc) {

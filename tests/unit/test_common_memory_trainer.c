@@ -79,6 +79,11 @@ static const struct cas cases[] = {
     {"--model tiny --seq-len 32 --global-batch 8 --micro-batch 1 --dp 2", 0},
     {"--model tiny --seq-len 32 --global-batch 8 --micro-batch 1 --dp 2 --zero-stage 1", 0},
     {"--model tiny --seq-len 32 --global-batch 8 --micro-batch 2 --tp 2 --pp 2 --dp 2 --zero-stage 1 --sequence-parallel 1", 0},
+    {"--model tiny --seq-len 32 --global-batch 8 --micro-batch 1 --dp 2 --zero-stage 2", 0},
+    {"--model tiny-tied --seq-len 32 --global-batch 8 --micro-batch 1 --dp 4 --zero-stage 2", 0},
+    {"--model tiny-gqa --seq-len 48 --global-batch 8 --micro-batch 1 --dp 4 --zero-stage 1", 0},
+    {"--model tiny --seq-len 32 --global-batch 8 --micro-batch 2 --tp 2 --pp 2 --dp 2 --zero-stage 2 --sequence-parallel 1", 0},
+    {"--model tiny-tied --seq-len 32 --global-batch 8 --micro-batch 1 --pp 2 --dp 2 --zero-stage 2", 0},
 };
 
 static void test_cpu_peaks(void **state)

@@ -369,12 +369,20 @@ int lb_gradsync_finish(struct lb_gradsync *g)
 	const struct lb_ops *o = g->ops;
 	struct lb_llama *m = g->m;
 	struct lb_comm *c = g->dp;
-	int rc = 0;
+	int rc = 0, old = -1;
 
 	m->bwd_hook = NULL;
 	m->grad_fresh = 0;
 	if (!c)
 		return 0;
+	/* behind the layer buckets on the second stream: NCCL orders the calls of one
+	 * communicator as they are issued, so they all go on one stream */
+	if (g->overlap) {
+		old = set_tag(g->tag); /* counted as the compute stream's wait below */
+		o->event_record(g->ev_ready);
+		o->use_stream(o->side_stream());
+		o->wait_event(g->ev_ready);
+	}
 	for (int i = g->n_layer_b; rc == 0 && i < g->n_b; i++) {
 		const struct lb_bucket *b = &g->b[i];
 		size_t len = b->hi - b->lo;
@@ -393,7 +401,13 @@ int lb_gradsync_finish(struct lb_gradsync *g)
 				 b->lo == 0 ? "embedding" : "final norm and head",
 				 lb_comm_strerror(rc));
 	}
-	if (g->side_busy) /* the layer buckets, before the optimizer reads them */
+	if (g->overlap) {
+		o->event_record(g->ev_side);
+		o->use_stream(NULL);
+		set_tag(old);
+		g->side_busy = 1;
+	}
+	if (g->side_busy) /* the reductions, before the optimizer reads them */
 		stall_wait(g, g->ev_side, 0);
 	g->slot_used[0] = g->slot_used[1] = 0; /* the wait covered every slot's reduction */
 	return rc;

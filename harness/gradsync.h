@@ -15,7 +15,8 @@
  * backend's side stream behind an event of the compute stream, so that it runs while the
  * backward of the layers below goes on (PyTorch DDP, Li et al. 2020; Megatron-LM's
  * overlapped gradient reduction); the compute stream waits for it once, before the
- * optimizer. Edge buckets are reduced on the compute stream after the backward.
+ * optimizer. Edge buckets are reduced after the backward, behind the layer buckets on the
+ * same stream (all of the data-parallel group's calls on one stream, in issue order).
  *
  *  - ZeRO 0: each bucket all-reduced in place; every rank updates the whole buffer.
  *  - ZeRO-1 (Rajbhandari et al. 2020): each bucket reduce-scattered: rank r receives
@@ -110,8 +111,9 @@ void lb_gradsync_backward(struct lb_gradsync *g, int last);
  * bucket has summed over tp yet (all of them without dp; the final norm's with dp).
  * 0 or an LB_E_* code. */
 int lb_gradsync_sp_rest(struct lb_gradsync *g);
-/* Then (after the tied-embedding exchange): the edge buckets on the compute stream, and
- * the compute stream waits for the side stream. 0 or an LB_COMM_E* code (g->err). */
+/* Then (after the tied-embedding exchange): the edge buckets (on the side stream when
+ * overlapping), and the compute stream waits for the side stream. 0 or an LB_COMM_E*
+ * code (g->err). */
 int lb_gradsync_finish(struct lb_gradsync *g);
 /* After the optimizer (ZeRO >= 1): every rank gets the updated slices. 0 or LB_COMM_E*. */
 int lb_gradsync_gather_params(struct lb_gradsync *g);

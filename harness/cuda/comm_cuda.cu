@@ -997,8 +997,19 @@ static int cc_split(struct lb_comm *c, int color, int key, struct lb_comm **out)
 		ncclResult_t r;
 
 		cfg.blocking = 0;
+		/* a nonblocking communicator takes the next call only once its state has been
+		 * read back as ncclSuccess ("Attempt to use communicator before the previous
+		 * operation returned ncclSuccess"): the parent's before and after the split */
+		rc = settle(w, cc->nc, ncclInProgress, "ncclCommSplit (parent)", w->o.timeout_s);
+		if (rc) {
+			cc_destroy(&n->c);
+			return rc;
+		}
 		r = nccl.CommSplit(cc->nc, color, key, &n->nc, &cfg);
 		rc = settle(w, n->nc ? n->nc : cc->nc, r, "ncclCommSplit", w->o.timeout_s);
+		if (!rc)
+			rc = settle(w, cc->nc, ncclInProgress, "ncclCommSplit (parent)",
+				    w->o.timeout_s);
 		if (!rc && n->nc && (nccl.CommUserRank(n->nc, &n->c.rank) != ncclSuccess ||
 				     nccl.CommCount(n->nc, &n->c.size) != ncclSuccess))
 			rc = fail(w, LB_COMM_EFAIL, -1, "ncclCommSplit: cannot read the new rank");

@@ -10,18 +10,12 @@
 #include "common/util.h"
 #include "report/report.h"
 
-/* The CSV header line, without the newline:
- * "group,series,mfu,micro_batch,tp,pp,checkpointing". */
-extern const char render_csv_header[];
-
-/* The phases figure's CSV header, without the newline: "group,label,micro_batch,tp,pp,dp,
- * sequence_parallel,step_time_s,forward_s,backward_s,optimizer_s,comm_exposed_s,bubble_s,
- * peak_mem_mib,rank_peak_mem_min_mib,rank_peak_mem_max_mib,ranks". */
-extern const char render_csv_phases_header[];
-
-/* The header line, then one row per bar (the phases figure: render_csv_phases_header and
- * one row per run; seconds with six significant digits, MiB with three decimals, "" when
- * unknown). mfu: percent with two decimals, "" when the
+/* The header line, then one row per bar: "group,series,mfu,micro_batch,tp,pp,checkpointing"
+ * (the phases figure: "group,label,micro_batch,tp,pp,dp,sequence_parallel,step_time_s,
+ * forward_s,backward_s,optimizer_s,comm_exposed_s,bubble_s,peak_mem_mib,
+ * rank_peak_mem_min_mib,rank_peak_mem_max_mib,ranks", one row per run; seconds with six
+ * significant digits, MiB with three decimals, "" when unknown). mfu: percent with two
+ * decimals, "" when the
  * peak is unknown, "OOM", "FAILED(<class>)" or "RUNNING"; layout fields "" when unknown.
  * Fields holding a comma, quote or newline are quoted (RFC 4180). */
 void render_csv(struct lb_strbuf *sb, const struct report_figure *f);

@@ -11,27 +11,35 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* What each figure's bars are; a group is one sweep's runs of one model, sequence length
+ * and GPU count. */
 static const char *const definitions[REPORT_KIND_COUNT] = {
-    [REPORT_KERNELS] = "Per sweep, the best run of each kernel label.",
-    [REPORT_CHECKPOINTING] =
-	"Per sweep, the best checkpointed run (enabled) against the best run without "
-	"checkpointing (disabled) whose kernels are not FlashAttention-2 with the RMSNorm "
-	"kernel.",
-    [REPORT_MICROBATCH] = "Per sweep, among FlashAttention-2 runs without the RMSNorm kernel, "
-			  "the best run of each micro-batch size; labels (checkpointing, TP, PP).",
-    [REPORT_TP_PP] = "Per sweep, FlashAttention-2 with the RMSNorm kernel, micro-batch 1, no "
+    [REPORT_KERNELS] =
+	"Per sweep, model, sequence length and GPU count, the best run of each kernel label.",
+    [REPORT_CHECKPOINTING] = "Per sweep, model, sequence length and GPU count, the best "
+			     "checkpointed run (enabled) against the best run "
+			     "without checkpointing (disabled) whose kernels are not "
+			     "FlashAttention-2 with the RMSNorm kernel.",
+    [REPORT_MICROBATCH] = "Per sweep, model, sequence length and GPU count, among FlashAttention-2 "
+			  "runs without the RMSNorm kernel, the "
+			  "best run of each micro-batch size; labels (checkpointing, TP, PP).",
+    [REPORT_TP_PP] = "Per sweep, model, sequence length and GPU count, FlashAttention-2 with the "
+		     "RMSNorm kernel, micro-batch 1, no "
 		     "checkpointing: the best run of each (TP, PP).",
-    [REPORT_SEQPAR] = "Per sweep that tried sequence parallelism, the best run with it on "
-		      "against the best run with it off.",
-    [REPORT_RMS] = "Per sweep, the best FlashAttention-2 run with the RMSNorm kernel "
-		   "(rms_best), the best without it (no_rms_best), and the best without it at "
-		   "rms_best's (micro-batch, TP, PP) (no_rms_at_rms_layout).",
+    [REPORT_SEQPAR] = "Per sweep, model, sequence length and GPU count that tried sequence "
+		      "parallelism, the best run with it on against "
+		      "the best run with it off.",
+    [REPORT_RMS] = "Per sweep, model, sequence length and GPU count, the best FlashAttention-2 run "
+		   "with the RMSNorm kernel (rms_best), "
+		   "the best without it (no_rms_best), and the best without it at rms_best's "
+		   "(micro-batch, TP, PP) (no_rms_at_rms_layout).",
     [REPORT_BEST] = "Per model, sequence length and GPU count, the best layout over all sweeps "
 		    "(the best_layout view).",
-    [REPORT_PHASES] = "Per sweep, each ok run of ours: mean steady-state step time and phase "
-		      "times of rank 0 in seconds (forward, backward, optimizer, exposed "
-		      "communication, pipeline bubble), peak memory and the per-rank peaks "
-		      "(min-max MiB over the ranks).",
+    [REPORT_PHASES] = "Per sweep, model, sequence length and GPU count, each ok run of ours: mean "
+		      "steady-state step time and its "
+		      "standard deviation over the steps, mean phase times of rank 0 in seconds "
+		      "(forward, backward, optimizer, exposed communication, pipeline bubble), "
+		      "peak memory and the per-rank peaks (min-max MiB over the ranks).",
 };
 
 static const char *const series_headers[REPORT_KIND_COUNT] = {
@@ -48,6 +56,11 @@ static const char *const series_headers[REPORT_KIND_COUNT] = {
 const char *render_kind_definition(enum report_kind k)
 {
 	return k < REPORT_KIND_COUNT ? definitions[k] : "";
+}
+
+const char *render_series_header(enum report_kind k)
+{
+	return k < REPORT_KIND_COUNT ? series_headers[k] : "";
 }
 
 /* ---- escapers ---- */
@@ -116,7 +129,7 @@ void render_csv_field(struct lb_strbuf *sb, const char *s)
  * for CSV ("" where unknown, more digits). Cell texts live in one arena, NUL-separated, so
  * a table costs a handful of allocations whatever its size.
  */
-#define TABLE_MAX_COLS 24
+#define TABLE_MAX_COLS 32
 
 enum cell_class { CELL_TEXT = 0, CELL_NUM, CELL_FAIL }; /* HTML class: none, num, fail */
 
@@ -134,7 +147,6 @@ struct cell {
 
 struct row {
 	const char *group; /* heading of the row's group (pool string); NULL: one table */
-	int csv_only;	   /* 1: a row the page leaves out */
 };
 
 struct table {
@@ -183,7 +195,7 @@ static void table_columns_done(struct table *t)
 				t->csv_order[t->ncsv++] = k;
 }
 
-static void table_row(struct table *t, const char *group, int csv_only)
+static void table_row(struct table *t, const char *group)
 {
 	if (t->failed)
 		return;
@@ -197,7 +209,7 @@ static void table_row(struct table *t, const char *group, int csv_only)
 		t->rows = v;
 		t->cap_rows = cap;
 	}
-	t->rows[t->nrows++] = (struct row){group, csv_only};
+	t->rows[t->nrows++] = (struct row){group};
 }
 
 static size_t arena_add(struct table *t, const char *s)
@@ -332,88 +344,155 @@ static void rank_mem_cell(const struct report_run *r, const char *unknown, char 
 
 /* ---- the figures as tables ---- */
 
-/* Bars: one table per group (a sweep). */
-static void table_bars(struct table *t, const struct report_figure *f)
+/* An MFU's standard deviation (a fraction) in points: two decimals on the page, three in
+ * CSV; unknown (< 0) "-" / "". */
+static void table_mfu_sd(struct table *t, double sd)
 {
-	char mfu[64], mfu_csv[64], tfl[32];
+	char text[32], csv[32];
 
-	table_col(t, NULL, "group", 0, 0);
-	table_col(t, series_headers[f->kind], "series", 1, 0);
-	table_col(t, "MFU %", "mfu", 2, 1);
-	table_col(t, "TFLOP/s/GPU", NULL, -1, 1);
-	table_col(t, "mbs", "micro_batch", 3, 1);
-	table_col(t, "TP", "tp", 4, 1);
-	table_col(t, "PP", "pp", 5, 1);
-	table_col(t, "DP", NULL, -1, 1);
-	table_col(t, "ckpt", "checkpointing", 6, 0);
-	table_columns_done(t);
-	for (size_t i = 0; i < f->n; i++) {
-		const struct report_bar *b = &f->bars[i];
-		table_row(t, b->group, 0);
-		table_cell(t, NULL, b->group, CELL_TEXT);
-		table_cell(t, b->series, NULL, CELL_TEXT);
-		report_bar_mfu_text(b, "n/a", mfu, sizeof(mfu));
-		report_bar_mfu_text(b, "", mfu_csv, sizeof(mfu_csv));
-		table_cell(t, mfu, mfu_csv, b->state == REPORT_BAR_VALUE ? CELL_NUM : CELL_FAIL);
-		tflops_cell(b, tfl, sizeof(tfl));
-		table_cell(t, tfl, NULL, CELL_NUM);
-		table_int(t, b->micro_batch);
-		table_int(t, b->tp);
-		table_int(t, b->pp);
-		table_int(t, b->run ? b->run->dp : -1);
-		table_cell(t, b->checkpointing ? b->checkpointing : "-",
-			   b->checkpointing ? b->checkpointing : "", CELL_TEXT);
+	if (sd < 0) {
+		table_cell(t, "-", "", CELL_NUM);
+		return;
 	}
+	snprintf(text, sizeof(text), "%.2f", sd * 100.0);
+	snprintf(csv, sizeof(csv), "%.3f", sd * 100.0);
+	table_cell(t, text, csv, CELL_NUM);
 }
 
-/* The best layouts: one table; CSV as the other bar figures. */
-static void table_best(struct table *t, const struct report_figure *f)
+/* A step time's standard deviation, seconds: two significant digits on the page, six in
+ * CSV; unknown (< 0) "-" / "". */
+static void table_step_sd(struct table *t, double sd)
 {
-	char mfu[64], mfu_csv[64], tfl[32], num[32];
+	char text[32], csv[32];
+
+	if (sd < 0) {
+		table_cell(t, "-", "", CELL_NUM);
+		return;
+	}
+	snprintf(text, sizeof(text), "%.2g", sd);
+	snprintf(csv, sizeof(csv), "%.6g", sd);
+	table_cell(t, text, csv, CELL_NUM);
+}
+
+/* Sequence parallelism: "on"/"off" on the page, 1/0 in CSV; unknown (v < 0) "-" / "". */
+static void table_sp(struct table *t, int v)
+{
+	if (v < 0)
+		table_cell(t, "-", "", CELL_TEXT);
+	else
+		table_cell(t, v ? "on" : "off", v ? "1" : "0", CELL_TEXT);
+}
+
+/* A CSV-only integer, "" when unknown (v < 0). */
+static void table_csv_int(struct table *t, int v)
+{
+	char csv[16];
+
+	int_cell(v, "", csv, sizeof(csv));
+	table_cell(t, NULL, csv, CELL_NUM);
+}
+
+/*
+ * The bar figures' columns. CSV: the first seven as they always were (group, series, mfu,
+ * micro_batch, tp, pp, checkpointing), then dp, sequence_parallel, model, seq_len, gpus,
+ * tflops_per_gpu, mfu_sd, step_time_s, step_time_sd_s, steps. The page: the series (best:
+ * model, sequence length, GPUs first), MFU and its sd, TFLOP/s, step time and its sd, the
+ * layout, (best: the sweep).
+ */
+static void bar_columns(struct table *t, enum report_kind kind)
+{
+	int best = kind == REPORT_BEST;
 
 	table_col(t, NULL, "group", 0, 0);
-	table_col(t, "model", NULL, -1, 0);
-	table_col(t, "seq len", NULL, -1, 1);
-	table_col(t, "GPUs", NULL, -1, 1);
+	if (best) {
+		table_col(t, "model", "model", 9, 0);
+		table_col(t, "seq len", "seq_len", 10, 1);
+		table_col(t, "GPUs", "gpus", 11, 1);
+	} else {
+		table_col(t, series_headers[kind], "series", 1, 0);
+	}
 	table_col(t, "MFU %", "mfu", 2, 1);
-	table_col(t, "TFLOP/s/GPU", NULL, -1, 1);
-	table_col(t, "kernel", "series", 1, 0);
+	table_col(t, "MFU sd", "mfu_sd", 13, 1);
+	table_col(t, "TFLOP/s/GPU", "tflops_per_gpu", 12, 1);
+	table_col(t, "step s", "step_time_s", 14, 1);
+	table_col(t, "step sd", "step_time_sd_s", 15, 1);
+	if (best)
+		table_col(t, "kernel", "series", 1, 0);
 	table_col(t, "mbs", "micro_batch", 3, 1);
 	table_col(t, "TP", "tp", 4, 1);
 	table_col(t, "PP", "pp", 5, 1);
-	table_col(t, "DP", NULL, -1, 1);
-	table_col(t, "SP", NULL, -1, 1);
+	table_col(t, "DP", "dp", 7, 1);
+	table_col(t, "SP", "sequence_parallel", 8, 0);
 	table_col(t, "ckpt", "checkpointing", 6, 0);
-	table_col(t, "sweep", NULL, -1, 0);
+	if (best) {
+		table_col(t, "sweep", NULL, -1, 0);
+	} else {
+		table_col(t, NULL, "model", 9, 0);
+		table_col(t, NULL, "seq_len", 10, 1);
+		table_col(t, NULL, "gpus", 11, 1);
+	}
+	table_col(t, NULL, "steps", 16, 1);
 	table_columns_done(t);
+}
+
+/* Bars: a table per group; best: one table. A bar without a winner shows the layout fields
+ * that define it and "-" elsewhere. */
+static void table_bars(struct table *t, const struct report_figure *f)
+{
+	int best = f->kind == REPORT_BEST;
+	char mfu[64], mfu_csv[64], text[32], csv[32];
+
+	bar_columns(t, f->kind);
 	for (size_t i = 0; i < f->n; i++) {
 		const struct report_bar *b = &f->bars[i];
-		const struct report_run *r = b->run;
-		table_row(t, NULL, !r);
-		table_cell(t, NULL, b->group, CELL_TEXT);
-		table_cell(t, r ? r->model : "-", NULL, CELL_TEXT);
-		snprintf(num, sizeof(num), "%d", r ? r->seq_len : 0);
-		table_cell(t, num, NULL, CELL_NUM);
-		snprintf(num, sizeof(num), "%d", r ? r->gpus : 0);
-		table_cell(t, num, NULL, CELL_NUM);
+		const struct report_run *r = b->state == REPORT_BAR_VALUE ? b->run : NULL;
+
+		table_row(t, best ? NULL : b->group);
+		table_cell(t, NULL, best ? b->group : b->sweep, CELL_TEXT);
+		if (best) {
+			table_cell(t, b->model, NULL, CELL_TEXT);
+			table_int(t, b->seq_len);
+			table_int(t, b->gpus);
+		} else {
+			table_cell(t, b->series, NULL, CELL_TEXT);
+		}
 		report_bar_mfu_text(b, "n/a", mfu, sizeof(mfu));
 		report_bar_mfu_text(b, "", mfu_csv, sizeof(mfu_csv));
-		table_cell(t, mfu, mfu_csv, b->state == REPORT_BAR_VALUE ? CELL_NUM : CELL_FAIL);
-		tflops_cell(b, tfl, sizeof(tfl));
-		table_cell(t, tfl, NULL, CELL_NUM);
-		table_cell(t, b->series, NULL, CELL_TEXT);
+		table_cell(t, mfu, mfu_csv, r ? CELL_NUM : CELL_FAIL);
+		table_mfu_sd(t, report_bar_mfu_sd(b));
+		tflops_cell(b, text, sizeof(text));
+		if (r && r->has_tflops)
+			snprintf(csv, sizeof(csv), "%.6g", r->tflops);
+		else
+			csv[0] = 0;
+		table_cell(t, text, csv, CELL_NUM);
+		table_secs(t, r ? r->step_time : -1);
+		table_step_sd(t, report_bar_step_sd(b));
+		if (best)
+			table_cell(t, b->series, NULL, CELL_TEXT);
 		table_int(t, b->micro_batch);
 		table_int(t, b->tp);
 		table_int(t, b->pp);
 		table_int(t, r ? r->dp : -1);
-		table_int(t, r ? r->sequence_parallel : -1);
+		table_sp(t, r ? r->sequence_parallel : -1);
 		table_cell(t, b->checkpointing ? b->checkpointing : "-",
 			   b->checkpointing ? b->checkpointing : "", CELL_TEXT);
-		table_cell(t, r ? r->sweep : "-", NULL, CELL_TEXT);
+		if (best) {
+			table_cell(t, b->sweep, NULL, CELL_TEXT);
+		} else {
+			table_cell(t, NULL, b->model, CELL_TEXT);
+			table_csv_int(t, b->seq_len);
+			table_csv_int(t, b->gpus);
+		}
+		table_csv_int(t, r && r->n_steps > 0 ? r->n_steps : -1);
 	}
 }
 
-/* The phases: one row per run, a table per group (a sweep). */
+/*
+ * The phases: one row per run, a table per group. CSV: the seventeen columns it always had
+ * (group ... ranks), then checkpointing, model, seq_len, gpus, run_id, step_time_sd_s,
+ * steps.
+ */
 static void table_phases(struct table *t, const struct report_figure *f)
 {
 	static const char *const heads[REPORT_PHASE_COUNT] = {
@@ -423,13 +502,16 @@ static void table_phases(struct table *t, const struct report_figure *f)
 	char ranks[96], num[32];
 
 	table_col(t, NULL, "group", 0, 0);
+	table_col(t, "run", "run_id", 21, 1);
 	table_col(t, "label", "label", 1, 0);
 	table_col(t, "mbs", "micro_batch", 2, 1);
 	table_col(t, "TP", "tp", 3, 1);
 	table_col(t, "PP", "pp", 4, 1);
 	table_col(t, "DP", "dp", 5, 1);
 	table_col(t, "SP", "sequence_parallel", 6, 0);
+	table_col(t, "ckpt", "checkpointing", 17, 0);
 	table_col(t, "step s", "step_time_s", 7, 1);
+	table_col(t, "step sd", "step_time_sd_s", 22, 1);
 	for (int k = 0; k < REPORT_PHASE_COUNT; k++)
 		table_col(t, heads[k], csvs[k], 8 + k, 1);
 	table_col(t, "peak MiB", "peak_mem_mib", 13, 1);
@@ -437,19 +519,27 @@ static void table_phases(struct table *t, const struct report_figure *f)
 	table_col(t, NULL, "rank_peak_mem_min_mib", 14, 1);
 	table_col(t, NULL, "rank_peak_mem_max_mib", 15, 1);
 	table_col(t, NULL, "ranks", 16, 1);
+	table_col(t, NULL, "model", 18, 0);
+	table_col(t, NULL, "seq_len", 19, 1);
+	table_col(t, NULL, "gpus", 20, 1);
+	table_col(t, NULL, "steps", 23, 1);
 	table_columns_done(t);
 	for (size_t i = 0; i < f->n; i++) {
-		const struct report_run *r = f->bars[i].run;
-		table_row(t, f->bars[i].group, 0);
-		table_cell(t, NULL, f->bars[i].group, CELL_TEXT);
+		const struct report_bar *b = &f->bars[i];
+		const struct report_run *r = b->run;
+		table_row(t, b->group);
+		table_cell(t, NULL, b->sweep, CELL_TEXT);
+		snprintf(num, sizeof(num), "%ld", r->run_id);
+		table_cell(t, num, NULL, CELL_NUM);
 		table_cell(t, r->label, NULL, CELL_TEXT);
 		table_int(t, r->micro_batch);
 		table_int(t, r->tp);
 		table_int(t, r->pp);
 		table_int(t, r->dp);
-		table_cell(t, r->sequence_parallel ? "on" : "off", r->sequence_parallel ? "1" : "0",
-			   CELL_TEXT);
+		table_sp(t, r->sequence_parallel);
+		table_cell(t, r->checkpointing, NULL, CELL_TEXT);
 		table_secs(t, r->step_time);
+		table_step_sd(t, report_bar_step_sd(b));
 		for (int k = 0; k < REPORT_PHASE_COUNT; k++)
 			table_secs(t, r->phase[k]);
 		table_mib(t, r->peak_mem, 1, 1);
@@ -457,8 +547,11 @@ static void table_phases(struct table *t, const struct report_figure *f)
 		table_cell(t, ranks, NULL, CELL_TEXT);
 		table_mib(t, r->rank_n ? r->rank_mem_min : -1, 0, 1);
 		table_mib(t, r->rank_n ? r->rank_mem_max : -1, 0, 1);
-		int_cell(r->rank_n ? r->rank_n : -1, "", num, sizeof(num));
-		table_cell(t, NULL, num, CELL_NUM);
+		table_csv_int(t, r->rank_n ? r->rank_n : -1);
+		table_cell(t, NULL, b->model, CELL_TEXT);
+		table_csv_int(t, b->seq_len);
+		table_csv_int(t, b->gpus);
+		table_csv_int(t, r->n_steps > 0 ? r->n_steps : -1);
 	}
 }
 
@@ -466,9 +559,7 @@ static void table_phases(struct table *t, const struct report_figure *f)
 static int table_build(struct table *t, const struct report_figure *f)
 {
 	table_init(t);
-	if (f->kind == REPORT_BEST)
-		table_best(t, f);
-	else if (f->kind == REPORT_PHASES)
+	if (f->kind == REPORT_PHASES)
 		table_phases(t, f);
 	else
 		table_bars(t, f);
@@ -506,8 +597,6 @@ static void md_write(struct lb_strbuf *sb, const struct table *t)
 	size_t prev = (size_t)-1;
 
 	for (size_t r = 0; r < t->nrows; r++) {
-		if (t->rows[r].csv_only)
-			continue;
 		if (starts_table(t, r, prev)) {
 			if (t->rows[r].group) {
 				lb_strbuf_adds(sb, "\n### ");
@@ -553,8 +642,6 @@ static void html_write(struct lb_strbuf *sb, const struct table *t)
 	size_t prev = (size_t)-1;
 
 	for (size_t r = 0; r < t->nrows; r++) {
-		if (t->rows[r].csv_only)
-			continue;
 		if (starts_table(t, r, prev)) {
 			if (prev != (size_t)-1)
 				lb_strbuf_adds(sb, "</table>\n");
@@ -629,7 +716,10 @@ void render_html_begin(struct lb_strbuf *sb, const char *title)
 		"body { font-family: sans-serif; margin: 2em; color: #222; }\n"
 		"section { margin-bottom: 3em; }\n"
 		".fig { display: flex; flex-wrap: wrap; gap: 2em; align-items: flex-start; }\n"
-		".plot svg { max-width: 100%; height: auto; }\n"
+		/* a plot keeps its size (its text stays legible) and scrolls when wider than
+		 * the page, rather than shrinking to fit */
+		".plot { max-width: 100%; overflow-x: auto; }\n"
+		".plot svg { display: block; max-width: none; }\n"
 		"table { border-collapse: collapse; margin-bottom: 1em; font-size: 0.9em; }\n"
 		"th, td { border: 1px solid #ccc; padding: 0.2em 0.6em; }\n"
 		"td.num { text-align: right; font-variant-numeric: tabular-nums; }\n"
@@ -645,16 +735,35 @@ void render_html_begin(struct lb_strbuf *sb, const char *title)
 	    "recomputation not counted) divided by the mean steady-state step time, the GPU "
 	    "count and the GPU's dense bf16 peak. Runs imported from the paper show the paper's "
 	    "own MFU (A100, 312 TFLOP/s). Where the peak is unknown (CPU runs) MFU reads n/a "
-	    "and runs are ranked and plotted by TFLOP/s per GPU. Each bar is the best run among "
-	    "its candidates; its label gives (micro-batch, TP, PP). OOM: every candidate ran "
-	    "out of memory.</p>\n");
+	    "and runs are ranked and plotted by TFLOP/s per GPU. Bars are grouped by sweep, model, "
+	    "sequence length and GPU count. Each bar is the best run among its candidates; its "
+	    "label gives (micro-batch, TP, PP). OOM: every candidate ran out of memory. The "
+	    "spread: step sd is the sample standard deviation of a run's step time over its "
+	    "steady-state steps (warmup excluded), MFU sd the same carried over to MFU (MFU "
+	    "&times; step sd / mean step time, to first order), in MFU points; - for a run with "
+	    "fewer than two such steps, or imported.</p>\n");
 }
 
-/* The <svg> element of gnuplot's output, without the XML prologue. */
-static const char *svg_element(const char *svg)
+/* The <svg> element of gnuplot's output, without the XML prologue, its <title> (gnuplot's
+ * "Gnuplot") the figure's title, so that the plot is named for what it shows. */
+static void add_svg(struct lb_strbuf *sb, const char *svg, const char *title)
 {
+	static const char gp_title[] = "<title>Gnuplot</title>";
 	const char *p = strstr(svg, "<svg");
-	return p ? p : svg;
+	const char *t;
+
+	if (!p)
+		p = svg;
+	t = strstr(p, gp_title);
+	if (!t) {
+		lb_strbuf_adds(sb, p);
+		return;
+	}
+	lb_strbuf_add(sb, p, (size_t)(t - p));
+	lb_strbuf_adds(sb, "<title>");
+	render_html_escape(sb, title);
+	lb_strbuf_adds(sb, "</title>");
+	lb_strbuf_adds(sb, t + sizeof(gp_title) - 1);
 }
 
 void render_html_figure(struct lb_strbuf *sb, const struct report_figure *f, const char *svg,
@@ -674,7 +783,7 @@ void render_html_figure(struct lb_strbuf *sb, const struct report_figure *f, con
 		goto tables;
 	lb_strbuf_adds(sb, "<div class=\"plot\">\n");
 	if (svg) {
-		lb_strbuf_adds(sb, svg_element(svg));
+		add_svg(sb, svg, report_kind_title(f->kind));
 	} else if (note) {
 		lb_strbuf_adds(sb, "<p class=\"note\">");
 		render_html_escape(sb, note);

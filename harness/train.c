@@ -256,6 +256,7 @@ static int cuda_world(struct run_ctx *x, const struct lb_rank_env *env, struct l
 	co.id_dir = x->o->run_dir;
 	snprintf(tag, sizeof(tag), "%s-r%s", env->rdzv_name + 1, rc_env ? rc_env : "0");
 	co.id_tag = tag;
+	co.bootstrap = (enum lb_bootstrap)x->o->bootstrap;
 	co.on_fail = on_device_comm_fail;
 	dog.world = host;
 	return lb_comm_cuda_world(host, &co, world, err, errlen);

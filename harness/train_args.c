@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "common/util.h"
+#include "harness/bootstrap.h"
 #include "harness/comm_cuda.h"
 #include "harness/comm_shm.h"
 
@@ -55,6 +56,10 @@ const char *lb_train_usage(void)
 	    "                          staged through host memory (ranks that share a GPU);\n"
 	    "                          auto (default): staged when a node has more ranks than\n"
 	    "                          visible GPUs, else nccl\n"
+	    "  --bootstrap auto|file|pmi2  across nodes, how the ranks get rank 0's NCCL id:\n"
+	    "                          a file in the run directory, or Slurm's PMI2 (srun\n"
+	    "                          --mpi=pmi2); auto (default): pmi2 when srun started\n"
+	    "                          the rank with it, else file\n"
 	    "  --pipeline-schedule 1f1b|gpipe  pipeline schedule with --pp > 1 (default 1f1b)\n"
 	    "  --grad-bucket N         elements per data-parallel gradient bucket (default\n"
 	    "                          %u; K, M, G suffixes)\n"
@@ -124,6 +129,7 @@ static const struct {
     {"--nproc-per-node", 1},
     {"--comm-timeout", 1},
     {"--gpu-comm", 1},
+    {"--bootstrap", 1},
     {"--quiet", 0},
     {"--help", 0},
     {"--pipeline-schedule", 1},
@@ -184,6 +190,12 @@ static int set_train_flag(struct lb_train_opts *o, const char *name, const char 
 			o->gpu_comm = LB_GPU_COMM_STAGED;
 		else
 			goto bad_enum;
+	} else if (!strcmp(name, "--bootstrap")) {
+		enum lb_bootstrap b;
+
+		if (lb_bootstrap_parse(v, &b))
+			goto bad_enum;
+		o->bootstrap = b;
 	} else if (!strcmp(name, "--pipeline-schedule")) {
 		if (lb_sched_parse(v, &o->schedule))
 			goto bad_enum;
@@ -210,6 +222,7 @@ bad_enum:
 		 : !strcmp(name, "--pipeline-schedule") ? "1f1b or gpipe"
 		 : !strcmp(name, "--gpu-comm")		? "auto, nccl or staged"
 		 : !strcmp(name, "--grad-overlap")	? "0 or 1"
+		 : !strcmp(name, "--bootstrap")		? "auto, file or pmi2"
 							: "u16 or u32");
 	return -1;
 }

@@ -60,7 +60,7 @@ ifeq ($(WITH_CURL),1)
 CPPFLAGS += -DLB_WITH_CURL=1
 CLI_LIBS += -lcurl
 endif
-TRAIN_LIBS := -lm -lpthread -lrt
+TRAIN_LIBS := -lm -lpthread -lrt -ldl
 ifeq ($(WITH_CUDA),1)
 # the trainer needs only CUDA's libraries on a GPU node: the runtime linked statically,
 # cuBLASLt found through the rpath (or LD_LIBRARY_PATH, as `module load cuda` sets it)

@@ -278,7 +278,7 @@ enum flag_kind {
 	F_POS,	  /* integer >= 1 */
 	F_NONNEG, /* integer >= 0 */
 	F_BOOL,	  /* 0 or 1 */
-	F_ZERO,	  /* ZeRO stage: 0..3 parsed, lb_layout_check keeps {0,1} */
+	F_ZERO,	  /* ZeRO stage: 0..3 parsed, lb_layout_check keeps {0,1,2} */
 	F_CKPT,
 	F_ATTN,
 	F_NORM,
@@ -452,7 +452,7 @@ int lb_layout_set_flag(struct lb_layout *l, const char *name, const char *value,
 		return 1;
 	case F_ZERO:
 		if (lb_parse_int(value, 0, 3, &v)) {
-			snprintf(err, errlen, "%s: expected 0 or 1, got '%s'", name, value);
+			snprintf(err, errlen, "%s: expected 0, 1 or 2, got '%s'", name, value);
 			return -1;
 		}
 		*ip = v;
@@ -573,7 +573,8 @@ const char *lb_layout_flags_usage(void)
 	       "  --tp N --pp N --dp N    tensor, pipeline and data-parallel sizes\n"
 	       "  --gpus-per-node N --nodes N\n"
 	       "  --sequence-parallel 0|1 Megatron sequence parallelism (needs tp > 1)\n"
-	       "  --zero-stage 0|1        ZeRO-1 shards the optimizer state over dp\n"
+	       "  --zero-stage 0|1|2      ZeRO over dp: 1 shards the optimizer state, 2 the\n"
+	       "                          gradients as well\n"
 	       "  --checkpointing none|full|selective\n"
 	       "  --attention naive|fused_softmax|flash\n"
 	       "  --norm unfused|fused    RMSNorm kernel\n"
@@ -664,8 +665,8 @@ int lb_layout_check(const struct lb_layout *l, char *reason, size_t len)
 		FAIL("attention=%d is not naive, fused_softmax or flash", (int)l->attention);
 	if ((unsigned)l->norm >= NELEM(norm_names))
 		FAIL("norm=%d is not unfused or fused", (int)l->norm);
-	if (l->zero_stage != 0 && l->zero_stage != 1)
-		FAIL("zero_stage=%d is not supported (0 or 1)", l->zero_stage);
+	if (l->zero_stage < 0 || l->zero_stage > 2)
+		FAIL("zero_stage=%d is not supported (0, 1 or 2)", l->zero_stage);
 	if (m->hidden % m->n_heads)
 		FAIL("%d heads do not divide hidden=%d", m->n_heads, m->hidden);
 	if ((m->hidden / m->n_heads) % 2)

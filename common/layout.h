@@ -42,7 +42,7 @@ struct lb_layout {
 	int gpus_per_node;
 	int nodes;
 	int sequence_parallel; /* 0/1 */
-	int zero_stage;        /* 0 or 1 */
+	int zero_stage;        /* 0, 1 (optimizer state sharded over dp) or 2 (gradients too) */
 	enum lb_ckpt checkpointing;
 	enum lb_attn attention;
 	enum lb_norm norm;
@@ -127,7 +127,7 @@ int lb_norm_parse(const char *s, enum lb_norm *out);
  * Layout flags: --model NAME (loads the preset, resetting model fields), --layers,
  * --hidden, --heads, --kv-heads, --ffn, --vocab, --tied 0|1, --seq-len, --global-batch,
  * --micro-batch, --tp, --pp, --dp, --gpus-per-node, --nodes, --sequence-parallel 0|1,
- * --zero-stage 0|1, --checkpointing, --attention, --norm, --virtual-stages N,
+ * --zero-stage 0|1|2, --checkpointing, --attention, --norm, --virtual-stages N,
  * --stage-layers A,B,... (positive integers, comma separated), --steps, --warmup, --seed.
  * Both "--flag VALUE" and "--flag=VALUE" are accepted. Numbers use strtol with range
  * checks. --model must come before model-field overrides (the printer emits it first).
@@ -168,7 +168,7 @@ int lb_layout_equal(const struct lb_layout *a, const struct lb_layout *b);
  * pp*virtual_stages entries, each at least 1, summing to the layers;
  * gpus_per_node*nodes == tp*pp*dp; global batch divisible by micro_batch*dp; sequence
  * parallelism needs tp > 1 (and seq_len divisible by tp); vocab divisible by tp; ffn
- * divisible by tp; hidden divisible by heads; head dim even (RoPE); zero_stage in {0,1};
+ * divisible by tp; hidden divisible by heads; head dim even (RoPE); zero_stage in {0,1,2};
  * tp within one node (tp <= gpus_per_node); warmup < steps. Returns 0 if valid, else -1
  * with a reason such as "tp=3 does not divide 40 heads".
  */

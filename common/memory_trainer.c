@@ -13,6 +13,7 @@
  * (tests/unit/test_common_memory_trainer.c); the H200's measured peaks check the GPU
  * sizes (docs/results/h200/README.md). Keep it in step with those files.
  */
+#include <math.h>
 #include <string.h>
 
 #include "common/layout.h"
@@ -85,6 +86,12 @@ static double slot_bytes(const struct lb_layout *l, const struct dims *d, int nl
 	return act;
 }
 
+/* Elements n padded to a multiple of per (harness/model.c end_block). */
+static double pad(double n, double per)
+{
+	return (double)(long long)((n + per - 1) / per) * per;
+}
+
 /* One stage's rank. Returns 0, or -1 when the layout's schedule cannot be built. */
 static int stage_bytes(const struct lb_layout *l, const struct dims *d, int stage, int gpipe,
 		       struct lb_mem_estimate *out)
@@ -92,26 +99,47 @@ static int stage_bytes(const struct lb_layout *l, const struct dims *d, int stag
 	const struct lb_model *m = &l->model;
 	struct lb_schedule sched;
 	char err[256];
-	int first = stage == 0, last = stage == l->pp - 1, nl, v = lb_layout_chunks(l);
-	double n_params, n_alloc, dp = l->dp > 0 ? l->dp : 1, tlh = d->Tl * d->H, act = 0;
-	double per_layer, work = 0;
+	int first = stage == 0, last = stage == l->pp - 1, v = lb_layout_chunks(l), lo, hi;
+	double nl, n_alloc, dp = l->dp > 0 ? l->dp : 1, tlh = d->Tl * d->H, act = 0;
+	double per_layer, work = 0, emb = 0, tail = 0, lay, chunk_max = 0;
+	int zero = dp > 1 ? l->zero_stage : 0;
 
 	memset(out, 0, sizeof(*out));
 	if ((nl = lb_stage_layer_count(l, stage)) < 0)
 		return -1;
-	per_layer = 2.0 * d->H + d->qkv * d->H + d->H * d->nh * d->D + 3.0 * d->F * d->H;
-	n_params = nl * per_layer;
+	for (int c = 0; c < v; c++) /* the most layers of one chunk (a bucket stays in one) */
+		if (lb_chunk_layers(l, stage, c, &lo, &hi) == 0 && hi - lo > chunk_max)
+			chunk_max = hi - lo;
+	/* the flat buffer's blocks, each padded to a multiple of dp (model.h) */
+	per_layer = pad(2.0 * d->H + d->qkv * d->H + d->H * d->nh * d->D + 3.0 * d->F * d->H, dp);
 	if (first || (last && m->tied))
-		n_params += d->V * d->H; /* embedding (a tied last stage keeps its copy) */
+		emb = pad(d->V * d->H, dp); /* embedding (a tied last stage keeps its copy) */
 	if (last)
-		n_params += d->H + (m->tied ? 0.0 : d->V * d->H); /* final norm, head */
-	n_alloc = (double)((long long)((n_params + dp - 1) / dp)) * dp;
+		tail = pad(d->H + (m->tied ? 0.0 : d->V * d->H), dp); /* final norm, head */
+	lay = nl * per_layer;
+	n_alloc = emb + lay + tail;
 	out->weights = n_alloc * d->a;
-	out->grads = n_alloc * 4.0;
-	if (l->zero_stage >= 1 && dp > 1)
-		out->optimizer = 4.0 * (n_alloc / dp) * 4.0; /* master, m, v and the grad shard */
+	if (zero >= 1) /* master, m, v and the reduced gradients of this rank's slices */
+		out->optimizer = 4.0 * (n_alloc / dp) * 4.0;
 	else
-		out->optimizer = 3.0 * n_params * 4.0;
+		out->optimizer = 3.0 * n_alloc * 4.0;
+	if (zero == 2) {
+		/* whole gradients of the embedding and tail blocks only; the layers' through
+		 * two bucket slots (harness/gradsync.c: layer buckets top first, within one
+		 * model chunk, each at least LB_GRAD_BUCKET_DEFAULT elements where the chunk's
+		 * layers allow) and one
+		 * reduce-scatter output */
+		double per_b = ceil((double)LB_GRAD_BUCKET_DEFAULT / per_layer), slot;
+
+		if (per_b < 1)
+			per_b = 1;
+		slot = (per_b < chunk_max ? per_b : chunk_max) * per_layer;
+		out->grads = ((emb + tail) > 0 ? emb + tail : 1.0) * 4.0;
+		out->grads += 2.0 * (slot > 0 ? slot : 1.0) * 4.0;
+		out->grads += (double)((long long)(slot / dp) + 1) * 4.0;
+	} else {
+		out->grads = n_alloc * 4.0;
+	}
 	if (m->tied && l->pp > 1 && (first || last))
 		out->optimizer += d->V * d->H * 4.0; /* the tied gradient exchange buffer */
 
@@ -120,7 +148,6 @@ static int stage_bytes(const struct lb_layout *l, const struct dims *d, int stag
 				   sizeof(err)))
 		return -1;
 	for (int c = 0; c < v; c++) {
-		int lo, hi;
 		double logits, a;
 
 		if (lb_chunk_layers(l, stage, c, &lo, &hi)) {

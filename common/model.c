@@ -288,7 +288,7 @@ static void stage_memory(const struct lb_layout *l, double lpp, double stage_par
 		act += inflight * 2.0 * s * b * h; /* embedding output */
 	memset(out, 0, sizeof(*out));
 	out->weights = stage_params * BYTES_WEIGHT;
-	out->grads = stage_params * BYTES_GRAD;
+	out->grads = stage_params * BYTES_GRAD / (l->zero_stage >= 2 ? d : 1.0); /* ZeRO-2 */
 	out->optimizer = stage_params * BYTES_OPTIM / d;
 	out->activations = act;
 	out->logits = last ? LOGIT_BYTES * s * b * m->vocab : 0.0;

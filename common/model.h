@@ -71,11 +71,15 @@ void lb_memory_estimate(const struct lb_layout *l, struct lb_mem_estimate *out);
  * paper model does (weights: the act-typed parameters; grads: fp32 main gradients;
  * optimizer: fp32 master weights, moments, ZeRO's gradient shard; activations: the
  * micro-batches in flight; logits: the last stage's head and loss buffers; workspace:
- * the backward's and the kernels' scratch). It does not count what the CUDA runtime,
+ * the backward's and the kernels' scratch; ZeRO-2's gradient slots sized for the default
+ * bucket, LB_GRAD_BUCKET_DEFAULT). It does not count what the CUDA runtime,
  * cuBLASLt and NCCL hold outside the trainer's allocator (LB_TRAINER_GPU_RESERVE_GIB).
  * 0, or -1 for a layout the trainer cannot build.
  */
 int lb_memory_trainer(const struct lb_layout *l, int gpu, int gpipe, struct lb_mem_estimate *out);
+/* Elements per data-parallel gradient bucket, unless the trainer is told otherwise
+ * (--grad-bucket; harness/gradsync.h): Megatron-LM's default. */
+#define LB_GRAD_BUCKET_DEFAULT 40000000u
 /* GiB a GPU loses outside the trainer's allocator: the CUDA context, cuBLASLt's and NCCL's
  * own buffers: a margin the planner adds to lb_memory_trainer on a GPU. */
 #define LB_TRAINER_GPU_RESERVE_GIB 1.0

@@ -22,15 +22,15 @@
  * across nodes (no host communicator) through NCCL via a device bounce buffer.
  *
  * Bootstrap of the NCCL world (its unique id, from rank 0 to all): broadcast over the
- * host communicator on one node; across nodes through a file in a directory every rank
- * sees (the run directory on the shared file system), written by rank 0 with a rename and
- * polled by the others within the timeout. See docs/parallelism.md.
+ * host communicator on one node; across nodes through harness/bootstrap.h (a file in the
+ * run directory every rank sees, or Slurm's PMI2). See docs/parallelism.md.
  */
 #ifndef LB_COMM_CUDA_H
 #define LB_COMM_CUDA_H
 
 #include <stddef.h>
 
+#include "harness/bootstrap.h"
 #include "harness/comm.h"
 
 enum lb_gpu_comm { LB_GPU_COMM_AUTO = 0, LB_GPU_COMM_NCCL, LB_GPU_COMM_STAGED };
@@ -49,6 +49,7 @@ struct lb_comm_cuda_opts {
 	double timeout_s;      /* a device call that does not complete in this time fails */
 	const char *id_dir;    /* across nodes: where rank 0 writes the NCCL id (run dir) */
 	const char *id_tag;    /* a name unique to this run (the job id) for that file */
+	enum lb_bootstrap bootstrap; /* across nodes: file, pmi2 or auto (bootstrap.h) */
 	lb_comm_fail_fn on_fail;
 	void *fail_arg;
 };

@@ -66,6 +66,7 @@ void lb_llama_free(struct lb_llama *m)
 	free(m->chunks);
 	free(m->tensors);
 	free(m->lt);
+	free(m->gmap);
 	memset(m, 0, sizeof(*m));
 }
 
@@ -85,8 +86,18 @@ static int add_tensor(struct lb_llama *m, const char *name, int rows, int cols, 
 	t->key = key;
 	t->init_std = std;
 	t->row_kind = map;
+	t->layer = -1;
 	m->n_params += t->count;
 	return m->n_tensors++;
+}
+
+/* End a block of the flat buffer: pad it to a multiple of dp (ZeRO's equal slices). */
+static size_t end_block(struct lb_llama *m)
+{
+	size_t per = m->layout.dp > 1 ? (size_t)m->layout.dp : 1;
+
+	m->n_params = (m->n_params + per - 1) / per * per;
+	return m->n_params;
 }
 
 /* Global (row, col, full cols) of a shard element. */
@@ -182,14 +193,11 @@ static int build_tensors(struct lb_llama *m)
 	m->t_embed = m->t_norm = m->t_head = -1;
 	if (m->first || (m->last && md->tied))
 		m->t_embed = add_tensor(m, "embed", m->V, m->H, 1, KEY_EMBED, INIT_STD, MAP_ROWS);
+	m->emb_hi = end_block(m);
 	for (int j = 0; j < nl; j++) {
-		const struct lb_chunk *ch = m->chunks;
-		int l, key;
+		int l = lb_llama_layer(m, j), key = (l + 1) * 8, first_t = m->n_tensors;
 
-		while (j >= ch->j0 + (ch->layer_hi - ch->layer_lo))
-			ch++; /* the chunk of this rank's layer j */
-		l = ch->layer_lo + (j - ch->j0);
-		key = (l + 1) * 8;
+		m->lt[j].lo = m->n_params;
 
 		snprintf(name, sizeof(name), "layers.%d.attn_norm", l);
 		m->lt[j].attn_norm =
@@ -208,7 +216,11 @@ static int build_tensors(struct lb_llama *m)
 		snprintf(name, sizeof(name), "layers.%d.wdown", l);
 		m->lt[j].wdown =
 		    add_tensor(m, name, m->H, m->F, 1, key + K_WDOWN, out_std, MAP_COLS);
+		for (int i = first_t; i < m->n_tensors; i++)
+			m->tensors[i].layer = j;
+		m->lt[j].hi = end_block(m);
 	}
+	m->layers_hi = m->n_params;
 	if (m->last) {
 		m->t_norm = add_tensor(m, "norm", 1, m->H, 0, KEY_NORM, 0, MAP_FULL);
 		if (md->tied)
@@ -217,6 +229,7 @@ static int build_tensors(struct lb_llama *m)
 			m->t_head =
 			    add_tensor(m, "head", m->V, m->H, 1, KEY_HEAD, INIT_STD, MAP_ROWS);
 	}
+	end_block(m);
 	return 0;
 }
 
@@ -336,7 +349,15 @@ static int alloc_all(struct lb_llama *m)
 
 	sz = m->n_alloc;
 	A(m->params);
+	sz = m->n_grads;
 	AF(m->grads);
+	if (m->zero2) {
+		int nl = m->n_layers;
+
+		m->gmap = calloc((size_t)nl + 1, sizeof(*m->gmap));
+		if (!m->gmap)
+			return LB_E_OOM;
+	}
 	sz = 1;
 	AK(m->loss_acc, LB_K_F64);
 	if (ck == LB_CKPT_FULL) {
@@ -433,7 +454,7 @@ int lb_llama_init_slots(struct lb_llama *m, const struct lb_ops *ops, struct lb_
 			const struct lb_layout *layout, int stage, const int *slots)
 {
 	const struct lb_model *md = &layout->model;
-	int tps = tp ? tp->size : 1, rc, per;
+	int tps = tp ? tp->size : 1, rc;
 
 	memset(m, 0, sizeof(*m));
 	m->ops = ops;
@@ -467,8 +488,9 @@ int lb_llama_init_slots(struct lb_llama *m, const struct lb_ops *ops, struct lb_
 		lb_llama_free(m);
 		return rc;
 	}
-	per = layout->dp > 0 ? layout->dp : 1; /* ZeRO-1 shards: equal slices of the buffer */
-	m->n_alloc = (m->n_params + (size_t)per - 1) / (size_t)per * (size_t)per;
+	m->n_alloc = m->n_params; /* every block padded to a multiple of dp (build_tensors) */
+	m->zero2 = layout->zero_stage == 2 && layout->dp > 1;
+	m->n_grads = m->zero2 ? m->n_alloc - (m->layers_hi - m->emb_hi) : m->n_alloc;
 	if ((rc = alloc_all(m)) || (rc = init_params(m))) {
 		lb_llama_free(m);
 		return LB_E_OOM;
@@ -481,9 +503,41 @@ void *lb_llama_param(struct lb_llama *m, int i)
 	return lb_at(m->ops, m->params, m->tensors[i].offset, LB_K_ACT);
 }
 
+void *lb_llama_grad_at(struct lb_llama *m, size_t off)
+{
+	if (m->zero2 && off >= m->layers_hi)
+		off -= m->layers_hi - m->emb_hi; /* the tail follows the embedding */
+	return lb_at(m->ops, m->grads, off, LB_K_F32);
+}
+
 void *lb_llama_grad(struct lb_llama *m, int i)
 {
-	return lb_at(m->ops, m->grads, m->tensors[i].offset, LB_K_F32);
+	const struct lb_tensor *t = &m->tensors[i];
+
+	if (m->zero2 && t->layer >= 0)
+		return lb_at(m->ops, m->gmap[t->layer], t->offset - m->lt[t->layer].lo, LB_K_F32);
+	return lb_llama_grad_at(m, t->offset);
+}
+
+static const struct lb_chunk *chunk_of_layer(const struct lb_llama *m, int j)
+{
+	int c = 0;
+
+	while (c + 1 < m->n_chunks && j >= m->chunks[c + 1].j0)
+		c++;
+	return &m->chunks[c];
+}
+
+int lb_llama_layer(const struct lb_llama *m, int j)
+{
+	const struct lb_chunk *ch = chunk_of_layer(m, j);
+
+	return ch->layer_lo + (j - ch->j0);
+}
+
+int lb_llama_chunk_j0(const struct lb_llama *m, int j)
+{
+	return chunk_of_layer(m, j)->j0;
 }
 
 int lb_llama_find(const struct lb_llama *m, const char *name)
@@ -496,7 +550,7 @@ int lb_llama_find(const struct lb_llama *m, const char *name)
 
 void lb_llama_zero_grads(struct lb_llama *m)
 {
-	m->ops->zero(m->grads, m->n_alloc, LB_K_F32);
+	m->ops->zero(m->grads, m->n_grads, LB_K_F32);
 }
 
 void *lb_llama_stage_input(struct lb_llama *m, int chunk, int slot)
@@ -652,18 +706,21 @@ static int tp_gather(struct lb_llama *m, const void *local, void *full)
 	return lb_comm_rc_status(rc);
 }
 
-int lb_llama_sync_sp_grads(struct lb_llama *m)
+int lb_llama_sync_sp_grads(struct lb_llama *m, int j_lo, int j_hi, int edges)
 {
 	if (!m->sp)
 		return 0;
-	for (int i = 0; i < m->n_tensors; i++)
-		if (lb_llama_tp_replicated(m, i)) {
-			int rc = tp_all_reduce(m, lb_llama_grad(m, i), m->tensors[i].count,
-					       LB_K_F32, LB_SUM);
+	for (int i = 0; i < m->n_tensors; i++) {
+		int j = m->tensors[i].layer;
 
-			if (rc)
-				return rc;
-		}
+		if (!lb_llama_tp_replicated(m, i) || (j < 0 ? !edges : j < j_lo || j >= j_hi))
+			continue;
+		int rc = tp_all_reduce(m, lb_llama_grad(m, i), m->tensors[i].count, LB_K_F32,
+				       LB_SUM);
+
+		if (rc)
+			return rc;
+	}
 	return 0;
 }
 
@@ -769,20 +826,24 @@ static int layer_fwd(struct lb_llama *m, int j, struct lb_layer_acts *a, void *y
 static int layer_bwd(struct lb_llama *m, int j, struct lb_layer_acts *a)
 {
 	const struct lb_ops *o = m->ops;
-	int T = m->T, H = m->H, F = m->F, hd = m->nh * m->D;
+	int T = m->T, H = m->H, F = m->F, hd = m->nh * m->D, acc = !m->grad_fresh;
 	void *dy = m->dres, *d, *xf;
 
+	if (m->grad_fresh) { /* the norms' weight gradients accumulate over the tokens */
+		o->zero(G(m->lt[j].attn_norm), (size_t)H, LB_K_F32);
+		o->zero(G(m->lt[j].mlp_norm), (size_t)H, LB_K_F32);
+	}
 	/* MLP: y = x_mid + down(swiglu(gu(norm(x_mid)))); SP: gather dy's tokens first */
 	if (m->sp) {
 		CHECK(tp_gather(m, m->dres, m->tmp));
 		dy = m->tmp;
 	}
 	o->matmul(m->dact, dy, P(m->lt[j].wdown), T, F, H, 0, 0, 1.0, 0, 0);
-	o->matmul(G(m->lt[j].wdown), dy, a->act, H, F, T, 1, 0, 1.0, 1, 1);
+	o->matmul(G(m->lt[j].wdown), dy, a->act, H, F, T, 1, 0, 1.0, acc, 1);
 	o->swiglu_bwd(m->dgu, m->dact, a->gu, T, F);
 	o->matmul(m->dxn, m->dgu, P(m->lt[j].wgu), T, H, 2 * F, 0, 0, 1.0, 0, 0);
 	CHECK(whole(m, a->xn2, &xf));
-	o->matmul(G(m->lt[j].wgu), m->dgu, xf, 2 * F, H, T, 1, 0, 1.0, 1, 1);
+	o->matmul(G(m->lt[j].wgu), m->dgu, xf, 2 * F, H, T, 1, 0, 1.0, acc, 1);
 	CHECK(tp_reduce(m, m->dxn, m->nloc, &d)); /* column-parallel input */
 	norm_bwd(m, m->dres, G(m->lt[j].mlp_norm), d, a->x_mid, a->xhat2, P(m->lt[j].mlp_norm),
 		 a->rstd2);
@@ -794,7 +855,7 @@ static int layer_bwd(struct lb_llama *m, int j, struct lb_layer_acts *a)
 		dy = m->tmp;
 	}
 	o->matmul(m->datt, dy, P(m->lt[j].wo), T, hd, H, 0, 0, 1.0, 0, 0);
-	o->matmul(G(m->lt[j].wo), dy, a->att, H, hd, T, 1, 0, 1.0, 1, 1);
+	o->matmul(G(m->lt[j].wo), dy, a->att, H, hd, T, 1, 0, 1.0, acc, 1);
 	if (m->layout.checkpointing == LB_CKPT_SELECTIVE)
 		attn_fwd(m, a); /* recompute the attention core's saved state */
 	if (m->layout.attention == LB_ATTN_FLASH)
@@ -806,7 +867,7 @@ static int layer_bwd(struct lb_llama *m, int j, struct lb_layer_acts *a)
 	o->rope_bwd(m->dqkv, m->rope, T, m->S, m->qkv_dim, m->nh + m->nkv, m->D);
 	o->matmul(m->dxn, m->dqkv, P(m->lt[j].wqkv), T, H, m->qkv_dim, 0, 0, 1.0, 0, 0);
 	CHECK(whole(m, a->xn1, &xf));
-	o->matmul(G(m->lt[j].wqkv), m->dqkv, xf, m->qkv_dim, H, T, 1, 0, 1.0, 1, 1);
+	o->matmul(G(m->lt[j].wqkv), m->dqkv, xf, m->qkv_dim, H, T, 1, 0, 1.0, acc, 1);
 	CHECK(tp_reduce(m, m->dxn, m->nloc, &d));
 	norm_bwd(m, m->dres, G(m->lt[j].attn_norm), d, a->x_in, a->xhat1, P(m->lt[j].attn_norm),
 		 a->rstd1);
@@ -906,9 +967,13 @@ int lb_llama_backward(struct lb_llama *m, int chunk, int slot, const void *dout)
 	for (int j = nl - 1; j >= 0; j--) {
 		struct lb_layer_acts a = layer_acts(m, s, j);
 
+		if (m->bwd_hook)
+			CHECK(m->bwd_hook(m->bwd_hook_arg, ch->j0 + j, 0));
 		if (m->layout.checkpointing == LB_CKPT_FULL)
 			CHECK(layer_fwd(m, ch->j0 + j, &a, m->tmp2)); /* recompute from the input */
 		CHECK(layer_bwd(m, ch->j0 + j, &a));
+		if (m->bwd_hook)
+			CHECK(m->bwd_hook(m->bwd_hook_arg, ch->j0 + j, 1));
 	}
 	if (ch->first) {
 		void *dy = m->dres;

@@ -47,6 +47,8 @@ struct lb_tensor {
 	int key;	 /* initialisation stream (layer * 8 + kind) */
 	double init_std; /* 0: ones (norm gains) */
 	int row_kind;	 /* how shard rows/cols map to the full tensor (init), model.c */
+	int layer;	 /* local layer index j (m->lt[j]), or -1: the embedding, final norm
+			    and head */
 };
 
 /* Activations of one layer for one micro-batch (T tokens; shard sizes). Every buffer is
@@ -117,18 +119,38 @@ struct lb_llama {
 
 	struct lb_tensor *tensors; /* n_tensors entries */
 	int n_tensors;
-	size_t n_params;	     /* elements of params and grads */
-	size_t n_alloc;		     /* n_params rounded up to a multiple of dp (ZeRO-1
-					equal shards); the padding stays zero */
+	size_t n_params;	     /* elements of the flat buffer (blocks and their padding) */
+	size_t n_alloc;		     /* = n_params: with dp > 1 every block (the embedding;
+					each layer; the final norm with the head) is padded to
+					a multiple of dp, so a bucket of blocks splits into dp
+					equal slices (ZeRO); the padding stays zero */
+	size_t emb_hi;		     /* blocks: the embedding [0, emb_hi), the layers
+					[emb_hi, layers_hi), the tail [layers_hi, n_alloc) */
+	size_t layers_hi;
 	void *params;		     /* flat, n_alloc, act (bf16 on the GPU) */
-	void *grads;		     /* flat, n_alloc, f32 main gradients; backward
-					accumulates over the micro-batches */
+	void *grads;		     /* f32 main gradients; backward accumulates over the
+					micro-batches. Flat (n_alloc), or with ZeRO-2 only the
+					embedding and tail blocks (n_grads), the layers'
+					gradients living where gmap points */
+	size_t n_grads;		     /* elements of grads */
+	int zero2;		     /* 1: ZeRO-2 (dp > 1): layer gradients through gmap */
+	void **gmap;		     /* ZeRO-2: per local layer, where its block's gradients
+					are (set by the trainer before the layer's backward) */
+	int grad_fresh;		     /* 1: the layers' weight gradients of this backward
+					overwrite instead of accumulate (ZeRO-2: a new slot per
+					micro-batch) */
+	/* Called before (after = 0) and after (after = 1) each layer's backward, when set:
+	 * where the data-parallel reduction hooks in (harness/gradsync.h). 0 or an LB_E_*
+	 * code, which ends the backward. */
+	int (*bwd_hook)(void *arg, int j, int after);
+	void *bwd_hook_arg;
 	void *loss_acc;		     /* one f64 element: every forward adds its token-loss
 					sum (the trainer zeroes it per step and reads it once) */
 	int t_embed, t_norm, t_head; /* tensor indices; -1 when not on this stage */
 	struct {
 		int attn_norm, wqkv, wo, mlp_norm, wgu, wdown;
-	} * lt; /* per layer on this rank, chunk by chunk */
+		size_t lo, hi; /* the layer's block of the flat buffer, padding included */
+	} * lt; /* per layer on this rank (local index j), chunk by chunk */
 
 	struct lb_layer_acts ws; /* full: recompute workspace; selective: shared attp */
 	void *dres;		 /* (Tl, H) gradient of the residual stream; after a
@@ -174,8 +196,15 @@ void lb_llama_free(struct lb_llama *m);
 /* Pointer to tensor i's parameters / gradients. */
 void *lb_llama_param(struct lb_llama *m, int i);
 void *lb_llama_grad(struct lb_llama *m, int i);
+/* The gradient at flat element off of the embedding or tail block (or of any block when
+ * the gradients are flat). */
+void *lb_llama_grad_at(struct lb_llama *m, size_t off);
 /* Index of the tensor named name, or -1. */
 int lb_llama_find(const struct lb_llama *m, const char *name);
+/* Of this rank's layer j (0 <= j < n_layers): its layer in the whole model, and the first
+ * rank layer index of its chunk. */
+int lb_llama_layer(const struct lb_llama *m, int j);
+int lb_llama_chunk_j0(const struct lb_llama *m, int j);
 
 void lb_llama_zero_grads(struct lb_llama *m);
 
@@ -219,9 +248,9 @@ int lb_llama_tp_replicated(const struct lb_llama *m, int i);
 int lb_llama_tied_copy(const struct lb_llama *m, int i);
 
 /* With sequence parallelism each tp rank's norm-gain gradients cover its tokens only:
- * sum them over the tensor-parallel group (after the last backward of a step). 0 or an
- * LB_E_* code; a no-op without SP. */
-int lb_llama_sync_sp_grads(struct lb_llama *m);
+ * sum them over the tensor-parallel group: those of local layers [j_lo, j_hi), and with
+ * edges also the final norm's. 0 or an LB_E_* code; a no-op without SP. */
+int lb_llama_sync_sp_grads(struct lb_llama *m, int j_lo, int j_hi, int edges);
 
 /* Elements of the whole model in the single-rank order of the flat buffer (embedding,
  * per layer attn_norm, wqkv, wo, mlp_norm, wgu, wdown, final norm, head when untied). */

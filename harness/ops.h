@@ -107,6 +107,14 @@ struct lb_ops {
 	void (*event_destroy)(void *ev);
 	void (*event_record)(void *ev);
 	double (*event_elapsed)(void *a, void *b);
+	/* Overlap (the data-parallel gradient reduction beside the backward pass): a second
+	 * stream (NULL on the CPU, where everything runs in order); use_stream(s) makes the
+	 * following ops, events and stream() go to s, use_stream(NULL) back to the backend's
+	 * own stream; wait_event(ev): the current stream waits, without blocking the host,
+	 * for ev's last record (a no-op on the CPU). */
+	void *(*side_stream)(void);
+	void (*use_stream)(void *s);
+	void (*wait_event)(void *ev);
 
 	/* Scratch elements (F32 kind) the attention variants need, forward and backward, for
 	 * b sequences of s tokens and nh query heads of dim d; and the unfused norm passes

@@ -863,6 +863,22 @@ static void FN(event_record)(void *ev)
 	*(double *)ev = (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* one stream: the side stream is the same (NULL), waits are no-ops */
+static void *FN(side_stream)(void)
+{
+	return NULL;
+}
+
+static void FN(use_stream)(void *s)
+{
+	(void)s;
+}
+
+static void FN(wait_event)(void *ev)
+{
+	(void)ev;
+}
+
 static double FN(event_elapsed)(void *a, void *b)
 {
 	return *(double *)b - *(double *)a;
@@ -905,6 +921,9 @@ static const struct lb_ops FN(table) = {
     .event_destroy = FN(event_destroy),
     .event_record = FN(event_record),
     .event_elapsed = FN(event_elapsed),
+    .side_stream = FN(side_stream),
+    .use_stream = FN(use_stream),
+    .wait_event = FN(wait_event),
     .attn_scratch = FN(attn_scratch),
     .norm_scratch = FN(norm_scratch),
     .set_mem_limit = FN(set_mem_limit),

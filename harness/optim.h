@@ -1,8 +1,11 @@
 /*
- * AdamW over the flat parameter buffer (harness/model.h): fp32 master weights and the two
- * moments for a range [lo, hi) of the flat buffer, so ZeRO-1 can give each data-parallel
- * rank its own range; weight decay per tensor (matrices only) from the tensor table.
- * Gradient-norm clipping enters as a scale on the gradients (lb_optim_clip_scale).
+ * AdamW over the flat parameter buffer (harness/model.h): master weights and the two
+ * moments (f32) for the ranges of the flat buffer this rank updates: the whole buffer
+ * without ZeRO, this rank's slice of every gradient bucket with ZeRO-1 and ZeRO-2
+ * (harness/gradsync.h). The state of the ranges is laid out one after the other (the
+ * "state layout"); the gradients the step reads are in that layout too. Weight decay per
+ * tensor (matrices only) from the tensor table. Gradient-norm clipping enters as a scale
+ * on the gradients (lb_optim_clip_scale).
  */
 #ifndef LB_OPTIM_H
 #define LB_OPTIM_H
@@ -12,13 +15,19 @@
 #include "harness/model.h"
 #include "harness/ops.h"
 
+/* Elements [lo, hi) of the flat buffer; their state starts at soff in the state layout. */
+struct lb_range {
+	size_t lo, hi, soff;
+};
+
 struct lb_optim {
 	const struct lb_ops *ops;
-	size_t lo, hi; /* elements [lo, hi) of the flat buffers this rank updates */
-	void *master;  /* (hi - lo) f32 master weights (fp32 on the GPU, the reference type on
-			  the CPU) */
-	void *m, *v;   /* (hi - lo) f32 first and second moments */
-	int step;      /* optimizer steps taken */
+	struct lb_range *r; /* n_r ranges, ascending, disjoint */
+	int n_r;
+	size_t n_state; /* elements of each state buffer: the ranges' total */
+	void *master;	/* (n_state) f32 master weights */
+	void *m, *v;	/* (n_state) f32 first and second moments */
+	int step;	/* optimizer steps taken */
 	double lr, beta1, beta2, eps, weight_decay;
 };
 
@@ -27,13 +36,15 @@ struct lb_optim {
 #define LB_ADAM_BETA2 0.95
 #define LB_ADAM_EPS   1e-8
 
-/* Allocate the state for [lo, hi) and copy the master weights from params (act).
- * Returns 0 or LB_E_OOM. Release with lb_optim_free. */
-int lb_optim_init(struct lb_optim *o, const struct lb_ops *ops, const void *params, size_t lo,
-		  size_t hi, double lr, double weight_decay);
+/* Allocate the state for the n ranges (copied; their soff must be the running total) and
+ * copy the master weights from params (act). Returns 0 or LB_E_OOM. Release with
+ * lb_optim_free. */
+int lb_optim_init(struct lb_optim *o, const struct lb_ops *ops, const void *params,
+		  const struct lb_range *r, int n, double lr, double weight_decay);
 void lb_optim_free(struct lb_optim *o);
 
-/* One AdamW step on [lo, hi): gradients scaled by grad_scale; decay per tensor. */
+/* One AdamW step on the ranges: grads (f32, state layout) scaled by grad_scale; the
+ * updated parameters written into params (flat); decay per tensor. */
 void lb_optim_step(struct lb_optim *o, void *params, const void *grads,
 		   const struct lb_tensor *tensors, int n_tensors, double grad_scale);
 

@@ -257,6 +257,7 @@ static int cuda_world(struct run_ctx *x, const struct lb_rank_env *env, struct l
 	co.id_dir = x->o->run_dir;
 	snprintf(tag, sizeof(tag), "%s-r%s", env->rdzv_name + 1, rc_env ? rc_env : "0");
 	co.id_tag = tag;
+	co.bootstrap = (enum lb_bootstrap)x->o->bootstrap;
 	co.on_fail = on_device_comm_fail;
 	dog.world = host;
 	return lb_comm_cuda_world(host, &co, world, err, errlen);
@@ -313,9 +314,11 @@ static int rank_main(const struct lb_rank_env *env, void *arg)
 		fprintf(stderr, "layoutbench-train: run log %s\n", lg->path);
 	}
 	lb_trainlog_set_current(lg, rank);
-	if (n > 1) {
+	/* one rank with --gpu-comm nccl: a one-rank NCCL world all the same (its groups and
+	 * calls run through NCCL: the NCCL path tested on one GPU) */
+	if (n > 1 || (o->device_cuda && o->gpu_comm == LB_GPU_COMM_NCCL)) {
 		/* a node's ranks meet in shared memory; GPU ranks of several nodes through NCCL */
-		if (!o->device_cuda || env->nnodes <= 1) {
+		if (n > 1 && (!o->device_cuda || env->nnodes <= 1)) {
 			rc = lb_comm_shm_create(env->rdzv_name, rank, n, o->comm_timeout, &world,
 						err, sizeof(err));
 			if (rc) {

@@ -16,6 +16,7 @@
 #include "harness/comm.h"
 #include "harness/data.h"
 #include "harness/launch.h"
+#include "harness/gradsync.h"
 #include "harness/model.h"
 #include "harness/ops.h"
 #include "harness/optim.h"
@@ -28,6 +29,7 @@ struct lb_train_opts {
 	struct lb_layout layout;
 	int device_cuda;	     /* --device cuda */
 	int gpu_comm;		     /* --gpu-comm: enum lb_gpu_comm (comm_cuda.h), 0 auto */
+	int bootstrap;		     /* --bootstrap: enum lb_bootstrap (bootstrap.h), 0 auto */
 	char run_dir[4096];	     /* --run-dir, default "." */
 	char data_path[4096];	     /* --data; "" for the synthetic stream */
 	int data_elem;		     /* --data-dtype: 2 (u16, default) or 4 (u32) */
@@ -45,6 +47,11 @@ struct lb_train_opts {
 					step rank 0 writes the whole model's fp32
 					parameters there; "" for none */
 	int quiet;		     /* --quiet: no live progress lines */
+	uint64_t grad_bucket;	     /* --grad-bucket: elements per data-parallel gradient
+					bucket (harness/gradsync.h) */
+	int grad_overlap;	     /* --grad-overlap: 1 (default) reduce the buckets on the
+					side stream during the backward; 0 on the compute
+					stream */
 };
 
 #define LB_TRAIN_DEFAULT_LR	      3e-3
@@ -79,9 +86,7 @@ struct lb_trainer {
 				  and the peak memory are summed or gathered over it */
 	int world_rank;
 	int stage;	 /* pipeline stage (pp rank) */
-	int zero;	 /* 1: ZeRO-1 over dp (optimizer state of one shard) */
-	size_t shard;	 /* ZeRO-1: elements per dp shard (model.n_alloc / dp) */
-	void *gshard;	 /* ZeRO-1: (shard) reduce-scattered gradients */
+	struct lb_gradsync gs; /* the data-parallel gradient reduction, ZeRO's slices */
 	void *tied_buf;	 /* pp > 1, tied: (V/tp, H) the other stage's embedding grad */
 	double comm_s;	 /* seconds in dp/tp/world collectives of the last step */
 	double bubble_s; /* seconds waiting in pipeline send/recv of the last step */
@@ -103,7 +108,7 @@ struct lb_trainer {
 	int *ev_kind;		 /* per pair: LB_STEP_FORWARD or LB_STEP_BACKWARD */
 	double *ev_comm;	 /* per pair: host-timed tp collectives inside it, s */
 	double *tag_s;		 /* NCCL: device time per tag (pairs, then pipeline,
-				    optimizer, other), n_ev / 2 + 3 */
+				    optimizer, other, overlapped), n_ev / 2 + 4 */
 	double opt_comm_s;	 /* collectives inside the optimizer phase, s */
 	double grad_norm;	 /* of the last step, before clipping */
 	char err[1024];		 /* what failed, after an LB_E_* return */

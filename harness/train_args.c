@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "common/util.h"
+#include "harness/bootstrap.h"
 #include "harness/comm_cuda.h"
 #include "harness/comm_shm.h"
 
@@ -26,6 +27,8 @@ void lb_train_opts_init(struct lb_train_opts *o)
 	o->clip = LB_TRAIN_DEFAULT_CLIP;
 	o->nproc_per_node = 1;
 	o->comm_timeout = LB_TRAIN_DEFAULT_COMM_TIMEOUT;
+	o->grad_bucket = LB_GRAD_BUCKET_DEFAULT;
+	o->grad_overlap = 1;
 }
 
 const char *lb_train_usage(void)
@@ -53,9 +56,17 @@ const char *lb_train_usage(void)
 	    "                          staged through host memory (ranks that share a GPU);\n"
 	    "                          auto (default): staged when a node has more ranks than\n"
 	    "                          visible GPUs, else nccl\n"
+	    "  --bootstrap auto|file|pmi2  across nodes, how the ranks get rank 0's NCCL id:\n"
+	    "                          a file in the run directory, or Slurm's PMI2 (srun\n"
+	    "                          --mpi=pmi2); auto (default): pmi2 when srun started\n"
+	    "                          the rank with it, else file\n"
 	    "  --pipeline-schedule 1f1b|gpipe|interleaved  pipeline schedule with --pp > 1\n"
 	    "                          (default 1f1b; --virtual-stages N > 1 runs interleaved,\n"
 	    "                          which needs it)\n"
+	    "  --grad-bucket N         elements per data-parallel gradient bucket (default\n"
+	    "                          %u; K, M, G suffixes)\n"
+	    "  --grad-overlap 0|1      reduce each bucket during the backward, on a second\n"
+	    "                          stream (1, default), or on the compute stream (0)\n"
 	    "  --dump-params FILE      testing aid: write the whole model's fp32 parameters\n"
 	    "                          after the last step (rank 0)\n"
 	    "  --quiet                 no progress line per step on stderr\n"
@@ -63,7 +74,7 @@ const char *lb_train_usage(void)
 	    "exit status: 0 ok, 1 error, 2 usage, 3 oom, 4 nccl_error, 5 diverged, 6 timeout,\n"
 	    "128+N killed by signal N\n",
 	    lb_layout_flags_usage(), LB_TRAIN_DEFAULT_LR, LB_TRAIN_DEFAULT_WD,
-	    LB_TRAIN_DEFAULT_CLIP, LB_TRAIN_DEFAULT_COMM_TIMEOUT);
+	    LB_TRAIN_DEFAULT_CLIP, LB_TRAIN_DEFAULT_COMM_TIMEOUT, LB_GRAD_BUCKET_DEFAULT);
 	return buf;
 }
 
@@ -120,10 +131,13 @@ static const struct {
     {"--nproc-per-node", 1},
     {"--comm-timeout", 1},
     {"--gpu-comm", 1},
+    {"--bootstrap", 1},
     {"--quiet", 0},
     {"--help", 0},
     {"--pipeline-schedule", 1},
     {"--dump-params", 1},
+    {"--grad-bucket", 1},
+    {"--grad-overlap", 1},
 };
 
 static int set_train_flag(struct lb_train_opts *o, const char *name, const char *v, char *err,
@@ -178,9 +192,23 @@ static int set_train_flag(struct lb_train_opts *o, const char *name, const char 
 			o->gpu_comm = LB_GPU_COMM_STAGED;
 		else
 			goto bad_enum;
+	} else if (!strcmp(name, "--bootstrap")) {
+		enum lb_bootstrap b;
+
+		if (lb_bootstrap_parse(v, &b))
+			goto bad_enum;
+		o->bootstrap = b;
 	} else if (!strcmp(name, "--pipeline-schedule")) {
 		if (lb_sched_parse(v, &o->schedule))
 			goto bad_enum;
+	} else if (!strcmp(name, "--grad-bucket")) {
+		if (lb_parse_bytes(v, &o->grad_bucket) || o->grad_bucket == 0 ||
+		    o->grad_bucket > (1ULL << 40))
+			goto bad;
+	} else if (!strcmp(name, "--grad-overlap")) {
+		if (strcmp(v, "0") && strcmp(v, "1"))
+			goto bad_enum;
+		o->grad_overlap = v[0] == '1';
 	} else if (!strcmp(name, "--dump-params")) {
 		if (!*v || strlen(v) >= sizeof(o->dump_params))
 			goto bad;
@@ -195,6 +223,8 @@ bad_enum:
 		 !strcmp(name, "--device")		? "cpu or cuda"
 		 : !strcmp(name, "--pipeline-schedule") ? "1f1b, gpipe or interleaved"
 		 : !strcmp(name, "--gpu-comm")		? "auto, nccl or staged"
+		 : !strcmp(name, "--grad-overlap")	? "0 or 1"
+		 : !strcmp(name, "--bootstrap")		? "auto, file or pmi2"
 							: "u16 or u32");
 	return -1;
 }

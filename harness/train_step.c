@@ -107,8 +107,7 @@ int lb_trainer_init_par(struct lb_trainer *t, const struct lb_train_opts *o,
 			const struct lb_ops *ops, struct lb_comm *world, const struct lb_groups *g)
 {
 	const struct lb_layout *l = &o->layout;
-	int rc, dp = l->dp;
-	size_t lo, hi;
+	int rc;
 
 	memset(t, 0, sizeof(*t));
 	t->data.fd = -1;
@@ -159,21 +158,12 @@ int lb_trainer_init_par(struct lb_trainer *t, const struct lb_train_opts *o,
 		return LB_E_INVAL;
 	}
 	rc = lb_llama_init_slots(&t->model, ops, t->tp, l, t->stage, t->sched.n_slots);
-	t->zero = l->zero_stage == 1 && t->dp;
-	lo = 0;
-	hi = rc ? 0 : t->model.n_params;
-	if (rc == 0 && t->zero) { /* ZeRO-1: optimizer state of this rank's shard only */
-		t->shard = t->model.n_alloc / (size_t)dp;
-		lo = (size_t)t->dp_rank * t->shard;
-		hi = lo + t->shard;
-		if (hi > t->model.n_params)
-			hi = t->model.n_params;
-		if (lo > hi)
-			lo = hi;
-		t->gshard = ops->alloc(t->shard, LB_K_F32);
-		if (!t->gshard)
-			rc = LB_E_OOM;
-	}
+	/* two events per forward or backward of a step (of each model chunk), two for the
+	 * optimizer */
+	t->n_ev = 4 * t->accum * t->sched.chunks + 2;
+	if (rc == 0) /* buckets, ZeRO's slices; NCCL time tag of the overlapped calls */
+		rc = lb_gradsync_init(&t->gs, ops, &t->model, t->dp, t->dp_rank, l->zero_stage,
+				      (size_t)o->grad_bucket, o->grad_overlap, t->n_ev / 2 + 3);
 	if (rc == 0 && l->model.tied && l->pp > 1 && (t->model.first || t->model.last)) {
 		t->tied_buf = ops->alloc(t->model.tensors[t->model.t_embed].count, LB_K_F32);
 		if (!t->tied_buf)
@@ -182,14 +172,12 @@ int lb_trainer_init_par(struct lb_trainer *t, const struct lb_train_opts *o,
 	if (rc == 0 && !(t->stats = ops->alloc(2, LB_K_F64)))
 		rc = LB_E_OOM;
 	if (rc == 0)
-		rc = lb_optim_init(&t->optim, ops, t->model.params, lo, hi, o->lr, o->weight_decay);
-	/* two events per forward or backward of a step (of each model chunk), two for the
-	 * optimizer */
-	t->n_ev = 4 * t->accum * t->sched.chunks + 2;
+		rc = lb_optim_init(&t->optim, ops, t->model.params, t->gs.r, t->gs.n_r, o->lr,
+				   o->weight_decay);
 	t->ev = rc ? NULL : calloc((size_t)t->n_ev, sizeof(*t->ev));
 	t->ev_kind = rc ? NULL : calloc((size_t)t->n_ev / 2, sizeof(*t->ev_kind));
 	t->ev_comm = rc ? NULL : calloc((size_t)t->n_ev / 2, sizeof(*t->ev_comm));
-	t->tag_s = rc ? NULL : calloc((size_t)t->n_ev / 2 + 3, sizeof(*t->tag_s));
+	t->tag_s = rc ? NULL : calloc((size_t)t->n_ev / 2 + 4, sizeof(*t->tag_s));
 	if (rc == 0 && (!t->ev || !t->ev_kind || !t->ev_comm || !t->tag_s))
 		rc = LB_E_OOM;
 	for (int i = 0; rc == 0 && i < t->n_ev; i++)
@@ -238,13 +226,12 @@ int lb_trainer_init_par(struct lb_trainer *t, const struct lb_train_opts *o,
 void lb_trainer_free(struct lb_trainer *t)
 {
 	lb_optim_free(&t->optim);
-	if (t->ops && t->gshard)
-		t->ops->free_(t->gshard);
+	lb_gradsync_free(&t->gs);
 	if (t->ops && t->tied_buf)
 		t->ops->free_(t->tied_buf);
 	if (t->ops && t->stats)
 		t->ops->free_(t->stats);
-	t->gshard = t->tied_buf = t->stats = NULL;
+	t->tied_buf = t->stats = NULL;
 	for (int i = 0; t->ev && i < t->n_ev; i++)
 		if (t->ev[i])
 			t->ops->event_destroy(t->ev[i]);
@@ -284,6 +271,7 @@ static const char *model_error(int rc)
 #define TAG_PIPE(t)  ((t)->n_ev / 2)
 #define TAG_OPT(t)   ((t)->n_ev / 2 + 1)
 #define TAG_OTHER(t) ((t)->n_ev / 2 + 2)
+#define N_TAGS(t)    ((t)->n_ev / 2 + 4) /* the last: overlapped (gradsync.h) */
 #ifdef LB_WITH_CUDA
 #define SET_TAG(x) (lb_comm_cuda_current_tag = (x))
 #else
@@ -325,8 +313,9 @@ static int compute_end(struct exec_ctx *x, const struct lb_step *st, int rc)
 		t->ev_comm[x->pair] = t->model.comm_s - x->c0; /* host-timed tp collectives */
 	}
 	if (rc)
-		snprintf(t->err, sizeof(t->err), "%s in the %s of micro-batch %d", model_error(rc),
-			 lb_step_name(st->kind), st->micro);
+		snprintf(t->err, sizeof(t->err), "%s in the %s of micro-batch %d%s%s",
+			 model_error(rc), lb_step_name(st->kind), st->micro,
+			 t->gs.err[0] ? ": " : "", t->gs.err);
 	return rc;
 }
 
@@ -339,8 +328,9 @@ static int exec_forward(void *ctx, const struct lb_step *st)
 	if (stop_signal)
 		return 1;
 	if (st->chunk < 0 || st->chunk >= t->model.n_chunks) {
-		snprintf(t->err, sizeof(t->err), "forward of micro-batch %d through chunk %d: this "
-			 "stage holds %d", st->micro, st->chunk, t->model.n_chunks);
+		snprintf(t->err, sizeof(t->err),
+			 "forward of micro-batch %d through chunk %d: this stage holds %d",
+			 st->micro, st->chunk, t->model.n_chunks);
 		return LB_E_INVAL;
 	}
 	ch = &t->model.chunks[st->chunk];
@@ -361,6 +351,10 @@ static int exec_backward(void *ctx, const struct lb_step *st)
 
 	if (stop_signal)
 		return 1;
+	/* the data-parallel reduction hooks into the last backward of each model chunk
+	 * (every one with ZeRO-2): every schedule runs a chunk's backwards in micro-batch
+	 * order */
+	lb_gradsync_backward(&x->t->gs, st->micro == 0, st->micro == x->t->accum - 1);
 	compute_begin(x, st);
 	return compute_end(x, st, lb_llama_backward(&x->t->model, st->chunk, st->slot, NULL));
 }
@@ -441,6 +435,7 @@ int lb_trainer_run_steps(struct lb_trainer *t, int step, const struct lb_step *l
 	s.stage = t->stage;
 	s.pp = t->pp ? t->pp->size : 1;
 	t->ops->zero(t->model.loss_acc, 1, LB_K_F64);
+	lb_gradsync_step_begin(&t->gs);
 	if ((rc = lb_schedule_execute(&s, t->pp, &pops, &x)))
 		return rc;
 	if (loss_sum) /* tests: read the forwards' loss sum (waits for the device) */
@@ -468,20 +463,28 @@ int lb_trainer_run_steps(struct lb_trainer *t, int step, const struct lb_step *l
 static void local_sum_sq(struct lb_trainer *t, void *acc)
 {
 	struct lb_llama *m = &t->model;
+	void *g = lb_gradsync_grads(&t->gs);
 
-	if (!t->zero && t->dp_rank != 0)
+	if (!t->gs.zero && t->dp_rank != 0)
 		return;
-	for (int i = 0; i < m->n_tensors; i++) {
-		size_t a = m->tensors[i].offset, b = a + m->tensors[i].count;
+	for (int k = 0; k < t->optim.n_r; k++) {
+		const struct lb_range *r = &t->optim.r[k];
 
-		if (lb_llama_tied_copy(m, i) || (lb_llama_tp_replicated(m, i) && m->tp_rank))
-			continue;
-		if (a < t->optim.lo)
-			a = t->optim.lo;
-		if (b > t->optim.hi)
-			b = t->optim.hi;
-		if (a < b)
-			t->ops->sum_sq_acc(acc, lb_at(t->ops, m->grads, a, LB_K_F32), b - a);
+		for (int i = 0; i < m->n_tensors; i++) {
+			size_t a = m->tensors[i].offset, b = a + m->tensors[i].count;
+
+			if (lb_llama_tied_copy(m, i) ||
+			    (lb_llama_tp_replicated(m, i) && m->tp_rank))
+				continue;
+			if (a < r->lo)
+				a = r->lo;
+			if (b > r->hi)
+				b = r->hi;
+			if (a < b)
+				t->ops->sum_sq_acc(acc,
+						   lb_at(t->ops, g, r->soff + (a - r->lo), LB_K_F32),
+						   b - a);
+		}
 	}
 }
 
@@ -537,7 +540,7 @@ static int device_comm_times(struct lb_trainer *t)
 #ifdef LB_WITH_CUDA
 	double host_s = t->comm_s, opt_host = t->opt_comm_s;
 
-	if (!t->world || lb_comm_cuda_take_seconds(t->world, t->tag_s, t->n_ev / 2 + 3) < 0)
+	if (!t->world || lb_comm_cuda_take_seconds(t->world, t->tag_s, N_TAGS(t)) < 0)
 		return 0;
 	t->comm_s = host_s + t->tag_s[TAG_OPT(t)] + t->tag_s[TAG_OTHER(t)];
 	for (int p = 0; p < t->ev_used / 2; p++) {
@@ -581,25 +584,16 @@ int lb_trainer_step(struct lb_trainer *t, int step, double *loss)
 	if ((rc = lb_trainer_run_steps(t, step, t->sched.steps, t->sched.n_steps, NULL)))
 		return rc;
 	SET_TAG(TAG_OTHER(t));
-	if ((rc = lb_llama_sync_sp_grads(m))) {
+	if ((rc = lb_gradsync_sp_rest(&t->gs))) {
 		snprintf(t->err, sizeof(t->err), "sequence-parallel norm gradient all-reduce: %s",
 			 model_error(rc));
 		return rc;
 	}
 	if ((rc = sum_tied(t)))
 		return rc;
-	if (t->dp && t->zero) { /* ZeRO-1: this rank's shard of the summed gradients */
-		STEP_COMM("data-parallel gradient reduce-scatter",
-			  t->dp->ops->reduce_scatter(t->dp, m->grads, t->gshard, t->shard,
-						     ops->dtype[LB_K_F32], LB_SUM, ops->stream()));
-		if (t->optim.hi > t->optim.lo)
-			ops->copy(lb_at(ops, m->grads, t->optim.lo, LB_K_F32), t->gshard,
-				  t->optim.hi - t->optim.lo, LB_K_F32);
-	} else if (t->dp) {
-		STEP_COMM("data-parallel gradient all-reduce",
-			  t->dp->ops->all_reduce(t->dp, m->grads, m->grads, m->n_params,
-						 ops->dtype[LB_K_F32], LB_SUM, ops->stream()));
-	}
+	/* the edge buckets, and the wait for the layer buckets reduced during the backward */
+	STEP_COMM(t->gs.err[0] ? t->gs.err : "data-parallel gradient reduction",
+		  lb_gradsync_finish(&t->gs));
 
 	/* the optimizer phase: the gradient norm on the device, then the step's one read of
 	 * the loss and the norm (the clip factor needs the global norm), then AdamW */
@@ -631,12 +625,10 @@ int lb_trainer_step(struct lb_trainer *t, int step, double *loss)
 		STEP_COMM("gradient norm all-reduce", lb_comm_sum_double(t->world, &sq));
 	t->grad_norm = sqrt(sq);
 	scale = lb_optim_clip_scale(t->grad_norm, t->opts.clip);
-	lb_optim_step(&t->optim, m->params, m->grads, m->tensors, m->n_tensors, scale);
-	if (t->zero) /* every rank gets the updated shards */
-		STEP_COMM("data-parallel parameter all-gather",
-			  t->dp->ops->all_gather(
-			      t->dp, lb_at(ops, m->params, (size_t)t->dp_rank * t->shard, LB_K_ACT),
-			      m->params, t->shard, ops->dtype[LB_K_ACT], ops->stream()));
+	lb_optim_step(&t->optim, m->params, lb_gradsync_grads(&t->gs), m->tensors, m->n_tensors,
+		      scale);
+	/* ZeRO: every rank gets the updated slices */
+	STEP_COMM("data-parallel parameter all-gather", lb_gradsync_gather_params(&t->gs));
 	ops->event_record(t->ev[n_opt + 1]);
 	t->opt_comm_s = t->comm_s - cw;
 	SET_TAG(TAG_OTHER(t));
@@ -644,6 +636,12 @@ int lb_trainer_step(struct lb_trainer *t, int step, double *loss)
 	device_comm_times(t);
 	step_phases(t); /* waits for the step's end */
 	t->comm_s += m->comm_s;
+	{ /* the compute stream's waits for the overlapped reduction are exposed */
+		double in_bwd = 0, stall = lb_gradsync_stall_s(&t->gs, &in_bwd);
+
+		t->comm_s += stall;
+		t->phases.backward_s -= in_bwd;
+	}
 	if (t->world && t->world->size > 1) {
 		t->phases.comm_exposed_s = t->comm_s;
 		t->phases.bubble_s = t->pp ? t->bubble_s : 0;

@@ -12,7 +12,8 @@
 	"run_id, sweep, source, label, model, seq_len, gpus, micro_batch, tp, pp, dp, "            \
 	"sequence_parallel, checkpointing, attention, norm, status, failure_class, "               \
 	"COALESCE(mfu_reported, mfu), tflops_per_gpu, step_time_mean, forward_s, backward_s, "     \
-	"optimizer_s, comm_exposed_s, bubble_s, peak_mem_bytes, rank_peak_mem"
+	"optimizer_s, comm_exposed_s, bubble_s, peak_mem_bytes, rank_peak_mem, step_time_std, "    \
+	"n_steps"
 
 static const char *text(sqlite3_stmt *st, int col)
 {
@@ -80,6 +81,9 @@ static int load(sqlite3 *db, const char *view, const char *sweep, struct report_
 		r.peak_mem =
 		    sqlite3_column_type(st, 25) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 25);
 		report_run_set_rank_mem(&r, text(st, 26));
+		r.step_time_sd =
+		    sqlite3_column_type(st, 27) == SQLITE_NULL ? -1 : sqlite3_column_double(st, 27);
+		r.n_steps = sqlite3_column_int(st, 28);
 		if (report_runs_add(rs, &r)) {
 			snprintf(err, errlen, "out of memory reading view '%s'", view);
 			sqlite3_finalize(st);

@@ -19,13 +19,48 @@
 
 #include "report/render.h"
 
-/* Tableau 20 (the ten Tableau colours, then their light variants); series cycle through
- * it, so figures with up to 20 series never repeat a colour. */
+/* Twenty colours that no reader confuses: the ten Tableau colours, then ten picked one by
+ * one as the farthest (CIE L*a*b*) from every colour before them and from white, at
+ * moderate chroma. Any two differ by a colour distance (CIE76 delta E) of at least 25
+ * (tests/unit/test_report_render.c checks it); Tableau 20's light variants, used before,
+ * came as close as 4 (#76b7b2 and #86bcb6 read as one colour). Series 21 and on take the
+ * colours again with a hatched fill (plot_series_style). */
 static const char *const palette[] = {"#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2",
 				      "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac",
-				      "#a0cbe8", "#ffbe7d", "#8cd17d", "#86bcb6", "#f1ce63",
-				      "#d4a6c8", "#fabfd2", "#d7b5a6", "#79706e", "#499894"};
+				      "#4433aa", "#bb0088", "#dd88ff", "#005544", "#0088ff",
+				      "#555500", "#773300", "#00ddaa", "#882244", "#00ccff"};
 #define NPALETTE (sizeof(palette) / sizeof(palette[0]))
+
+/* gnuplot fill patterns for the passes through the palette after the first (solid). */
+static const int hatches[] = {4, 5, 2, 6, 7, 1};
+#define NHATCHES (sizeof(hatches) / sizeof(hatches[0]))
+
+size_t plot_palette(const char *const **colours)
+{
+	*colours = palette;
+	return NPALETTE;
+}
+
+void plot_series_style(size_t k, const char **colour, int *pattern)
+{
+	size_t pass = k / NPALETTE;
+
+	*colour = palette[k % NPALETTE];
+	*pattern = pass ? hatches[(pass - 1) % NHATCHES] : 0;
+}
+
+/* The fill of series k: "solid 0.9" or "pattern N" (both with the dark border). */
+static void gp_fill(struct lb_strbuf *sb, size_t k)
+{
+	const char *colour;
+	int pattern;
+
+	plot_series_style(k, &colour, &pattern);
+	if (pattern)
+		lb_strbuf_addf(sb, "fs pattern %d border lc rgb '#333333'", pattern);
+	else
+		lb_strbuf_adds(sb, "fs solid 0.9 border lc rgb '#333333'");
+}
 
 /* A gnuplot single-quoted string: only ' is special (doubled); control bytes dropped. */
 static void gp_quote(struct lb_strbuf *sb, const char *s)
@@ -40,9 +75,9 @@ static void gp_quote(struct lb_strbuf *sb, const char *s)
 	lb_strbuf_adds(sb, "'");
 }
 
-/* A gnuplot double-quoted string of s wrapped into lines of about width bytes, broken after
- * '_', '-', '/' or ' ' where possible (" and \ escaped, control bytes dropped). Returns the
- * number of lines. */
+/* A gnuplot double-quoted string of s wrapped into lines of about width bytes, broken at
+ * each '\n' and after '_', '-', '/' or ' ' where possible (" and \ escaped, other control
+ * bytes dropped). Returns the number of lines. */
 static int gp_wrapped(struct lb_strbuf *sb, const char *s, size_t width)
 {
 	size_t col = 0;
@@ -50,6 +85,12 @@ static int gp_wrapped(struct lb_strbuf *sb, const char *s, size_t width)
 
 	lb_strbuf_adds(sb, "\"");
 	for (; s && *s; s++) {
+		if (*s == '\n' && s[1]) {
+			lb_strbuf_adds(sb, "\\n");
+			col = 0;
+			lines++;
+			continue;
+		}
 		if ((unsigned char)*s < 0x20 || *s == 0x7f)
 			continue;
 		if (*s == '"' || *s == '\\')
@@ -57,7 +98,7 @@ static int gp_wrapped(struct lb_strbuf *sb, const char *s, size_t width)
 		lb_strbuf_add(sb, s, 1);
 		col++;
 		int brk = strchr("_-/ ", *s) != NULL;
-		size_t next = strcspn(s + 1, "_-/ ");
+		size_t next = strcspn(s + 1, "_-/ \n");
 		if (s[1] && ((brk && col + next + 1 > width) || col >= width + 8)) {
 			lb_strbuf_adds(sb, "\\n");
 			col = 0;
@@ -105,58 +146,158 @@ static double bar_height(const struct report_bar *b, int use_mfu)
 }
 
 /* Geometry: a bar is one x unit wide; a group takes at least GROUP_MIN_UNITS (room for its
- * wrapped name) with its bars centred, and groups are GROUP_GAP units apart. */
+ * name) with its bars centred, and groups are GROUP_GAP units apart. Text sizes are in SVG
+ * pixels; the page shows plots at their size (scrolling when wider), so they are the
+ * sizes a reader sees. */
 #define GROUP_MIN_UNITS 4.0
 #define GROUP_GAP	1.0
-#define PX_PER_UNIT	28
+#define PX_PER_UNIT	30
+#define FONT		"sans,12" /* axis titles, key */
+#define TITLE_FONT	"sans,14" /* the figure's title */
+#define TICK_FONT	"sans,11" /* group names, run names */
+#define LABEL_FONT	"sans,10" /* the value and layout above each bar */
+#define PLOT_HEIGHT	600
+#define MAX_WIDTH	6000
+
+static int plot_width(double units)
+{
+	int width = (int)(300 + PX_PER_UNIT * units);
+
+	return width < 800 ? 800 : width > MAX_WIDTH ? MAX_WIDTH : width;
+}
+
+/* A group of a figure: its bars, and whether its name needs its sweep. */
+struct group_ref {
+	size_t first, last; /* bars [first, last] */
+	int ambiguous;	    /* another group shares its model, sequence length and GPUs */
+};
+
+/* The figure's groups (caller frees); NULL when out of memory or no bars. */
+static struct group_ref *groups_of(const struct report_figure *f, size_t *ng)
+{
+	struct group_ref *g = malloc((f->n ? f->n : 1) * sizeof(*g));
+	size_t n = 0;
+
+	*ng = 0;
+	if (!g)
+		return NULL;
+	for (size_t i = 0; i < f->n; i++) {
+		if (i && f->bars[i].group == f->bars[i - 1].group) {
+			g[n - 1].last = i;
+			continue;
+		}
+		g[n++] = (struct group_ref){i, i, 0};
+	}
+	for (size_t a = 0; a < n; a++)
+		for (size_t b = a + 1; b < n; b++) {
+			const struct report_bar *x = &f->bars[g[a].first],
+						*y = &f->bars[g[b].first];
+			if (x->model == y->model && x->seq_len == y->seq_len && x->gpus == y->gpus)
+				g[a].ambiguous = g[b].ambiguous = 1;
+		}
+	*ng = n;
+	return g;
+}
+
+/* A group's name under its bars, one item a line: model, "seq N", "N GPUs", and the sweep
+ * when another group of the figure has the same three (wrapped at width). Returns the
+ * number of lines. */
+static int gp_group_name(struct lb_strbuf *sb, const struct report_bar *b, int ambiguous,
+			 size_t width)
+{
+	char text[512];
+
+	snprintf(text, sizeof(text), "%s\nseq %d\n%d GPU%s%s%s", b->model ? b->model : "",
+		 b->seq_len, b->gpus, b->gpus == 1 ? "" : "s", ambiguous ? "\n" : "",
+		 ambiguous ? b->sweep : "");
+	return gp_wrapped(sb, text, width);
+}
 
 /* The phases figure: one stacked bar per run (rank 0's mean phase times, seconds; an
- * unknown phase counts 0), labelled "<group> (mbs,TP,PP,DP)". */
+ * unknown phase counts 0), a cluster per group named under it, each bar named
+ * "<label>, <ckpt>[, SP] (mbs,TP,PP,DP) #<run id>" (the run id makes every name unique:
+ * two runs of one layout are two bars). */
 static void plot_phases_script(struct lb_strbuf *sb, const struct report_figure *f)
 {
 	static const char *const names[REPORT_PHASE_COUNT] = {
 	    "forward", "backward", "optimizer", "exposed communication", "pipeline bubble"};
+	struct lb_strbuf cmd = LB_STRBUF_INIT;
 	char text[320];
-	int width = (int)(260 + 2 * PX_PER_UNIT * (double)f->n);
+	size_t ng = 0, longest = 0;
+	struct group_ref *g = groups_of(f, &ng);
+	int lines = 1;
 
-	if (width < 760)
-		width = 760;
-	if (width > 4000)
-		width = 4000;
-	lb_strbuf_addf(sb,
-		       "set terminal svg size %d,560 noenhanced font 'sans,11' background "
-		       "'white'\n$data << EOD\n",
-		       width);
-	for (size_t i = 0; i < f->n; i++) {
-		const struct report_run *r = f->bars[i].run;
-		snprintf(text, sizeof(text), "%s (%d,%d,%d,%d)", f->bars[i].group, r->micro_batch,
-			 r->tp, r->pp, r->dp);
-		gp_data_text(sb, text);
-		for (int k = 0; k < REPORT_PHASE_COUNT; k++)
-			lb_strbuf_addf(sb, " %.9g", r->phase[k] >= 0 ? r->phase[k] : 0.0);
-		lb_strbuf_adds(sb, "\n");
+	if (!g) {
+		sb->failed = 1;
+		return;
 	}
-	lb_strbuf_adds(sb, "EOD\n"
-			   "set style data histograms\n"
-			   "set style histogram rowstacked\n"
+	lb_strbuf_addf(sb,
+		       "set terminal svg size %d,%d noenhanced font '" FONT "' background "
+		       "'white'\n",
+		       plot_width(2.0 * (double)f->n + 2.0 * (double)ng), PLOT_HEIGHT + 100);
+	for (size_t k = 0; k < ng; k++) {
+		lb_strbuf_addf(sb, "$g%zu << EOD\n", k);
+		for (size_t i = g[k].first; i <= g[k].last; i++) {
+			const struct report_run *r = f->bars[i].run;
+			snprintf(text, sizeof(text), "%s, %s%s (%d,%d,%d,%d) #%ld", r->label,
+				 r->checkpointing, r->sequence_parallel ? ", SP" : "",
+				 r->micro_batch, r->tp, r->pp, r->dp, r->run_id);
+			gp_data_text(sb, text);
+			if (strlen(text) > longest)
+				longest = strlen(text);
+			for (int p = 0; p < REPORT_PHASE_COUNT; p++)
+				lb_strbuf_addf(sb, " %.9g", r->phase[p] >= 0 ? r->phase[p] : 0.0);
+			lb_strbuf_adds(sb, "\n");
+		}
+		lb_strbuf_adds(sb, "EOD\n");
+	}
+	lb_strbuf_adds(sb, "set style data histograms\n"
 			   "set style fill solid 0.9 border lc rgb '#333333'\n"
 			   "set boxwidth 0.75 relative\n"
 			   "set grid ytics lc rgb '#dddddd'\n"
 			   "set border 3\nset tics nomirror\n"
-			   "set key outside right top vertical samplen 1.5\n"
+			   "set key outside top left horizontal samplen 1.5\n"
 			   "set yrange [0:*]\n"
-			   "set xtics rotate by -30 font 'sans,9'\n"
-			   "set bmargin 8\n"
+			   "set xtics rotate by -30 font '" TICK_FONT "'\n"
 			   "set ylabel 'seconds per step (mean, rank 0)'\n"
-			   "set title ");
+			   "set title font '" TITLE_FONT "'\nset title ");
 	gp_quote(sb, report_kind_title(f->kind));
-	lb_strbuf_adds(sb, "\nplot");
-	for (int k = 0; k < REPORT_PHASE_COUNT; k++) {
-		lb_strbuf_addf(sb, "%s $data using %d%s lc rgb '%s' title ", k ? ", \\\n " : "",
-			       k + 2, k ? "" : ":xtic(1)", palette[k]);
-		gp_quote(sb, names[k]);
-	}
 	lb_strbuf_adds(sb, "\n");
+	lb_strbuf_adds(&cmd, "plot");
+	for (size_t k = 0; k < ng; k++) {
+		lb_strbuf_addf(&cmd, "%s newhistogram ", k ? ", \\\n" : "");
+		int n = gp_group_name(&cmd, &f->bars[g[k].first], g[k].ambiguous, 24);
+		if (n > lines)
+			lines = n;
+		lb_strbuf_adds(&cmd, " lt 1");
+		for (int p = 0; p < REPORT_PHASE_COUNT; p++) {
+			lb_strbuf_addf(&cmd, ", \\\n $g%zu using %d%s lc rgb '%s' ", k, p + 2,
+				       p ? "" : ":xtic(1)", palette[p]);
+			if (k) {
+				lb_strbuf_adds(&cmd, "notitle");
+			} else {
+				lb_strbuf_adds(&cmd, "title ");
+				gp_quote(&cmd, names[p]);
+			}
+		}
+	}
+	lb_strbuf_adds(&cmd, "\n");
+	/* room under the axis: the slanted run names (half their length drops, at about
+	 * two characters a line), the cluster names and the axis title */
+	/* gnuplot writes the cluster names below the axis title, centred on their middle
+	 * line: the offset moves their first line under the title */
+	lb_strbuf_addf(sb,
+		       "set style histogram rowstacked title font '" TICK_FONT "' offset 0,%g\n"
+		       "set xlabel 'run: kernels, checkpointing (micro-batch,TP,PP,DP) #run id; "
+		       "under each cluster its model, sequence length and GPUs'\n",
+		       -(lines / 2.0 + 1));
+	lb_strbuf_addf(sb, "set bmargin %d\n", (int)(longest / 4) + lines + 4);
+	if (cmd.failed)
+		sb->failed = 1;
+	else
+		lb_strbuf_add(sb, cmd.buf, cmd.len);
+	lb_strbuf_release(&cmd);
+	free(g);
 }
 
 void plot_script(struct lb_strbuf *sb, const struct report_figure *f)
@@ -168,51 +309,51 @@ void plot_script(struct lb_strbuf *sb, const struct report_figure *f)
 	int use_mfu = report_figure_all_mfu(f);
 	const char **series = NULL;
 	double *xs = calloc(f->n ? f->n : 1, sizeof(*xs));
-	size_t nseries = report_figure_series(f, &series);
+	size_t nseries = report_figure_series(f, &series), ng = 0;
+	struct group_ref *g = groups_of(f, &ng);
 	double x = 0, ymax = 0;
 	int maxlines = 1;
 	char text[160], ann[96], val[64];
 
-	if ((f->n && !series) || !xs) {
+	if ((f->n && !series) || !xs || !g) {
 		sb->failed = 1;
 		goto out_free;
 	}
-	for (size_t i = 0, j; i < f->n; i = j) {
-		for (j = i + 1; j < f->n && f->bars[j].group == f->bars[i].group; j++)
-			;
+	for (size_t k = 0; k < ng; k++) {
+		size_t i = g[k].first, j = g[k].last + 1;
 		double slot = (double)(j - i) < GROUP_MIN_UNITS ? GROUP_MIN_UNITS : (double)(j - i);
 		double start = x + (slot - (double)(j - i)) / 2 + 0.5;
-		for (size_t k = i; k < j; k++) {
-			const struct report_bar *b = &f->bars[k];
-			xs[k] = start + (double)(k - i);
-			if (bar_height(b, use_mfu) > ymax)
-				ymax = bar_height(b, use_mfu);
+		for (size_t b = i; b < j; b++) {
+			xs[b] = start + (double)(b - i);
+			if (bar_height(&f->bars[b], use_mfu) > ymax)
+				ymax = bar_height(&f->bars[b], use_mfu);
 		}
 		x += slot + GROUP_GAP;
 	}
 	x -= GROUP_GAP;
-	int width = (int)(260 + PX_PER_UNIT * x);
-	if (width < 760)
-		width = 760;
-	if (width > 4000)
-		width = 4000;
 
 	lb_strbuf_addf(sb,
-		       "set terminal svg size %d,560 noenhanced font 'sans,11' background "
+		       "set terminal svg size %d,%d noenhanced font '" FONT "' background "
 		       "'white'\n",
-		       width);
-	/* Three blocks: the boxes, the labels above measured bars, the labels of failed bars
-	 * (written at the base). Separate blocks rather than NaN filters: gnuplot 5.4 crashes
-	 * on a labels plot whose only point is filtered out. */
-	size_t nvalue = 0, nfail = 0;
-	lb_strbuf_adds(sb, "$bars << EOD\n");
-	for (size_t i = 0; i < f->n; i++) {
-		const struct report_bar *b = &f->bars[i];
-		size_t si = series_index(series, nseries, b->series);
-		lb_strbuf_addf(sb, "%g %.6f %zu\n", xs[i], bar_height(b, use_mfu),
-			       si % NPALETTE + 1);
+		       plot_width(x), PLOT_HEIGHT);
+	/* The boxes, one block per pass through the palette (solid, then hatched), the labels
+	 * above measured bars, the labels of failed bars (written at the base). Separate
+	 * blocks rather than NaN filters: gnuplot 5.4 crashes on a labels plot whose only
+	 * point is filtered out. */
+	size_t nvalue = 0, nfail = 0, passes = nseries ? (nseries - 1) / NPALETTE + 1 : 1;
+	for (size_t pass = 0; pass < passes; pass++) {
+		lb_strbuf_addf(sb, "$bars%zu << EOD\n", pass);
+		for (size_t i = 0; i < f->n; i++) {
+			const struct report_bar *b = &f->bars[i];
+			size_t si = series_index(series, nseries, b->series);
+			if (si / NPALETTE != pass)
+				continue;
+			lb_strbuf_addf(sb, "%g %.6f %zu\n", xs[i], bar_height(b, use_mfu),
+				       si % NPALETTE + 1);
+		}
+		lb_strbuf_adds(sb, "EOD\n");
 	}
-	lb_strbuf_adds(sb, "EOD\n$values << EOD\n");
+	lb_strbuf_adds(sb, "$values << EOD\n");
 	for (size_t i = 0; i < f->n; i++) {
 		const struct report_bar *b = &f->bars[i];
 		double y = bar_height(b, use_mfu);
@@ -245,47 +386,55 @@ void plot_script(struct lb_strbuf *sb, const struct report_figure *f)
 	lb_strbuf_adds(sb, "EOD\n");
 	for (size_t k = 0; k < NPALETTE; k++)
 		lb_strbuf_addf(sb, "set linetype %zu lc rgb '%s'\n", k + 1, palette[k]);
-	lb_strbuf_adds(sb, "set style fill solid 0.9 border lc rgb '#333333'\n"
-			   "set boxwidth 0.85 absolute\n"
+	lb_strbuf_adds(sb, "set boxwidth 0.85 absolute\n"
 			   "set grid ytics lc rgb '#dddddd'\n"
 			   "set border 3\nset tics nomirror\n"
-			   "set key outside right top vertical samplen 1.5\n");
+			   "set key outside top left horizontal samplen 1.5\n");
 	lb_strbuf_addf(sb, "set ylabel %s\n",
 		       use_mfu ? "'MFU [%]'" : "'TFLOP/s per GPU (model FLOPs)'");
 	lb_strbuf_addf(sb, "set yrange [0:%g]\n", ymax > 0 ? ymax * 1.5 : (use_mfu ? 100 : 1));
 	lb_strbuf_addf(sb, "set xrange [0:%g]\n", x > 0 ? x : 1);
-	lb_strbuf_adds(sb, "set xtics font 'sans,10' (");
-	for (size_t i = 0, first = 1; i < f->n; i++) {
-		if (i && f->bars[i].group == f->bars[i - 1].group)
-			continue;
-		size_t j = i;
-		while (j + 1 < f->n && f->bars[j + 1].group == f->bars[i].group)
-			j++;
-		if (!first)
+	lb_strbuf_adds(sb, "set xtics font '" TICK_FONT "' (");
+	for (size_t k = 0; k < ng; k++) {
+		if (k)
 			lb_strbuf_adds(sb, ", ");
-		first = 0;
-		int lines = gp_wrapped(sb, f->bars[i].group, 16);
+		int lines = gp_group_name(sb, &f->bars[g[k].first], g[k].ambiguous, 16);
 		if (lines > maxlines)
 			maxlines = lines;
-		lb_strbuf_addf(sb, " %g", (xs[i] + xs[j]) / 2);
+		lb_strbuf_addf(sb, " %g", (xs[g[k].first] + xs[g[k].last]) / 2);
 	}
 	lb_strbuf_adds(sb, ")\n");
-	lb_strbuf_addf(sb, "set bmargin %d\n", maxlines + 2);
-	lb_strbuf_adds(sb, "set title ");
+	/* the axis title under the group names (gnuplot leaves room for one line of tics) */
+	lb_strbuf_adds(sb, "set xlabel ");
+	snprintf(text, sizeof(text), "%s per group: model, sequence length, GPUs",
+		 f->kind == REPORT_BEST ? "best layout's kernel" : render_series_header(f->kind));
+	gp_quote(sb, text);
+	lb_strbuf_addf(sb, " offset 0,%d\n", -(maxlines - 1));
+	lb_strbuf_addf(sb, "set bmargin %d\n", maxlines + 4);
+	lb_strbuf_adds(sb, "set title font '" TITLE_FONT "'\nset title ");
 	gp_quote(sb, report_kind_title(f->kind));
-	lb_strbuf_adds(sb, "\nplot $bars using 1:2:3 with boxes lc variable notitle");
+	lb_strbuf_adds(sb, "\nplot ");
+	for (size_t pass = 0; pass < passes; pass++) {
+		lb_strbuf_addf(sb, "%s$bars%zu using 1:2:3 with boxes lc variable ",
+			       pass ? ", \\\n  " : "", pass);
+		gp_fill(sb, pass * NPALETTE);
+		lb_strbuf_adds(sb, " notitle");
+	}
 	if (nvalue)
 		lb_strbuf_adds(sb, ", \\\n  $values using 1:2:3 with labels rotate by 90 left "
-				   "offset 0,0.4 font 'sans,9' notitle");
+				   "offset 0,0.4 font '" LABEL_FONT "' notitle");
 	if (nfail)
 		lb_strbuf_adds(sb, ", \\\n  $failures using 1:2:3 with labels rotate by 90 left "
-				   "offset 0,0.4 font 'sans,9' tc rgb '#b00000' notitle");
+				   "offset 0,0.4 font '" LABEL_FONT "' tc rgb '#b00000' notitle");
 	for (size_t k = 0; k < nseries; k++) {
-		lb_strbuf_addf(sb, ", \\\n  NaN with boxes lt %zu title ", k % NPALETTE + 1);
+		lb_strbuf_addf(sb, ", \\\n  NaN with boxes lt %zu ", k % NPALETTE + 1);
+		gp_fill(sb, k);
+		lb_strbuf_adds(sb, " title ");
 		gp_quote(sb, series[k]);
 	}
 	lb_strbuf_adds(sb, "\n");
 out_free:
+	free(g);
 	free(xs);
 	free(series);
 }

@@ -19,6 +19,12 @@
  * (report_figure_all_mfu), else model TFLOP/s per GPU. */
 void plot_script(struct lb_strbuf *sb, const struct report_figure *f);
 
+/* The colours series take in order (caller must not free); returns how many. */
+size_t plot_palette(const char *const **colours);
+/* Series k's colour ("#rrggbb") and fill: pattern 0 is solid (the first pass through the
+ * palette), else a gnuplot hatch pattern (each later pass its own). */
+void plot_series_style(size_t k, const char **colour, int *pattern);
+
 /* Exit codes of plot_run besides 0. */
 #define PLOT_ERR_FAILED	 (-1) /* gnuplot ran and failed, or an I/O error */
 #define PLOT_ERR_MISSING (-2) /* gnuplot is not installed (or $LB_GNUPLOT not executable) */

@@ -1,41 +1,45 @@
 /*
  * Text renderings of report figures: CSV, markdown and the HTML page (see
- * report/render.h). Every cell of every format comes from the same few helpers, so the
- * three formats always agree on a bar's value, layout and failure.
+ * report/render.h). A figure is first turned into one table of cells (table_build: the
+ * columns of its kind, one row per bar, or per run in the phases figure, each cell with
+ * its text for the page and its text for CSV); the three writers only lay that table out,
+ * so the formats cannot disagree on a value, a layout field or a failure.
  */
 #include "report/render.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
-const char render_csv_header[] = "group,series,mfu,micro_batch,tp,pp,checkpointing";
-
-const char render_csv_phases_header[] =
-    "group,label,micro_batch,tp,pp,dp,sequence_parallel,step_time_s,forward_s,backward_s,"
-    "optimizer_s,comm_exposed_s,bubble_s,peak_mem_mib,rank_peak_mem_min_mib,"
-    "rank_peak_mem_max_mib,ranks";
-
+/* What each figure's bars are; a group is one sweep's runs of one model, sequence length
+ * and GPU count. */
 static const char *const definitions[REPORT_KIND_COUNT] = {
-    [REPORT_KERNELS] = "Per sweep, the best run of each kernel label.",
-    [REPORT_CHECKPOINTING] =
-	"Per sweep, the best checkpointed run (enabled) against the best run without "
-	"checkpointing (disabled) whose kernels are not FlashAttention-2 with the RMSNorm "
-	"kernel.",
-    [REPORT_MICROBATCH] = "Per sweep, among FlashAttention-2 runs without the RMSNorm kernel, "
-			  "the best run of each micro-batch size; labels (checkpointing, TP, PP).",
-    [REPORT_TP_PP] = "Per sweep, FlashAttention-2 with the RMSNorm kernel, micro-batch 1, no "
+    [REPORT_KERNELS] =
+	"Per sweep, model, sequence length and GPU count, the best run of each kernel label.",
+    [REPORT_CHECKPOINTING] = "Per sweep, model, sequence length and GPU count, the best "
+			     "checkpointed run (enabled) against the best run "
+			     "without checkpointing (disabled) whose kernels are not "
+			     "FlashAttention-2 with the RMSNorm kernel.",
+    [REPORT_MICROBATCH] = "Per sweep, model, sequence length and GPU count, among FlashAttention-2 "
+			  "runs without the RMSNorm kernel, the "
+			  "best run of each micro-batch size; labels (checkpointing, TP, PP).",
+    [REPORT_TP_PP] = "Per sweep, model, sequence length and GPU count, FlashAttention-2 with the "
+		     "RMSNorm kernel, micro-batch 1, no "
 		     "checkpointing: the best run of each (TP, PP).",
-    [REPORT_SEQPAR] = "Per sweep that tried sequence parallelism, the best run with it on "
-		      "against the best run with it off.",
-    [REPORT_RMS] = "Per sweep, the best FlashAttention-2 run with the RMSNorm kernel "
-		   "(rms_best), the best without it (no_rms_best), and the best without it at "
-		   "rms_best's (micro-batch, TP, PP) (no_rms_at_rms_layout).",
+    [REPORT_SEQPAR] = "Per sweep, model, sequence length and GPU count that tried sequence "
+		      "parallelism, the best run with it on against "
+		      "the best run with it off.",
+    [REPORT_RMS] = "Per sweep, model, sequence length and GPU count, the best FlashAttention-2 run "
+		   "with the RMSNorm kernel (rms_best), "
+		   "the best without it (no_rms_best), and the best without it at rms_best's "
+		   "(micro-batch, TP, PP) (no_rms_at_rms_layout).",
     [REPORT_BEST] = "Per model, sequence length and GPU count, the best layout over all sweeps "
 		    "(the best_layout view).",
-    [REPORT_PHASES] = "Per sweep, each ok run of ours: mean steady-state step time and phase "
-		      "times of rank 0 in seconds (forward, backward, optimizer, exposed "
-		      "communication, pipeline bubble), peak memory and the per-rank peaks "
-		      "(min-max MiB over the ranks).",
+    [REPORT_PHASES] = "Per sweep, model, sequence length and GPU count, each ok run of ours: mean "
+		      "steady-state step time and its "
+		      "standard deviation over the steps, mean phase times of rank 0 in seconds "
+		      "(forward, backward, optimizer, exposed communication, pipeline bubble), "
+		      "peak memory and the per-rank peaks (min-max MiB over the ranks).",
 };
 
 static const char *const series_headers[REPORT_KIND_COUNT] = {
@@ -52,6 +56,11 @@ static const char *const series_headers[REPORT_KIND_COUNT] = {
 const char *render_kind_definition(enum report_kind k)
 {
 	return k < REPORT_KIND_COUNT ? definitions[k] : "";
+}
+
+const char *render_series_header(enum report_kind k)
+{
+	return k < REPORT_KIND_COUNT ? series_headers[k] : "";
 }
 
 /* ---- escapers ---- */
@@ -111,7 +120,136 @@ void render_csv_field(struct lb_strbuf *sb, const char *s)
 	lb_strbuf_adds(sb, "\"");
 }
 
-/* ---- cells shared by the formats ---- */
+/* ---- the table: every format's cells, built once per figure ---- */
+
+/*
+ * A figure as a table: its columns (a header for the page, a header for CSV, either may be
+ * absent), then one row per bar (per run in the phases figure), each cell holding its text
+ * for the page (markdown and HTML: "-" or "n/a" where unknown, short numbers) and its text
+ * for CSV ("" where unknown, more digits). Cell texts live in one arena, NUL-separated, so
+ * a table costs a handful of allocations whatever its size.
+ */
+#define TABLE_MAX_COLS 32
+
+enum cell_class { CELL_TEXT = 0, CELL_NUM, CELL_FAIL }; /* HTML class: none, num, fail */
+
+struct column {
+	const char *head; /* markdown and HTML header; NULL: a CSV-only column */
+	const char *csv;  /* CSV header; NULL: not in CSV */
+	int csv_at;	  /* place among the CSV columns (0-based); -1 when csv is NULL */
+	int num;	  /* 1: a number column (right-aligned) */
+};
+
+struct cell {
+	size_t text, csv;    /* offsets of the page's and CSV's texts in the arena */
+	enum cell_class cls; /* the HTML class of this cell */
+};
+
+struct row {
+	const char *group; /* heading of the row's group (pool string); NULL: one table */
+};
+
+struct table {
+	struct column cols[TABLE_MAX_COLS];
+	int ncols;
+	int csv_order[TABLE_MAX_COLS]; /* column index of each CSV column, in order */
+	int ncsv;
+	struct cell *cells; /* nrows * ncols, row by row */
+	struct row *rows;
+	size_t nrows, ncells, cap_rows, cap_cells;
+	struct lb_strbuf arena;
+	int failed; /* out of memory */
+};
+
+static void table_init(struct table *t)
+{
+	memset(t, 0, sizeof(*t));
+	lb_strbuf_init(&t->arena);
+	lb_strbuf_add(&t->arena, "", 1); /* offset 0: the empty text */
+}
+
+static void table_release(struct table *t)
+{
+	free(t->cells);
+	free(t->rows);
+	lb_strbuf_release(&t->arena);
+}
+
+/* Add a column in page order; csv_at: its place in CSV (-1 when not there). */
+static void table_col(struct table *t, const char *head, const char *csv, int csv_at, int num)
+{
+	if (t->ncols == TABLE_MAX_COLS) {
+		t->failed = 1;
+		return;
+	}
+	t->cols[t->ncols++] = (struct column){head, csv, csv ? csv_at : -1, num};
+}
+
+/* Fix the CSV order once every column is added. */
+static void table_columns_done(struct table *t)
+{
+	t->ncsv = 0;
+	for (int at = 0; at < t->ncols; at++)
+		for (int k = 0; k < t->ncols; k++)
+			if (t->cols[k].csv && t->cols[k].csv_at == at)
+				t->csv_order[t->ncsv++] = k;
+}
+
+static void table_row(struct table *t, const char *group)
+{
+	if (t->failed)
+		return;
+	if (t->nrows == t->cap_rows) {
+		size_t cap = t->cap_rows ? t->cap_rows * 2 : 64;
+		struct row *v = realloc(t->rows, cap * sizeof(*v));
+		if (!v) {
+			t->failed = 1;
+			return;
+		}
+		t->rows = v;
+		t->cap_rows = cap;
+	}
+	t->rows[t->nrows++] = (struct row){group};
+}
+
+static size_t arena_add(struct table *t, const char *s)
+{
+	size_t off = t->arena.len;
+
+	if (!s || !*s)
+		return 0;
+	lb_strbuf_add(&t->arena, s, strlen(s) + 1);
+	return off;
+}
+
+/* The next cell of the current row: text on the page, csv in CSV (NULL: the same text). */
+static void table_cell(struct table *t, const char *text, const char *csv, enum cell_class cls)
+{
+	if (t->failed)
+		return;
+	if (t->ncells == t->cap_cells) {
+		size_t cap = t->cap_cells ? t->cap_cells * 2 : 1024;
+		struct cell *v = realloc(t->cells, cap * sizeof(*v));
+		if (!v) {
+			t->failed = 1;
+			return;
+		}
+		t->cells = v;
+		t->cap_cells = cap;
+	}
+	struct cell *c = &t->cells[t->ncells++];
+	c->text = arena_add(t, text);
+	c->csv = csv && (!text || strcmp(csv, text)) ? arena_add(t, csv) : c->text;
+	c->cls = cls;
+}
+
+static const char *cell_text(const struct table *t, size_t row, int col, int csv)
+{
+	const struct cell *c = &t->cells[row * (size_t)t->ncols + (size_t)col];
+	return lb_strbuf_str(&t->arena) + (csv ? c->csv : c->text);
+}
+
+/* ---- cells shared by the figures ---- */
 
 static void int_cell(int v, const char *unknown, char *buf, size_t len)
 {
@@ -121,6 +259,16 @@ static void int_cell(int v, const char *unknown, char *buf, size_t len)
 		snprintf(buf, len, "%d", v);
 }
 
+/* An integer column: "-" on the page and "" in CSV when unknown (v < 0). */
+static void table_int(struct table *t, int v)
+{
+	char text[16], csv[16];
+
+	int_cell(v, "-", text, sizeof(text));
+	int_cell(v, "", csv, sizeof(csv));
+	table_cell(t, text, csv, CELL_NUM);
+}
+
 static void tflops_cell(const struct report_bar *b, char *buf, size_t len)
 {
 	/* two decimals like MFU; three significant digits below 1 (CPU runs) */
@@ -128,11 +276,6 @@ static void tflops_cell(const struct report_bar *b, char *buf, size_t len)
 		snprintf(buf, len, b->run->tflops >= 1 ? "%.2f" : "%.3g", b->run->tflops);
 	else
 		snprintf(buf, len, "-");
-}
-
-static const char *ckpt_cell(const struct report_bar *b)
-{
-	return b->checkpointing ? b->checkpointing : "";
 }
 
 void render_bar_annotation(const struct report_figure *f, const struct report_bar *b, char *buf,
@@ -148,11 +291,9 @@ void render_bar_annotation(const struct report_figure *f, const struct report_ba
 		snprintf(buf, len, "(%d,%d,%d)", b->run->micro_batch, b->run->tp, b->run->pp);
 }
 
-/* ---- the phases figure: one row per run ---- */
-
 #define MIB (1024.0 * 1024.0)
 
-/* Seconds: three significant digits (md, html) or six (csv); unknown as given. */
+/* Seconds: three significant digits (page) or six (csv); unknown as given. */
 static void secs_cell(double v, int csv, const char *unknown, char *buf, size_t len)
 {
 	if (v < 0)
@@ -161,12 +302,31 @@ static void secs_cell(double v, int csv, const char *unknown, char *buf, size_t 
 		snprintf(buf, len, csv ? "%.6g" : "%.3g", v);
 }
 
+static void table_secs(struct table *t, double v)
+{
+	char text[32], csv[32];
+
+	secs_cell(v, 0, "-", text, sizeof(text));
+	secs_cell(v, 1, "", csv, sizeof(csv));
+	table_cell(t, text, csv, CELL_NUM);
+}
+
+/* MiB: one decimal (page) or three (csv); unknown (bytes < 0) as given. */
 static void mib_cell(long long bytes, int csv, const char *unknown, char *buf, size_t len)
 {
 	if (bytes < 0)
 		snprintf(buf, len, "%s", unknown);
 	else
 		snprintf(buf, len, csv ? "%.3f" : "%.1f", (double)bytes / MIB);
+}
+
+static void table_mib(struct table *t, long long bytes, int page, int csv)
+{
+	char text[32], c[32];
+
+	mib_cell(bytes, 0, "-", text, sizeof(text));
+	mib_cell(bytes, 1, "", c, sizeof(c));
+	table_cell(t, page ? text : NULL, csv ? c : NULL, CELL_NUM);
 }
 
 /* "12.3–14.5 MiB over 2 ranks" (one rank: "12.3 MiB over 1 rank"); unknown as given. */
@@ -182,193 +342,366 @@ static void rank_mem_cell(const struct report_run *r, const char *unknown, char 
 			 (double)r->rank_mem_min / MIB, (double)r->rank_mem_max / MIB, r->rank_n);
 }
 
-/* The cells of a phases row after the label: mbs, TP, PP, DP, SP, step, 5 phases, peak,
- * per-rank peaks (md/html: 12 cells, the last "min–max MiB over N ranks"). */
-#define PHASE_CELLS 12
-static void phases_cells(const struct report_run *r, char cells[PHASE_CELLS][64])
+/* ---- the figures as tables ---- */
+
+/* An MFU's standard deviation (a fraction) in points: two decimals on the page, three in
+ * CSV; unknown (< 0) "-" / "". */
+static void table_mfu_sd(struct table *t, double sd)
 {
-	snprintf(cells[0], 64, "%d", r->micro_batch);
-	snprintf(cells[1], 64, "%d", r->tp);
-	snprintf(cells[2], 64, "%d", r->pp);
-	snprintf(cells[3], 64, "%d", r->dp);
-	snprintf(cells[4], 64, "%s", r->sequence_parallel ? "on" : "off");
-	secs_cell(r->step_time, 0, "-", cells[5], 64);
-	for (int k = 0; k < REPORT_PHASE_COUNT; k++)
-		secs_cell(r->phase[k], 0, "-", cells[6 + k], 64);
-	mib_cell(r->peak_mem, 0, "-", cells[11], 64);
-}
+	char text[32], csv[32];
 
-static const char *const phases_headers[PHASE_CELLS + 2] = {"label",
-							    "mbs",
-							    "TP",
-							    "PP",
-							    "DP",
-							    "SP",
-							    "step s",
-							    "forward s",
-							    "backward s",
-							    "optimizer s",
-							    "exposed comm s",
-							    "bubble s",
-							    "peak MiB",
-							    "rank peaks"};
-
-static void csv_phases(struct lb_strbuf *sb, const struct report_figure *f)
-{
-	char c[8][32];
-
-	lb_strbuf_adds(sb, render_csv_phases_header);
-	lb_strbuf_adds(sb, "\n");
-	for (size_t i = 0; i < f->n; i++) {
-		const struct report_run *r = f->bars[i].run;
-		render_csv_field(sb, f->bars[i].group);
-		lb_strbuf_adds(sb, ",");
-		render_csv_field(sb, r->label);
-		lb_strbuf_addf(sb, ",%d,%d,%d,%d,%d", r->micro_batch, r->tp, r->pp, r->dp,
-			       r->sequence_parallel);
-		secs_cell(r->step_time, 1, "", c[0], sizeof(c[0]));
-		lb_strbuf_addf(sb, ",%s", c[0]);
-		for (int k = 0; k < REPORT_PHASE_COUNT; k++) {
-			secs_cell(r->phase[k], 1, "", c[0], sizeof(c[0]));
-			lb_strbuf_addf(sb, ",%s", c[0]);
-		}
-		mib_cell(r->peak_mem, 1, "", c[0], sizeof(c[0]));
-		mib_cell(r->rank_n ? r->rank_mem_min : -1, 1, "", c[1], sizeof(c[1]));
-		mib_cell(r->rank_n ? r->rank_mem_max : -1, 1, "", c[2], sizeof(c[2]));
-		if (r->rank_n)
-			snprintf(c[3], sizeof(c[3]), "%d", r->rank_n);
-		else
-			c[3][0] = 0;
-		lb_strbuf_addf(sb, ",%s,%s,%s,%s\n", c[0], c[1], c[2], c[3]);
+	if (sd < 0) {
+		table_cell(t, "-", "", CELL_NUM);
+		return;
 	}
+	snprintf(text, sizeof(text), "%.2f", sd * 100.0);
+	snprintf(csv, sizeof(csv), "%.3f", sd * 100.0);
+	table_cell(t, text, csv, CELL_NUM);
 }
 
-static void md_phases(struct lb_strbuf *sb, const struct report_figure *f)
+/* A step time's standard deviation, seconds: two significant digits on the page, six in
+ * CSV; unknown (< 0) "-" / "". */
+static void table_step_sd(struct table *t, double sd)
 {
-	char cells[PHASE_CELLS][64], ranks[96];
+	char text[32], csv[32];
 
+	if (sd < 0) {
+		table_cell(t, "-", "", CELL_NUM);
+		return;
+	}
+	snprintf(text, sizeof(text), "%.2g", sd);
+	snprintf(csv, sizeof(csv), "%.6g", sd);
+	table_cell(t, text, csv, CELL_NUM);
+}
+
+/* Sequence parallelism: "on"/"off" on the page, 1/0 in CSV; unknown (v < 0) "-" / "". */
+static void table_sp(struct table *t, int v)
+{
+	if (v < 0)
+		table_cell(t, "-", "", CELL_TEXT);
+	else
+		table_cell(t, v ? "on" : "off", v ? "1" : "0", CELL_TEXT);
+}
+
+/* A CSV-only integer, "" when unknown (v < 0). */
+static void table_csv_int(struct table *t, int v)
+{
+	char csv[16];
+
+	int_cell(v, "", csv, sizeof(csv));
+	table_cell(t, NULL, csv, CELL_NUM);
+}
+
+/*
+ * The bar figures' columns. CSV: the first seven as they always were (group, series, mfu,
+ * micro_batch, tp, pp, checkpointing), then dp, sequence_parallel, model, seq_len, gpus,
+ * tflops_per_gpu, mfu_sd, step_time_s, step_time_sd_s, steps. The page: the series (best:
+ * model, sequence length, GPUs first), MFU and its sd, TFLOP/s, step time and its sd, the
+ * layout, (best: the sweep).
+ */
+static void bar_columns(struct table *t, enum report_kind kind)
+{
+	int best = kind == REPORT_BEST;
+
+	table_col(t, NULL, "group", 0, 0);
+	if (best) {
+		table_col(t, "model", "model", 9, 0);
+		table_col(t, "seq len", "seq_len", 10, 1);
+		table_col(t, "GPUs", "gpus", 11, 1);
+	} else {
+		table_col(t, series_headers[kind], "series", 1, 0);
+	}
+	table_col(t, "MFU %", "mfu", 2, 1);
+	table_col(t, "MFU sd", "mfu_sd", 13, 1);
+	table_col(t, "TFLOP/s/GPU", "tflops_per_gpu", 12, 1);
+	table_col(t, "step s", "step_time_s", 14, 1);
+	table_col(t, "step sd", "step_time_sd_s", 15, 1);
+	if (best)
+		table_col(t, "kernel", "series", 1, 0);
+	table_col(t, "mbs", "micro_batch", 3, 1);
+	table_col(t, "TP", "tp", 4, 1);
+	table_col(t, "PP", "pp", 5, 1);
+	table_col(t, "DP", "dp", 7, 1);
+	table_col(t, "SP", "sequence_parallel", 8, 0);
+	table_col(t, "ckpt", "checkpointing", 6, 0);
+	if (best) {
+		table_col(t, "sweep", NULL, -1, 0);
+	} else {
+		table_col(t, NULL, "model", 9, 0);
+		table_col(t, NULL, "seq_len", 10, 1);
+		table_col(t, NULL, "gpus", 11, 1);
+	}
+	table_col(t, NULL, "steps", 16, 1);
+	table_columns_done(t);
+}
+
+/* Bars: a table per group; best: one table. A bar without a winner shows the layout fields
+ * that define it and "-" elsewhere. */
+static void table_bars(struct table *t, const struct report_figure *f)
+{
+	int best = f->kind == REPORT_BEST;
+	char mfu[64], mfu_csv[64], text[32], csv[32];
+
+	bar_columns(t, f->kind);
 	for (size_t i = 0; i < f->n; i++) {
 		const struct report_bar *b = &f->bars[i];
-		if (i == 0 || b->group != f->bars[i - 1].group) {
-			lb_strbuf_adds(sb, "\n### ");
-			render_md_escape(sb, b->group);
-			lb_strbuf_adds(sb, "\n\n|");
-			for (int k = 0; k < PHASE_CELLS + 2; k++)
-				lb_strbuf_addf(sb, " %s |", phases_headers[k]);
-			lb_strbuf_adds(sb, "\n| --- |");
-			for (int k = 1; k < PHASE_CELLS + 1; k++)
-				lb_strbuf_adds(sb, k == 5 ? " --- |" : " ---: |");
-			lb_strbuf_adds(sb, " --- |\n");
+		const struct report_run *r = b->state == REPORT_BAR_VALUE ? b->run : NULL;
+
+		table_row(t, best ? NULL : b->group);
+		table_cell(t, NULL, best ? b->group : b->sweep, CELL_TEXT);
+		if (best) {
+			table_cell(t, b->model, NULL, CELL_TEXT);
+			table_int(t, b->seq_len);
+			table_int(t, b->gpus);
+		} else {
+			table_cell(t, b->series, NULL, CELL_TEXT);
 		}
-		phases_cells(b->run, cells);
-		rank_mem_cell(b->run, "-", ranks, sizeof(ranks));
-		lb_strbuf_adds(sb, "| ");
-		render_md_escape(sb, b->run->label);
-		for (int k = 0; k < PHASE_CELLS; k++)
-			lb_strbuf_addf(sb, " | %s", cells[k]);
-		lb_strbuf_addf(sb, " | %s |\n", ranks);
+		report_bar_mfu_text(b, "n/a", mfu, sizeof(mfu));
+		report_bar_mfu_text(b, "", mfu_csv, sizeof(mfu_csv));
+		table_cell(t, mfu, mfu_csv, r ? CELL_NUM : CELL_FAIL);
+		table_mfu_sd(t, report_bar_mfu_sd(b));
+		tflops_cell(b, text, sizeof(text));
+		if (r && r->has_tflops)
+			snprintf(csv, sizeof(csv), "%.6g", r->tflops);
+		else
+			csv[0] = 0;
+		table_cell(t, text, csv, CELL_NUM);
+		table_secs(t, r ? r->step_time : -1);
+		table_step_sd(t, report_bar_step_sd(b));
+		if (best)
+			table_cell(t, b->series, NULL, CELL_TEXT);
+		table_int(t, b->micro_batch);
+		table_int(t, b->tp);
+		table_int(t, b->pp);
+		table_int(t, r ? r->dp : -1);
+		table_sp(t, r ? r->sequence_parallel : -1);
+		table_cell(t, b->checkpointing ? b->checkpointing : "-",
+			   b->checkpointing ? b->checkpointing : "", CELL_TEXT);
+		if (best) {
+			table_cell(t, b->sweep, NULL, CELL_TEXT);
+		} else {
+			table_cell(t, NULL, b->model, CELL_TEXT);
+			table_csv_int(t, b->seq_len);
+			table_csv_int(t, b->gpus);
+		}
+		table_csv_int(t, r && r->n_steps > 0 ? r->n_steps : -1);
 	}
+}
+
+/*
+ * The phases: one row per run, a table per group. CSV: the seventeen columns it always had
+ * (group ... ranks), then checkpointing, model, seq_len, gpus, run_id, step_time_sd_s,
+ * steps.
+ */
+static void table_phases(struct table *t, const struct report_figure *f)
+{
+	static const char *const heads[REPORT_PHASE_COUNT] = {
+	    "forward s", "backward s", "optimizer s", "exposed comm s", "bubble s"};
+	static const char *const csvs[REPORT_PHASE_COUNT] = {
+	    "forward_s", "backward_s", "optimizer_s", "comm_exposed_s", "bubble_s"};
+	char ranks[96], num[32];
+
+	table_col(t, NULL, "group", 0, 0);
+	table_col(t, "run", "run_id", 21, 1);
+	table_col(t, "label", "label", 1, 0);
+	table_col(t, "mbs", "micro_batch", 2, 1);
+	table_col(t, "TP", "tp", 3, 1);
+	table_col(t, "PP", "pp", 4, 1);
+	table_col(t, "DP", "dp", 5, 1);
+	table_col(t, "SP", "sequence_parallel", 6, 0);
+	table_col(t, "ckpt", "checkpointing", 17, 0);
+	table_col(t, "step s", "step_time_s", 7, 1);
+	table_col(t, "step sd", "step_time_sd_s", 22, 1);
+	for (int k = 0; k < REPORT_PHASE_COUNT; k++)
+		table_col(t, heads[k], csvs[k], 8 + k, 1);
+	table_col(t, "peak MiB", "peak_mem_mib", 13, 1);
+	table_col(t, "rank peaks", NULL, -1, 0);
+	table_col(t, NULL, "rank_peak_mem_min_mib", 14, 1);
+	table_col(t, NULL, "rank_peak_mem_max_mib", 15, 1);
+	table_col(t, NULL, "ranks", 16, 1);
+	table_col(t, NULL, "model", 18, 0);
+	table_col(t, NULL, "seq_len", 19, 1);
+	table_col(t, NULL, "gpus", 20, 1);
+	table_col(t, NULL, "steps", 23, 1);
+	table_columns_done(t);
+	for (size_t i = 0; i < f->n; i++) {
+		const struct report_bar *b = &f->bars[i];
+		const struct report_run *r = b->run;
+		table_row(t, b->group);
+		table_cell(t, NULL, b->sweep, CELL_TEXT);
+		snprintf(num, sizeof(num), "%ld", r->run_id);
+		table_cell(t, num, NULL, CELL_NUM);
+		table_cell(t, r->label, NULL, CELL_TEXT);
+		table_int(t, r->micro_batch);
+		table_int(t, r->tp);
+		table_int(t, r->pp);
+		table_int(t, r->dp);
+		table_sp(t, r->sequence_parallel);
+		table_cell(t, r->checkpointing, NULL, CELL_TEXT);
+		table_secs(t, r->step_time);
+		table_step_sd(t, report_bar_step_sd(b));
+		for (int k = 0; k < REPORT_PHASE_COUNT; k++)
+			table_secs(t, r->phase[k]);
+		table_mib(t, r->peak_mem, 1, 1);
+		rank_mem_cell(r, "-", ranks, sizeof(ranks));
+		table_cell(t, ranks, NULL, CELL_TEXT);
+		table_mib(t, r->rank_n ? r->rank_mem_min : -1, 0, 1);
+		table_mib(t, r->rank_n ? r->rank_mem_max : -1, 0, 1);
+		table_csv_int(t, r->rank_n ? r->rank_n : -1);
+		table_cell(t, NULL, b->model, CELL_TEXT);
+		table_csv_int(t, b->seq_len);
+		table_csv_int(t, b->gpus);
+		table_csv_int(t, r->n_steps > 0 ? r->n_steps : -1);
+	}
+}
+
+/* Build f's table (caller releases it); 0, or -1 when out of memory. */
+static int table_build(struct table *t, const struct report_figure *f)
+{
+	table_init(t);
+	if (f->kind == REPORT_PHASES)
+		table_phases(t, f);
+	else
+		table_bars(t, f);
+	return t->failed || t->arena.failed ? -1 : 0;
+}
+
+/* ---- the writers ---- */
+
+static void csv_write(struct lb_strbuf *sb, const struct table *t)
+{
+	for (int k = 0; k < t->ncsv; k++) {
+		if (k)
+			lb_strbuf_adds(sb, ",");
+		lb_strbuf_adds(sb, t->cols[t->csv_order[k]].csv);
+	}
+	lb_strbuf_adds(sb, "\n");
+	for (size_t r = 0; r < t->nrows; r++) {
+		for (int k = 0; k < t->ncsv; k++) {
+			if (k)
+				lb_strbuf_adds(sb, ",");
+			render_csv_field(sb, cell_text(t, r, t->csv_order[k], 1));
+		}
+		lb_strbuf_adds(sb, "\n");
+	}
+}
+
+/* 1 when row r starts a table: the first row shown, or a new group. */
+static int starts_table(const struct table *t, size_t r, size_t prev)
+{
+	return prev == (size_t)-1 || t->rows[r].group != t->rows[prev].group;
+}
+
+static void md_write(struct lb_strbuf *sb, const struct table *t)
+{
+	size_t prev = (size_t)-1;
+
+	for (size_t r = 0; r < t->nrows; r++) {
+		if (starts_table(t, r, prev)) {
+			if (t->rows[r].group) {
+				lb_strbuf_adds(sb, "\n### ");
+				render_md_escape(sb, t->rows[r].group);
+				lb_strbuf_adds(sb, "\n");
+			}
+			lb_strbuf_adds(sb, "\n|");
+			for (int k = 0; k < t->ncols; k++)
+				if (t->cols[k].head) {
+					lb_strbuf_adds(sb, " ");
+					render_md_escape(sb, t->cols[k].head);
+					lb_strbuf_adds(sb, " |");
+				}
+			lb_strbuf_adds(sb, "\n|");
+			for (int k = 0; k < t->ncols; k++)
+				if (t->cols[k].head)
+					lb_strbuf_adds(sb, t->cols[k].num ? " ---: |" : " --- |");
+			lb_strbuf_adds(sb, "\n");
+		}
+		lb_strbuf_adds(sb, "|");
+		for (int k = 0; k < t->ncols; k++)
+			if (t->cols[k].head) {
+				lb_strbuf_adds(sb, " ");
+				render_md_escape(sb, cell_text(t, r, k, 0));
+				lb_strbuf_adds(sb, " |");
+			}
+		lb_strbuf_adds(sb, "\n");
+		prev = r;
+	}
+}
+
+static void html_cell(struct lb_strbuf *sb, enum cell_class cls, const char *text)
+{
+	static const char *const open[] = {"<td>", "<td class=\"num\">", "<td class=\"fail\">"};
+
+	lb_strbuf_adds(sb, open[cls]);
+	render_html_escape(sb, text);
+	lb_strbuf_adds(sb, "</td>");
+}
+
+static void html_write(struct lb_strbuf *sb, const struct table *t)
+{
+	size_t prev = (size_t)-1;
+
+	for (size_t r = 0; r < t->nrows; r++) {
+		if (starts_table(t, r, prev)) {
+			if (prev != (size_t)-1)
+				lb_strbuf_adds(sb, "</table>\n");
+			if (t->rows[r].group) {
+				lb_strbuf_adds(sb, "<h3>");
+				render_html_escape(sb, t->rows[r].group);
+				lb_strbuf_adds(sb, "</h3>\n");
+			}
+			lb_strbuf_adds(sb, "<table>\n<tr>");
+			for (int k = 0; k < t->ncols; k++)
+				if (t->cols[k].head) {
+					lb_strbuf_adds(sb, "<th>");
+					render_html_escape(sb, t->cols[k].head);
+					lb_strbuf_adds(sb, "</th>");
+				}
+			lb_strbuf_adds(sb, "</tr>\n");
+		}
+		lb_strbuf_adds(sb, "<tr>");
+		for (int k = 0; k < t->ncols; k++)
+			if (t->cols[k].head)
+				html_cell(sb, t->cells[r * (size_t)t->ncols + (size_t)k].cls,
+					  cell_text(t, r, k, 0));
+		lb_strbuf_adds(sb, "</tr>\n");
+		prev = r;
+	}
+	if (prev != (size_t)-1)
+		lb_strbuf_adds(sb, "</table>\n");
+}
+
+/* Lay f's table out with write; out of memory marks sb failed. */
+static void write_table(struct lb_strbuf *sb, const struct report_figure *f,
+			void (*write)(struct lb_strbuf *, const struct table *))
+{
+	struct table t;
+
+	if (table_build(&t, f))
+		sb->failed = 1;
+	else
+		write(sb, &t);
+	table_release(&t);
 }
 
 /* ---- CSV ---- */
 
 void render_csv(struct lb_strbuf *sb, const struct report_figure *f)
 {
-	char mfu[64], mb[16], tp[16], pp[16];
-
-	if (f->kind == REPORT_PHASES) {
-		csv_phases(sb, f);
-		return;
-	}
-	lb_strbuf_adds(sb, render_csv_header);
-	lb_strbuf_adds(sb, "\n");
-	for (size_t i = 0; i < f->n; i++) {
-		const struct report_bar *b = &f->bars[i];
-		report_bar_mfu_text(b, "", mfu, sizeof(mfu));
-		int_cell(b->micro_batch, "", mb, sizeof(mb));
-		int_cell(b->tp, "", tp, sizeof(tp));
-		int_cell(b->pp, "", pp, sizeof(pp));
-		render_csv_field(sb, b->group);
-		lb_strbuf_adds(sb, ",");
-		render_csv_field(sb, b->series);
-		lb_strbuf_addf(sb, ",%s,%s,%s,%s,", mfu, mb, tp, pp);
-		render_csv_field(sb, ckpt_cell(b));
-		lb_strbuf_adds(sb, "\n");
-	}
+	write_table(sb, f, csv_write);
 }
 
 /* ---- markdown ---- */
 
-static void md_best(struct lb_strbuf *sb, const struct report_figure *f)
-{
-	char mfu[64], tfl[32];
-
-	lb_strbuf_adds(sb, "| model | seq len | GPUs | MFU % | TFLOP/s/GPU | kernel | mbs | TP | "
-			   "PP | DP | SP | ckpt | sweep |\n"
-			   "| --- | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: | "
-			   "---: | --- | --- |\n");
-	for (size_t i = 0; i < f->n; i++) {
-		const struct report_bar *b = &f->bars[i];
-		const struct report_run *r = b->run;
-		if (!r)
-			continue;
-		report_bar_mfu_text(b, "n/a", mfu, sizeof(mfu));
-		tflops_cell(b, tfl, sizeof(tfl));
-		lb_strbuf_adds(sb, "| ");
-		render_md_escape(sb, r->model);
-		lb_strbuf_addf(sb, " | %d | %d | %s | %s | ", r->seq_len, r->gpus, mfu, tfl);
-		render_md_escape(sb, r->label);
-		lb_strbuf_addf(sb, " | %d | %d | %d | %d | %d | ", r->micro_batch, r->tp, r->pp,
-			       r->dp, r->sequence_parallel);
-		render_md_escape(sb, r->checkpointing);
-		lb_strbuf_adds(sb, " | ");
-		render_md_escape(sb, r->sweep);
-		lb_strbuf_adds(sb, " |\n");
-	}
-}
-
 void render_md(struct lb_strbuf *sb, const struct report_figure *f)
 {
-	char mfu[64], tfl[32], mb[16], tp[16], pp[16], dp[16];
-
 	lb_strbuf_addf(sb, "## %s (%s)\n\n%s\n", report_kind_title(f->kind),
 		       report_kind_name(f->kind), render_kind_definition(f->kind));
 	if (!f->n) {
 		lb_strbuf_adds(sb, "\nNo runs for this figure.\n");
 		return;
 	}
-	if (f->kind == REPORT_BEST) {
-		lb_strbuf_adds(sb, "\n");
-		md_best(sb, f);
-		return;
-	}
-	if (f->kind == REPORT_PHASES) {
-		md_phases(sb, f);
-		return;
-	}
-	for (size_t i = 0; i < f->n; i++) {
-		const struct report_bar *b = &f->bars[i];
-		if (i == 0 || b->group != f->bars[i - 1].group) {
-			lb_strbuf_adds(sb, "\n### ");
-			render_md_escape(sb, b->group);
-			lb_strbuf_addf(
-			    sb,
-			    "\n\n| %s | MFU %% | TFLOP/s/GPU | mbs | TP | PP | DP | ckpt "
-			    "|\n| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n",
-			    series_headers[f->kind]);
-		}
-		report_bar_mfu_text(b, "n/a", mfu, sizeof(mfu));
-		tflops_cell(b, tfl, sizeof(tfl));
-		int_cell(b->micro_batch, "-", mb, sizeof(mb));
-		int_cell(b->tp, "-", tp, sizeof(tp));
-		int_cell(b->pp, "-", pp, sizeof(pp));
-		int_cell(b->run ? b->run->dp : -1, "-", dp, sizeof(dp));
-		lb_strbuf_adds(sb, "| ");
-		render_md_escape(sb, b->series);
-		lb_strbuf_addf(sb, " | %s | %s | %s | %s | %s | %s | ", mfu, tfl, mb, tp, pp, dp);
-		render_md_escape(sb, b->checkpointing ? b->checkpointing : "-");
-		lb_strbuf_adds(sb, " |\n");
-	}
+	write_table(sb, f, md_write);
 }
 
 /* ---- HTML ---- */
@@ -383,7 +716,10 @@ void render_html_begin(struct lb_strbuf *sb, const char *title)
 		"body { font-family: sans-serif; margin: 2em; color: #222; }\n"
 		"section { margin-bottom: 3em; }\n"
 		".fig { display: flex; flex-wrap: wrap; gap: 2em; align-items: flex-start; }\n"
-		".plot svg { max-width: 100%; height: auto; }\n"
+		/* a plot keeps its size (its text stays legible) and scrolls when wider than
+		 * the page, rather than shrinking to fit */
+		".plot { max-width: 100%; overflow-x: auto; }\n"
+		".plot svg { display: block; max-width: none; }\n"
 		"table { border-collapse: collapse; margin-bottom: 1em; font-size: 0.9em; }\n"
 		"th, td { border: 1px solid #ccc; padding: 0.2em 0.6em; }\n"
 		"td.num { text-align: right; font-variant-numeric: tabular-nums; }\n"
@@ -399,132 +735,35 @@ void render_html_begin(struct lb_strbuf *sb, const char *title)
 	    "recomputation not counted) divided by the mean steady-state step time, the GPU "
 	    "count and the GPU's dense bf16 peak. Runs imported from the paper show the paper's "
 	    "own MFU (A100, 312 TFLOP/s). Where the peak is unknown (CPU runs) MFU reads n/a "
-	    "and runs are ranked and plotted by TFLOP/s per GPU. Each bar is the best run among "
-	    "its candidates; its label gives (micro-batch, TP, PP). OOM: every candidate ran "
-	    "out of memory.</p>\n");
+	    "and runs are ranked and plotted by TFLOP/s per GPU. Bars are grouped by sweep, model, "
+	    "sequence length and GPU count. Each bar is the best run among its candidates; its "
+	    "label gives (micro-batch, TP, PP). OOM: every candidate ran out of memory. The "
+	    "spread: step sd is the sample standard deviation of a run's step time over its "
+	    "steady-state steps (warmup excluded), MFU sd the same carried over to MFU (MFU "
+	    "&times; step sd / mean step time, to first order), in MFU points; - for a run with "
+	    "fewer than two such steps, or imported.</p>\n");
 }
 
-static void html_cell(struct lb_strbuf *sb, const char *cls, const char *text)
+/* The <svg> element of gnuplot's output, without the XML prologue, its <title> (gnuplot's
+ * "Gnuplot") the figure's title, so that the plot is named for what it shows. */
+static void add_svg(struct lb_strbuf *sb, const char *svg, const char *title)
 {
-	lb_strbuf_addf(sb, "<td%s%s%s>", cls ? " class=\"" : "", cls ? cls : "", cls ? "\"" : "");
-	render_html_escape(sb, text);
-	lb_strbuf_adds(sb, "</td>");
-}
-
-static void html_best(struct lb_strbuf *sb, const struct report_figure *f)
-{
-	char mfu[64], tfl[32], num[32];
-
-	lb_strbuf_adds(sb, "<table>\n<tr><th>model</th><th>seq len</th><th>GPUs</th><th>MFU "
-			   "%</th><th>TFLOP/s/GPU</th><th>kernel</th><th>mbs</th><th>TP</th>"
-			   "<th>PP</th><th>DP</th><th>SP</th><th>ckpt</th><th>sweep</th></tr>\n");
-	for (size_t i = 0; i < f->n; i++) {
-		const struct report_bar *b = &f->bars[i];
-		const struct report_run *r = b->run;
-		if (!r)
-			continue;
-		report_bar_mfu_text(b, "n/a", mfu, sizeof(mfu));
-		tflops_cell(b, tfl, sizeof(tfl));
-		lb_strbuf_adds(sb, "<tr>");
-		html_cell(sb, NULL, r->model);
-		snprintf(num, sizeof(num), "%d", r->seq_len);
-		html_cell(sb, "num", num);
-		snprintf(num, sizeof(num), "%d", r->gpus);
-		html_cell(sb, "num", num);
-		html_cell(sb, "num", mfu);
-		html_cell(sb, "num", tfl);
-		html_cell(sb, NULL, r->label);
-		int vals[] = {r->micro_batch, r->tp, r->pp, r->dp, r->sequence_parallel};
-		for (size_t k = 0; k < sizeof(vals) / sizeof(vals[0]); k++) {
-			snprintf(num, sizeof(num), "%d", vals[k]);
-			html_cell(sb, "num", num);
-		}
-		html_cell(sb, NULL, r->checkpointing);
-		html_cell(sb, NULL, r->sweep);
-		lb_strbuf_adds(sb, "</tr>\n");
-	}
-	lb_strbuf_adds(sb, "</table>\n");
-}
-
-static void html_phases(struct lb_strbuf *sb, const struct report_figure *f)
-{
-	char cells[PHASE_CELLS][64], ranks[96];
-
-	for (size_t i = 0; i < f->n; i++) {
-		const struct report_bar *b = &f->bars[i];
-		if (i == 0 || b->group != f->bars[i - 1].group) {
-			if (i)
-				lb_strbuf_adds(sb, "</table>\n");
-			lb_strbuf_adds(sb, "<h3>");
-			render_html_escape(sb, b->group);
-			lb_strbuf_adds(sb, "</h3>\n<table>\n<tr>");
-			for (int k = 0; k < PHASE_CELLS + 2; k++)
-				lb_strbuf_addf(sb, "<th>%s</th>", phases_headers[k]);
-			lb_strbuf_adds(sb, "</tr>\n");
-		}
-		phases_cells(b->run, cells);
-		rank_mem_cell(b->run, "-", ranks, sizeof(ranks));
-		lb_strbuf_adds(sb, "<tr>");
-		html_cell(sb, NULL, b->run->label);
-		for (int k = 0; k < PHASE_CELLS; k++)
-			html_cell(sb, k == 4 ? NULL : "num", cells[k]);
-		html_cell(sb, NULL, ranks);
-		lb_strbuf_adds(sb, "</tr>\n");
-	}
-	if (f->n)
-		lb_strbuf_adds(sb, "</table>\n");
-}
-
-static void html_tables(struct lb_strbuf *sb, const struct report_figure *f)
-{
-	char mfu[64], tfl[32], cell[16];
-
-	if (f->kind == REPORT_BEST) {
-		html_best(sb, f);
-		return;
-	}
-	if (f->kind == REPORT_PHASES) {
-		html_phases(sb, f);
-		return;
-	}
-	for (size_t i = 0; i < f->n; i++) {
-		const struct report_bar *b = &f->bars[i];
-		if (i == 0 || b->group != f->bars[i - 1].group) {
-			if (i)
-				lb_strbuf_adds(sb, "</table>\n");
-			lb_strbuf_adds(sb, "<h3>");
-			render_html_escape(sb, b->group);
-			lb_strbuf_adds(sb, "</h3>\n<table>\n<tr><th>");
-			render_html_escape(sb, series_headers[f->kind]);
-			lb_strbuf_adds(sb, "</th><th>MFU %</th><th>TFLOP/s/GPU</th><th>mbs</th>"
-					   "<th>TP</th><th>PP</th><th>DP</th><th>ckpt</th></tr>\n");
-		}
-		report_bar_mfu_text(b, "n/a", mfu, sizeof(mfu));
-		tflops_cell(b, tfl, sizeof(tfl));
-		lb_strbuf_adds(sb, "<tr>");
-		html_cell(sb, NULL, b->series);
-		html_cell(sb, b->state == REPORT_BAR_VALUE ? "num" : "fail", mfu);
-		html_cell(sb, "num", tfl);
-		int_cell(b->micro_batch, "-", cell, sizeof(cell));
-		html_cell(sb, "num", cell);
-		int_cell(b->tp, "-", cell, sizeof(cell));
-		html_cell(sb, "num", cell);
-		int_cell(b->pp, "-", cell, sizeof(cell));
-		html_cell(sb, "num", cell);
-		int_cell(b->run ? b->run->dp : -1, "-", cell, sizeof(cell));
-		html_cell(sb, "num", cell);
-		html_cell(sb, NULL, b->checkpointing ? b->checkpointing : "-");
-		lb_strbuf_adds(sb, "</tr>\n");
-	}
-	if (f->n)
-		lb_strbuf_adds(sb, "</table>\n");
-}
-
-/* The <svg> element of gnuplot's output, without the XML prologue. */
-static const char *svg_element(const char *svg)
-{
+	static const char gp_title[] = "<title>Gnuplot</title>";
 	const char *p = strstr(svg, "<svg");
-	return p ? p : svg;
+	const char *t;
+
+	if (!p)
+		p = svg;
+	t = strstr(p, gp_title);
+	if (!t) {
+		lb_strbuf_adds(sb, p);
+		return;
+	}
+	lb_strbuf_add(sb, p, (size_t)(t - p));
+	lb_strbuf_adds(sb, "<title>");
+	render_html_escape(sb, title);
+	lb_strbuf_adds(sb, "</title>");
+	lb_strbuf_adds(sb, t + sizeof(gp_title) - 1);
 }
 
 void render_html_figure(struct lb_strbuf *sb, const struct report_figure *f, const char *svg,
@@ -544,7 +783,7 @@ void render_html_figure(struct lb_strbuf *sb, const struct report_figure *f, con
 		goto tables;
 	lb_strbuf_adds(sb, "<div class=\"plot\">\n");
 	if (svg) {
-		lb_strbuf_adds(sb, svg_element(svg));
+		add_svg(sb, svg, report_kind_title(f->kind));
 	} else if (note) {
 		lb_strbuf_adds(sb, "<p class=\"note\">");
 		render_html_escape(sb, note);
@@ -553,7 +792,7 @@ void render_html_figure(struct lb_strbuf *sb, const struct report_figure *f, con
 	lb_strbuf_adds(sb, "\n</div>\n");
 tables:
 	lb_strbuf_adds(sb, "<div class=\"tables\">\n");
-	html_tables(sb, f);
+	write_table(sb, f, html_write);
 	lb_strbuf_adds(sb, "</div>\n</div>\n</section>\n");
 }
 

@@ -10,24 +10,21 @@
 #include "common/util.h"
 #include "report/report.h"
 
-/* The CSV header line, without the newline:
- * "group,series,mfu,micro_batch,tp,pp,checkpointing". */
-extern const char render_csv_header[];
-
-/* The phases figure's CSV header, without the newline: "group,label,micro_batch,tp,pp,dp,
- * sequence_parallel,step_time_s,forward_s,backward_s,optimizer_s,comm_exposed_s,bubble_s,
- * peak_mem_mib,rank_peak_mem_min_mib,rank_peak_mem_max_mib,ranks". */
-extern const char render_csv_phases_header[];
-
-/* The header line, then one row per bar (the phases figure: render_csv_phases_header and
- * one row per run; seconds with six significant digits, MiB with three decimals, "" when
- * unknown). mfu: percent with two decimals, "" when the
- * peak is unknown, "OOM", "FAILED(<class>)" or "RUNNING"; layout fields "" when unknown.
- * Fields holding a comma, quote or newline are quoted (RFC 4180). */
+/* The header line, then one row per bar: "group,series,mfu,micro_batch,tp,pp,checkpointing,
+ * dp,sequence_parallel,model,seq_len,gpus,tflops_per_gpu,mfu_sd,step_time_s,step_time_sd_s,
+ * steps" (group: the sweep; best: "model/seq_len/gpus"). The phases figure:
+ * "group,label,micro_batch,tp,pp,dp,sequence_parallel,step_time_s,forward_s,backward_s,
+ * optimizer_s,comm_exposed_s,bubble_s,peak_mem_mib,rank_peak_mem_min_mib,
+ * rank_peak_mem_max_mib,ranks,checkpointing,model,seq_len,gpus,run_id,step_time_sd_s,steps",
+ * one row per run. mfu: percent with two decimals, "" when the peak is unknown, "OOM",
+ * "FAILED(<class>)" or "RUNNING"; mfu_sd in percent points; seconds with six significant
+ * digits, MiB with three decimals; "" when unknown. Fields holding a comma, quote or
+ * newline are quoted (RFC 4180). Formats: docs/report.md. */
 void render_csv(struct lb_strbuf *sb, const struct report_figure *f);
 
 /* "## <title>" with a one-line definition, then per group "### <group>" and a table:
- * series, MFU %, TFLOP/s/GPU, mbs, TP, PP, DP, ckpt (best: one table of every row). */
+ * series, MFU %, MFU sd, TFLOP/s/GPU, step s, step sd, mbs, TP, PP, DP, SP, ckpt (best: one
+ * table of every row, with model, sequence length, GPUs and sweep). */
 void render_md(struct lb_strbuf *sb, const struct report_figure *f);
 
 /* The page: render_html_begin, one render_html_figure per figure, render_html_end.
@@ -51,5 +48,7 @@ void render_bar_annotation(const struct report_figure *f, const struct report_ba
 
 /* The one-line definition of a figure (what its bars are). */
 const char *render_kind_definition(enum report_kind k);
+/* What a figure's series are, as its table's first header says: "kernel", "TP,PP", ... */
+const char *render_series_header(enum report_kind k);
 
 #endif

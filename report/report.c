@@ -278,7 +278,10 @@ struct builder {
 	int failed;	    /* out of memory */
 };
 
-static struct report_bar *bar_new(struct builder *b, const char *group, const char *series)
+/* A new bar of the group titled group, whose sweep, model, sequence length and GPU count
+ * are those of run of. */
+static struct report_bar *bar_new(struct builder *b, const char *group, const struct report_run *of,
+				  const char *series)
 {
 	struct report_bar *bar;
 
@@ -297,6 +300,10 @@ static struct report_bar *bar_new(struct builder *b, const char *group, const ch
 	bar = &b->fig->bars[b->fig->n++];
 	memset(bar, 0, sizeof(*bar));
 	bar->group = group;
+	bar->sweep = of->sweep;
+	bar->model = of->model;
+	bar->seq_len = of->seq_len;
+	bar->gpus = of->gpus;
 	bar->series = report_runs_intern(b->rs, series);
 	if (!bar->series) {
 		b->failed = 1;
@@ -419,9 +426,9 @@ static void series_name(enum report_kind kind, const struct cand *c, char *buf, 
 	}
 }
 
-/* One group (the runs g[0..n) of one sweep) of a keyed figure. */
-static void build_keyed(struct builder *b, enum report_kind kind, const struct report_run **g,
-			size_t n)
+/* One group (the runs g[0..n), titled group) of a keyed figure. */
+static void build_keyed(struct builder *b, enum report_kind kind, const char *group,
+			const struct report_run **g, size_t n)
 {
 	size_t nc = 0, i, j;
 	char series[64];
@@ -445,7 +452,7 @@ static void build_keyed(struct builder *b, enum report_kind kind, const struct r
 			sname = b->cands[i].ks;
 		else
 			series_name(kind, &b->cands[i], series, sizeof(series));
-		struct report_bar *bar = bar_new(b, g[0]->sweep, sname);
+		struct report_bar *bar = bar_new(b, group, g[0], sname);
 		if (!bar)
 			return;
 		if (kind == REPORT_MICROBATCH)
@@ -463,7 +470,7 @@ static void build_keyed(struct builder *b, enum report_kind kind, const struct r
 }
 
 /* The RMSNorm comparison for one group. */
-static void build_rms(struct builder *b, const struct report_run **g, size_t n)
+static void build_rms(struct builder *b, const char *group, const struct report_run **g, size_t n)
 {
 	size_t nr = 0, nf = 0, i;
 	struct cand *rms = b->cands, *flash2 = b->cands + n;
@@ -480,14 +487,14 @@ static void build_rms(struct builder *b, const struct report_run **g, size_t n)
 		return;
 	const struct report_run *rbest = NULL;
 	if (nr) {
-		bar = bar_new(b, g[0]->sweep, "rms_best");
+		bar = bar_new(b, group, g[0], "rms_best");
 		if (!bar)
 			return;
 		pick(bar, rms, nr);
 		rbest = bar->run;
 	}
 	if (nf) {
-		bar = bar_new(b, g[0]->sweep, "no_rms_best");
+		bar = bar_new(b, group, g[0], "no_rms_best");
 		if (!bar)
 			return;
 		bar->order1 = 1;
@@ -500,7 +507,7 @@ static void build_rms(struct builder *b, const struct report_run **g, size_t n)
 			    flash2[i].r->tp == rbest->tp && flash2[i].r->pp == rbest->pp)
 				flash2[m++] = flash2[i];
 		if (m) {
-			bar = bar_new(b, g[0]->sweep, "no_rms_at_rms_layout");
+			bar = bar_new(b, group, g[0], "no_rms_at_rms_layout");
 			if (!bar)
 				return;
 			bar->order1 = 2;
@@ -512,15 +519,39 @@ static void build_rms(struct builder *b, const struct report_run **g, size_t n)
 	}
 }
 
-static int run_by_sweep(const void *pa, const void *pb)
+/* Group order: model, sequence length, GPU count, sweep; 0 when a and b share a group. */
+static int group_cmp(const struct report_run *a, const struct report_run *b)
+{
+	int c = a->model == b->model ? 0 : strcmp(a->model, b->model);
+
+	if (c)
+		return c;
+	if (a->seq_len != b->seq_len)
+		return a->seq_len < b->seq_len ? -1 : 1;
+	if (a->gpus != b->gpus)
+		return a->gpus < b->gpus ? -1 : 1;
+	return a->sweep == b->sweep ? 0 : strcmp(a->sweep, b->sweep);
+}
+
+static int run_by_group(const void *pa, const void *pb)
 {
 	const struct report_run *a = *(const struct report_run *const *)pa;
 	const struct report_run *b = *(const struct report_run *const *)pb;
-	int c = a->sweep == b->sweep ? 0 : strcmp(a->sweep, b->sweep);
+	int c = group_cmp(a, b);
 
 	if (c)
 		return c;
 	return a->run_id < b->run_id ? -1 : a->run_id > b->run_id;
+}
+
+static void group_name(const char *model, int seq_len, int gpus, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s, seq %d, %d GPU%s", model, seq_len, gpus, gpus == 1 ? "" : "s");
+}
+
+void report_bar_group_name(const struct report_bar *b, char *buf, size_t len)
+{
+	group_name(b->model ? b->model : "", b->seq_len, b->gpus, buf, len);
 }
 
 static int run_by_best_group(const void *pa, const void *pb)
@@ -561,7 +592,8 @@ int report_runs_best(const struct report_runs *rs, struct report_runs *out)
 }
 
 /* The phases figure for one group: a row per ok run of ours, when any has phase times. */
-static void build_phases(struct builder *b, const struct report_run **g, size_t n)
+static void build_phases(struct builder *b, const char *group, const struct report_run **g,
+			 size_t n)
 {
 	int any = 0;
 
@@ -573,7 +605,7 @@ static void build_phases(struct builder *b, const struct report_run **g, size_t 
 	for (size_t i = 0; i < n; i++) {
 		if (g[i]->paper || g[i]->status != REPORT_RUN_OK)
 			continue;
-		struct report_bar *bar = bar_new(b, g[i]->sweep, g[i]->label);
+		struct report_bar *bar = bar_new(b, group, g[i], g[i]->label);
 		if (!bar)
 			return;
 		bar->state = REPORT_BAR_VALUE;
@@ -597,7 +629,7 @@ static void build_best(struct builder *b, const struct report_run **v, size_t n)
 			b->failed = 1;
 			return;
 		}
-		struct report_bar *bar = bar_new(b, gp, v[i]->label);
+		struct report_bar *bar = bar_new(b, gp, v[i], v[i]->label);
 		if (!bar)
 			return;
 		bar->order1 = kernel_rank(v[i]->label);
@@ -630,16 +662,24 @@ int report_figure_build(struct report_runs *rs, enum report_kind kind, const cha
 		build_best(&b, v, n);
 		goto out_free;
 	}
-	qsort(v, n, sizeof(*v), run_by_sweep);
+	qsort(v, n, sizeof(*v), run_by_group);
 	for (i = 0; i < n && !b.failed; i = j) {
-		for (j = i + 1; j < n && v[j]->sweep == v[i]->sweep; j++)
+		char title[512], name[256];
+		for (j = i + 1; j < n && !group_cmp(v[j], v[i]); j++)
 			;
+		group_name(v[i]->model, v[i]->seq_len, v[i]->gpus, name, sizeof(name));
+		snprintf(title, sizeof(title), "%s (sweep %s)", name, v[i]->sweep);
+		const char *group = report_runs_intern(rs, title);
+		if (!group) {
+			b.failed = 1;
+			break;
+		}
 		if (kind == REPORT_RMS)
-			build_rms(&b, v + i, j - i);
+			build_rms(&b, group, v + i, j - i);
 		else if (kind == REPORT_PHASES)
-			build_phases(&b, v + i, j - i);
+			build_phases(&b, group, v + i, j - i);
 		else
-			build_keyed(&b, kind, v + i, j - i);
+			build_keyed(&b, kind, group, v + i, j - i);
 	}
 out_free:
 	free(b.cands);
@@ -712,6 +752,22 @@ int report_figure_all_mfu(const struct report_figure *f)
 		if (f->bars[i].state == REPORT_BAR_VALUE && !f->bars[i].run->has_mfu)
 			return 0;
 	return 1;
+}
+
+double report_bar_step_sd(const struct report_bar *b)
+{
+	if (b->state != REPORT_BAR_VALUE || b->run->step_time_sd < 0 || b->run->n_steps < 2)
+		return -1;
+	return b->run->step_time_sd;
+}
+
+double report_bar_mfu_sd(const struct report_bar *b)
+{
+	double sd = report_bar_step_sd(b);
+
+	if (sd < 0 || !b->run->has_mfu || !(b->run->step_time > 0))
+		return -1;
+	return b->run->mfu * sd / b->run->step_time;
 }
 
 void report_bar_mfu_text(const struct report_bar *b, const char *unknown_text, char *buf,

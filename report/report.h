@@ -64,6 +64,9 @@ struct report_run {
 	int has_tflops;
 	double tflops;			  /* model TFLOP/s per GPU; valid when has_tflops */
 	double step_time;		  /* mean steady-state step time, seconds; < 0 unknown */
+	double step_time_sd;		  /* its sample standard deviation over the steady-state
+					     steps (warmup excluded), seconds; < 0 unknown */
+	int n_steps;			  /* steady-state steps; 0 unknown */
 	double phase[REPORT_PHASE_COUNT]; /* mean phase times, seconds; < 0 unknown */
 	long long peak_mem;		  /* bytes, max over steps; < 0 unknown */
 	long long rank_mem_min, rank_mem_max; /* per-rank peaks, bytes; valid when rank_n */
@@ -122,8 +125,18 @@ enum report_bar_state {
 	REPORT_BAR_RUNNING    /* nothing measured or failed yet; some candidate still running */
 };
 
+/*
+ * Bars come in groups: one group per sweep, model, sequence length and GPU count (runs of
+ * one sweep on different GPU counts or sequence lengths are not comparable bars); for the
+ * best figure one per model, sequence length and GPU count.
+ */
 struct report_bar {
-	const char *group;  /* the sweep (best: "model/seq_len/gpus"); pool string */
+	const char *group; /* the group's title, one pool string per group (pointers compare):
+			      "llama-13b, seq 2048, 64 GPUs (sweep NAME)"; best:
+			      "llama-13b/2048/64" */
+	const char *sweep; /* the group's sweep (best: the winner's); pool string */
+	const char *model; /* the group's model, sequence length and GPU count */
+	int seq_len, gpus;
 	const char *series; /* the bar's name within its group; pool string */
 	enum report_bar_state state;
 	const struct report_run *run; /* the winner when state is VALUE, else NULL */
@@ -144,9 +157,10 @@ struct report_figure {
 /*
  * Build one figure from a set of runs: REPORT_BEST turns each run (a best_layout row) into
  * one bar; REPORT_PHASES makes one bar per ok run of ours (not imported) in run_id order,
- * series its label, leaving out sweeps where no run has phase times; every other kind
- * selects per sweep. sweep: only that sweep (NULL: all). Groups
- * come in sweep-name order; a group with no candidates for the figure is left out.
+ * series its label, leaving out groups where no run has phase times; every other kind
+ * selects per group. sweep: only that sweep (NULL: all). Groups come in the order of
+ * model name, sequence length, GPU count, then sweep name; a group with no candidates for
+ * the figure is left out.
  * Returns 0, or -1 when out of memory. rs must outlive the figure (bars point into it).
  * Caller releases with report_figure_release.
  */
@@ -156,6 +170,17 @@ void report_figure_release(struct report_figure *f);
 
 /* Number of distinct groups in a figure (bars are ordered by group). */
 size_t report_figure_groups(const struct report_figure *f);
+
+/* A bar's group without its sweep: "llama-13b, seq 2048, 64 GPUs" (one GPU: "1 GPU"). */
+void report_bar_group_name(const struct report_bar *b, char *buf, size_t len);
+
+/* The spread of a bar's winner over its steady-state steps: the step time's sample
+ * standard deviation (seconds) and the MFU's (a fraction, first order: MFU is inversely
+ * proportional to the step time, so its standard deviation is MFU * sd / mean of the step
+ * time). Each is < 0 when unknown (no winner, fewer than two steps, an imported run, no
+ * peak for MFU). */
+double report_bar_step_sd(const struct report_bar *b);
+double report_bar_mfu_sd(const struct report_bar *b);
 
 /* The distinct series of a figure in the order its groups list them (the paper's kernel
  * order, micro-batch size, (TP, PP), ...): sets *series (caller frees the array with

@@ -397,7 +397,7 @@ static int field_value(struct ctx *c, int f, const cJSON *v, const char *jpath, 
 		}
 		return get_int(c, v, jpath, 0, 1, "0, 1, true or false", out);
 	case K_ZERO:
-		return get_int(c, v, jpath, 0, 3, "a ZeRO stage (0 or 1)", out);
+		return get_int(c, v, jpath, 0, 3, "a ZeRO stage (0, 1 or 2)", out);
 	case K_CKPT:
 	case K_ATTN:
 	case K_NORM:

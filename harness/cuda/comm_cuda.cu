@@ -997,8 +997,19 @@ static int cc_split(struct lb_comm *c, int color, int key, struct lb_comm **out)
 		ncclResult_t r;
 
 		cfg.blocking = 0;
+		/* a nonblocking communicator takes the next call only once its state has been
+		 * read back as ncclSuccess ("Attempt to use communicator before the previous
+		 * operation returned ncclSuccess"): the parent's before and after the split */
+		rc = settle(w, cc->nc, ncclInProgress, "ncclCommSplit (parent)", w->o.timeout_s);
+		if (rc) {
+			cc_destroy(&n->c);
+			return rc;
+		}
 		r = nccl.CommSplit(cc->nc, color, key, &n->nc, &cfg);
 		rc = settle(w, n->nc ? n->nc : cc->nc, r, "ncclCommSplit", w->o.timeout_s);
+		if (!rc)
+			rc = settle(w, cc->nc, ncclInProgress, "ncclCommSplit (parent)",
+				    w->o.timeout_s);
 		if (!rc && n->nc && (nccl.CommUserRank(n->nc, &n->c.rank) != ncclSuccess ||
 				     nccl.CommCount(n->nc, &n->c.size) != ncclSuccess))
 			rc = fail(w, LB_COMM_EFAIL, -1, "ncclCommSplit: cannot read the new rank");
@@ -1025,52 +1036,6 @@ const struct lb_comm_ops lbc_comm_ops = {
 };
 
 /* ---- the world ---- */
-
-/* Across nodes: rank 0 writes the id into dir/.nccl-id-<tag> (a rename, so a reader sees
- * all of it or nothing); the others poll for it within the timeout. */
-static int id_by_file(struct cc_world *w, ncclUniqueId *id, char *err, size_t errlen)
-{
-	char path[4200], tmp[4300];
-	double deadline = lb_now_s() + w->o.timeout_s;
-	const char *dir = w->o.id_dir && w->o.id_dir[0] ? w->o.id_dir : ".";
-
-	snprintf(path, sizeof(path), "%s/.nccl-id-%s", dir, w->o.id_tag ? w->o.id_tag : "run");
-	if (w->o.rank == 0) {
-		int fd;
-
-		snprintf(tmp, sizeof(tmp), "%s.%ld.tmp", path, (long)getpid());
-		fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-		if (fd < 0 || write(fd, id, sizeof(*id)) != (ssize_t)sizeof(*id) || fsync(fd) ||
-		    close(fd) || rename(tmp, path)) {
-			snprintf(err, errlen, "NCCL bootstrap: cannot write '%s': %s", path,
-				 strerror(errno));
-			if (fd >= 0)
-				close(fd);
-			unlink(tmp);
-			return LB_COMM_EFAIL;
-		}
-		return 0;
-	}
-	for (;;) {
-		int fd = open(path, O_RDONLY | O_CLOEXEC);
-
-		if (fd >= 0) {
-			ssize_t n = read(fd, id, sizeof(*id));
-
-			close(fd);
-			if (n == (ssize_t)sizeof(*id))
-				return 0;
-		}
-		if (lb_now_s() > deadline) {
-			snprintf(err, errlen,
-				 "NCCL bootstrap: rank 0's id '%s' did not appear within %.1f s (is "
-				 "the run directory on a file system every node sees?)",
-				 path, w->o.timeout_s);
-			return LB_COMM_ETIMEOUT;
-		}
-		usleep(50000);
-	}
-}
 
 extern "C" enum lb_gpu_comm lb_comm_cuda_auto_kind(int local_size)
 {
@@ -1131,6 +1096,15 @@ extern "C" int lb_comm_cuda_world(struct lb_comm *host, const struct lb_comm_cud
 		ncclUniqueId id;
 		ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
 		ncclResult_t r = ncclSuccess;
+		struct lb_boot_opts boot;
+
+		memset(&boot, 0, sizeof(boot));
+		boot.kind = o->bootstrap;
+		boot.rank = o->rank;
+		boot.size = o->size;
+		boot.dir = o->id_dir;
+		boot.tag = o->id_tag;
+		boot.timeout_s = o->timeout_s;
 
 		memset(&id, 0, sizeof(id));
 		if (o->rank == 0 && (r = nccl.GetUniqueId(&id)) != ncclSuccess) {
@@ -1145,20 +1119,14 @@ extern "C" int lb_comm_cuda_world(struct lb_comm *host, const struct lb_comm_cud
 				lb_comm_shm_error(host, &cr, err, errlen);
 				return rc;
 			}
-		} else if ((rc = id_by_file(w, &id, err, errlen))) {
+		} else if ((rc = lb_bootstrap_bcast(&boot, &id, sizeof(id), err, errlen))) {
 			return rc;
 		}
 		cfg.blocking = 0;
 		r = nccl.CommInitRankConfig(&cc->nc, o->size, id, o->rank, &cfg);
 		rc = settle(w, cc->nc, r, "ncclCommInitRankConfig", o->timeout_s);
-		if (!host && o->rank == 0) { /* every rank has joined (or failed): the id is spent */
-			char path[4200];
-
-			snprintf(path, sizeof(path), "%s/.nccl-id-%s",
-				 o->id_dir && o->id_dir[0] ? o->id_dir : ".",
-				 o->id_tag ? o->id_tag : "run");
-			unlink(path);
-		}
+		if (!host) /* every rank has joined (or failed): the id is spent */
+			lb_bootstrap_done(&boot);
 		if (rc) {
 			snprintf(err, errlen, "%s", w->err_msg);
 			return rc;

@@ -539,6 +539,25 @@ static void cuda_event_record(void *ev)
 	LBC_CHECK(cudaEventRecord((cudaEvent_t)ev, lbc_stream));
 }
 
+/* The side stream (created at init) and the backend's own: lbc_stream is whichever the
+ * following ops go to. */
+static cudaStream_t main_stream, side;
+
+static void *cuda_side_stream(void)
+{
+	return (void *)side;
+}
+
+static void cuda_use_stream(void *s)
+{
+	lbc_stream = s ? (cudaStream_t)s : main_stream;
+}
+
+static void cuda_wait_event(void *ev)
+{
+	LBC_CHECK(cudaStreamWaitEvent(lbc_stream, (cudaEvent_t)ev, 0));
+}
+
 static double cuda_event_elapsed(void *a, void *b)
 {
 	float ms = 0;
@@ -1266,6 +1285,9 @@ static int cuda_init(int local_rank, char *err, size_t errlen)
 					   lbc.device);
 	if (e == cudaSuccess)
 		e = cudaStreamCreateWithFlags(&lbc_stream, cudaStreamNonBlocking);
+	if (e == cudaSuccess)
+		e = cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking);
+	main_stream = lbc_stream;
 	if (e != cudaSuccess) {
 		cudaGetLastError();
 		snprintf(err, errlen, "cannot use CUDA device %d (local rank %d): %s", lbc.device,
@@ -1392,6 +1414,9 @@ static struct lb_ops cuda_table(void)
 	t.event_destroy = cuda_event_destroy;
 	t.event_record = cuda_event_record;
 	t.event_elapsed = cuda_event_elapsed;
+	t.side_stream = cuda_side_stream;
+	t.use_stream = cuda_use_stream;
+	t.wait_event = cuda_wait_event;
 
 	t.attn_scratch = lbc_attn_scratch;
 	t.norm_scratch = lbc_norm_scratch;

@@ -40,21 +40,24 @@ done
 grep -q "^error: database '$tmp/none.db' not found" "$tmp/m.err" || { cat "$tmp/m.err"; echo "FAIL: missing db message"; fail=1; }
 [ -e "$tmp/none.db" ] && { echo "FAIL: report created a database"; fail=1; }
 
-# unknown peak: CSV MFU empty, ranked by TFLOP/s
+# unknown peak: CSV MFU empty (and its sd), ranked by TFLOP/s; the step time's spread
+# over the steady-state steps all the same (0.2 s and 0.3 s: sd 0.05; 0.5 s twice: 0)
 "$LB" report --db "$db" --figure kernels --format csv >"$tmp/k.csv" || fail=1
 cat >"$tmp/k.want" <<'EOF'
-group,series,mfu,micro_batch,tp,pp,checkpointing
-cpu-sweep,flash+unfused,,2,1,1,none
-cpu-sweep,flash+fused,,1,1,1,none
+group,series,mfu,micro_batch,tp,pp,checkpointing,dp,sequence_parallel,model,seq_len,gpus,tflops_per_gpu,mfu_sd,step_time_s,step_time_sd_s,steps
+cpu-sweep,flash+unfused,,2,1,1,none,2,0,tiny,128,2,0.002,,0.25,0.05,3
+cpu-sweep,flash+fused,,1,1,1,none,2,0,tiny,128,2,0.001,,0.5,0,3
 EOF
 diff -u "$tmp/k.want" "$tmp/k.csv" || { echo "FAIL: kernels csv"; fail=1; }
 "$LB" report --db "$db" --figure best --format csv >"$tmp/b.csv" || fail=1
-grep -qx 'tiny/128/2,flash+unfused,,2,1,1,none' "$tmp/b.csv" || { cat "$tmp/b.csv"; echo "FAIL: best by TFLOP/s"; fail=1; }
+grep -q '^tiny/128/2,flash+unfused,,2,1,1,none,' "$tmp/b.csv" || { cat "$tmp/b.csv"; echo "FAIL: best by TFLOP/s"; fail=1; }
 
-# markdown: n/a and TFLOP/s per GPU
+# markdown: n/a and TFLOP/s per GPU, the step time and its sd; the group named by model,
+# sequence length and GPUs
 LAYOUTBENCH_DB="$db" "$LB" report --figure kernels >"$tmp/k.md" || { echo "FAIL: LAYOUTBENCH_DB"; fail=1; }
-grep -qF '| flash+unfused | n/a | 0.002 | 2 | 1 | 1 | 2 | none |' "$tmp/k.md" || { cat "$tmp/k.md"; echo "FAIL: md n/a row"; fail=1; }
-grep -qF '| flash+fused | n/a | 0.001 | 1 | 1 | 1 | 2 | none |' "$tmp/k.md" || { echo "FAIL: md second row"; fail=1; }
+grep -qx '### tiny, seq 128, 2 GPUs (sweep cpu-sweep)' "$tmp/k.md" || { cat "$tmp/k.md"; echo "FAIL: md group"; fail=1; }
+grep -qF '| flash+unfused | n/a | - | 0.002 | 0.25 | 0.05 | 2 | 1 | 1 | 2 | off | none |' "$tmp/k.md" || { cat "$tmp/k.md"; echo "FAIL: md n/a row"; fail=1; }
+grep -qF '| flash+fused | n/a | - | 0.001 | 0.5 | 0 | 1 | 1 | 1 | 2 | off | none |' "$tmp/k.md" || { echo "FAIL: md second row"; fail=1; }
 
 # --sweep
 # a sweep the database does not know: exit 1, the known ones named, nothing on stdout
@@ -69,7 +72,7 @@ cmp -s "$tmp/s2.csv" "$tmp/k.csv" || { echo "FAIL: --sweep cpu-sweep"; fail=1; }
 # --figure all as CSV on stdout: eight sections (phases last)
 "$LB" report --db "$db" --figure all --format csv >"$tmp/all.csv" || fail=1
 [ "$(grep -c '^# figure: ' "$tmp/all.csv")" = 8 ] || { echo "FAIL: csv sections"; fail=1; }
-[ "$(grep -c '^group,series,mfu,micro_batch,tp,pp,checkpointing$' "$tmp/all.csv")" = 7 ] ||
+[ "$(grep -c '^group,series,mfu,micro_batch,tp,pp,checkpointing,dp,sequence_parallel,model,seq_len,gpus,tflops_per_gpu,mfu_sd,step_time_s,step_time_sd_s,steps$' "$tmp/all.csv")" = 7 ] ||
 	{ echo "FAIL: csv section headers"; fail=1; }
 
 # --out: md to report.md, html to report.html; nothing on stdout

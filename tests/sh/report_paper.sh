@@ -10,6 +10,7 @@ LB="$BUILD/layoutbench"
 DATA=${LB_PAPER_DATA:-../shared/paper-data}
 GOLDEN=tests/golden/report
 FIGURES="kernels checkpointing microbatch tp-pp seqpar rms best"
+HEADER='group,series,mfu,micro_batch,tp,pp,checkpointing,dp,sequence_parallel,model,seq_len,gpus,tflops_per_gpu,mfu_sd,step_time_s,step_time_sd_s,steps'
 
 [ -x "$LB" ] || { echo "error: '$LB' not built (make BUILD=$BUILD)"; exit 1; }
 if ! ls "$DATA"/*.csv >/dev/null 2>&1; then
@@ -47,22 +48,24 @@ for fig in $FIGURES; do
 		fail=1
 		continue
 	fi
-	head -n 1 "$tmp/$fig.csv" | grep -qx 'group,series,mfu,micro_batch,tp,pp,checkpointing' ||
+	[ "$(head -n 1 "$tmp/$fig.csv")" = "$HEADER" ] ||
 		{ echo "FAIL: $fig.csv header"; fail=1; }
 	[ "$(wc -l <"$tmp/$fig.csv")" -gt 1 ] || { echo "FAIL: $fig.csv has no rows"; fail=1; }
 	check_golden "$fig.csv" "$tmp/$fig.csv"
 done
 # phases: imported runs have no phase times, so the figure is its header alone
-PHASES_HEADER='group,label,micro_batch,tp,pp,dp,sequence_parallel,step_time_s,forward_s,backward_s,optimizer_s,comm_exposed_s,bubble_s,peak_mem_mib,rank_peak_mem_min_mib,rank_peak_mem_max_mib,ranks'
+PHASES_HEADER='group,label,micro_batch,tp,pp,dp,sequence_parallel,step_time_s,forward_s,backward_s,optimizer_s,comm_exposed_s,bubble_s,peak_mem_mib,rank_peak_mem_min_mib,rank_peak_mem_max_mib,ranks,checkpointing,model,seq_len,gpus,run_id,step_time_sd_s,steps'
 "$LB" report --db "$db" --figure phases --format csv >"$tmp/phases.csv" &&
 	[ "$(cat "$tmp/phases.csv")" = "$PHASES_HEADER" ] ||
 	{ echo "FAIL: phases.csv is not its header alone"; fail=1; }
 "$LB" report --db "$db" --figure all --format md >"$tmp/all.md" || { echo "FAIL: md"; fail=1; }
 check_golden all.md "$tmp/all.md"
 
-# Values read off the sheets by hand (grep of the CSVs, Average MFU column).
-expect() { # figure line description
-	grep -qxF "$2" "$tmp/$1.csv" || { echo "FAIL: $1: expected '$2' ($3)"; fail=1; }
+# Values read off the sheets by hand (grep of the CSVs, Average MFU column): a row that
+# starts with the given fields.
+expect() { # figure fields description
+	awk -v s="$2," 'index($0, s) == 1 { found = 1 } END { exit !found }' "$tmp/$1.csv" ||
+		{ echo "FAIL: $1: expected a row '$2,...' ($3)"; fail=1; }
 }
 S13=llama_13B_bfloat16_64_GPUs_all_runs
 S30=llama_30B_bfloat16_256_GPUs_all_runs
@@ -78,6 +81,12 @@ expect rms "$S13,no_rms_at_rms_layout,49.89,1,1,1,full" "flash_attention2 at (1,
 expect seqpar "llama_30B_8k_seq_length_bfloat16_64_GPUs_sequence_parallelism,on,60.22,1,4,2,none" \
 	"30B 8k with sequence parallelism"
 expect best "llama-13b/2048/64,flash_attention2 + RMS kernel,70.57,1,1,1,none" "70.5% MFU for 13B"
+# DP and sequence parallelism, model, sequence length and GPUs of the group, the paper's
+# TFLOP/s and step time; no spread (the sheets give one mean step time per run)
+expect seqpar "llama_30B_8k_seq_length_bfloat16_64_GPUs_sequence_parallelism,on,60.22,1,4,2,none,8,1,llama-30b,8192,64" \
+	"30B 8k: DP 64 / (4 x 2) = 8, sequence parallel"
+expect best "llama-13b/2048/64,flash_attention2 + RMS kernel,70.57,1,1,1,none,64,0,llama-13b,2048,64,219.84,,26.5395," \
+	"the winner's DP, its step time, no spread for an imported run"
 
 # --figure all --format csv --out DIR: one file per figure, equal to the single-figure output.
 "$LB" report --db "$db" --figure all --format csv --out "$tmp/csvdir" 2>/dev/null ||

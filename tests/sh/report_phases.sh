@@ -13,7 +13,7 @@ tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT
 fail=0
 db="$tmp/r.db"
-HEADER='group,label,micro_batch,tp,pp,dp,sequence_parallel,step_time_s,forward_s,backward_s,optimizer_s,comm_exposed_s,bubble_s,peak_mem_mib,rank_peak_mem_min_mib,rank_peak_mem_max_mib,ranks'
+HEADER='group,label,micro_batch,tp,pp,dp,sequence_parallel,step_time_s,forward_s,backward_s,optimizer_s,comm_exposed_s,bubble_s,peak_mem_mib,rank_peak_mem_min_mib,rank_peak_mem_max_mib,ranks,checkpointing,model,seq_len,gpus,run_id,step_time_sd_s,steps'
 
 for layout in "--tp 2 --pp 1" "--tp 1 --pp 2"; do
 	# shellcheck disable=SC2086
@@ -39,12 +39,15 @@ tail -n +2 "$tmp/p.csv" | awk -F, '
 	$5 == 2 && $13 + 0 <= 0 { print "FAIL: PP 2 without a pipeline bubble"; bad = 1 }
 	$5 == 1 && $13 + 0 != 0 { print "FAIL: PP 1 with a pipeline bubble"; bad = 1 }
 	$4 * $5 != 2 { print "FAIL: row " NR ": layout " $4 "x" $5; bad = 1 }
+	$18 != "none" || $19 != "tiny" || $20 != 32 || $21 != 2 { print "FAIL: row " NR ": group fields " $18 "," $19 "," $20 "," $21; bad = 1 }
+	$22 != NR { print "FAIL: row " NR ": run id " $22; bad = 1 }
+	$23 == "" || $24 != 3 { print "FAIL: row " NR ": step sd " $23 " over " $24 " steps"; bad = 1 }
 	END { exit bad }' || { cat "$tmp/p.csv"; fail=1; }
 
 # markdown: a table under the sweep, every cell filled, both ranks counted
 "$LB" report --db "$db" --figure phases >"$tmp/p.md" || fail=1
-grep -q '^### phases-sweep$' "$tmp/p.md" || { echo "FAIL: md group"; fail=1; }
-grep -q '^| label | mbs | TP | PP | DP | SP | step s | forward s | backward s | optimizer s | exposed comm s | bubble s | peak MiB | rank peaks |$' "$tmp/p.md" ||
+grep -q '^### tiny, seq 32, 2 GPUs (sweep phases-sweep)$' "$tmp/p.md" || { echo "FAIL: md group"; fail=1; }
+grep -q '^| run | label | mbs | TP | PP | DP | SP | ckpt | step s | step sd | forward s | backward s | optimizer s | exposed comm s | bubble s | peak MiB | rank peaks |$' "$tmp/p.md" ||
 	{ echo "FAIL: md header"; fail=1; }
 [ "$(grep -c 'MiB over 2 ranks |$' "$tmp/p.md")" = 2 ] || { cat "$tmp/p.md"; echo "FAIL: md rank peaks"; fail=1; }
 grep '^| flash' "$tmp/p.md" | grep -q ' - ' && { cat "$tmp/p.md"; echo "FAIL: md has empty cells"; fail=1; }

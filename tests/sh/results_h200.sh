@@ -1,7 +1,9 @@
 #!/bin/sh
 # The published H200 results never drift from the code that reads them: the run logs in
 # docs/results/h200/runs are collected into a fresh database and the report regenerated
-# from them must equal docs/results/h200/report.md, and the headline numbers quoted in
+# from them must equal docs/results/h200/report.md, the tables of the published page
+# docs/results/h200/report/report.html must equal those of a fresh page (the plots, drawn
+# by whatever gnuplot is installed, are left out of the comparison), and the headline numbers quoted in
 # docs/results/h200/README.md and docs/performance.md must come out of the views.
 # Regenerate after a deliberate change with LB_UPDATE_GOLDEN=1 (then read the diff).
 set -u
@@ -21,8 +23,21 @@ grep -q "9 new runs.*0 warnings, 0 errors" "$tmp/collect.out" ||
 if [ "${LB_UPDATE_GOLDEN:-0}" = 1 ]; then
 	cp "$tmp/report.md" "$D/report.md"
 	echo "updated $D/report.md"
+	"$LB" report --db "$tmp/r.db" --sweep h200-1gpu --figure all --format html --out "$D/report" ||
+		{ echo "FAIL: report --format html"; exit 1; }
 elif ! diff -u "$D/report.md" "$tmp/report.md"; then
 	echo "FAIL: the report from the published runs differs from $D/report.md"
+	fail=1
+fi
+# the page without its plots: each <div class="plot"> ... </div> dropped
+tables() { awk '/^<div class="plot">$/ { skip = 1; next } skip && /^<\/div>$/ { skip = 0; next } !skip' "$1"; }
+LB_GNUPLOT=/nonexistent "$LB" report --db "$tmp/r.db" --sweep h200-1gpu --figure all --format html \
+	>"$tmp/report.html" 2>/dev/null || { echo "FAIL: report --format html"; fail=1; }
+grep -q '<svg' "$D/report/report.html" || { echo "FAIL: $D/report/report.html has no plots"; fail=1; }
+tables "$D/report/report.html" >"$tmp/published.tables"
+tables "$tmp/report.html" >"$tmp/fresh.tables"
+if ! diff -u "$tmp/published.tables" "$tmp/fresh.tables"; then
+	echo "FAIL: the tables of $D/report/report.html differ from the runs' (LB_UPDATE_GOLDEN=1 regenerates it)"
 	fail=1
 fi
 # the quoted figures: MFU % by layout (seq, micro-batch, checkpointing, attention, norm)

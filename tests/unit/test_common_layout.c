@@ -332,9 +332,9 @@ static void m_norm(struct lb_layout *l)
 {
 	l->norm = (enum lb_norm)5;
 }
-static void m_zero2(struct lb_layout *l)
+static void m_zero3(struct lb_layout *l)
 {
-	l->zero_stage = 2;
+	l->zero_stage = 3;
 }
 static void m_hidden(struct lb_layout *l)
 {
@@ -469,7 +469,7 @@ static const struct rule_case rules[] = {
     {"checkpointing=5 is not none, full or selective", m_ckpt},
     {"attention=5 is not naive, fused_softmax or flash", m_attn},
     {"norm=5 is not unfused or fused", m_norm},
-    {"zero_stage=2 is not supported (0 or 1)", m_zero2},
+    {"zero_stage=3 is not supported (0, 1 or 2)", m_zero3},
     {"40 heads do not divide hidden=5004", m_hidden},
     {"head dim 15 (hidden=120 / 8 heads) is odd; rope needs an even head dim", m_headdim_odd},
     {"6 kv heads do not divide 40 heads", m_kv},

@@ -80,6 +80,11 @@ static const struct cas cases[] = {
     {"--model tiny --seq-len 32 --global-batch 8 --micro-batch 1 --dp 2", 0},
     {"--model tiny --seq-len 32 --global-batch 8 --micro-batch 1 --dp 2 --zero-stage 1", 0},
     {"--model tiny --seq-len 32 --global-batch 8 --micro-batch 2 --tp 2 --pp 2 --dp 2 --zero-stage 1 --sequence-parallel 1", 0},
+    {"--model tiny --seq-len 32 --global-batch 8 --micro-batch 1 --dp 2 --zero-stage 2", 0},
+    {"--model tiny-tied --seq-len 32 --global-batch 8 --micro-batch 1 --dp 4 --zero-stage 2", 0},
+    {"--model tiny-gqa --seq-len 48 --global-batch 8 --micro-batch 1 --dp 4 --zero-stage 1", 0},
+    {"--model tiny --seq-len 32 --global-batch 8 --micro-batch 2 --tp 2 --pp 2 --dp 2 --zero-stage 2 --sequence-parallel 1", 0},
+    {"--model tiny-tied --seq-len 32 --global-batch 8 --micro-batch 1 --pp 2 --dp 2 --zero-stage 2", 0},
     /* explicit splits and the interleaved schedule's chunks and slots */
     {"--model tiny-deep --seq-len 32 --global-batch 8 --micro-batch 1 --pp 2 --stage-layers 2,6", 0},
     {"--model tiny-deep --seq-len 32 --global-batch 8 --micro-batch 1 --pp 3 --stage-layers 4,2,2 --checkpointing selective", 0},
@@ -88,6 +93,7 @@ static const struct cas cases[] = {
     {"--model tiny-deep --seq-len 32 --global-batch 12 --micro-batch 1 --pp 2 --virtual-stages 3 --norm unfused", 0},
     {"--model tiny-tied --seq-len 32 --global-batch 8 --micro-batch 1 --pp 2 --virtual-stages 2 --tp 2 --sequence-parallel 1", 0},
     {"--model tiny-deep --seq-len 32 --global-batch 8 --micro-batch 1 --pp 2 --virtual-stages 2 --stage-layers 1,3,3,1 --dp 2 --zero-stage 1", 0},
+    {"--model tiny-deep --seq-len 32 --global-batch 8 --micro-batch 1 --pp 2 --virtual-stages 2 --dp 2 --zero-stage 2", 0},
 };
 
 static void test_cpu_peaks(void **state)

@@ -198,7 +198,12 @@ static void test_dp_group_sums_gradients(void **state)
 	o.clip = 0; /* compare the raw gradients */
 	assert_int_equal(lb_trainer_init(&a, &o, lb_ops_cpu(), NULL), 0);
 	assert_int_equal(lb_trainer_init(&b, &o, lb_ops_cpu(), NULL), 0);
+	/* b reduces its gradients (bucket by bucket) and its loss over a group that doubles */
 	b.dp = &twice;
+	lb_gradsync_free(&b.gs);
+	assert_int_equal(lb_gradsync_init(&b.gs, lb_ops_cpu(), &b.model, &twice, 0, 0, 1000, 1, -1),
+			 0);
+	assert_true(b.gs.n_layer_b > 1); /* several layer buckets, each reduced in the backward */
 	assert_int_equal(lb_trainer_step(&a, 0, &la), 0);
 	assert_int_equal(lb_trainer_step(&b, 0, &lb), 0);
 	assert_true(fabs(lb - 2 * la) < 1e-5 * la);

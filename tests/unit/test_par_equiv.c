@@ -1,7 +1,7 @@
 /*
  * The equivalence suite of the parallel trainer: every layout with tp, pp, dp in {1, 2, 4}
  * and tp*pp*dp <= 8 on the tiny preset, sequence parallelism on and off (tp > 1), ZeRO
- * stage 0 and 1 (dp > 1), each checkpointing mode, runs 3 optimizer steps (seq 16, global
+ * stage 0, 1 and 2 (dp > 1), each checkpointing mode, runs 3 optimizer steps (seq 16, global
  * batch 8, micro-batch 1) through lb_train_main itself (the --nproc-per-node launcher
  * forks the ranks from this process) and must give the single-rank run's loss at every
  * step to 1e-5 relative and, after the 3 steps, its parameters (--dump-params, the whole
@@ -11,8 +11,11 @@
  * tied embedding's two copies summed between first and last stage), uneven pipeline
  * stages (pp not dividing the layers), explicit layer splits (--stage-layers), and the
  * interleaved 1F1B schedule (--virtual-stages: pp=2 and pp=4 with 2 and 3 chunks per
- * stage, with tp, SP, dp, ZeRO-1, each checkpointing mode, a tied embedding, uneven
- * chunks and an explicit split of the chunks).
+ * stage, with tp, SP, dp, ZeRO-1 and 2, each checkpointing mode, a tied embedding, uneven
+ * chunks and an explicit split of the chunks). Every other run reduces its data-parallel
+ * gradients in buckets of one layer each (--grad-bucket 1: a reduction per layer during
+ * the backward, ZeRO-2's two slots reused across layers and micro-batches), the others in
+ * the default buckets (the whole stage in one; with virtual stages one per model chunk).
  *
  * Why norms and not element by element: AdamW divides each gradient element by its own
  * running RMS, so an element whose gradient nearly cancels has its update decided by
@@ -124,6 +127,8 @@ static int run(const struct lb_layout *l, enum lb_sched_kind sched, const char *
 	o.comm_timeout = 30;
 	o.schedule = sched;
 	o.nproc_per_node = lb_layout_world(l);
+	if (n_ran % 2)
+		o.grad_bucket = 1;
 	snprintf(o.run_dir, sizeof(o.run_dir), "%s/%s", tmpdir, tag);
 	snprintf(o.dump_params, sizeof(o.dump_params), "%s/%s.bin", tmpdir, tag);
 	rc = lb_train_main(&o);
@@ -283,7 +288,7 @@ static void test_every_layout_equals_one_rank(void **state)
 					if (tp * pp * dp > 8 || tp * pp * dp == 1)
 						continue;
 					for (int sp = 0; sp <= (tp > 1); sp++)
-						for (int z = 0; z <= (dp > 1); z++) {
+						for (int z = 0; z <= (dp > 1 ? 2 : 0); z++) {
 							if (subset && k++ % 4)
 								continue;
 							l.tp = tp;
@@ -314,7 +319,8 @@ static void test_gqa_and_tied(void **state)
 {
 	static const int lay[][5] = {/* tp pp dp sp zero */
 				     {2, 1, 1, 0, 0}, {4, 1, 1, 1, 0}, {2, 2, 2, 1, 1},
-				     {4, 2, 1, 0, 0}, {1, 4, 2, 0, 1}, {1, 2, 1, 0, 0}};
+				     {4, 2, 1, 0, 0}, {1, 4, 2, 0, 1}, {1, 2, 1, 0, 0},
+				     {2, 2, 2, 1, 2}, {1, 4, 2, 0, 2}};
 	const char *presets[] = {"tiny-gqa", "tiny-tied"};
 
 	n_ran = n_bad = 0;
@@ -336,7 +342,7 @@ static void test_gqa_and_tied(void **state)
 	}
 	printf("gqa and tied layouts run: %d, differing: %d\n", n_ran, n_bad);
 	assert_int_equal(n_bad, 0);
-	assert_int_equal(n_ran, 12);
+	assert_int_equal(n_ran, 16);
 }
 
 /* Micro-batches of 2 sequences: SP slices the (B*S) tokens of a micro-batch. */
@@ -346,7 +352,9 @@ static void test_micro_batch_2(void **state)
 				     {2, 1, 1, 1, 0},
 				     {4, 2, 1, 1, 0},
 				     {2, 2, 2, 1, 1},
-				     {1, 2, 2, 0, 1}};
+				     {1, 2, 2, 0, 1},
+				     {2, 1, 2, 1, 2},
+				     {1, 2, 2, 0, 2}};
 	struct lb_layout l;
 	struct run_out ref;
 
@@ -365,7 +373,7 @@ static void test_micro_batch_2(void **state)
 	out_free(&ref);
 	printf("micro-batch 2 layouts run: %d, differing: %d\n", n_ran, n_bad);
 	assert_int_equal(n_bad, 0);
-	assert_int_equal(n_ran, 4);
+	assert_int_equal(n_ran, 6);
 }
 
 /* Uneven pipeline stages (common/layout.c's lb_stage_layers: the remainder to the middle
@@ -384,12 +392,14 @@ static void test_uneven_stages(void **state)
 	    {"tiny", 6, LB_CKPT_NONE, 1, 4, 1, 0, 0, LB_SCHED_1F1B},
 	    {"tiny", 6, LB_CKPT_NONE, 2, 4, 1, 1, 0, LB_SCHED_1F1B},
 	    {"tiny", 6, LB_CKPT_NONE, 1, 4, 2, 0, 1, LB_SCHED_1F1B},
+	    {"tiny", 6, LB_CKPT_NONE, 1, 4, 2, 0, 2, LB_SCHED_1F1B},
 	    {"tiny", 6, LB_CKPT_NONE, 1, 4, 1, 0, 0, LB_SCHED_GPIPE},
 	    {"tiny", 6, LB_CKPT_FULL, 2, 4, 1, 0, 0, LB_SCHED_1F1B},
 	    {"tiny", 6, LB_CKPT_FULL, 1, 4, 2, 0, 0, LB_SCHED_1F1B},
 	    {"tiny", 4, LB_CKPT_SELECTIVE, 1, 3, 1, 0, 0, LB_SCHED_1F1B},
 	    {"tiny", 4, LB_CKPT_SELECTIVE, 2, 3, 1, 1, 0, LB_SCHED_1F1B},
 	    {"tiny", 4, LB_CKPT_SELECTIVE, 1, 3, 2, 0, 1, LB_SCHED_1F1B},
+	    {"tiny", 4, LB_CKPT_SELECTIVE, 1, 3, 2, 0, 2, LB_SCHED_GPIPE},
 	    {"tiny", 4, LB_CKPT_SELECTIVE, 1, 3, 2, 0, 0, LB_SCHED_GPIPE},
 	    {"tiny-deep", 0, LB_CKPT_NONE, 1, 3, 1, 0, 0, LB_SCHED_1F1B},
 	    {"tiny-deep", 0, LB_CKPT_NONE, 2, 3, 1, 0, 0, LB_SCHED_1F1B},
@@ -468,6 +478,9 @@ static void test_split_and_interleaved(void **state)
 	    {"tiny-deep", 8, LB_CKPT_NONE, 1, 4, 1, 0, 0, 2, ""},
 	    {"tiny-deep", 8, LB_CKPT_NONE, 2, 4, 1, 1, 0, 2, ""},
 	    {"tiny-deep", 8, LB_CKPT_NONE, 1, 4, 2, 0, 1, 2, ""},
+	    /* ZeRO-2: a chunk's layer gradients through the slots, micro-batch by micro-batch */
+	    {"tiny-deep", 8, LB_CKPT_NONE, 1, 4, 2, 0, 2, 2, ""},
+	    {"tiny-deep", 8, LB_CKPT_NONE, 2, 2, 2, 1, 2, 2, ""},
 	    /* 3 chunks per stage: 8 layers in 6 chunks (1 1 2 2 1 1), and a split of them */
 	    {"tiny-deep", 8, LB_CKPT_NONE, 1, 2, 1, 0, 0, 3, ""},
 	    {"tiny-deep", 8, LB_CKPT_NONE, 1, 2, 1, 0, 0, 2, "1,3,3,1"},

@@ -67,20 +67,24 @@ static void test_contract_tables(void **state)
 	/* imported: the sheet's MFU wins over a computed one (COALESCE(mfu_reported, mfu)) */
 	exec(db, "INSERT INTO run_summary (run_id, sweep, source, label, model, seq_len, gpus, "
 		 "micro_batch, tp, pp, dp, sequence_parallel, checkpointing, attention, norm, "
-		 "status, failure_class, tflops_per_gpu, mfu, mfu_reported) VALUES "
+		 "status, failure_class, tflops_per_gpu, mfu, mfu_reported, step_time_mean, "
+		 "step_time_std, n_steps) VALUES "
 		 "(1, 'p', 'paper', 'torch', 'llama-13b', 2048, 64, 1, 2, 2, 16, 0, 'none', "
-		 "'naive', 'unfused', 'ok', NULL, 118.2, 0.30, 0.3788948519626735),"
+		 "'naive', 'unfused', 'ok', NULL, 118.2, 0.30, 0.3788948519626735, 26.5, NULL, "
+		 "NULL),"
 		 "(2, 'p', 'paper', 'torch', 'llama-13b', 2048, 64, 8, 2, 2, 16, 0, 'full', "
-		 "'naive', 'unfused', 'failed', 'oom', NULL, NULL, NULL),"
+		 "'naive', 'unfused', 'failed', 'oom', NULL, NULL, NULL, NULL, NULL, NULL),"
 		 "(3, 'q', 'run', 'flash+fused', 'tiny', 128, 2, 1, 1, 1, 2, 0, 'none', "
-		 "'flash', 'fused', 'running', NULL, NULL, NULL, NULL),"
+		 "'flash', 'fused', 'running', NULL, NULL, NULL, NULL, NULL, NULL, NULL),"
 		 "(4, 'q', 'run', 'flash+fused', 'tiny', 128, 2, 1, 2, 1, 1, 1, 'none', "
-		 "'flash', 'fused', 'ok', NULL, 0.0042, NULL, NULL)");
+		 "'flash', 'fused', 'ok', NULL, 0.0042, NULL, NULL, 2.0, 0.1, 5)");
 	exec(db, "INSERT INTO best_layout (run_id, sweep, source, label, model, seq_len, gpus, "
 		 "micro_batch, tp, pp, dp, sequence_parallel, checkpointing, attention, norm, "
-		 "status, tflops_per_gpu, mfu, mfu_reported) SELECT run_id, sweep, source, label, "
+		 "status, tflops_per_gpu, mfu, mfu_reported, step_time_mean, step_time_std, "
+		 "n_steps) SELECT run_id, sweep, source, label, "
 		 "model, seq_len, gpus, micro_batch, tp, pp, dp, sequence_parallel, checkpointing, "
-		 "attention, norm, status, tflops_per_gpu, mfu, mfu_reported FROM run_summary "
+		 "attention, norm, status, tflops_per_gpu, mfu, mfu_reported, step_time_mean, "
+		 "step_time_std, n_steps FROM run_summary "
 		 "WHERE run_id IN (1, 4)");
 
 	report_runs_init(&rs);
@@ -101,11 +105,18 @@ static void test_contract_tables(void **state)
 	assert_false(rs.v[3].has_mfu);
 	assert_true(rs.v[3].has_tflops);
 	assert_int_equal(rs.v[3].sequence_parallel, 1);
+	/* the spread: step_time_std and n_steps as the view gives them, NULL unknown */
+	assert_true(rs.v[3].step_time_sd == 0.1);
+	assert_int_equal(rs.v[3].n_steps, 5);
+	assert_true(rs.v[0].step_time_sd < 0);
+	assert_int_equal(rs.v[0].n_steps, 0);
 
 	char *csv = figure_csv(&rs, REPORT_KERNELS);
-	assert_string_equal(csv, "group,series,mfu,micro_batch,tp,pp,checkpointing\n"
-				 "p,torch,37.89,1,2,2,none\n"
-				 "q,flash+fused,,1,2,1,none\n");
+	assert_string_equal(csv, "group,series,mfu,micro_batch,tp,pp,checkpointing,dp,sequence_"
+				 "parallel,model,seq_len,gpus,"
+				 "tflops_per_gpu,mfu_sd,step_time_s,step_time_sd_s,steps\n"
+				 "p,torch,37.89,1,2,2,none,16,0,llama-13b,2048,64,118.2,,26.5,,\n"
+				 "q,flash+fused,,1,2,1,none,1,1,tiny,128,2,0.0042,,2,0.1,5\n");
 	free(csv);
 	report_runs_release(&rs);
 
@@ -119,9 +130,13 @@ static void test_contract_tables(void **state)
 	assert_int_equal(report_load_best(db, NULL, &rs, err, sizeof(err)), 0);
 	assert_int_equal(rs.n, 2);
 	csv = figure_csv(&rs, REPORT_BEST);
-	assert_string_equal(csv, "group,series,mfu,micro_batch,tp,pp,checkpointing\n"
-				 "llama-13b/2048/64,torch,37.89,1,2,2,none\n"
-				 "tiny/128/2,flash+fused,,1,2,1,none\n");
+	assert_string_equal(csv,
+			    "group,series,mfu,micro_batch,tp,pp,checkpointing,dp,sequence_parallel,"
+			    "model,seq_len,gpus,"
+			    "tflops_per_gpu,mfu_sd,step_time_s,step_time_sd_s,steps\n"
+			    "llama-13b/2048/64,torch,37.89,1,2,2,none,16,0,llama-13b,2048,64,"
+			    "118.2,,26.5,,\n"
+			    "tiny/128/2,flash+fused,,1,2,1,none,1,1,tiny,128,2,0.0042,,2,0.1,5\n");
 	free(csv);
 	report_runs_release(&rs);
 
@@ -207,14 +222,22 @@ static void test_real_schema(void **state)
 		}
 	}
 	/* our runs: flash+fused has no flash2 rows, so microbatch is empty; checkpointing has
-	 * no candidate rows either; kernels shows the best with a known MFU */
+	 * no candidate rows either; kernels shows the best with a known MFU, and its spread
+	 * from the view: steady steps 2 s and 4 s, sample sd sqrt(2) = 1.41421 s, MFU sd
+	 * 106.84 * 1.41421 / 3 = 50.364 points */
 	char *csv = figure_csv(&rs, REPORT_KERNELS);
-	assert_string_equal(csv, "group,series,mfu,micro_batch,tp,pp,checkpointing\n"
-				 "s,flash+fused,106.84,1,1,1,none\n");
+	assert_string_equal(csv, "group,series,mfu,micro_batch,tp,pp,checkpointing,dp,sequence_"
+				 "parallel,model,seq_len,gpus,"
+				 "tflops_per_gpu,mfu_sd,step_time_s,step_time_sd_s,steps\n"
+				 "s,flash+fused,106.84,1,1,1,none,1,0,tiny,128,1,333.333,50.364,3,"
+				 "1.41421,2\n");
 	free(csv);
 	csv = figure_csv(&rs, REPORT_TP_PP);
-	assert_string_equal(csv, "group,series,mfu,micro_batch,tp,pp,checkpointing\n"
-				 "s,\"1,1\",106.84,1,1,1,none\n");
+	assert_string_equal(csv, "group,series,mfu,micro_batch,tp,pp,checkpointing,dp,sequence_"
+				 "parallel,model,seq_len,gpus,"
+				 "tflops_per_gpu,mfu_sd,step_time_s,step_time_sd_s,steps\n"
+				 "s,\"1,1\",106.84,1,1,1,none,1,0,tiny,128,1,333.333,50.364,3,"
+				 "1.41421,2\n");
 	free(csv);
 	report_runs_release(&rs);
 
@@ -230,10 +253,10 @@ static void test_real_schema(void **state)
 	report_runs_init(&rs);
 	assert_int_equal(report_load_runs(db, NULL, &rs, err, sizeof(err)), 0);
 	csv = figure_csv(&rs, REPORT_PHASES);
-	assert_string_equal(csv,
-			    "group,label,micro_batch,tp,pp,dp,sequence_parallel,step_time_s,"
-			    "forward_s,backward_s,optimizer_s,comm_exposed_s,bubble_s,"
-			    "peak_mem_mib,rank_peak_mem_min_mib,rank_peak_mem_max_mib,ranks\n");
+	assert_string_equal(csv, "group,label,micro_batch,tp,pp,dp,sequence_parallel,step_time_s,"
+				 "forward_s,backward_s,optimizer_s,comm_exposed_s,bubble_s,"
+				 "peak_mem_mib,rank_peak_mem_min_mib,rank_peak_mem_max_mib,ranks,"
+				 "checkpointing,model,seq_len,gpus,run_id,step_time_sd_s,steps\n");
 	free(csv);
 	report_runs_release(&rs);
 	exec(db, "UPDATE steps SET forward_s = time_s / 5, backward_s = 2 * time_s / 5, "
@@ -245,12 +268,15 @@ static void test_real_schema(void **state)
 	report_runs_init(&rs);
 	assert_int_equal(report_load_runs(db, NULL, &rs, err, sizeof(err)), 0);
 	csv = figure_csv(&rs, REPORT_PHASES);
-	assert_string_equal(csv, "group,label,micro_batch,tp,pp,dp,sequence_parallel,step_time_s,"
-				 "forward_s,backward_s,optimizer_s,comm_exposed_s,bubble_s,"
-				 "peak_mem_mib,rank_peak_mem_min_mib,rank_peak_mem_max_mib,ranks\n"
-				 "s,flash+fused,1,1,1,1,0,3,,,,,,,,,\n"
-				 "s,flash+fused,2,1,1,1,0,5,1,2,0.125,1.5,0,3.000,1.500,3.000,2\n"
-				 "s,flash+fused,8,1,1,1,0,1000,,,,,,,,,\n");
+	assert_string_equal(csv,
+			    "group,label,micro_batch,tp,pp,dp,sequence_parallel,step_time_s,"
+			    "forward_s,backward_s,optimizer_s,comm_exposed_s,bubble_s,"
+			    "peak_mem_mib,rank_peak_mem_min_mib,rank_peak_mem_max_mib,ranks,"
+			    "checkpointing,model,seq_len,gpus,run_id,step_time_sd_s,steps\n"
+			    "s,flash+fused,1,1,1,1,0,3,,,,,,,,,,none,tiny,128,1,1,1.41421,2\n"
+			    "s,flash+fused,2,1,1,1,0,5,1,2,0.125,1.5,0,3.000,1.500,3.000,2,none,"
+			    "tiny,128,1,2,0,2\n"
+			    "s,flash+fused,8,1,1,1,0,1000,,,,,,,,,,none,tiny,128,1,4,0,2\n");
 	free(csv);
 	report_runs_release(&rs);
 

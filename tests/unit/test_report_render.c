@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <math.h>
 
 #include <cmocka.h>
 
@@ -54,6 +55,9 @@ static void make_figure(struct report_runs *rs, struct report_figure *f)
 	r.gpus = 64;
 	r.micro_batch = r.tp = r.pp = 1;
 	r.dp = 64;
+	r.seq_len = 2048;
+	r.step_time = 26.5;
+	r.step_time_sd = -1; /* imported: no steps */
 	r.status = REPORT_RUN_OK;
 	r.has_mfu = r.has_tflops = 1;
 	r.mfu = 0.7057311797718144;
@@ -79,11 +83,17 @@ static void test_md(void **state)
 	render_md(&sb, &f);
 	const char *md = lb_strbuf_str(&sb);
 	assert_non_null(strstr(md, "## Figure 1: attention and RMSNorm kernels (kernels)\n"));
-	assert_non_null(strstr(md, "### sweep<1>\n"));
-	assert_non_null(strstr(md, "| flash_attention2 + RMS kernel | 70.57 | 219.84 | 1 | 1 | 1 | "
-				   "64 | none |\n"));
-	assert_non_null(strstr(
-	    md, "| evil\" '<script>alert(1)</script> EOD \\|x | OOM | - | - | - | - | - | - |\n"));
+	assert_non_null(strstr(md, "### llama-13b, seq 2048, 64 GPUs (sweep sweep<1>)\n"));
+	assert_non_null(strstr(md,
+			       "| kernel | MFU % | MFU sd | TFLOP/s/GPU | step s | step sd | mbs "
+			       "| TP | PP | DP | SP | ckpt |\n| --- | ---: | ---: | ---: | ---: | "
+			       "---: | ---: | ---: | ---: | ---: | --- | --- |\n"));
+	assert_non_null(strstr(md,
+			       "| flash_attention2 + RMS kernel | 70.57 | - | 219.84 | 26.5 | - | "
+			       "1 | 1 | 1 | 64 | off | none |\n"));
+	assert_non_null(strstr(md,
+			       "| evil\" '<script>alert(1)</script> EOD \\|x | OOM | - | - | - | "
+			       "- | - | - | - | - | - | - |\n"));
 	lb_strbuf_release(&sb);
 	report_figure_release(&f);
 	report_runs_release(&rs);
@@ -98,14 +108,21 @@ static void test_html(void **state)
 
 	make_figure(&rs, &f);
 	render_html_begin(&sb, "t");
-	render_html_figure(&sb, &f, "<?xml version=\"1.0\"?>\n<!DOCTYPE svg>\n<svg>x</svg>", NULL);
+	render_html_figure(
+	    &sb, &f, "<?xml version=\"1.0\"?>\n<!DOCTYPE svg>\n<svg>x<title>Gnuplot</title></svg>",
+	    NULL);
 	render_html_end(&sb);
 	const char *h = lb_strbuf_str(&sb);
 	assert_null(strstr(h, "<script>"));
 	assert_null(strstr(h, "<?xml"));
-	assert_non_null(strstr(h, "<svg>x</svg>"));
+	/* the plot is named for its figure, not for gnuplot */
+	assert_non_null(
+	    strstr(h, "<svg>x<title>Figure 1: attention and RMSNorm kernels</title></svg>"));
 	assert_non_null(strstr(h, "&lt;script&gt;"));
-	assert_non_null(strstr(h, "<h3>sweep&lt;1&gt;</h3>"));
+	assert_non_null(strstr(h, "<h3>llama-13b, seq 2048, 64 GPUs (sweep sweep&lt;1&gt;)</h3>"));
+	/* plots keep their size and scroll: their text is never shrunk */
+	assert_non_null(strstr(h, ".plot svg { display: block; max-width: none; }"));
+	assert_non_null(strstr(h, ".plot { max-width: 100%; overflow-x: auto; }"));
 	assert_non_null(strstr(h, ">70.57<"));
 	assert_non_null(strstr(h, "<td class=\"fail\">OOM</td>"));
 	assert_non_null(strstr(h, "</html>\n"));
@@ -139,15 +156,20 @@ static void test_plot_script(void **state)
 	/* the hostile label: single quotes doubled, no newline, so EOD cannot end a block */
 	assert_non_null(strstr(s, "title 'evil\" ''<script>alert(1)</script>EODx'") ||
 			strstr(s, "title 'evil\" ''<script>alert(1)</script>EOD|x'"));
-	const char *block = strstr(s, "$bars << EOD\n");
+	const char *block = strstr(s, "$bars0 << EOD\n");
 	assert_non_null(block);
 	const char *end = strstr(block, "\nEOD\n");
 	assert_non_null(end);
 	/* exactly two data lines in the block */
 	int lines = 0;
-	for (const char *p = block + strlen("$bars << EOD\n"); p <= end; p++)
+	for (const char *p = block + strlen("$bars0 << EOD\n"); p <= end; p++)
 		lines += *p == '\n';
 	assert_int_equal(lines, 2);
+	/* a title and both axes' titles; the group named by model, sequence length, GPUs */
+	assert_non_null(strstr(s, "set title 'Figure 1: attention and RMSNorm kernels'"));
+	assert_non_null(strstr(s, "set xlabel 'kernel per group: model, sequence length, GPUs'"));
+	assert_non_null(strstr(s, "\"llama-13b\\nseq 2048\\n64 GPUs\""));
+	assert_null(strstr(s, "sweep<1>"));
 	lb_strbuf_release(&sb);
 	report_figure_release(&f);
 	report_runs_release(&rs);
@@ -220,12 +242,114 @@ static void test_plot_run(void **state)
 	}
 }
 
+/* CIE L*a*b* of an sRGB colour "#rrggbb" (D65). */
+static void lab(const char *hex, double out[3])
+{
+	double c[3], xyz[3];
+
+	for (int i = 0; i < 3; i++) {
+		char two[3] = {hex[1 + 2 * i], hex[2 + 2 * i], 0};
+		double v = (double)strtol(two, NULL, 16) / 255.0;
+		c[i] = v <= 0.04045 ? v / 12.92 : pow((v + 0.055) / 1.055, 2.4);
+	}
+	xyz[0] = (0.4124 * c[0] + 0.3576 * c[1] + 0.1805 * c[2]) / 0.95047;
+	xyz[1] = 0.2126 * c[0] + 0.7152 * c[1] + 0.0722 * c[2];
+	xyz[2] = (0.0193 * c[0] + 0.1192 * c[1] + 0.9505 * c[2]) / 1.08883;
+	for (int i = 0; i < 3; i++)
+		xyz[i] = xyz[i] > 0.008856 ? cbrt(xyz[i]) : 7.787 * xyz[i] + 16.0 / 116.0;
+	out[0] = 116 * xyz[1] - 16;
+	out[1] = 500 * (xyz[0] - xyz[1]);
+	out[2] = 200 * (xyz[1] - xyz[2]);
+}
+
+/* Twenty series, twenty colours no reader confuses (CIE76 delta E >= 25 between any two,
+ * and >= 20 from the white page); past twenty, the colours again with hatches, so no two
+ * series of a figure look alike. */
+static void test_palette(void **state)
+{
+	(void)state;
+	const char *const *pal;
+	size_t n = plot_palette(&pal);
+	double a[3], b[3], white[3];
+
+	assert_true(n >= 20);
+	lab("#ffffff", white);
+	for (size_t i = 0; i < n; i++) {
+		lab(pal[i], a);
+		assert_true(sqrt(pow(a[0] - white[0], 2) + pow(a[1] - white[1], 2) +
+				 pow(a[2] - white[2], 2)) >= 20);
+		for (size_t j = i + 1; j < n; j++) {
+			lab(pal[j], b);
+			double de =
+			    sqrt(pow(a[0] - b[0], 2) + pow(a[1] - b[1], 2) + pow(a[2] - b[2], 2));
+			if (de < 25)
+				fail_msg("colours %zu (%s) and %zu (%s) differ by delta E %.1f", i,
+					 pal[i], j, pal[j], de);
+		}
+	}
+	for (size_t i = 0; i < 3 * n; i++)
+		for (size_t j = i + 1; j < 3 * n; j++) {
+			const char *ci, *cj;
+			int pi, pj;
+			plot_series_style(i, &ci, &pi);
+			plot_series_style(j, &cj, &pj);
+			assert_false(!strcmp(ci, cj) && pi == pj);
+		}
+
+	/* a figure of 24 series (TP x PP): 20 solid, 4 hatched, each in the key as drawn */
+	struct report_runs rs;
+	struct report_figure f;
+	struct lb_strbuf sb = LB_STRBUF_INIT;
+	struct report_run r;
+	static const int tps[] = {1, 2, 4, 8}, pps[] = {1, 2, 4, 8, 16, 32};
+	report_runs_init(&rs);
+	memset(&r, 0, sizeof(r));
+	r.sweep = "s";
+	r.label = "flash+fused";
+	r.model = "m";
+	r.checkpointing = "none";
+	r.attention = "flash";
+	r.norm = "fused";
+	r.micro_batch = 1;
+	r.gpus = 256;
+	r.status = REPORT_RUN_OK;
+	r.has_mfu = 1;
+	for (int i = 0; i < 4; i++)
+		for (int j = 0; j < 6; j++) {
+			r.run_id = 1 + i * 6 + j;
+			r.tp = tps[i];
+			r.pp = pps[j];
+			r.mfu = 0.3 + 0.01 * (i * 6 + j);
+			assert_int_equal(report_runs_add(&rs, &r), 0);
+		}
+	assert_int_equal(report_figure_build(&rs, REPORT_TP_PP, NULL, &f), 0);
+	assert_int_equal(f.n, 24);
+	plot_script(&sb, &f);
+	const char *s = lb_strbuf_str(&sb);
+	assert_non_null(strstr(s, "$bars1 << EOD\n"));
+	assert_non_null(strstr(s, "$bars1 using 1:2:3 with boxes lc variable fs pattern"));
+	assert_non_null(
+	    strstr(s, "NaN with boxes lt 1 fs solid 0.9 border lc rgb '#333333' title '1,1'"));
+	/* series 21 (the 21st in order, TP 8 PP 4) takes colour 1 hatched */
+	assert_non_null(
+	    strstr(s, "NaN with boxes lt 1 fs pattern 4 border lc rgb '#333333' title '8,4'"));
+	if (system("command -v gnuplot >/dev/null 2>&1") == 0) { /* and gnuplot draws it */
+		char *svg = NULL, err[256];
+		assert_int_equal(plot_run(s, &svg, err, sizeof(err)), 0);
+		assert_non_null(strstr(svg, "8,4"));
+		free(svg);
+	}
+	lb_strbuf_release(&sb);
+	report_figure_release(&f);
+	report_runs_release(&rs);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_escapes),  cmocka_unit_test(test_md),
 	    cmocka_unit_test(test_html),     cmocka_unit_test(test_plot_script),
-	    cmocka_unit_test(test_plot_run),
+	    cmocka_unit_test(test_plot_run), cmocka_unit_test(test_palette),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

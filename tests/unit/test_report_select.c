@@ -36,6 +36,7 @@ static struct report_run mk(const char *sweep, double mfu, double tflops)
 	r.gpus = 8;
 	r.micro_batch = r.tp = r.pp = 1;
 	r.dp = 8;
+	r.step_time = r.step_time_sd = -1; /* as loaded without steps */
 	r.status = REPORT_RUN_OK;
 	if (mfu >= 0) {
 		r.has_mfu = 1;
@@ -61,19 +62,56 @@ static void add(struct report_runs *rs, struct report_run r)
 	assert_int_equal(report_runs_add(rs, &r), 0);
 }
 
-/* The figure's CSV (without its header) into buf. */
-static void csv_of(struct report_runs *rs, enum report_kind k, const char *sweep, char *buf,
-		   size_t len)
+/* The first n fields of each line of csv (quoted fields kept whole), into out. */
+static void csv_first_fields(const char *csv, int n, struct lb_strbuf *out)
+{
+	while (*csv) {
+		int field = 0, quoted = 0;
+		for (; *csv && *csv != '\n'; csv++) {
+			if (*csv == '"')
+				quoted = !quoted;
+			if (*csv == ',' && !quoted && ++field == n)
+				break;
+			lb_strbuf_add(out, csv, 1);
+		}
+		csv += strcspn(csv, "\n");
+		if (*csv)
+			csv++;
+		lb_strbuf_adds(out, "\n");
+	}
+}
+
+/* The figure's CSV (without its header) into buf, each row cut to its first fields fields
+ * (0: all). */
+static void csv_cut(struct report_runs *rs, enum report_kind k, const char *sweep, char *buf,
+		    size_t len, int fields)
 {
 	struct report_figure f;
-	struct lb_strbuf sb = LB_STRBUF_INIT;
+	struct lb_strbuf sb = LB_STRBUF_INIT, cut = LB_STRBUF_INIT;
 
 	assert_int_equal(report_figure_build(rs, k, sweep, &f), 0);
 	render_csv(&sb, &f);
 	const char *body = strchr(lb_strbuf_str(&sb), '\n') + 1;
-	snprintf(buf, len, "%s", body);
+	if (fields)
+		csv_first_fields(body, fields, &cut);
+	snprintf(buf, len, "%s", fields ? lb_strbuf_str(&cut) : body);
+	lb_strbuf_release(&cut);
 	lb_strbuf_release(&sb);
 	report_figure_release(&f);
+}
+
+/* The seven fields the selection decides: group, series, mfu, micro_batch, tp, pp,
+ * checkpointing. */
+static void csv_of(struct report_runs *rs, enum report_kind k, const char *sweep, char *buf,
+		   size_t len)
+{
+	csv_cut(rs, k, sweep, buf, len, 7);
+}
+
+static void csv_all(struct report_runs *rs, enum report_kind k, const char *sweep, char *buf,
+		    size_t len)
+{
+	csv_cut(rs, k, sweep, buf, len, 0);
 }
 
 static void test_kind_names(void **state)
@@ -195,8 +233,9 @@ static void test_unknown_peak(void **state)
 	assert_int_equal(report_figure_build(&rs, REPORT_KERNELS, NULL, &f), 0);
 	assert_false(report_figure_all_mfu(&f));
 	render_md(&sb, &f);
-	assert_non_null(
-	    strstr(lb_strbuf_str(&sb), "| flash+fused | n/a | 0.005 | 1 | 2 | 1 | 8 | none |"));
+	assert_non_null(strstr(lb_strbuf_str(&sb),
+			       "| flash+fused | n/a | - | 0.005 | - | - | 1 | 2 "
+			       "| 1 | 8 | off | none |"));
 	report_figure_release(&f);
 	lb_strbuf_release(&sb);
 	report_runs_release(&rs);
@@ -527,7 +566,10 @@ static void test_phases(void **state)
 
 	report_runs_init(&rs);
 	struct report_run a = unphased(mk("a", -1, 0.01));
+	a.run_id = 101;
 	a.step_time = 0.5;
+	a.step_time_sd = 0.0125;
+	a.n_steps = 10;
 	a.phase[REPORT_PHASE_FORWARD] = 0.125;
 	a.phase[REPORT_PHASE_BACKWARD] = 0.25;
 	a.phase[REPORT_PHASE_OPTIMIZER] = 0.0625;
@@ -540,6 +582,7 @@ static void test_phases(void **state)
 	assert_int_equal(a.rank_n, 2);
 	add(&rs, a);
 	struct report_run a2 = unphased(mk("a", -1, 0.02)); /* no phases: a row of '-' */
+	a2.run_id = 102;
 	a2.step_time = 0.25;
 	add(&rs, a2);
 	struct report_run a3 = unphased(failed("a", "oom"));
@@ -552,21 +595,23 @@ static void test_phases(void **state)
 	pc.paper = 1;
 	add(&rs, pc);
 
-	csv_of(&rs, REPORT_PHASES, NULL, csv, sizeof(csv));
+	csv_all(&rs, REPORT_PHASES, NULL, csv, sizeof(csv));
 	assert_string_equal(csv, "a,flash+fused,1,2,1,4,0,0.5,0.125,0.25,0.0625,0.03125,0,2.000,"
-				 "1.000,2.000,2\n"
-				 "a,flash+fused,1,1,1,8,0,0.25,,,,,,,,,\n");
+				 "1.000,2.000,2,none,tiny,128,8,101,0.0125,10\n"
+				 "a,flash+fused,1,1,1,8,0,0.25,,,,,,,,,,none,tiny,128,8,102,,\n");
 	csv_of(&rs, REPORT_PHASES, "b", csv, sizeof(csv));
 	assert_string_equal(csv, "");
 
 	assert_int_equal(report_figure_build(&rs, REPORT_PHASES, NULL, &f), 0);
 	render_md(&sb, &f);
-	assert_non_null(strstr(lb_strbuf_str(&sb), "| flash+fused | 1 | 2 | 1 | 4 | off | 0.5 | "
-						   "0.125 | 0.25 | 0.0625 | 0.0312 | 0 | 2.0 | "
-						   "1.0\xe2\x80\x93"
+	assert_non_null(strstr(lb_strbuf_str(&sb), "### tiny, seq 128, 8 GPUs (sweep a)\n"));
+	assert_non_null(strstr(lb_strbuf_str(&sb), "| 101 | flash+fused | 1 | 2 | 1 | 4 | off | "
+						   "none | 0.5 | 0.013 | 0.125 | 0.25 | 0.0625 | "
+						   "0.0312 | 0 | 2.0 | 1.0\xe2\x80\x93"
 						   "2.0 MiB over 2 ranks |\n"));
-	assert_non_null(strstr(lb_strbuf_str(&sb), "| flash+fused | 1 | 1 | 1 | 8 | off | 0.25 | - "
-						   "| - | - | - | - | - | - |\n"));
+	assert_non_null(strstr(lb_strbuf_str(&sb), "| 102 | flash+fused | 1 | 1 | 1 | 8 | off | "
+						   "none | 0.25 | - | - | - | - | - | - | - | - "
+						   "|\n"));
 	assert_null(strstr(lb_strbuf_str(&sb), "### b"));
 	assert_null(strstr(lb_strbuf_str(&sb), "### c"));
 	lb_strbuf_release(&sb);
@@ -576,11 +621,17 @@ static void test_phases(void **state)
 	lb_strbuf_release(&sb);
 	/* the plot: one stacked bar per run, unknown phases as 0 */
 	plot_script(&sb, &f);
-	assert_non_null(strstr(lb_strbuf_str(&sb), "set style histogram rowstacked\n"));
+	assert_non_null(strstr(lb_strbuf_str(&sb), "set style histogram rowstacked"));
+	/* each bar named uniquely (the run id), its group named under the cluster */
+	assert_non_null(strstr(lb_strbuf_str(&sb),
+			       "\"flash+fused, none (1,2,1,4) #101\" 0.125 0.25 "
+			       "0.0625 0.03125 0\n"));
 	assert_non_null(
-	    strstr(lb_strbuf_str(&sb), "\"a (1,2,1,4)\" 0.125 0.25 0.0625 0.03125 0\n"));
-	assert_non_null(strstr(lb_strbuf_str(&sb), "\"a (1,1,1,8)\" 0 0 0 0 0\n"));
-	assert_non_null(strstr(lb_strbuf_str(&sb), "$data using 6 lc rgb"));
+	    strstr(lb_strbuf_str(&sb), "\"flash+fused, none (1,1,1,8) #102\" 0 0 0 0 0\n"));
+	assert_non_null(strstr(lb_strbuf_str(&sb), "newhistogram \"tiny\\nseq 128\\n8 GPUs\""));
+	assert_non_null(strstr(lb_strbuf_str(&sb), "$g0 using 6 lc rgb"));
+	assert_non_null(strstr(lb_strbuf_str(&sb), "set xlabel 'run: "));
+	assert_non_null(strstr(lb_strbuf_str(&sb), "set ylabel 'seconds per step"));
 	lb_strbuf_release(&sb);
 	report_figure_release(&f);
 
@@ -592,6 +643,109 @@ static void test_phases(void **state)
 	report_run_set_rank_mem(&a, "[7]");
 	assert_int_equal(a.rank_n, 1);
 	assert_int_equal(a.rank_mem_min, 7);
+	report_runs_release(&rs);
+}
+
+/* Groups: one per sweep, model, sequence length and GPU count (runs of one sweep on
+ * different GPU counts never share a group), ordered by model, sequence length, GPUs,
+ * then sweep; the plot names a group by its model, sequence length and GPUs, and adds the
+ * sweep only where two groups share those three. */
+static void test_groups(void **state)
+{
+	(void)state;
+	struct report_runs rs;
+	struct report_figure f;
+	struct lb_strbuf sb = LB_STRBUF_INIT;
+	char csv[1024];
+
+	report_runs_init(&rs);
+	struct report_run a = mk("s", 0.5, 1), b = mk("s", 0.6, 1), c = mk("s", 0.4, 1),
+			  d = mk("t", 0.3, 1);
+	b.gpus = 16;
+	b.dp = 16;
+	c.seq_len = 256;
+	add(&rs, b); /* the best of sweep s overall: it must not win the 8-GPU group */
+	add(&rs, c);
+	add(&rs, a);
+	add(&rs, d); /* sweep t: same model, sequence length and GPUs as a */
+	csv_cut(&rs, REPORT_KERNELS, NULL, csv, sizeof(csv), 12);
+	assert_string_equal(csv, "s,flash+fused,50.00,1,1,1,none,8,0,tiny,128,8\n"
+				 "t,flash+fused,30.00,1,1,1,none,8,0,tiny,128,8\n"
+				 "s,flash+fused,60.00,1,1,1,none,16,0,tiny,128,16\n"
+				 "s,flash+fused,40.00,1,1,1,none,8,0,tiny,256,8\n");
+	assert_int_equal(report_figure_build(&rs, REPORT_KERNELS, NULL, &f), 0);
+	assert_int_equal(report_figure_groups(&f), 4);
+	assert_string_equal(f.bars[0].group, "tiny, seq 128, 8 GPUs (sweep s)");
+	assert_string_equal(f.bars[2].group, "tiny, seq 128, 16 GPUs (sweep s)");
+	char name[64];
+	report_bar_group_name(&f.bars[3], name, sizeof(name));
+	assert_string_equal(name, "tiny, seq 256, 8 GPUs");
+	render_md(&sb, &f);
+	assert_non_null(strstr(lb_strbuf_str(&sb), "### tiny, seq 128, 16 GPUs (sweep s)\n"));
+	lb_strbuf_release(&sb);
+	plot_script(&sb, &f);
+	const char *gp = lb_strbuf_str(&sb);
+	assert_non_null(strstr(gp, "\"tiny\\nseq 128\\n8 GPUs\\ns\""));
+	assert_non_null(strstr(gp, "\"tiny\\nseq 128\\n8 GPUs\\nt\""));
+	assert_non_null(strstr(gp, "\"tiny\\nseq 128\\n16 GPUs\""));
+	assert_non_null(strstr(gp, "\"tiny\\nseq 256\\n8 GPUs\""));
+	assert_non_null(strstr(gp, "set xlabel 'kernel per group: model, sequence length, GPUs'"));
+	assert_non_null(strstr(gp, "set ylabel 'MFU [%]'"));
+	assert_non_null(strstr(gp, "set title 'Figure 1: attention and RMSNorm kernels'"));
+	lb_strbuf_release(&sb);
+	report_figure_release(&f);
+	/* --sweep keeps the grouping */
+	csv_of(&rs, REPORT_KERNELS, "s", csv, sizeof(csv));
+	assert_string_equal(csv, "s,flash+fused,50.00,1,1,1,none\n"
+				 "s,flash+fused,60.00,1,1,1,none\n"
+				 "s,flash+fused,40.00,1,1,1,none\n");
+	report_runs_release(&rs);
+}
+
+/* The spread: the step time's standard deviation from the view, carried over to MFU to
+ * first order; unknown for imported runs, below two steps, and for failed bars. */
+static void test_spread(void **state)
+{
+	(void)state;
+	struct report_runs rs;
+	struct report_figure f;
+	struct lb_strbuf sb = LB_STRBUF_INIT;
+	char csv[1024];
+
+	report_runs_init(&rs);
+	struct report_run a = mk("s", 0.5, 100), cpu = mk("c", -1, 0.01);
+	a.step_time = 2.0;
+	a.step_time_sd = 0.02;
+	a.n_steps = 15;
+	cpu.step_time = 4.0;
+	cpu.step_time_sd = 0.5;
+	cpu.n_steps = 3;
+	add(&rs, a);
+	add(&rs, cpu);
+	add(&rs, failed("s", "oom"));
+	assert_int_equal(report_figure_build(&rs, REPORT_KERNELS, NULL, &f), 0);
+	assert_int_equal(f.n, 2);
+	const struct report_bar *ba = f.bars[0].run->sweep[0] == 's' ? &f.bars[0] : &f.bars[1];
+	const struct report_bar *bc = ba == &f.bars[0] ? &f.bars[1] : &f.bars[0];
+	assert_true(report_bar_step_sd(ba) == 0.02);
+	assert_true(report_bar_mfu_sd(ba) > 0.004999 && report_bar_mfu_sd(ba) < 0.005001);
+	assert_true(report_bar_step_sd(bc) == 0.5);
+	assert_true(report_bar_mfu_sd(bc) < 0); /* no peak: no MFU */
+	render_md(&sb, &f);
+	assert_non_null(strstr(lb_strbuf_str(&sb),
+			       "| flash+fused | 50.00 | 0.50 | 100.00 | 2 | 0.02 | 1 | 1 | 1 | 8 | "
+			       "off | none |\n"));
+	assert_non_null(strstr(lb_strbuf_str(&sb), "| flash+fused | n/a | - | 0.01 | 4 | 0.5 | 1 | "
+						   "1 | 1 | 8 | off | none |\n"));
+	lb_strbuf_release(&sb);
+	report_figure_release(&f);
+	csv_all(&rs, REPORT_KERNELS, "s", csv, sizeof(csv));
+	assert_string_equal(csv, "s,flash+fused,50.00,1,1,1,none,8,0,tiny,128,8,100,0.500,2,0.02,"
+				 "15\n");
+	/* one step: no standard deviation; an imported run: none either */
+	rs.v[0].n_steps = 1;
+	csv_all(&rs, REPORT_KERNELS, "s", csv, sizeof(csv));
+	assert_string_equal(csv, "s,flash+fused,50.00,1,1,1,none,8,0,tiny,128,8,100,,2,,1\n");
 	report_runs_release(&rs);
 }
 
@@ -614,6 +768,8 @@ int main(void)
 	    cmocka_unit_test(test_mfu_text_rounding),
 	    cmocka_unit_test(test_runs_best),
 	    cmocka_unit_test(test_phases),
+	    cmocka_unit_test(test_groups),
+	    cmocka_unit_test(test_spread),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

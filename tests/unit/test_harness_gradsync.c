@@ -1,7 +1,8 @@
 /*
  * Unit tests of the data-parallel gradient reduction's plan (harness/gradsync.h): the flat
  * buffer's blocks padded to a multiple of dp, the buckets that tile it (layer buckets top
- * first, at least the target where the layers allow, then the embedding and tail blocks),
+ * first, at least the target where the layers allow, within one model chunk, then the
+ * embedding and tail blocks),
  * each rank's slices laid out in flat order, and the optimizer's ranges that partition
  * the buffer over the data-parallel ranks. The reductions themselves are checked by the
  * equivalence suite (test_par_equiv: ZeRO 0, 1 and 2 with one-layer and whole-stage
@@ -95,6 +96,35 @@ static void test_blocks_and_buckets(void **state)
 	}
 }
 
+/* With virtual stages a layer bucket stays within one model chunk: tiny-deep's 8 layers
+ * on pp 2 with 2 chunks per stage, stage 0 holding layers 0-1 and 4-5. */
+static void test_buckets_within_chunks(void **state)
+{
+	struct lb_layout l;
+	struct lb_llama m;
+	struct lb_bucket *b;
+	int n, nl;
+
+	(void)state;
+	deep_layout(&l, 2, 1, 0);
+	l.pp = 2;
+	l.virtual_stages = 2;
+	assert_int_equal(lb_llama_init(&m, lb_ops_cpu(), NULL, &l, 0, 1), 0);
+	assert_int_equal(m.n_layers, 4);
+	assert_int_equal(lb_llama_layer(&m, 2), 4);
+	assert_int_equal(lb_llama_chunk_j0(&m, 3), 2);
+	/* a target above the stage: one bucket per chunk, the top chunk first */
+	assert_int_equal(lb_grad_buckets(&m, 2, 0, LB_GRAD_BUCKET_DEFAULT, &b, &n, &nl), 0);
+	assert_int_equal(nl, 2);
+	assert_int_equal(b[0].layer_lo, 2);
+	assert_int_equal(b[0].layer_hi, 4);
+	assert_int_equal(b[1].layer_lo, 0);
+	assert_int_equal(b[1].layer_hi, 2);
+	check_tiling(&m, b, n, nl, 2);
+	free(b);
+	lb_llama_free(&m);
+}
+
 /* ZeRO: the ranks' ranges partition the buffer; each rank's state layout is its slices in
  * flat order, one after the other. */
 static void test_slices_partition(void **state)
@@ -145,6 +175,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_blocks_and_buckets),
+	    cmocka_unit_test(test_buckets_within_chunks),
 	    cmocka_unit_test(test_slices_partition),
 	};
 

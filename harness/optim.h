@@ -1,7 +1,9 @@
 /*
- * AdamW over the flat parameter buffer (harness/model.h): fp32 master weights and the two
- * moments for a range [lo, hi) of the flat buffer, so ZeRO-1 can give each data-parallel
- * rank its own range; weight decay per tensor (matrices only) from the tensor table.
+ * AdamW over the flat parameter buffer (harness/model.h): master weights and the two
+ * moments in the F32 kind (fp32 beside bf16 parameters on the GPU; on the CPU reference
+ * the parameters already have that type, fp32, or fp64 in the gradient-check build) for
+ * a range [lo, hi) of the flat buffer, so ZeRO-1 can give each data-parallel rank its
+ * own range; weight decay per tensor (matrices only) from the tensor table.
  * Gradient-norm clipping enters as a scale on the gradients (lb_optim_clip_scale).
  */
 #ifndef LB_OPTIM_H

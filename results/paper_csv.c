@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/kernel_names.h"
 #include "common/model.h"
 #include "common/util.h"
 
@@ -388,33 +389,6 @@ int paper_file_info(const char *basename, char *model, size_t mlen, int *seq_len
 	return 0;
 }
 
-int paper_kernel_map(const char *kernel, enum lb_attn *attn, enum lb_norm *norm)
-{
-	static const struct {
-		const char *name;
-		enum lb_attn a;
-		enum lb_norm n;
-	} map[] = {
-	    {"torch", LB_ATTN_NAIVE, LB_NORM_UNFUSED},
-	    {"fused", LB_ATTN_FUSED_SOFTMAX, LB_NORM_UNFUSED},
-	    {"flash_attention", LB_ATTN_FLASH, LB_NORM_UNFUSED},
-	    {"flash_attentionv1.0.8", LB_ATTN_FLASH, LB_NORM_UNFUSED},
-	    {"flash_attention2", LB_ATTN_FLASH, LB_NORM_UNFUSED},
-	    {"flash_attention2 + RMS kernel", LB_ATTN_FLASH, LB_NORM_FUSED},
-	};
-	size_t i;
-
-	if (!kernel)
-		return -1;
-	for (i = 0; i < sizeof(map) / sizeof(map[0]); i++)
-		if (!strcmp(kernel, map[i].name)) {
-			*attn = map[i].a;
-			*norm = map[i].n;
-			return 0;
-		}
-	return -1;
-}
-
 int paper_row_layout(const struct paper_row *r, const char *model, int seq_len, int global_batch,
 		     struct lb_layout *out)
 {
@@ -438,7 +412,7 @@ int paper_row_layout(const struct paper_row *r, const char *model, int seq_len, 
 	out->sequence_parallel = r->sequence_parallel == 1 && r->tp > 1;
 	out->zero_stage = 1;
 	out->checkpointing = strcmp(r->checkpointing, "every_layer") ? LB_CKPT_NONE : LB_CKPT_FULL;
-	if (paper_kernel_map(r->kernel, &out->attention, &out->norm)) {
+	if (lb_kernel_name_map(r->kernel, &out->attention, &out->norm)) {
 		out->attention = LB_ATTN_FLASH;
 		out->norm = LB_NORM_FUSED;
 		rc = -1;

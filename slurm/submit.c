@@ -16,7 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cli/commands.h"
+#include "common/cmdline.h"
 #include "common/embed.h"
 #include "common/util.h"
 #include "results/collect.h"
@@ -716,99 +716,47 @@ out_free_text:
 
 /* ---------------------------------------------------------------- commands */
 
-/* Value of "--flag VALUE" or "--flag=VALUE" at argv[*i]; NULL when argv[*i] is not it. */
-static const char *flag_value(int argc, char **argv, int *i, const char *flag, int *bad)
-{
-	size_t n = strlen(flag);
-	if (strncmp(argv[*i], flag, n))
-		return NULL;
-	if (argv[*i][n] == '=')
-		return argv[*i] + n + 1;
-	if (argv[*i][n] != '\0')
-		return NULL;
-	if (*i + 1 >= argc) {
-		fprintf(stderr, "error: '%s' needs a value\n", flag);
-		*bad = 1;
-		return NULL;
-	}
-	return argv[++*i];
-}
-
-static int parse_count(const char *flag, const char *v, int *out)
-{
-	if (lb_parse_int(v, 0, 1000000, out)) {
-		fprintf(stderr, "error: '%s' expects a count, got '%s'\n", flag, v);
-		return -1;
-	}
-	return 0;
-}
-
 int cmd_submit(int argc, char **argv)
 {
 	struct submit_opts o;
+	struct lb_args a;
 	char err[1024];
-	int bad = 0, worker = 0;
-	const char *v;
+	int rc;
 
-	submit_opts_init(&o);
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		if ((v = flag_value(argc, argv, &i, "--executor", &bad)))
-			o.executor = v;
-		else if ((v = flag_value(argc, argv, &i, "--db", &bad)))
-			o.db_path = v;
-		else if ((v = flag_value(argc, argv, &i, "--runs", &bad)))
-			o.runs_dir = v;
-		else if ((v = flag_value(argc, argv, &i, "--rest-url", &bad)))
-			o.rest_url = v;
-		else if ((v = flag_value(argc, argv, &i, "--rest-version", &bad)))
-			o.rest_version = v;
-		else if ((v = flag_value(argc, argv, &i, "--throttle", &bad))) {
-			if (parse_count("--throttle", v, &o.throttle))
-				return 2;
-		} else if ((v = flag_value(argc, argv, &i, "--max-array", &bad))) {
-			if (parse_count("--max-array", v, &o.max_array))
-				return 2;
-		} else if ((v = flag_value(argc, argv, &i, "--slots", &bad))) {
-			if (parse_count("--slots", v, &o.local_slots))
-				return 2;
-		} else if (bad)
-			return 2;
-		else if (!strcmp(a, "--dry-run"))
-			o.dry_run = 1;
-		else if (!strcmp(a, "--wait"))
-			o.wait = 1;
-		else if (!strcmp(a, "--force"))
-			o.force = 1;
-		else if (!strcmp(a, "--quiet"))
-			o.quiet = 1;
-		else if (!strcmp(a, "--local-worker"))
-			worker = 1;
-		else if (a[0] == '-' && a[1]) {
-			fprintf(stderr, "error: unknown option '%s'\n", a);
-			lb_usage("submit");
-			return 2;
-		} else if (!o.spec)
-			o.spec = a;
-		else {
-			fprintf(stderr, "error: more than one spec ('%s' and '%s')\n", o.spec, a);
-			return 2;
-		}
+	if ((rc = lb_args_parse("submit", argc, argv, &a)))
+		goto out_release_args;
+	if (a.given[LB_OPT_LOCAL_WORKER]) { /* internal: the local executor's detached worker */
+		rc = exec_local_worker(a.str[LB_OPT_DB] ? a.str[LB_OPT_DB] : results_default_db(),
+				       (int)a.num[LB_OPT_SLOTS]);
+		goto out_release_args;
 	}
-	if (bad)
-		return 2;
-	if (worker) /* internal: the local executor's detached worker */
-		return exec_local_worker(o.db_path ? o.db_path : results_default_db(),
-					 o.local_slots);
-	if (!o.spec) {
+	if (a.n_operands != 1) {
+		fprintf(stderr, "error: submit needs SPEC\n");
 		lb_usage("submit");
-		return 2;
+		rc = 2;
+		goto out_release_args;
 	}
-	int rc = submit_sweep(&o, err, sizeof(err));
+	submit_opts_init(&o);
+	o.spec = a.operands[0];
+	o.executor = a.str[LB_OPT_EXECUTOR];
+	o.db_path = a.str[LB_OPT_DB];
+	o.runs_dir = a.str[LB_OPT_RUNS];
+	o.rest_url = a.str[LB_OPT_REST_URL];
+	o.rest_version = a.str[LB_OPT_REST_VERSION];
+	o.throttle = (int)a.num[LB_OPT_THROTTLE];
+	o.max_array = (int)a.num[LB_OPT_MAX_ARRAY];
+	o.local_slots = (int)a.num[LB_OPT_SLOTS];
+	o.dry_run = a.given[LB_OPT_DRY_RUN] > 0;
+	o.wait = a.given[LB_OPT_WAIT] > 0;
+	o.force = a.given[LB_OPT_FORCE] > 0;
+	o.quiet = a.given[LB_OPT_QUIET] > 0;
+	rc = submit_sweep(&o, err, sizeof(err));
 	if (rc < 0) {
 		fprintf(stderr, "error: %s\n", err);
-		return 1;
+		rc = 1;
 	}
+out_release_args:
+	lb_args_release(&a);
 	return rc;
 }
 
@@ -861,61 +809,25 @@ struct common_args {
 	const char *db;
 	const char *sweep;
 	const char *executor;
-	const char *runs;
-	const char *classes[16];
+	const char *const *classes;
 	int n_classes;
 	int wait;
+	int force;
 	int throttle;
 };
 
-/* Parse the flags status/resubmit/cancel share. Returns 0, or 2 on a usage error. */
-static int parse_common(const char *cmd, int argc, char **argv, struct common_args *c,
-			int allow_resubmit)
+/* The flags status/resubmit/cancel share, from the parsed line. */
+static void common_args(const struct lb_args *a, struct common_args *c)
 {
-	int bad = 0;
-	const char *v;
 	memset(c, 0, sizeof(*c));
-	for (int i = 1; i < argc; i++) {
-		if ((v = flag_value(argc, argv, &i, "--db", &bad)))
-			c->db = v;
-		else if ((v = flag_value(argc, argv, &i, "--sweep", &bad)))
-			c->sweep = v;
-		else if (allow_resubmit && (v = flag_value(argc, argv, &i, "--executor", &bad)))
-			c->executor = v;
-		else if (allow_resubmit && (v = flag_value(argc, argv, &i, "--throttle", &bad))) {
-			if (parse_count("--throttle", v, &c->throttle))
-				return 2;
-		} else if (allow_resubmit && (v = flag_value(argc, argv, &i, "--class", &bad))) {
-			if (!slurm_class_valid(v)) {
-				fprintf(
-				    stderr,
-				    "error: unknown failure class '%s' (oom, timeout, node_fail, "
-				    "preempted, cancelled, launch_error, failed, unknown)\n",
-				    v);
-				return 2;
-			}
-			if (c->n_classes < 16)
-				c->classes[c->n_classes++] = v;
-			/* "--class oom timeout" names several */
-			while (i + 1 < argc && argv[i + 1][0] != '-' && c->n_classes < 16) {
-				if (!slurm_class_valid(argv[i + 1])) {
-					fprintf(stderr, "error: unknown failure class '%s'\n",
-						argv[i + 1]);
-					return 2;
-				}
-				c->classes[c->n_classes++] = argv[++i];
-			}
-		} else if (bad)
-			return 2;
-		else if (allow_resubmit && !strcmp(argv[i], "--wait"))
-			c->wait = 1;
-		else {
-			fprintf(stderr, "error: unknown argument '%s'\n", argv[i]);
-			lb_usage(cmd);
-			return 2;
-		}
-	}
-	return bad ? 2 : 0;
+	c->db = a->str[LB_OPT_DB];
+	c->sweep = a->str[LB_OPT_SWEEP];
+	c->executor = a->str[LB_OPT_EXECUTOR];
+	c->classes = a->many[LB_OPT_CLASS];
+	c->n_classes = a->n_many[LB_OPT_CLASS];
+	c->wait = a->given[LB_OPT_WAIT] > 0;
+	c->force = a->given[LB_OPT_FORCE] > 0;
+	c->throttle = (int)a->num[LB_OPT_THROTTLE];
 }
 
 static void print_status(const char *sweep, const struct results_job *jobs, size_t n)
@@ -953,18 +865,16 @@ static void print_status(const char *sweep, const struct results_job *jobs, size
 			       jobs[i].failure_class, *jobs[i].reason ? ": " : "", jobs[i].reason);
 }
 
-int cmd_status(int argc, char **argv)
+static int run_status(const struct common_args *args)
 {
-	struct common_args c;
+	struct common_args c = *args;
 	struct exec_opts eo = {0};
 	struct exec_set es = {0};
 	sqlite3 *db = NULL;
 	char err[1024], **names = NULL;
 	size_t nn = 0;
-	int rc;
+	int rc = 0;
 
-	if ((rc = parse_common("status", argc, argv, &c, 0)))
-		return rc;
 	eo.db_path = c.db ? c.db : results_default_db();
 	es.o = &eo;
 	if (results_open(eo.db_path, &db, err, sizeof(err))) {
@@ -1046,18 +956,16 @@ static void runs_of(const struct results_job *j, char *buf, size_t len)
 	}
 }
 
-int cmd_resubmit(int argc, char **argv)
+static int run_resubmit(const struct common_args *args)
 {
-	struct common_args c;
+	struct common_args c = *args;
 	struct exec_opts eo = {0};
 	struct exec_set es = {0};
 	sqlite3 *db = NULL;
 	char err[1024], **names = NULL;
 	size_t nn = 0;
-	int rc;
+	int rc = 0;
 
-	if ((rc = parse_common("resubmit", argc, argv, &c, 1)))
-		return rc;
 	eo.db_path = c.db ? c.db : results_default_db();
 	eo.hold = getenv("LB_SUBMIT_HOLD") && !strcmp(getenv("LB_SUBMIT_HOLD"), "1");
 	es.o = &eo;
@@ -1151,19 +1059,17 @@ int cmd_resubmit(int argc, char **argv)
 	return rc;
 }
 
-int cmd_cancel(int argc, char **argv)
+static int run_cancel(const struct common_args *args)
 {
 	static const char *exnames[3] = {"slurm", "rest", "local"};
-	struct common_args c;
+	struct common_args c = *args;
 	struct exec_opts eo = {0};
 	struct exec_set es = {0};
 	sqlite3 *db = NULL;
 	char err[1024], **names = NULL;
 	size_t nn = 0, total = 0;
-	int rc;
+	int rc = 0;
 
-	if ((rc = parse_common("cancel", argc, argv, &c, 0)))
-		return rc;
 	eo.db_path = c.db ? c.db : results_default_db();
 	es.o = &eo;
 	if (results_open(eo.db_path, &db, err, sizeof(err))) {
@@ -1211,4 +1117,35 @@ int cmd_cancel(int argc, char **argv)
 	exec_set_close(&es);
 	results_close(db);
 	return rc;
+}
+
+/* status, resubmit and cancel: the flags they share, then the command. */
+static int run_jobs_command(const char *name, int (*fn)(const struct common_args *), int argc,
+			    char **argv)
+{
+	struct common_args c;
+	struct lb_args a;
+	int rc;
+
+	if (!(rc = lb_args_parse(name, argc, argv, &a))) {
+		common_args(&a, &c);
+		rc = fn(&c);
+	}
+	lb_args_release(&a);
+	return rc;
+}
+
+int cmd_status(int argc, char **argv)
+{
+	return run_jobs_command("status", run_status, argc, argv);
+}
+
+int cmd_resubmit(int argc, char **argv)
+{
+	return run_jobs_command("resubmit", run_resubmit, argc, argv);
+}
+
+int cmd_cancel(int argc, char **argv)
+{
+	return run_jobs_command("cancel", run_cancel, argc, argv);
 }

@@ -39,7 +39,10 @@ void submit_opts_init(struct submit_opts *o);
  */
 int submit_sweep(const struct submit_opts *o, char *err, size_t errlen);
 
-struct sqlite3;
-
+/* The subcommands (options: common/cmdline.c); argv[0] is the name; exit status. */
+int cmd_submit(int argc, char **argv);
+int cmd_status(int argc, char **argv);
+int cmd_resubmit(int argc, char **argv);
+int cmd_cancel(int argc, char **argv);
 
 #endif

@@ -1,22 +1,15 @@
 /*
- * `layoutbench plan SPEC [--format table|csv|json] [--render DIR]`: expand a sweep spec
- * and print every layout with its status (ok, oom with the predicted need, invalid with
- * the reason), then a summary: counts and, when the spec guesses a step time, the
- * GPU-hours of the runnable layouts. --render hands the plan to the job-script renderer
- * (slurm/). A thin shell over sweep_plan_load(); the writers below are the only output.
+ * The plan's writers (sweeps/plan_print.h): a table, CSV or JSON of every layout with its
+ * status, and the summary. `layoutbench plan` (cli/plan.c) is their shell.
  */
+#include "sweeps/plan_print.h"
+
 #include <cjson/cJSON.h>
 #include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/commands.h"
 #include "common/layout.h"
-#include "slurm/render.h"
-#include "sweeps/sweep.h"
-
-enum plan_format { FMT_TABLE, FMT_CSV, FMT_JSON };
 
 #define NCOLS 17 /* id .. norm (14), label, mem_gib, status */
 
@@ -300,101 +293,43 @@ static int write_json(FILE *f, const struct sweep_plan *p)
 	return 0;
 }
 
-int cmd_plan(int argc, char **argv)
+int plan_format_parse(const char *s, enum plan_format *fmt)
 {
-	enum plan_format fmt = FMT_TABLE;
-	const char *spec = NULL, *render = NULL;
-	struct sweep_plan plan;
-	char err[1024];
-	int i, rc = 1;
+	static const char *const names[] = {"table", "csv", "json"};
 
-	for (i = 1; i < argc; i++) {
-		const char *a = argv[i], *val = NULL;
+	for (int i = 0; i < 3; i++)
+		if (s && !strcmp(s, names[i])) {
+			*fmt = (enum plan_format)i;
+			return 0;
+		}
+	return -1;
+}
 
-		if (!strcmp(a, "--format") || !strcmp(a, "--render")) {
-			if (i + 1 >= argc) {
-				fprintf(stderr, "error: '%s' needs a value\n", a);
-				lb_usage("plan");
-				return 2;
-			}
-			val = argv[++i];
-		} else if (!strncmp(a, "--format=", 9) || !strncmp(a, "--render=", 9)) {
-			val = a + 9;
-		}
-		if (val && !strncmp(a, "--format", 8)) {
-			if (!strcmp(val, "table"))
-				fmt = FMT_TABLE;
-			else if (!strcmp(val, "csv"))
-				fmt = FMT_CSV;
-			else if (!strcmp(val, "json"))
-				fmt = FMT_JSON;
-			else {
-				fprintf(stderr,
-					"error: unknown format '%s' (use table, csv or json)\n",
-					val);
-				return 2;
-			}
-		} else if (val) {
-			if (!*val) {
-				fprintf(stderr, "error: '--render' needs a directory\n");
-				return 2;
-			}
-			render = val;
-		} else if (a[0] == '-' && a[1]) {
-			fprintf(stderr, "error: unknown option '%s'\n", a);
-			lb_usage("plan");
-			return 2;
-		} else if (spec) {
-			fprintf(stderr, "error: more than one spec ('%s' and '%s')\n", spec, a);
-			lb_usage("plan");
-			return 2;
-		} else {
-			spec = a;
-		}
-	}
-	if (!spec) {
-		fprintf(stderr, "error: no spec given\n");
-		lb_usage("plan");
-		return 2;
-	}
-	if (sweep_plan_load(spec, &plan, err, sizeof(err))) {
-		fprintf(stderr, "error: %s\n", err);
-		return 1;
-	}
+int plan_print(FILE *out, FILE *diag, const struct sweep_plan *p, enum plan_format fmt, char *err,
+	       size_t errlen)
+{
 	switch (fmt) {
-	case FMT_TABLE:
-		write_table(stdout, &plan);
-		print_summary(stdout, &plan);
+	case PLAN_TABLE:
+		write_table(out, p);
+		print_summary(out, p);
 		break;
-	case FMT_CSV:
-		write_csv(stdout, &plan);
-		fflush(stdout); /* the summary after the rows when both go to one stream */
-		print_summary(stderr, &plan);
+	case PLAN_CSV:
+		write_csv(out, p);
+		fflush(out); /* the summary after the rows when both go to one stream */
+		print_summary(diag, p);
 		break;
-	case FMT_JSON:
-		if (write_json(stdout, &plan)) {
-			fprintf(stderr, "error: plan '%s': out of memory writing json\n",
-				plan.name);
-			goto out_free_plan;
+	case PLAN_JSON:
+		if (write_json(out, p)) {
+			snprintf(err, errlen, "plan '%s': out of memory writing json", p->name);
+			return -1;
 		}
-		fflush(stdout);
-		print_summary(stderr, &plan);
+		fflush(out);
+		print_summary(diag, p);
 		break;
 	}
-	if (fflush(stdout)) {
-		fprintf(stderr, "error: writing the plan failed\n");
-		goto out_free_plan;
+	if (fflush(out) || ferror(out)) {
+		snprintf(err, errlen, "writing the plan failed");
+		return -1;
 	}
-	if (render) {
-		if (slurm_render_plan(&plan, render, err, sizeof(err))) {
-			fprintf(stderr, "error: render '%s': %s\n", render, err);
-			goto out_free_plan;
-		}
-		fprintf(stderr, "rendered the job scripts of plan '%s' into '%s'\n", plan.name,
-			render);
-	}
-	rc = 0;
-out_free_plan:
-	sweep_plan_free(&plan);
-	return rc;
+	return 0;
 }

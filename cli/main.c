@@ -11,6 +11,9 @@
 #include "common/version.h"
 #include "report/cmd.h"
 #include "results/cmd.h"
+#include "slurm/cancel.h"
+#include "slurm/resubmit.h"
+#include "slurm/status.h"
 #include "slurm/submit.h"
 
 static int cmd_help(int argc, char **argv);

@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "results/db.h"
+#include "results/jobs.h"
 #include "slurm/render.h"
 
 struct exec_opts {

@@ -20,6 +20,7 @@
 #include "common/embed.h"
 #include "results/collect.h"
 #include "results/db.h"
+#include "results/jobs.h"
 #include "tests/unit/sql_query.h"
 
 #define FIXDIR "tests/fixtures/runlogs"

@@ -403,7 +403,7 @@ static int stats_acc_add(struct stats_acc *a, int warmup, double time_s, long lo
 }
 
 /* Write the run_stats row from the accumulated steps (a->t is reordered): the same
- * numbers as the view run_step_stats and the query-time fallback of run_summary. */
+ * numbers results_refresh_run_stats computes from the step rows. */
 static int write_stats(sqlite3_stmt *wr, long long run_id, struct stats_acc *a)
 {
 	double *t = a->t;

@@ -231,9 +231,10 @@ static cJSON *string_array(char **s, int n)
 static int write_json(FILE *f, const struct sweep_plan *p)
 {
 	const struct sweep_cluster *cl = &p->cluster;
-	cJSON *root = cJSON_CreateObject(), *c, *s, *arr;
-	char *text;
+	cJSON *root = cJSON_CreateObject(), *c, *s;
+	char *text = NULL, *tail;
 	size_t i;
+	int rc = -1;
 
 	if (!root)
 		return -1;
@@ -274,23 +275,44 @@ static int write_json(FILE *f, const struct sweep_plan *p)
 		else
 			cJSON_AddNullToObject(s, "gpu_hours");
 	}
-	arr = cJSON_AddArrayToObject(root, "entries");
-	for (i = 0; arr && i < p->n_entries; i++) {
-		cJSON *e = entry_json(&p->entries[i]);
-
-		if (!e) {
-			cJSON_Delete(root);
-			return -1;
-		}
-		cJSON_AddItemToArray(arr, e);
-	}
+	/* the entries stream one at a time into the place of an empty array, in the layout
+	 * cJSON_Print gives the whole (two tabs deeper): memory stays that of one entry */
+	if (!cJSON_AddArrayToObject(root, "entries"))
+		goto out_delete;
 	text = cJSON_Print(root);
 	cJSON_Delete(root);
-	if (!text)
-		return -1;
-	fprintf(f, "%s\n", text);
+	root = NULL;
+	tail = text ? strrchr(text, '[') : NULL;
+	if (!tail || strcmp(tail, "[]\n}"))
+		goto out_free;
+	fwrite(text, 1, (size_t)(tail - text) + 1, f);
+	for (i = 0; i < p->n_entries; i++) {
+		cJSON *e = entry_json(&p->entries[i]);
+		char *et = e ? cJSON_Print(e) : NULL;
+
+		cJSON_Delete(e);
+		if (!et)
+			goto out_free;
+		if (i)
+			fputs(", ", f);
+		for (const char *ln = et, *nl; *ln; ln = nl + 1) {
+			nl = strchr(ln, '\n');
+			if (!nl) {
+				fputs(ln, f);
+				break;
+			}
+			fwrite(ln, 1, (size_t)(nl - ln) + 1, f);
+			fputs("\t\t", f);
+		}
+		free(et);
+	}
+	fputs("]\n}\n", f);
+	rc = 0;
+out_free:
 	free(text);
-	return 0;
+out_delete:
+	cJSON_Delete(root);
+	return rc;
 }
 
 int plan_format_parse(const char *s, enum plan_format *fmt)

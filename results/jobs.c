@@ -364,6 +364,30 @@ int results_job_tied_run(sqlite3 *db, int64_t job, struct results_job_run *run, 
 	return found;
 }
 
+int results_job_run_close(sqlite3 *db, int64_t run_id, const char *cls, const char *message,
+			  char *err, size_t errlen)
+{
+	sqlite3_stmt *st = NULL;
+
+	if (sqlite3_prepare_v2(db,
+			       "UPDATE runs SET status = 'failed', failure_class = ?2, message = ?3, "
+			       "end_time = COALESCE(end_time, strftime('%Y-%m-%dT%H:%M:%SZ', "
+			       "'now')) WHERE id = ?1 AND status = 'running'",
+			       -1, &st, NULL) != SQLITE_OK)
+		goto out_err;
+	sqlite3_bind_int64(st, 1, run_id);
+	results_bind_text(st, 2, cls);
+	results_bind_text(st, 3, message);
+	if (sqlite3_step(st) != SQLITE_DONE)
+		goto out_err;
+	sqlite3_finalize(st);
+	return 0;
+out_err:
+	snprintf(err, errlen, "run %lld: %s", (long long)run_id, sqlite3_errmsg(db));
+	sqlite3_finalize(st);
+	return -1;
+}
+
 void results_names_free(char **names, size_t n)
 {
 	for (size_t i = 0; i < n; i++)

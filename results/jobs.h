@@ -92,6 +92,15 @@ int results_job_find_run(sqlite3 *db, const struct results_job *j, struct result
 int results_job_tied_run(sqlite3 *db, int64_t job, struct results_job_run *run, char *err,
 			 size_t errlen);
 
+/*
+ * Close run run_id, still 'running' although its job ended without the run log's end
+ * record (the trainer killed before it could write it): status 'failed', failure class
+ * cls, the message, end_time now. A run that is no longer running is left alone. Returns
+ * 0, or -1 with err set.
+ */
+int results_job_run_close(sqlite3 *db, int64_t run_id, const char *cls, const char *message,
+			  char *err, size_t errlen);
+
 /* The names of the sweeps that have jobs, sorted: 0 and *names[0..*n) (free each and the
  * array with results_names_free), or -1 with err set. */
 int results_job_sweeps(sqlite3 *db, char ***names, size_t *n, char *err, size_t errlen);

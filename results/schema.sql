@@ -114,6 +114,7 @@ CREATE TABLE runs (
 CREATE INDEX runs_layout ON runs (layout_id);
 CREATE INDEX runs_sweep ON runs (sweep, status);
 CREATE INDEX runs_log_path ON runs (log_path);
+CREATE INDEX runs_job ON runs (job_ref);
 
 -- One row per optimizer step of a run.
 CREATE TABLE steps (

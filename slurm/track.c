@@ -17,9 +17,14 @@
 #include "slurm/classify.h"
 
 #define POLL_INTERVAL_MS 1000
-/* Seconds after a job ended during which a missing run log is not yet a verdict (a
- * shared file system may show the log late); the exit statuses 126/127 decide at once. */
+/* Seconds after a job ended during which a missing run log, or a log without its end
+ * record, is not yet a verdict: a shared file system may show the log late. The local
+ * executor's jobs write on this machine's file system: no grace; nor for the exit
+ * statuses 126/127, which decide at once. */
 #define LOG_GRACE_S 20
+/* The local executor's cancel and time limit send SIGTERM and, 5 s later, SIGKILL: a log
+ * without its end record gets it within that time, or never. */
+#define LOCAL_END_GRACE_S 6
 
 static const char *const exec_names[3] = {"slurm", "rest", "local"};
 
@@ -45,6 +50,30 @@ void track_exec_close(struct exec_set *s)
 		exec_close(s->x[k]);
 		s->x[k] = NULL;
 	}
+}
+
+/* 1 while the run log of final job j, or (end_record) the log's end record, may still be
+ * on its way (see LOG_GRACE_S, LOCAL_END_GRACE_S). */
+static int log_may_be_late(const struct results_job *j, int end_record)
+{
+	int local = !strcmp(j->executor, "local");
+	int grace = local ? (end_record ? LOCAL_END_GRACE_S : 0) : LOG_GRACE_S;
+
+	return j->end_time > 0 && time(NULL) - j->end_time < grace;
+}
+
+/* Collect a job's run directory, if it exists. A log the collector refuses is the run's
+ * fault, not the database's: the job is then classed without a run. */
+static void collect_run_dir(sqlite3 *db, const struct results_job *j)
+{
+	struct collect_stats cs;
+	char cerr[256];
+	struct stat sb;
+
+	memset(&cs, 0, sizeof(cs));
+	cs.quiet = 1;
+	if (stat(j->run_dir, &sb) == 0)
+		results_collect_path(db, j->run_dir, &cs, cerr, sizeof(cerr));
 }
 
 /* Keep the first error of several: err is written only while it is empty. */
@@ -83,27 +112,18 @@ static int exit_file(const struct results_job *j)
  */
 static int settle(sqlite3 *db, struct results_job *j, int known, char *err, size_t errlen)
 {
-	struct collect_stats cs;
 	struct results_job_run run = {0, "", "", -1};
 	struct slurm_class_in in = {0};
-	char cerr[256];
-	struct stat sb;
 	int found;
 
-	memset(&cs, 0, sizeof(cs));
-	cs.quiet = 1;
-	/* a log the collector refuses is the run's fault, not the database's: the job is
-	 * then classed without a run */
-	if (stat(j->run_dir, &sb) == 0)
-		results_collect_path(db, j->run_dir, &cs, cerr, sizeof(cerr));
+	collect_run_dir(db, j);
 	found = results_job_find_run(db, j, &run, err, errlen);
 	if (found < 0)
 		return -1;
 	in.has_run = found;
 	if (known && !in.has_run &&
 	    (!strcmp(j->state, "COMPLETED") || !strcmp(j->state, "FAILED")) &&
-	    j->exit_code != 126 && j->exit_code != 127 && j->end_time > 0 &&
-	    time(NULL) - j->end_time < LOG_GRACE_S)
+	    j->exit_code != 126 && j->exit_code != 127 && log_may_be_late(j, 0))
 		return 0; /* the run log may still be on its way: ask again later */
 	in.run_status = run.status;
 	in.run_class = run.failure_class;
@@ -136,6 +156,31 @@ static int settled(sqlite3 *db, const struct results_job *j, char *err, size_t e
 	if (*j->failure_class)
 		return 1;
 	return results_job_tied_run(db, j->id, &run, err, errlen);
+}
+
+/*
+ * The run of a settled job that still reads 'running': its trainer wrote the end record
+ * after the job was settled (a cancel, then status), so collect it again; a log that has
+ * no end record once the grace is over never gets one (the trainer was killed first):
+ * close the run as failed, 'killed' (or 'timeout' for a job past its time limit).
+ * Returns 0, or -1 with err set.
+ */
+static int settle_run(sqlite3 *db, const struct results_job *j, char *err, size_t errlen)
+{
+	struct results_job_run run;
+	char msg[160];
+	int found = results_job_tied_run(db, j->id, &run, err, errlen);
+
+	if (found <= 0 || strcmp(run.status, "running"))
+		return found < 0 ? -1 : 0;
+	collect_run_dir(db, j);
+	found = results_job_tied_run(db, j->id, &run, err, errlen);
+	if (found <= 0 || strcmp(run.status, "running") || log_may_be_late(j, 1))
+		return found < 0 ? -1 : 0;
+	snprintf(msg, sizeof(msg), "the job ended (%s) before the run log's end record", j->state);
+	return results_job_run_close(db, run.id,
+				     !strcmp(j->failure_class, "timeout") ? "timeout" : "killed", msg,
+				     err, errlen);
 }
 
 int track_refresh(sqlite3 *db, struct exec_set *es, struct results_job *jobs, size_t n,
@@ -199,6 +244,8 @@ int track_refresh(sqlite3 *db, struct exec_set *es, struct results_job *jobs, si
 		int s = settled(db, &jobs[i], e, sizeof(e));
 		if (s == 0)
 			s = settle(db, &jobs[i], 1, e, sizeof(e)) ? -1 : 1;
+		if (s > 0 && settle_run(db, &jobs[i], e, sizeof(e)))
+			s = -1;
 		if (s < 0) {
 			first_error(err, errlen, e);
 			rc = -2;

@@ -3,7 +3,7 @@
  * slurm_local_arrays and slurm_local_tasks, results/schema.sql step 3, next to the jobs
  * rows); a worker
  * detached from the terminal (double fork + setsid) runs the same job scripts, as many
- * at once as slots allow (ranks: GPUs when the jobs want GPUs, else CPU cores), each in
+ * at once as slots allow (ranks; one job at a time unless --slots says more), each in
  * its own process group with the SLURM_* environment a batch job would have, enforces
  * time limits (SIGTERM, then SIGKILL after 5 s) and records every state change in the
  * jobs table. `srun` in a script is "${LB_SRUN:-srun}": the worker points LB_SRUN at
@@ -502,15 +502,12 @@ static void worker_main(const char *db_path, int slots)
 	results_close(w.db);
 }
 
+/* Ranks that run at once: --slots, else 1. Timed runs do not share the machine unless
+ * asked: jobs run side by side measure each other (the quickstart's speed table ranked
+ * layouts by contention when every core ran one). */
 static int default_slots(const struct exec_opts *o)
 {
-	if (o->local_slots > 0)
-		return o->local_slots;
-	int g = count_gpus();
-	if (g > 0)
-		return g;
-	long n = sysconf(_SC_NPROCESSORS_ONLN);
-	return n > 0 ? (int)n : 1;
+	return o->local_slots > 0 ? o->local_slots : 1;
 }
 
 /*

@@ -30,7 +30,7 @@ struct submit_opts {
 	int wait;	 /* 1: block until every job ended, collecting runs */
 	int force;	 /* 1: submit layouts already done or in flight again */
 	int quiet;	 /* 1: no progress lines */
-	int local_slots; /* local executor: ranks at once; 0 = GPUs or CPU cores */
+	int local_slots; /* local executor: ranks at once; 0 = 1 (one timed job at a time) */
 };
 
 /* Set o to the defaults above (everything 0/NULL). */

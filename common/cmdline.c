@@ -84,6 +84,8 @@ static const struct lb_option resubmit_opts[] = {
      "where the jobs run (default where they ran before)"},
     OPT_THROTTLE,
     OPT_WAIT,
+    {LB_OPT_FORCE, "force", LB_ARG_NONE, NULL, NULL, NULL, 0, 0, 0,
+     "also resubmit out-of-memory failures, which fail the same way again"},
     END,
 };
 

@@ -59,7 +59,7 @@ static int resubmit_sweep(struct track_cmd *t, const char *sweep)
 	struct submitted sub = {0};
 	const char *exname = t->executor;
 	char err[1024], runs[SLURM_PATH_MAX] = "";
-	size_t n = 0, n_sel = 0, n_failed = 0, *sel = NULL;
+	size_t n = 0, n_sel = 0, n_failed = 0, n_oom = 0, *sel = NULL;
 	int rc = 0, r;
 
 	memset(&plan, 0, sizeof(plan));
@@ -87,6 +87,10 @@ static int resubmit_sweep(struct track_cmd *t, const char *sweep)
 	for (size_t i = 0; i < n; i++) {
 		if (!exec_state_final(jobs[i].state) || !class_selected(t, jobs[i].failure_class))
 			continue;
+		if (!t->force && !strcmp(jobs[i].failure_class, "oom")) {
+			n_oom++; /* the same layout on the same GPUs runs out of memory again */
+			continue;
+		}
 		for (size_t e = 0; e < plan.n_entries; e++)
 			if (plan.entries[e].status == PLAN_OK &&
 			    !strcmp(plan.entries[e].id, jobs[i].layout_id)) {
@@ -98,6 +102,12 @@ static int resubmit_sweep(struct track_cmd *t, const char *sweep)
 				break;
 			}
 	}
+	if (n_oom)
+		fprintf(stderr,
+			"warning: sweep '%s': %zu layout(s) ran out of memory, and a new attempt "
+			"of the same layout does the same; not resubmitted (--force resubmits "
+			"them)\n",
+			sweep, n_oom);
 	if (n_sel == 0) {
 		printf("sweep '%s': nothing to resubmit\n", sweep);
 		goto out_free;

@@ -253,6 +253,10 @@ static int write_json(FILE *f, const struct sweep_plan *p)
 		cJSON_AddNumberToObject(c, "gpus_per_node", cl->gpus_per_node);
 		cJSON_AddNumberToObject(c, "gpu_mem_gib", cl->gpu_mem_gib);
 		cJSON_AddStringToObject(c, "gpu", cl->gpu);
+		if (cl->peak_tflops > 0)
+			cJSON_AddNumberToObject(c, "peak_tflops", cl->peak_tflops);
+		else
+			cJSON_AddNullToObject(c, "peak_tflops");
 		cJSON_AddNumberToObject(c, "cpus_per_task", cl->cpus_per_task);
 		cJSON_AddBoolToObject(c, "exclusive", cl->exclusive);
 		cJSON_AddItemToObject(c, "sbatch_extra",

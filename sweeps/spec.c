@@ -896,7 +896,7 @@ static int parse_cluster(struct ctx *c, const cJSON *obj)
 					   "gpus_per_node", "gpu_mem_gib",  "gpu", "cpus_per_task",
 					   "exclusive",	    "sbatch_extra", "env", "setup",
 					   "device",	    "gpu_request",  "memory_model",
-					   NULL};
+					   "peak_tflops",   NULL};
 	struct sweep_cluster *cl = &c->spec->cluster;
 	const cJSON *v, *e;
 	char sub[300], got[64];
@@ -930,6 +930,15 @@ static int parse_cluster(struct ctx *c, const cJSON *obj)
 				    "expected a positive number of GiB, got %s", got);
 		}
 		cl->gpu_mem_gib = v->valuedouble;
+	}
+	if ((v = cJSON_GetObjectItemCaseSensitive(obj, "peak_tflops"))) {
+		if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || v->valuedouble <= 0 ||
+		    v->valuedouble > 1e6) {
+			show(v, got, sizeof(got));
+			return fail(c, "cluster.peak_tflops",
+				    "expected a positive number of TFLOP/s, got %s", got);
+		}
+		cl->peak_tflops = v->valuedouble;
 	}
 	if ((v = cJSON_GetObjectItemCaseSensitive(obj, "gpu"))) {
 		const char *s = NULL, *p;

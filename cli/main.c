@@ -23,10 +23,18 @@ static const struct {
 	const char *name;
 	int (*fn)(int argc, char **argv);
 } commands[] = {
-    {"quickstart", cmd_quickstart}, {"plan", cmd_plan},	      {"submit", cmd_submit},
-    {"status", cmd_status},	    {"resubmit", cmd_resubmit}, {"cancel", cmd_cancel},
-    {"collect", cmd_collect},	    {"import", cmd_import},     {"report", cmd_report},
-    {"sql", cmd_sql},		    {"help", cmd_help},	      {"version", cmd_version},
+    {"quickstart", cmd_quickstart},
+    {"plan", cmd_plan},
+    {"submit", cmd_submit},
+    {"status", cmd_status},
+    {"resubmit", cmd_resubmit},
+    {"cancel", cmd_cancel},
+    {"collect", cmd_collect},
+    {"import", cmd_import},
+    {"report", cmd_report},
+    {"sql", cmd_sql},
+    {"help", cmd_help},
+    {"version", cmd_version},
 };
 
 static int (*find_function(const char *name))(int, char **)

@@ -10,66 +10,85 @@
 
 #include "common/util.h"
 
-#define END {LB_OPT_COUNT, NULL, LB_ARG_NONE, NULL, NULL, NULL, 0, 0, 0, NULL}
-
-/* The options several commands share, spelled once. */
-#define OPT_DB                                                                                     \
-	{LB_OPT_DB, "db", LB_ARG_STRING, "PATH", NULL, NULL, 0, 0, 0,                              \
-	 "the results database (default $LAYOUTBENCH_DB, else ./results.db)"}
-#define OPT_SWEEP                                                                                  \
-	{LB_OPT_SWEEP, "sweep", LB_ARG_STRING, "NAME", NULL, NULL, 0, 0, 0,                        \
-	 "only this sweep (default every sweep in the database)"}
-#define OPT_THROTTLE                                                                               \
-	{LB_OPT_THROTTLE, "throttle", LB_ARG_INT, "K", NULL, NULL, 0, 1000000, 0,                   \
-	 "at most K tasks of one array at once (0: no limit)"}
-#define OPT_WAIT                                                                                   \
-	{LB_OPT_WAIT, "wait", LB_ARG_NONE, NULL, NULL, NULL, 0, 0, 0,                              \
-	 "block until every job ended, collecting the runs as they finish"}
+/* One option of each kind, struct lb_option's fields in order. */
+#define SWITCH(id, name, flags, help)                                                              \
+	{                                                                                          \
+		id, name, LB_ARG_NONE, NULL, NULL, NULL, 0, 0, flags, help                         \
+	}
+#define TEXT(id, name, arg, def, help)                                                             \
+	{                                                                                          \
+		id, name, LB_ARG_STRING, arg, NULL, def, 0, 0, 0, help                             \
+	}
+#define WHOLE(id, name, arg, def, min, max, help)                                                  \
+	{                                                                                          \
+		id, name, LB_ARG_INT, arg, NULL, def, min, max, 0, help                            \
+	}
+#define CHOICE(id, name, arg, choices, def, flags, help)                                           \
+	{                                                                                          \
+		id, name, LB_ARG_CHOICE, arg, choices, def, 0, 0, flags, help                      \
+	}
+#define END                                                                                        \
+	{                                                                                          \
+		LB_OPT_COUNT, NULL, LB_ARG_NONE, NULL, NULL, NULL, 0, 0, 0, NULL                   \
+	}
 
 #define EXECUTORS "slurm|rest|local"
 #define CLASSES	  "oom|timeout|node_fail|preempted|cancelled|launch_error|failed|unknown"
 #define FIGURES	  "kernels|checkpointing|microbatch|tp-pp|seqpar|rms|best|phases|all"
 
+/* The options several commands share, spelled once. */
+#define OPT_DB                                                                                     \
+	TEXT(LB_OPT_DB, "db", "PATH", NULL,                                                        \
+	     "the results database (default $LAYOUTBENCH_DB, else ./results.db)")
+#define OPT_SWEEP                                                                                  \
+	TEXT(LB_OPT_SWEEP, "sweep", "NAME", NULL,                                                  \
+	     "only this sweep (default every sweep in the database)")
+#define OPT_THROTTLE                                                                               \
+	WHOLE(LB_OPT_THROTTLE, "throttle", "K", NULL, 0, 1000000,                                  \
+	      "at most K tasks of one array at once (0: no limit)")
+#define OPT_WAIT                                                                                   \
+	SWITCH(LB_OPT_WAIT, "wait", 0,                                                             \
+	       "block until every job ended, collecting the runs as they "                         \
+	       "finish")
+
 static const struct lb_option quickstart_opts[] = {
-    {LB_OPT_OUT, "out", LB_ARG_STRING, "DIR", NULL, "layoutbench-quickstart", 0, 0, 0,
-     "the folder for the database, the run logs and the report"},
+    TEXT(LB_OPT_OUT, "out", "DIR", "layoutbench-quickstart",
+	 "the folder for the database, the run logs and the report"),
     OPT_DB,
-    {LB_OPT_JOBS, "jobs", LB_ARG_INT, "N", NULL, "1", 1, 1024, 0,
-     "ranks that run at once (default 1: timed runs do not share the machine)"},
+    WHOLE(LB_OPT_JOBS, "jobs", "N", "1", 1, 1024,
+	  "ranks that run at once (default 1: timed runs do not share the machine)"),
     END,
 };
 
 static const struct lb_option plan_opts[] = {
-    {LB_OPT_FORMAT, "format", LB_ARG_CHOICE, NULL, "table|csv|json", "table", 0, 0, 0,
-     "the output format (csv and json: the summary goes to stderr)"},
-    {LB_OPT_RENDER, "render", LB_ARG_STRING, "DIR", NULL, NULL, 0, 0, 0,
-     "also write the job scripts of the runnable layouts into DIR"},
+    CHOICE(LB_OPT_FORMAT, "format", NULL, "table|csv|json", "table", 0,
+	   "the output format (csv and json: the summary goes to stderr)"),
+    TEXT(LB_OPT_RENDER, "render", "DIR", NULL,
+	 "also write the job scripts of the runnable layouts into DIR"),
     END,
 };
 
 static const struct lb_option submit_opts[] = {
-    {LB_OPT_EXECUTOR, "executor", LB_ARG_CHOICE, NULL, EXECUTORS, "slurm", 0, 0, 0,
-     "where the jobs run: libslurm, slurmrestd, or local processes without Slurm"},
+    CHOICE(LB_OPT_EXECUTOR, "executor", NULL, EXECUTORS, "slurm", 0,
+	   "where the jobs run: libslurm, slurmrestd, or local processes without Slurm"),
     OPT_DB,
-    {LB_OPT_RUNS, "runs", LB_ARG_STRING, "DIR", NULL, "runs", 0, 0, 0,
-     "the runs folder (default ./runs): a layout runs in DIR/<sweep>/<layout id>"},
-    {LB_OPT_DRY_RUN, "dry-run", LB_ARG_NONE, NULL, NULL, NULL, 0, 0, 0,
-     "print the arrays that would be submitted, submit nothing"},
+    TEXT(LB_OPT_RUNS, "runs", "DIR", "runs",
+	 "the runs folder (default ./runs): a layout runs in DIR/<sweep>/<layout id>"),
+    SWITCH(LB_OPT_DRY_RUN, "dry-run", 0,
+	   "print the arrays that would be submitted, submit nothing"),
     OPT_THROTTLE,
-    {LB_OPT_MAX_ARRAY, "max-array", LB_ARG_INT, "N", NULL, NULL, 0, 1000000, 0,
-     "at most N tasks per array (0: the cluster's MaxArraySize)"},
+    WHOLE(LB_OPT_MAX_ARRAY, "max-array", "N", NULL, 0, 1000000,
+	  "at most N tasks per array (0: the cluster's MaxArraySize)"),
     OPT_WAIT,
-    {LB_OPT_FORCE, "force", LB_ARG_NONE, NULL, NULL, NULL, 0, 0, 0,
-     "submit layouts already completed or in flight again"},
-    {LB_OPT_QUIET, "quiet", LB_ARG_NONE, NULL, NULL, NULL, 0, 0, 0, "no progress lines"},
-    {LB_OPT_REST_URL, "rest-url", LB_ARG_STRING, "URL", NULL, NULL, 0, 0, 0,
-     "slurmrestd: http://host:port or unix:/path (default $SLURMRESTD_URL)"},
-    {LB_OPT_REST_VERSION, "rest-version", LB_ARG_STRING, "vX", NULL, NULL, 0, 0, 0,
-     "slurmrestd: the API version (default the newest the server offers)"},
-    {LB_OPT_SLOTS, "slots", LB_ARG_INT, "N", NULL, NULL, 1, 1000000, 0,
-     "local: ranks that run at once (default 1: timed runs do not share the machine)"},
-    {LB_OPT_LOCAL_WORKER, "local-worker", LB_ARG_NONE, NULL, NULL, NULL, 0, 0, LB_OPT_HIDDEN,
-     "the local executor's detached worker"},
+    SWITCH(LB_OPT_FORCE, "force", 0, "submit layouts already completed or in flight again"),
+    SWITCH(LB_OPT_QUIET, "quiet", 0, "no progress lines"),
+    TEXT(LB_OPT_REST_URL, "rest-url", "URL", NULL,
+	 "slurmrestd: http://host:port or unix:/path (default $SLURMRESTD_URL)"),
+    TEXT(LB_OPT_REST_VERSION, "rest-version", "vX", NULL,
+	 "slurmrestd: the API version (default the newest the server offers)"),
+    WHOLE(LB_OPT_SLOTS, "slots", "N", NULL, 1, 1000000,
+	  "local: ranks that run at once (default 1: timed runs do not share the machine)"),
+    SWITCH(LB_OPT_LOCAL_WORKER, "local-worker", LB_OPT_HIDDEN, "the local executor's worker"),
     END,
 };
 
@@ -78,14 +97,14 @@ static const struct lb_option status_opts[] = {OPT_DB, OPT_SWEEP, END};
 static const struct lb_option resubmit_opts[] = {
     OPT_DB,
     OPT_SWEEP,
-    {LB_OPT_CLASS, "class", LB_ARG_CHOICE, "CLASS", CLASSES, NULL, 0, 0, LB_OPT_MANY,
-     "only failures of these classes (default every failed layout)"},
-    {LB_OPT_EXECUTOR, "executor", LB_ARG_CHOICE, "E", EXECUTORS, NULL, 0, 0, 0,
-     "where the jobs run (default where they ran before)"},
+    CHOICE(LB_OPT_CLASS, "class", "CLASS", CLASSES, NULL, LB_OPT_MANY,
+	   "only failures of these classes (default every failed layout)"),
+    CHOICE(LB_OPT_EXECUTOR, "executor", "E", EXECUTORS, NULL, 0,
+	   "where the jobs run (default where they ran before)"),
     OPT_THROTTLE,
     OPT_WAIT,
-    {LB_OPT_FORCE, "force", LB_ARG_NONE, NULL, NULL, NULL, 0, 0, 0,
-     "also resubmit out-of-memory failures, which fail the same way again"},
+    SWITCH(LB_OPT_FORCE, "force", 0,
+	   "also resubmit out-of-memory failures, which fail the same way again"),
     END,
 };
 
@@ -94,8 +113,8 @@ static const struct lb_option cancel_opts[] = {OPT_DB, OPT_SWEEP, END};
 static const struct lb_option collect_opts[] = {OPT_DB, END};
 
 static const struct lb_option import_opts[] = {
-    {LB_OPT_FORMAT, "format", LB_ARG_CHOICE, NULL, "paper", NULL, 0, 0, LB_OPT_REQUIRED,
-     "the files' format: the paper's published sheets"},
+    CHOICE(LB_OPT_FORMAT, "format", NULL, "paper", NULL, LB_OPT_REQUIRED,
+	   "the files' format: the paper's published sheets"),
     OPT_DB,
     END,
 };
@@ -103,27 +122,23 @@ static const struct lb_option import_opts[] = {
 static const struct lb_option report_opts[] = {
     OPT_DB,
     OPT_SWEEP,
-    {LB_OPT_FIGURE, "figure", LB_ARG_CHOICE, NULL, FIGURES, NULL, 0, 0, LB_OPT_REQUIRED,
-     "the figure (the paper's figures 1-5, rms, best, phases) or all"},
-    {LB_OPT_FORMAT, "format", LB_ARG_CHOICE, NULL, "md|csv|html", "md", 0, 0, 0,
-     "markdown tables, CSV, or one HTML page with the plots"},
-    {LB_OPT_OUT, "out", LB_ARG_STRING, "DIR", NULL, NULL, 0, 0, 0,
-     "write files into DIR (default stdout)"},
+    CHOICE(LB_OPT_FIGURE, "figure", NULL, FIGURES, NULL, LB_OPT_REQUIRED,
+	   "the figure (the paper's figures 1-5, rms, best, phases) or all"),
+    CHOICE(LB_OPT_FORMAT, "format", NULL, "md|csv|html", "md", 0,
+	   "markdown tables, CSV, or one HTML page with the plots"),
+    TEXT(LB_OPT_OUT, "out", "DIR", NULL, "write files into DIR (default stdout)"),
     END,
 };
 
 static const struct lb_option sql_opts[] = {
     OPT_DB,
-    {LB_OPT_FORMAT, "format", LB_ARG_CHOICE, NULL, "table|csv|tsv", "table", 0, 0, 0,
-     "the output format"},
-    {LB_OPT_WRITE, "write", LB_ARG_NONE, NULL, NULL, NULL, 0, 0, 0,
-     "allow statements that change the database"},
+    CHOICE(LB_OPT_FORMAT, "format", NULL, "table|csv|tsv", "table", 0, "the output format"),
+    SWITCH(LB_OPT_WRITE, "write", 0, "allow statements that change the database"),
     END,
 };
 
 static const struct lb_option help_opts[] = {
-    {LB_OPT_MARKDOWN, "markdown", LB_ARG_NONE, NULL, NULL, NULL, 0, 0, 0,
-     "the command table as markdown (the README's)"},
+    SWITCH(LB_OPT_MARKDOWN, "markdown", 0, "the command table as markdown (the README's)"),
     END,
 };
 
@@ -171,8 +186,7 @@ const struct lb_command *lb_command_find(const char *name)
 
 /* ------------------------------------------------------------------ parsing */
 
-static const struct lb_option *find_option(const struct lb_command *c, const char *name,
-					   size_t len)
+static const struct lb_option *find_option(const struct lb_command *c, const char *name, size_t len)
 {
 	for (const struct lb_option *o = c->options; o->name; o++)
 		if (strlen(o->name) == len && !strncmp(o->name, name, len))
@@ -212,7 +226,8 @@ static const char *choice_words(const char *choices, char *buf, size_t len)
 	return buf;
 }
 
-static int usage_error(struct lb_args *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int usage_error(struct lb_args *a, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 static int usage_error(struct lb_args *a, const char *fmt, ...)
 {
 	va_list ap;
@@ -328,8 +343,9 @@ int lb_args_parse(const char *cmd, int argc, char **argv, struct lb_args *a)
 		if (a->cmd->max_operands == 0)
 			return usage_error(a, "%s takes no operand, got '%s'", a->cmd->name,
 					   a->operands[0]);
-		return usage_error(a, "%s takes one %s, got '%s' and '%s' (quote a value that "
-				      "has spaces)",
+		return usage_error(a,
+				   "%s takes one %s, got '%s' and '%s' (quote a value that "
+				   "has spaces)",
 				   a->cmd->name, a->cmd->operands, a->operands[0], a->operands[1]);
 	}
 	return 0;

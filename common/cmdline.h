@@ -65,10 +65,10 @@ struct lb_option {
 
 struct lb_command {
 	const char *name;
-	const char *operands;		/* usage of the operands ("SPEC", "[RUN_DIR|FILE ...]") */
-	int min_operands, max_operands; /* max_operands -1: any number */
-	int operands_first;		/* 1: usage names them before the options */
-	const char *summary;		/* one line: what it does (help, README) */
+	const char *operands;		 /* usage of the operands ("SPEC", "[RUN_DIR|FILE ...]") */
+	int min_operands, max_operands;	 /* max_operands -1: any number */
+	int operands_first;		 /* 1: usage names them before the options */
+	const char *summary;		 /* one line: what it does (help, README) */
 	const struct lb_option *options; /* ends with an entry whose name is NULL */
 };
 

@@ -110,21 +110,11 @@ static const struct {
 	const char *name;
 	int has_value;
 } train_flags[] = {
-    {"--device", 1},
-    {"--run-dir", 1},
-    {"--data", 1},
-    {"--data-dtype", 1},
-    {"--lr", 1},
-    {"--weight-decay", 1},
-    {"--clip", 1},
-    {"--mem-limit", 1},
-    {"--nproc-per-node", 1},
-    {"--comm-timeout", 1},
-    {"--peak-tflops", 1},
-    {"--gpu-comm", 1},
-    {"--quiet", 0},
-    {"--help", 0},
-    {"--pipeline-schedule", 1},
+    {"--device", 1},	   {"--run-dir", 1},	 {"--data", 1},
+    {"--data-dtype", 1},   {"--lr", 1},		 {"--weight-decay", 1},
+    {"--clip", 1},	   {"--mem-limit", 1},	 {"--nproc-per-node", 1},
+    {"--comm-timeout", 1}, {"--peak-tflops", 1}, {"--gpu-comm", 1},
+    {"--quiet", 0},	   {"--help", 0},	 {"--pipeline-schedule", 1},
     {"--dump-params", 1},
 };
 

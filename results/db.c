@@ -202,6 +202,18 @@ static int immutable_uri(const char *path, char *buf, size_t len)
 	return 0;
 }
 
+/* 1 after the message when schema version v is newer than this build writes, else 0. */
+static int newer_schema(const char *path, int v, char *err, size_t errlen)
+{
+	if (v <= RESULTS_SCHEMA_VERSION)
+		return 0;
+	snprintf(err, errlen,
+		 "database '%s' has schema version %d, newer than this build's %d; use a newer "
+		 "layoutbench",
+		 path, v, RESULTS_SCHEMA_VERSION);
+	return 1;
+}
+
 /*
  * Read-only open: SQLITE_OPEN_READONLY, and when the first read fails because the folder
  * cannot hold the -wal/-shm files (or the file cannot be locked), the immutable=1 URI,
@@ -259,13 +271,8 @@ static int open_read(const char *path, sqlite3 **out, char *err, size_t errlen)
 	sqlite3_close(h);
 	return -1;
 out_opened:
-	if (v > RESULTS_SCHEMA_VERSION) {
-		snprintf(err, errlen,
-			 "database '%s' has schema version %d, newer than this build's %d; "
-			 "use a newer layoutbench",
-			 path, v, RESULTS_SCHEMA_VERSION);
+	if (newer_schema(path, v, err, errlen))
 		goto out_close;
-	}
 	if (v < RESULTS_SCHEMA_VERSION) {
 		snprintf(err, errlen,
 			 "database '%s': schema version %d is older than this layoutbench's %d; "
@@ -337,13 +344,8 @@ static int open_write(const char *path, sqlite3 **out, char *err, size_t errlen)
 			 sqlite3_errmsg(h));
 		goto out_close;
 	}
-	if (v > RESULTS_SCHEMA_VERSION) {
-		snprintf(err, errlen,
-			 "database '%s' has schema version %d, newer than this build's %d; "
-			 "use a newer layoutbench",
-			 path, v, RESULTS_SCHEMA_VERSION);
+	if (newer_schema(path, v, err, errlen))
 		goto out_close;
-	}
 	if (v < RESULTS_SCHEMA_VERSION) {
 		char merr[512];
 		schema = lb_embedded("results/schema.sql", NULL);

@@ -1,10 +1,11 @@
 /*
  * The results database: opening (creating and migrating the schema embedded from
  * results/schema.sql), transactions, and the small write/read helpers that other stages
- * share for sweeps and layouts (jobs: results/jobs.h). Runs and steps are written by the collector (results/collect.h) and
- * the importer; the report reads the views `run_summary` and `best_layout` (docs/schema.md).
- * Every function takes an open handle; errors are returned as status codes, with the
- * reason in err (or from sqlite3_errmsg where a function has no err argument).
+ * share for sweeps and layouts (jobs: results/jobs.h). Runs and steps are written by the
+ * collector (results/collect.h) and the importer; the report reads the views `run_summary`
+ * and `best_layout` (docs/schema.md). Every function takes an open handle; errors are
+ * returned as status codes, with the reason in err (or from sqlite3_errmsg where a function
+ * has no err argument).
  */
 #ifndef LB_RESULTS_DB_H
 #define LB_RESULTS_DB_H
@@ -105,8 +106,7 @@ int results_upsert_layout_id(sqlite3 *db, const struct lb_layout *l, const char 
 
 /* The spec text stored for a sweep at submission: 0 and *text (caller frees), 1 when the
  * sweep has none (not submitted from a spec), -1 on a database error (err set). */
-int results_sweep_spec_text(sqlite3 *db, const char *sweep, char **text, char *err,
-			    size_t errlen);
+int results_sweep_spec_text(sqlite3 *db, const char *sweep, char **text, char *err, size_t errlen);
 
 /*
  * Whether the results database db (opened from db_path, which messages name) knows the

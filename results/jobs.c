@@ -199,15 +199,28 @@ out_free:
 	return -1;
 }
 
-static int exists(sqlite3 *db, const char *sql, const char *sweep, const char *layout_id)
+/* sql prepared with ?1 = sweep and ?2 = layout_id bound; NULL when it cannot be. */
+static sqlite3_stmt *layout_query(sqlite3 *db, const char *sql, const char *sweep,
+				  const char *layout_id)
 {
 	sqlite3_stmt *st = NULL;
-	int rc;
 
-	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
-		return -1;
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
+		sqlite3_finalize(st);
+		return NULL;
+	}
 	sqlite3_bind_text(st, 1, sweep, -1, SQLITE_TRANSIENT);
 	sqlite3_bind_text(st, 2, layout_id, -1, SQLITE_TRANSIENT);
+	return st;
+}
+
+static int exists(sqlite3 *db, const char *sql, const char *sweep, const char *layout_id)
+{
+	sqlite3_stmt *st = layout_query(db, sql, sweep, layout_id);
+	int rc;
+
+	if (!st)
+		return -1;
 	rc = sqlite3_step(st);
 	sqlite3_finalize(st);
 	return rc == SQLITE_ROW ? 1 : rc == SQLITE_DONE ? 0 : -1;
@@ -229,20 +242,16 @@ int results_layout_has_active_job(sqlite3 *db, const char *sweep, const char *la
 		      sweep, layout_id);
 }
 
-
 int results_job_attempts(sqlite3 *db, const char *sweep, const char *layout_id, int *n, char *err,
 			 size_t errlen)
 {
-	sqlite3_stmt *st = NULL;
+	sqlite3_stmt *st =
+	    layout_query(db,
+			 "SELECT COALESCE(MAX(attempt), 0) FROM jobs WHERE sweep = ?1 "
+			 "AND layout_id = ?2",
+			 sweep, layout_id);
 
-	if (sqlite3_prepare_v2(db,
-			       "SELECT COALESCE(MAX(attempt), 0) FROM jobs WHERE sweep = ?1 AND "
-			       "layout_id = ?2",
-			       -1, &st, NULL) != SQLITE_OK)
-		goto out_err;
-	sqlite3_bind_text(st, 1, sweep, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_text(st, 2, layout_id, -1, SQLITE_TRANSIENT);
-	if (sqlite3_step(st) != SQLITE_ROW)
+	if (!st || sqlite3_step(st) != SQLITE_ROW)
 		goto out_err;
 	*n = sqlite3_column_int(st, 0);
 	sqlite3_finalize(st);
@@ -257,16 +266,14 @@ out_err:
 int results_job_latest(sqlite3 *db, const char *sweep, const char *layout_id, char *state,
 		       size_t slen, char *cls, size_t clen, char *err, size_t errlen)
 {
-	sqlite3_stmt *st = NULL;
+	sqlite3_stmt *st = layout_query(db,
+					"SELECT state, COALESCE(failure_class, '') FROM jobs WHERE "
+					"sweep = ?1 AND layout_id = ?2 ORDER BY id DESC LIMIT 1",
+					sweep, layout_id);
 	int rc;
 
-	if (sqlite3_prepare_v2(db,
-			       "SELECT state, COALESCE(failure_class, '') FROM jobs WHERE sweep = "
-			       "?1 AND layout_id = ?2 ORDER BY id DESC LIMIT 1",
-			       -1, &st, NULL) != SQLITE_OK)
+	if (!st)
 		goto out_err;
-	sqlite3_bind_text(st, 1, sweep, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_text(st, 2, layout_id, -1, SQLITE_TRANSIENT);
 	rc = sqlite3_step(st);
 	if (rc == SQLITE_ROW) {
 		copy_col(st, 0, state, slen);
@@ -311,7 +318,8 @@ int results_job_find_run(sqlite3 *db, const struct results_job *j, struct result
 	iso_time(j->submit_time, since);
 	snprintf(like, sizeof(like), "%s/%%", j->run_dir);
 	if (sqlite3_prepare_v2(db,
-			       "SELECT " RUN_COLUMNS " FROM runs WHERE sweep = ?1 AND layout_id = ?2 "
+			       "SELECT " RUN_COLUMNS
+			       " FROM runs WHERE sweep = ?1 AND layout_id = ?2 "
 			       "AND log_path LIKE ?3 AND (job_ref IS NULL OR job_ref = ?4) AND "
 			       "(start_time IS NULL OR ?5 IS NULL OR start_time >= ?5) "
 			       "ORDER BY id DESC LIMIT 1",
@@ -351,7 +359,8 @@ int results_job_tied_run(sqlite3 *db, int64_t job, struct results_job_run *run, 
 	int found = -1;
 
 	if (sqlite3_prepare_v2(db,
-			       "SELECT " RUN_COLUMNS " FROM runs WHERE job_ref = ?1 ORDER BY id DESC "
+			       "SELECT " RUN_COLUMNS
+			       " FROM runs WHERE job_ref = ?1 ORDER BY id DESC "
 			       "LIMIT 1",
 			       -1, &st, NULL) == SQLITE_OK) {
 		sqlite3_bind_int64(st, 1, job);
@@ -369,11 +378,12 @@ int results_job_run_close(sqlite3 *db, int64_t run_id, const char *cls, const ch
 {
 	sqlite3_stmt *st = NULL;
 
-	if (sqlite3_prepare_v2(db,
-			       "UPDATE runs SET status = 'failed', failure_class = ?2, message = ?3, "
-			       "end_time = COALESCE(end_time, strftime('%Y-%m-%dT%H:%M:%SZ', "
-			       "'now')) WHERE id = ?1 AND status = 'running'",
-			       -1, &st, NULL) != SQLITE_OK)
+	if (sqlite3_prepare_v2(
+		db,
+		"UPDATE runs SET status = 'failed', failure_class = ?2, message = ?3, "
+		"end_time = COALESCE(end_time, strftime('%Y-%m-%dT%H:%M:%SZ', "
+		"'now')) WHERE id = ?1 AND status = 'running'",
+		-1, &st, NULL) != SQLITE_OK)
 		goto out_err;
 	sqlite3_bind_int64(st, 1, run_id);
 	results_bind_text(st, 2, cls);
@@ -404,8 +414,8 @@ int results_job_sweeps(sqlite3 *db, char ***names, size_t *n, char *err, size_t 
 
 	*names = NULL;
 	*n = 0;
-	if (sqlite3_prepare_v2(db, "SELECT DISTINCT sweep FROM jobs ORDER BY sweep", -1, &st, NULL) !=
-	    SQLITE_OK)
+	if (sqlite3_prepare_v2(db, "SELECT DISTINCT sweep FROM jobs ORDER BY sweep", -1, &st,
+			       NULL) != SQLITE_OK)
 		goto out_err;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		char **nv = realloc(v, (cnt + 1) * sizeof(*v));

@@ -141,17 +141,24 @@ static int is_failure(const char *s)
 	return 0;
 }
 
+/* The field of column c, or NULL after the message when the row is too short. */
+static const char *field(const struct csv_line *ln, const int *col, enum col c, int lineno,
+			 char *err, size_t errlen)
+{
+	if (col[c] < ln->nf)
+		return ln->f[col[c]];
+	snprintf(err, errlen, "line %d: short row, no '%s' (column %d)", lineno, col_names[c],
+		 col[c] + 1);
+	return NULL;
+}
+
 static int get_int(const struct csv_line *ln, const int *col, enum col c, int lineno, long min,
 		   long max, long *out, char *err, size_t errlen)
 {
-	const char *s;
+	const char *s = field(ln, col, c, lineno, err, errlen);
 
-	if (col[c] >= ln->nf) {
-		snprintf(err, errlen, "line %d: short row, no '%s' (column %d)", lineno,
-			 col_names[c], col[c] + 1);
+	if (!s)
 		return -1;
-	}
-	s = ln->f[col[c]];
 	if (lb_parse_long(s, min, max, out)) {
 		snprintf(err, errlen, "line %d: '%s': expected an integer in [%ld, %ld], got '%s'",
 			 lineno, col_names[c], min, max, s);
@@ -163,14 +170,10 @@ static int get_int(const struct csv_line *ln, const int *col, enum col c, int li
 static int get_text(const struct csv_line *ln, const int *col, enum col c, int lineno, char *dst,
 		    size_t dlen, char *err, size_t errlen)
 {
-	const char *s;
+	const char *s = field(ln, col, c, lineno, err, errlen);
 
-	if (col[c] >= ln->nf) {
-		snprintf(err, errlen, "line %d: short row, no '%s' (column %d)", lineno,
-			 col_names[c], col[c] + 1);
+	if (!s)
 		return -1;
-	}
-	s = ln->f[col[c]];
 	if (strlen(s) >= dlen) {
 		snprintf(err, errlen, "line %d: '%s': value longer than %zu bytes", lineno,
 			 col_names[c], dlen - 1);

@@ -71,10 +71,9 @@ static void print_dry_run(const struct sweep_plan *p, const struct slurm_batch *
 	}
 }
 
-
-int submit_layouts(sqlite3 *db, struct executor *x, const struct sweep_plan *p,
-			  const size_t *sel, size_t n_sel, const char *runs, int throttle,
-			  int max_array, int quiet, struct submitted *out, char *err, size_t errlen)
+int submit_layouts(sqlite3 *db, struct executor *x, const struct sweep_plan *p, const size_t *sel,
+		   size_t n_sel, const char *runs, int throttle, int max_array, int quiet,
+		   struct submitted *out, char *err, size_t errlen)
 {
 	struct slurm_render_opts ro = {0};
 	struct slurm_batch b;
@@ -174,7 +173,6 @@ out_free:
 	slurm_batch_free(&b);
 	return rc;
 }
-
 
 int submit_sweep(const struct submit_opts *o, char *err, size_t errlen)
 {
@@ -321,7 +319,6 @@ out_free_text:
 	free(text);
 	return rc;
 }
-
 
 int cmd_submit(int argc, char **argv)
 {

@@ -179,12 +179,12 @@ static int settle_run(sqlite3 *db, const struct results_job *j, char *err, size_
 		return found < 0 ? -1 : 0;
 	snprintf(msg, sizeof(msg), "the job ended (%s) before the run log's end record", j->state);
 	return results_job_run_close(db, run.id,
-				     !strcmp(j->failure_class, "timeout") ? "timeout" : "killed", msg,
-				     err, errlen);
+				     !strcmp(j->failure_class, "timeout") ? "timeout" : "killed",
+				     msg, err, errlen);
 }
 
-int track_refresh(sqlite3 *db, struct exec_set *es, struct results_job *jobs, size_t n,
-		  char *err, size_t errlen)
+int track_refresh(sqlite3 *db, struct exec_set *es, struct results_job *jobs, size_t n, char *err,
+		  size_t errlen)
 {
 	struct results_job *sub = calloc(n ? n : 1, sizeof(*sub));
 	struct exec_state *st = calloc(n ? n : 1, sizeof(*st));

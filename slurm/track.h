@@ -40,8 +40,8 @@ void track_exec_close(struct exec_set *s);
  * failed (a state, a class or a run's tie not written or not read). The other jobs are
  * still handled; err holds the first error.
  */
-int track_refresh(sqlite3 *db, struct exec_set *es, struct results_job *jobs, size_t n,
-		  char *err, size_t errlen);
+int track_refresh(sqlite3 *db, struct exec_set *es, struct results_job *jobs, size_t n, char *err,
+		  size_t errlen);
 
 struct track_counts {
 	size_t done, running, pending, failed;
@@ -68,11 +68,11 @@ int track_wait(sqlite3 *db, struct exec_set *es, const char *sweep, const int64_
 struct track_cmd {
 	struct lb_args args; /* the parsed line (the strings below point into it) */
 	const char *db_path;
-	const char *sweep;		/* --sweep or NULL */
-	const char *executor;		/* resubmit --executor or NULL */
-	const char *const *classes;	/* resubmit --class values */
+	const char *sweep;	    /* --sweep or NULL */
+	const char *executor;	    /* resubmit --executor or NULL */
+	const char *const *classes; /* resubmit --class values */
 	int n_classes;
-	int wait, force, throttle;	/* resubmit */
+	int wait, force, throttle; /* resubmit */
 	sqlite3 *db;
 	struct exec_opts eo;
 	struct exec_set es;

@@ -166,6 +166,18 @@ static double round2(double x)
 	return round(x * 100.0) / 100.0;
 }
 
+/* A number field of a JSON object, for tables of them. */
+struct field {
+	const char *key;
+	double value;
+};
+
+static void add_numbers(cJSON *o, const struct field *f, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		cJSON_AddNumberToObject(o, f[i].key, f[i].value);
+}
+
 static cJSON *entry_json(const struct plan_entry *e)
 {
 	const struct lb_layout *l = &e->layout;
@@ -184,35 +196,35 @@ static cJSON *entry_json(const struct plan_entry *e)
 		cJSON_AddNumberToObject(o, "mem_gib", round2(e->mem_gib));
 	cJSON_AddNumberToObject(o, "gpus", entry_gpus(e));
 	cJSON_AddNumberToObject(o, "accum", lb_layout_accum_steps(l));
+	const struct field shape[] = {{"seq_len", l->seq_len},
+				      {"global_batch", l->global_batch},
+				      {"micro_batch", l->micro_batch},
+				      {"tp", l->tp},
+				      {"pp", l->pp},
+				      {"dp", l->dp},
+				      {"gpus_per_node", l->gpus_per_node},
+				      {"nodes", l->nodes},
+				      {"sequence_parallel", l->sequence_parallel},
+				      {"zero_stage", l->zero_stage}};
+	const struct field run[] = {
+	    {"steps", l->steps}, {"warmup", l->warmup}, {"seed", (double)l->seed}};
+	const struct field dims[] = {{"layers", m->n_layers}, {"hidden", m->hidden},
+				     {"heads", m->n_heads},   {"kv_heads", m->n_kv_heads},
+				     {"ffn", m->ffn},	      {"vocab", m->vocab}};
+
 	lo = cJSON_AddObjectToObject(o, "layout");
 	if (lo) {
 		cJSON_AddStringToObject(lo, "model", m->name);
-		cJSON_AddNumberToObject(lo, "seq_len", l->seq_len);
-		cJSON_AddNumberToObject(lo, "global_batch", l->global_batch);
-		cJSON_AddNumberToObject(lo, "micro_batch", l->micro_batch);
-		cJSON_AddNumberToObject(lo, "tp", l->tp);
-		cJSON_AddNumberToObject(lo, "pp", l->pp);
-		cJSON_AddNumberToObject(lo, "dp", l->dp);
-		cJSON_AddNumberToObject(lo, "gpus_per_node", l->gpus_per_node);
-		cJSON_AddNumberToObject(lo, "nodes", l->nodes);
-		cJSON_AddNumberToObject(lo, "sequence_parallel", l->sequence_parallel);
-		cJSON_AddNumberToObject(lo, "zero_stage", l->zero_stage);
+		add_numbers(lo, shape, sizeof(shape) / sizeof(shape[0]));
 		cJSON_AddStringToObject(lo, "checkpointing", lb_ckpt_name(l->checkpointing));
 		cJSON_AddStringToObject(lo, "attention", lb_attn_name(l->attention));
 		cJSON_AddStringToObject(lo, "norm", lb_norm_name(l->norm));
-		cJSON_AddNumberToObject(lo, "steps", l->steps);
-		cJSON_AddNumberToObject(lo, "warmup", l->warmup);
-		cJSON_AddNumberToObject(lo, "seed", (double)l->seed);
+		add_numbers(lo, run, sizeof(run) / sizeof(run[0]));
 	}
 	mo = cJSON_AddObjectToObject(o, "model");
 	if (mo) {
 		cJSON_AddStringToObject(mo, "name", m->name);
-		cJSON_AddNumberToObject(mo, "layers", m->n_layers);
-		cJSON_AddNumberToObject(mo, "hidden", m->hidden);
-		cJSON_AddNumberToObject(mo, "heads", m->n_heads);
-		cJSON_AddNumberToObject(mo, "kv_heads", m->n_kv_heads);
-		cJSON_AddNumberToObject(mo, "ffn", m->ffn);
-		cJSON_AddNumberToObject(mo, "vocab", m->vocab);
+		add_numbers(mo, dims, sizeof(dims) / sizeof(dims[0]));
 		cJSON_AddBoolToObject(mo, "tied", m->tied);
 	}
 	return o;

@@ -83,9 +83,9 @@ static void test_many(void **state)
 {
 	struct lb_args a;
 
-	assert_int_equal(parse(&a, "resubmit", "--class", "oom", "timeout", "--wait", "--class=failed",
-			       NULL),
-			 0);
+	assert_int_equal(
+	    parse(&a, "resubmit", "--class", "oom", "timeout", "--wait", "--class=failed", NULL),
+	    0);
 	assert_int_equal(a.n_many[LB_OPT_CLASS], 3);
 	assert_string_equal(a.many[LB_OPT_CLASS][0], "oom");
 	assert_string_equal(a.many[LB_OPT_CLASS][1], "timeout");
@@ -98,21 +98,21 @@ static void test_usage_errors(void **state)
 {
 	struct lb_args a;
 	static const char *const bad[][6] = {
-	    {"plan", NULL},				    /* no SPEC */
-	    {"plan", "a", "b", NULL},			    /* two */
-	    {"plan", "a", "--format", "xml", NULL},	    /* not a choice */
-	    {"plan", "a", "--format", NULL},		    /* no value */
-	    {"plan", "a", "--bogus", NULL},		    /* unknown */
-	    {"plan", "a", "-x", NULL},			    /* no short options */
-	    {"submit", "a", "--wait=1", NULL},		    /* a switch with a value */
-	    {"submit", "a", "--throttle", "-1", NULL},	    /* out of range */
-	    {"submit", "a", "--throttle", "2x", NULL},	    /* not whole */
-	    {"quickstart", "--jobs", "0", NULL},	    /* below the range */
-	    {"report", "--format", "md", NULL},		    /* --figure required */
+	    {"plan", NULL},				  /* no SPEC */
+	    {"plan", "a", "b", NULL},			  /* two */
+	    {"plan", "a", "--format", "xml", NULL},	  /* not a choice */
+	    {"plan", "a", "--format", NULL},		  /* no value */
+	    {"plan", "a", "--bogus", NULL},		  /* unknown */
+	    {"plan", "a", "-x", NULL},			  /* no short options */
+	    {"submit", "a", "--wait=1", NULL},		  /* a switch with a value */
+	    {"submit", "a", "--throttle", "-1", NULL},	  /* out of range */
+	    {"submit", "a", "--throttle", "2x", NULL},	  /* not whole */
+	    {"quickstart", "--jobs", "0", NULL},	  /* below the range */
+	    {"report", "--format", "md", NULL},		  /* --figure required */
 	    {"report", "--figure", "all", "extra", NULL}, /* no operands */
-	    {"resubmit", "--class", "nope", NULL},	    /* not a class */
-	    {"import", "a.csv", NULL},			    /* --format required */
-	    {"status", "--db=", NULL},			    /* an empty value */
+	    {"resubmit", "--class", "nope", NULL},	  /* not a class */
+	    {"import", "a.csv", NULL},			  /* --format required */
+	    {"status", "--db=", NULL},			  /* an empty value */
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		char *argv[8];
@@ -206,8 +206,10 @@ static void test_choices_match_code(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_values),	 cmocka_unit_test(test_many),
-	    cmocka_unit_test(test_usage_errors), cmocka_unit_test(test_usage_text),
+	    cmocka_unit_test(test_values),
+	    cmocka_unit_test(test_many),
+	    cmocka_unit_test(test_usage_errors),
+	    cmocka_unit_test(test_usage_text),
 	    cmocka_unit_test(test_choices_match_code),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -603,9 +603,10 @@ static void test_kernel_map(void **state)
 	assert_int_equal(lb_kernel_name_index("torch"), 0);
 	assert_int_equal(lb_kernel_name_index(LB_KERNEL_FLASH2_RMS), (int)lb_n_kernel_names - 1);
 	char list[256];
-	assert_string_equal(lb_kernel_names_list(list, sizeof(list)),
-			    "torch, fused, flash_attention, flash_attentionv1.0.8, flash_attention2, "
-			    "\"flash_attention2 + RMS kernel\"");
+	assert_string_equal(
+	    lb_kernel_names_list(list, sizeof(list)),
+	    "torch, fused, flash_attention, flash_attentionv1.0.8, flash_attention2, "
+	    "\"flash_attention2 + RMS kernel\"");
 }
 
 int main(void)

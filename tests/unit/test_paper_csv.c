@@ -297,10 +297,9 @@ static void test_shipped_files(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_parse_small),	  cmocka_unit_test(test_columns_by_name),
-	    cmocka_unit_test(test_malformed),	  cmocka_unit_test(test_file_info),
-	    cmocka_unit_test(test_row_layout),
-	    cmocka_unit_test(test_shipped_files),
+	    cmocka_unit_test(test_parse_small), cmocka_unit_test(test_columns_by_name),
+	    cmocka_unit_test(test_malformed),	cmocka_unit_test(test_file_info),
+	    cmocka_unit_test(test_row_layout),	cmocka_unit_test(test_shipped_files),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

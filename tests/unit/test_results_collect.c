@@ -346,16 +346,16 @@ static char *dump(sqlite3 *db)
  * functions), sample std, phase means; peak memory and per-rank peaks over every step. */
 #define ORACLE                                                                                     \
 	"WITH w AS (SELECT run_id, time_s, ROW_NUMBER() OVER (PARTITION BY run_id ORDER BY "       \
-	"time_s) AS rn, COUNT(*) OVER (PARTITION BY run_id) AS cnt, AVG(time_s) OVER (PARTITION " \
-	"BY run_id) AS mean FROM steps WHERE warmup = 0), o AS (SELECT run_id, COUNT(*) AS "      \
+	"time_s) AS rn, COUNT(*) OVER (PARTITION BY run_id) AS cnt, AVG(time_s) OVER (PARTITION "  \
+	"BY run_id) AS mean FROM steps WHERE warmup = 0), o AS (SELECT run_id, COUNT(*) AS "       \
 	"n_steps, AVG(time_s) AS step_time_mean, AVG(CASE WHEN rn IN ((cnt + 1) / 2, (cnt + 2) / " \
 	"2) THEN time_s END) AS step_time_median, CASE WHEN COUNT(*) > 1 THEN sqrt(SUM((time_s - " \
-	"mean) * (time_s - mean)) / (COUNT(*) - 1)) END AS step_time_std FROM w GROUP BY "        \
-	"run_id), ph AS (SELECT run_id, AVG(forward_s) AS f, AVG(backward_s) AS b, "              \
+	"mean) * (time_s - mean)) / (COUNT(*) - 1)) END AS step_time_std FROM w GROUP BY "         \
+	"run_id), ph AS (SELECT run_id, AVG(forward_s) AS f, AVG(backward_s) AS b, "               \
 	"AVG(optimizer_s) AS op, AVG(comm_exposed_s) AS ce, AVG(bubble_s) AS bu FROM steps WHERE " \
-	"warmup = 0 GROUP BY run_id), rk AS (SELECT run_id, json_group_array(m) AS rpm FROM "     \
-	"(SELECT s.run_id, CAST(j.key AS INTEGER) AS k, MAX(j.value) AS m FROM steps s, "         \
-	"json_each(s.rank_peak_mem) j WHERE s.rank_peak_mem IS NOT NULL GROUP BY s.run_id, k "    \
+	"warmup = 0 GROUP BY run_id), rk AS (SELECT run_id, json_group_array(m) AS rpm FROM "      \
+	"(SELECT s.run_id, CAST(j.key AS INTEGER) AS k, MAX(j.value) AS m FROM steps s, "          \
+	"json_each(s.rank_peak_mem) j WHERE s.rank_peak_mem IS NOT NULL GROUP BY s.run_id, k "     \
 	"ORDER BY s.run_id, k) GROUP BY run_id) "
 
 static int differ(double a, double b)
@@ -400,9 +400,10 @@ static void check_stats_cache(sqlite3 *db)
 	sqlite3_finalize(st);
 	/* every run with steps has its row, and run_summary shows it */
 	assert_int_equal(rows, q_int(db, "SELECT count(DISTINCT run_id) FROM steps"));
-	assert_int_equal(q_int(db, "SELECT count(*) FROM run_summary s JOIN run_stats c USING "
-				   "(run_id) WHERE s.n_steps IS NOT c.n_steps OR s.step_time_mean "
-				   "IS NOT c.step_time_mean OR s.rank_peak_mem IS NOT c.rank_peak_mem"),
+	assert_int_equal(q_int(db,
+			       "SELECT count(*) FROM run_summary s JOIN run_stats c USING "
+			       "(run_id) WHERE s.n_steps IS NOT c.n_steps OR s.step_time_mean "
+			       "IS NOT c.step_time_mean OR s.rank_peak_mem IS NOT c.rank_peak_mem"),
 			 0);
 }
 
@@ -836,7 +837,8 @@ static void test_phases(void **state)
 		assert_int_equal(q_int(db, "SELECT count(*) FROM run_stats"), 0);
 		assert_int_equal(results_refresh_run_stats(db, 1), 0);
 		assert_int_equal(results_refresh_run_stats(db, 2), 0);
-		assert_int_equal(q_int(db, "SELECT peak_mem_bytes FROM run_stats WHERE run_id = 1"), 9);
+		assert_int_equal(q_int(db, "SELECT peak_mem_bytes FROM run_stats WHERE run_id = 1"),
+				 9);
 		close_to(q_dbl(db, "SELECT forward_s FROM run_stats WHERE run_id = 1"), 2.0, 1e-12);
 		close_to(q_dbl(db, "SELECT forward_s FROM run_summary WHERE run_id = 1"), 2.0,
 			 1e-12);

@@ -431,18 +431,12 @@ static void test_env_secrets(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_quote),
-	    cmocka_unit_test(test_safe),
-	    cmocka_unit_test(test_grouping),
-	    cmocka_unit_test(test_split_and_throttle),
-	    cmocka_unit_test(test_hostile),
-	    cmocka_unit_test(test_spec_nvls),
-	    cmocka_unit_test(test_classify),
-	    cmocka_unit_test(test_env_secrets),
-	    cmocka_unit_test(test_cpus_per_task),
-	    cmocka_unit_test(test_gpu_request),
-	    cmocka_unit_test(test_peak_override),
-	    cmocka_unit_test(test_render_plan_logs),
+	    cmocka_unit_test(test_quote),	  cmocka_unit_test(test_safe),
+	    cmocka_unit_test(test_grouping),	  cmocka_unit_test(test_split_and_throttle),
+	    cmocka_unit_test(test_hostile),	  cmocka_unit_test(test_spec_nvls),
+	    cmocka_unit_test(test_classify),	  cmocka_unit_test(test_env_secrets),
+	    cmocka_unit_test(test_cpus_per_task), cmocka_unit_test(test_gpu_request),
+	    cmocka_unit_test(test_peak_override), cmocka_unit_test(test_render_plan_logs),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

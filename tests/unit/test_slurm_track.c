@@ -53,11 +53,9 @@ static int fake_cancel(struct executor *x, const struct results_job *jobs, size_
 	return 0;
 }
 
-static void fake_close(struct executor *x)
-{
-}
+static void fake_close(struct executor *x) {}
 
-static struct executor fake = {"local", 1000,	    fake_submit, NULL,
+static struct executor fake = {"local",	  1000,	       fake_submit, NULL,
 			       fake_poll, fake_cancel, fake_close,  NULL};
 
 struct env {
@@ -78,8 +76,8 @@ static int setup(void **state)
 	assert_non_null(mkdtemp(e->dir));
 	snprintf(e->db_path, sizeof(e->db_path), "%s/t.db", e->dir);
 	assert_int_equal(results_open(e->db_path, &e->db, err, sizeof(err)), 0);
-	assert_int_equal(sweep_plan_text("trk.json", spec, strlen(spec), &e->plan, err, sizeof(err)),
-			 0);
+	assert_int_equal(
+	    sweep_plan_text("trk.json", spec, strlen(spec), &e->plan, err, sizeof(err)), 0);
 	assert_int_equal(e->plan.n_ok, 2);
 	e->eo.db_path = e->db_path;
 	e->es.o = &e->eo;
@@ -135,8 +133,8 @@ static int submit_all(struct env *e, char *err, size_t errlen)
 	return rc;
 }
 
-static int deny_attempt(void *u, int action, const char *table, const char *column,
-			const char *db, const char *trigger)
+static int deny_attempt(void *u, int action, const char *table, const char *column, const char *db,
+			const char *trigger)
 {
 	return action == SQLITE_READ && table && column && !strcmp(table, "jobs") &&
 		       !strcmp(column, "attempt")

@@ -11,19 +11,10 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
-#include <time.h>
 
 #include "common/util.h"
 #include "results/collect.h"
 #include "results/db.h"
-
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* CPU seconds (user + system) of this process so far. */
 static double cpu_s(void)
@@ -132,13 +123,13 @@ int main(void)
 		return 1;
 	}
 	st.quiet = 1;
-	t0 = now();
+	t0 = lb_now_s();
 	c0 = cpu_s();
 	if (results_collect_path(db, runs_dir, &st, err, sizeof(err))) {
 		fprintf(stderr, "error: %s\n", err);
 		bad = 1;
 	}
-	t_first = now() - t0;
+	t_first = lb_now_s() - t0;
 	c_first = cpu_s() - c0;
 	n_steps = q_int(db, "SELECT count(*) FROM steps");
 	n_ok = q_int(db, "SELECT count(*) FROM run_summary WHERE status = 'ok'");
@@ -155,10 +146,10 @@ int main(void)
 	}
 	memset(&st, 0, sizeof(st));
 	st.quiet = 1;
-	t0 = now();
+	t0 = lb_now_s();
 	if (results_collect_path(db, runs_dir, &st, err, sizeof(err)) || st.runs_unchanged != runs)
 		bad = 1;
-	t_again = now() - t0;
+	t_again = lb_now_s() - t0;
 	results_close(db);
 	printf("collected %ld runs x %ld steps = %lld step records in %.2f s (%.0f records/s); "
 	       "again (unchanged) in %.3f s\n",

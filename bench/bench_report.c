@@ -16,9 +16,9 @@
 
 #include <sqlite3.h>
 
-#include "cli/commands.h"
 #include "common/layout.h"
 #include "common/util.h"
+#include "report/cmd.h"
 #include "report/load.h"
 #include "report/render.h"
 #include "report/report.h"
@@ -29,12 +29,6 @@
 #define STEPS	    10
 #define TARGET_S    1.0
 #define PEAK_TFLOPS 312.0
-
-/* cli/main.c holds the usage table; this binary links the commands without it. */
-void lb_usage(const char *cmd)
-{
-	fprintf(stderr, "usage: layoutbench %s ...\n", cmd);
-}
 
 /* Deterministic pseudo-random numbers (xorshift64). */
 static uint64_t rng = 88172645463325252ull;

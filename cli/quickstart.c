@@ -6,14 +6,16 @@
  * where the HTML report is. Everything lands under one folder (default
  * ./layoutbench-quickstart); running it again skips layouts already completed.
  */
-#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "cli/commands.h"
+#include "common/cmdline.h"
+#include "common/util.h"
+#include "report/cmd.h"
+#include "results/cmd.h"
 #include "slurm/submit.h"
 
 #define QS_SPEC "quickstart"
@@ -35,48 +37,21 @@ static const char *qs_loss_query =
     " FROM run_summary s WHERE s.sweep = 'quickstart' AND s.status = 'ok'"
     " ORDER BY s.tflops_per_gpu DESC";
 
-static int make_dir(const char *path)
-{
-	if (mkdir(path, 0777) == 0 || errno == EEXIST)
-		return 0;
-	fprintf(stderr, "error: cannot create '%s': %s\n", path, strerror(errno));
-	return -1;
-}
-
 int cmd_quickstart(int argc, char **argv)
 {
-	const char *out = "layoutbench-quickstart";
-	const char *db = NULL;
-	long jobs = 0;
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		if ((!strcmp(a, "--out") || !strcmp(a, "--db") || !strcmp(a, "--jobs")) &&
-		    i + 1 >= argc) {
-			fprintf(stderr, "error: '%s' needs a value\n", a);
-			lb_usage("quickstart");
-			return 2;
-		}
-		if (!strcmp(a, "--out")) {
-			out = argv[++i];
-		} else if (!strcmp(a, "--db")) {
-			db = argv[++i];
-		} else if (!strcmp(a, "--jobs")) {
-			char *end;
-			errno = 0;
-			jobs = strtol(argv[++i], &end, 10);
-			if (errno || *end || jobs < 1 || jobs > 1024) {
-				fprintf(stderr, "error: --jobs: expected 1..1024, got '%s'\n",
-					argv[i]);
-				return 2;
-			}
-		} else {
-			fprintf(stderr, "error: unknown option '%s'\n", a);
-			lb_usage("quickstart");
-			return 2;
-		}
-	}
-	if (make_dir(out))
+	struct lb_args a;
+	int rc = lb_args_parse("quickstart", argc, argv, &a);
+	const char *out = a.str[LB_OPT_OUT], *db = a.str[LB_OPT_DB];
+	long jobs = a.num[LB_OPT_JOBS];
+
+	lb_args_release(&a); /* the strings are argv's or the table's */
+	if (rc)
+		return rc;
+	char err[512] = "";
+	if (lb_mkdir_p(out, err, sizeof(err))) {
+		fprintf(stderr, "error: %s\n", err);
 		return 1;
+	}
 	char dbpath[PATH_MAX], runs[PATH_MAX], html[PATH_MAX];
 	if (!db) {
 		snprintf(dbpath, sizeof(dbpath), "%s/results.db", out);
@@ -99,8 +74,7 @@ int cmd_quickstart(int argc, char **argv)
 	o.runs_dir = runs;
 	o.wait = 1;
 	o.local_slots = (int)jobs;
-	char err[512] = "";
-	int rc = submit_sweep(&o, err, sizeof(err));
+	rc = submit_sweep(&o, err, sizeof(err));
 	if (rc < 0) {
 		fprintf(stderr, "error: %s\n", err);
 		return 1;

@@ -265,6 +265,34 @@ double lb_now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+int lb_read_file(const char *path, char **buf, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	struct stat sb;
+	char *b;
+
+	*buf = NULL;
+	*len = 0;
+	if (!f)
+		return -1;
+	if (fstat(fileno(f), &sb) || !S_ISREG(sb.st_mode)) {
+		fclose(f);
+		errno = EINVAL;
+		return -1;
+	}
+	b = malloc((size_t)sb.st_size + 1);
+	if (!b) {
+		fclose(f);
+		errno = ENOMEM;
+		return -1;
+	}
+	*len = fread(b, 1, (size_t)sb.st_size, f);
+	b[*len] = 0;
+	fclose(f);
+	*buf = b;
+	return 0;
+}
+
 int lb_mkdir_p(const char *path, char *err, size_t errlen)
 {
 	char buf[4096];

@@ -24,6 +24,11 @@ int lb_parse_double(const char *s, double min, double max, double *out);
  * err naming the folder that could not be made and why. */
 int lb_mkdir_p(const char *path, char *err, size_t errlen);
 
+/* Read the whole regular file at path into *buf (malloc'd, NUL-terminated; the caller
+ * frees) and its length into *len. Returns 0, or -1 with errno set (EINVAL: not a regular
+ * file) and *buf NULL. */
+int lb_read_file(const char *path, char **buf, size_t *len);
+
 /* Seconds of CLOCK_MONOTONIC (for intervals). */
 double lb_now_s(void);
 

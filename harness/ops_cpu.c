@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/util.h"
 #include "harness/ops.h"
 #include "harness/rng.h"
 

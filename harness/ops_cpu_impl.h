@@ -12,7 +12,6 @@
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 /* --- memory: a counting allocator with a cap on live bytes (--mem-limit) --- */
 
@@ -857,10 +856,7 @@ static void FN(event_destroy)(void *ev)
 
 static void FN(event_record)(void *ev)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	*(double *)ev = (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+	*(double *)ev = lb_now_s();
 }
 
 /* one stream: the side stream is the same (NULL), waits are no-ops */

@@ -1,11 +1,13 @@
 /*
  * AdamW over the flat parameter buffer (harness/model.h): master weights and the two
- * moments (f32) for the ranges of the flat buffer this rank updates: the whole buffer
- * without ZeRO, this rank's slice of every gradient bucket with ZeRO-1 and ZeRO-2
- * (harness/gradsync.h). The state of the ranges is laid out one after the other (the
- * "state layout"); the gradients the step reads are in that layout too. Weight decay per
- * tensor (matrices only) from the tensor table. Gradient-norm clipping enters as a scale
- * on the gradients (lb_optim_clip_scale).
+ * moments in the F32 kind (fp32 beside bf16 parameters on the GPU; on the CPU reference
+ * the parameters already have that type, fp32, or fp64 in the gradient-check build) for
+ * the ranges of the flat buffer this rank updates: the whole buffer without ZeRO, this
+ * rank's slice of every gradient bucket with ZeRO-1 and ZeRO-2 (harness/gradsync.h). The
+ * state of the ranges is laid out one after the other (the "state layout"); the
+ * gradients the step reads are in that layout too. Weight decay per tensor (matrices
+ * only) from the tensor table. Gradient-norm clipping enters as a scale on the gradients
+ * (lb_optim_clip_scale).
  */
 #ifndef LB_OPTIM_H
 #define LB_OPTIM_H

@@ -205,6 +205,8 @@ static int open_log(struct lb_trainlog *lg, const struct lb_train_opts *o,
 		info.driver_version = dev->driver[0] ? dev->driver : NULL;
 		info.device = dev;
 	}
+	if (o->peak_tflops > 0) /* the user's figure for a GPU the table lacks */
+		info.peak_tflops = o->peak_tflops;
 	return lb_trainlog_open(lg, o->run_dir, &info, err, errlen);
 }
 

@@ -40,6 +40,8 @@ struct lb_train_opts {
 	int nproc_per_node;	     /* --nproc-per-node, for the launcher */
 	double comm_timeout;	     /* --comm-timeout, seconds: a peer silent this long is a
 					timeout (every communicator wait is bounded by it) */
+	double peak_tflops;	     /* --peak-tflops: dense bf16 peak per GPU to record,
+					TFLOP/s; 0: the peak table's (none on a CPU) */
 	enum lb_sched_kind schedule; /* --pipeline-schedule 1f1b (default) | gpipe |
 					interleaved; the layout's virtual_stages > 1 runs
 					the interleaved one (lb_schedule_effective) */

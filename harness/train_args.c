@@ -52,6 +52,9 @@ const char *lb_train_usage(void)
 	    "                          default $LAYOUTBENCH_MEM_LIMIT, else none\n"
 	    "  --nproc-per-node N      ranks this process starts without srun (default 1)\n"
 	    "  --comm-timeout S        seconds before a silent peer is a timeout (default %g)\n"
+	    "  --peak-tflops X         dense bf16 peak per GPU (TFLOP/s) to record for MFU, for a\n"
+	    "                          GPU the peak table lacks (default: the table's; none on\n"
+	    "                          a CPU)\n"
 	    "  --gpu-comm auto|nccl|staged  with --device cuda and several ranks: NCCL, or\n"
 	    "                          staged through host memory (ranks that share a GPU);\n"
 	    "                          auto (default): staged when a node has more ranks than\n"
@@ -130,6 +133,7 @@ static const struct {
     {"--mem-limit", 1},
     {"--nproc-per-node", 1},
     {"--comm-timeout", 1},
+    {"--peak-tflops", 1},
     {"--gpu-comm", 1},
     {"--bootstrap", 1},
     {"--quiet", 0},
@@ -182,6 +186,9 @@ static int set_train_flag(struct lb_train_opts *o, const char *name, const char 
 			goto bad;
 	} else if (!strcmp(name, "--comm-timeout")) {
 		if (lb_parse_double(v, 0.001, 1e7, &o->comm_timeout))
+			goto bad;
+	} else if (!strcmp(name, "--peak-tflops")) {
+		if (lb_parse_double(v, 1e-6, 1e6, &o->peak_tflops))
 			goto bad;
 	} else if (!strcmp(name, "--gpu-comm")) {
 		if (!strcmp(v, "auto"))

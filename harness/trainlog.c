@@ -9,7 +9,6 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -54,26 +53,6 @@ void lb_run_uid(char *buf, size_t len)
 	snprintf(buf, len, "%s-%s-%ld", ts, host, (long)getpid());
 }
 
-static int mkdir_p(const char *dir)
-{
-	char tmp[4096];
-	size_t n = strlen(dir);
-
-	if (n == 0 || n >= sizeof(tmp))
-		return -1;
-	memcpy(tmp, dir, n + 1);
-	for (char *p = tmp + 1; *p; p++)
-		if (*p == '/') {
-			*p = '\0';
-			if (mkdir(tmp, 0777) && errno != EEXIST)
-				return -1;
-			*p = '/';
-		}
-	if (mkdir(tmp, 0777) && errno != EEXIST)
-		return -1;
-	return 0;
-}
-
 static void add_str_or_null(struct lb_strbuf *sb, const char *s)
 {
 	if (s)
@@ -105,11 +84,8 @@ int lb_trainlog_open(struct lb_trainlog *lg, const char *run_dir, const struct l
 
 	memset(lg, 0, sizeof(*lg));
 	lb_run_uid(lg->run_uid, sizeof(lg->run_uid));
-	if (mkdir_p(run_dir)) {
-		snprintf(err, errlen, "cannot create run directory '%s': %s", run_dir,
-			 strerror(errno));
+	if (lb_mkdir_p(run_dir, err, errlen))
 		return -1;
-	}
 	snprintf(lg->path, sizeof(lg->path), "%s/run-%s.jsonl", run_dir, lg->run_uid);
 	lg->f = fopen(lg->path, "w");
 	if (!lg->f) {
@@ -121,8 +97,10 @@ int lb_trainlog_open(struct lb_trainlog *lg, const char *run_dir, const struct l
 	iso_now(ts, sizeof(ts));
 	host_name(host, sizeof(host));
 
-	lb_strbuf_adds(&sb, "{\"type\":\"header\",\"format\":\"layoutbench-runlog\",\"version\":1,"
-			    "\"run_uid\":");
+	lb_strbuf_addf(&sb,
+		       "{\"type\":\"header\",\"format\":\"layoutbench-runlog\",\"version\":%d,"
+		       "\"run_uid\":",
+		       LB_RUNLOG_VERSION);
 	lb_strbuf_add_json(&sb, lg->run_uid);
 	lb_strbuf_adds(&sb, ",\"layout_id\":");
 	lb_strbuf_add_json(&sb, id);

@@ -10,8 +10,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "cli/commands.h"
+#include "common/cmdline.h"
 #include "results/db.h"
+#include "report/cmd.h"
 #include "report/load.h"
 #include "report/plot.h"
 #include "report/render.h"
@@ -28,85 +29,38 @@ struct options {
 	int all;
 };
 
-/* Value of option name at argv[*i] ("--name VALUE" or "--name=VALUE"); NULL when argv[*i]
- * is not that option. *bad is set when the value is missing. */
-static const char *opt_value(int argc, char **argv, int *i, const char *name, int *bad)
-{
-	size_t n = strlen(name);
-
-	if (strncmp(argv[*i], name, n))
-		return NULL;
-	if (argv[*i][n] == '=')
-		return argv[*i] + n + 1;
-	if (argv[*i][n])
-		return NULL;
-	if (*i + 1 >= argc) {
-		fprintf(stderr, "error: option '%s' needs a value\n", name);
-		*bad = 1;
-		return NULL;
-	}
-	return argv[++*i];
-}
-
+/* The options from the parsed line (choices checked by the table in common/cmdline.c). */
 static int parse_options(int argc, char **argv, struct options *o)
 {
-	const char *fig = NULL, *fmt = NULL, *v;
-	int bad = 0;
+	struct lb_args a;
+	const char *fig, *fmt;
+	int rc;
 
 	memset(o, 0, sizeof(*o));
-	for (int i = 1; i < argc; i++) {
-		if ((v = opt_value(argc, argv, &i, "--db", &bad)))
-			o->db = v;
-		else if ((v = opt_value(argc, argv, &i, "--sweep", &bad)))
-			o->sweep = v;
-		else if ((v = opt_value(argc, argv, &i, "--figure", &bad)))
-			fig = v;
-		else if ((v = opt_value(argc, argv, &i, "--format", &bad)))
-			fmt = v;
-		else if ((v = opt_value(argc, argv, &i, "--out", &bad)))
-			o->out = v;
-		else if (!bad) {
-			fprintf(stderr, "error: unknown argument '%s'\n", argv[i]);
-			return -1;
-		}
-		if (bad)
-			return -1;
-	}
-	if (!fig) {
-		fprintf(stderr, "error: option '--figure' is required (kernels, checkpointing, "
-				"microbatch, tp-pp, seqpar, rms, best, phases or all)\n");
-		return -1;
-	}
+	if ((rc = lb_args_parse("report", argc, argv, &a)))
+		goto out_release_args;
+	o->db = a.str[LB_OPT_DB];
+	o->sweep = a.str[LB_OPT_SWEEP];
+	o->out = a.str[LB_OPT_OUT];
+	fig = a.str[LB_OPT_FIGURE];
+	fmt = a.str[LB_OPT_FORMAT];
 	if (!strcmp(fig, "all")) {
 		o->all = 1;
 		for (int k = 0; k < REPORT_KIND_COUNT; k++)
 			o->kinds[k] = 1;
 	} else {
 		enum report_kind k;
-		if (report_kind_parse(fig, &k)) {
-			fprintf(stderr,
-				"error: unknown figure '%s' (kernels, checkpointing, "
-				"microbatch, tp-pp, seqpar, rms, best, phases or all)\n",
-				fig);
-			return -1;
+		if (report_kind_parse(fig, &k)) { /* a choice the table has and the report not */
+			fprintf(stderr, "error: figure '%s' is not built\n", fig);
+			rc = 1;
+			goto out_release_args;
 		}
 		o->kinds[k] = 1;
 	}
-	if (!fmt || !strcmp(fmt, "md"))
-		o->format = FMT_MD;
-	else if (!strcmp(fmt, "csv"))
-		o->format = FMT_CSV;
-	else if (!strcmp(fmt, "html"))
-		o->format = FMT_HTML;
-	else {
-		fprintf(stderr, "error: unknown format '%s' (md, csv or html)\n", fmt);
-		return -1;
-	}
-	if (o->sweep && !*o->sweep) {
-		fprintf(stderr, "error: option '--sweep' needs a sweep name\n");
-		return -1;
-	}
-	return 0;
+	o->format = !strcmp(fmt, "csv") ? FMT_CSV : !strcmp(fmt, "html") ? FMT_HTML : FMT_MD;
+out_release_args:
+	lb_args_release(&a);
+	return rc;
 }
 
 /* Write text to dir/name (dir NULL: stdout). Returns 0 or -1 (reported). */
@@ -201,10 +155,9 @@ int cmd_report(int argc, char **argv)
 	memset(figs, 0, sizeof(figs));
 	report_runs_init(&runs);
 	report_runs_init(&best);
-	if (parse_options(argc, argv, &o)) {
-		lb_usage("report");
-		return 2;
-	}
+	int prc = parse_options(argc, argv, &o);
+	if (prc)
+		return prc;
 	path = o.db ? o.db : results_default_db();
 	if (stat(path, &stbuf)) {
 		fprintf(stderr,

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/kernel_names.h"
 #include "common/layout.h"
 #include "common/util.h"
 
@@ -193,20 +194,17 @@ int report_run_better(const struct report_run *a, const struct report_run *b)
 	return a->run_id < b->run_id;
 }
 
-#define PAPER_FLASH_RMS "flash_attention2 + RMS kernel"
-#define PAPER_FLASH2	"flash_attention2"
-
 int report_run_is_flash_rms(const struct report_run *r)
 {
 	if (r->paper)
-		return !strcmp(r->label, PAPER_FLASH_RMS);
+		return !strcmp(r->label, LB_KERNEL_FLASH2_RMS);
 	return !strcmp(r->attention, "flash") && !strcmp(r->norm, "fused");
 }
 
 int report_run_is_flash2(const struct report_run *r)
 {
 	if (r->paper)
-		return !strcmp(r->label, PAPER_FLASH2);
+		return !strcmp(r->label, LB_KERNEL_FLASH2);
 	return !strcmp(r->attention, "flash") && !strcmp(r->norm, "unfused");
 }
 
@@ -219,17 +217,14 @@ static int is_checkpointed(const struct report_run *r)
  * "<attention>+<norm>" labels by kernel, then any other label (by name). */
 static int kernel_rank(const char *label)
 {
-	static const char *const paper[] = {"torch",	       "fused",
-					    "flash_attention", "flash_attentionv1.0.8",
-					    PAPER_FLASH2,      PAPER_FLASH_RMS};
+	int paper = lb_kernel_name_index(label);
 	char attn[32];
 	const char *plus;
 	enum lb_attn a;
 	enum lb_norm n;
 
-	for (size_t i = 0; i < sizeof(paper) / sizeof(paper[0]); i++)
-		if (!strcmp(label, paper[i]))
-			return (int)i;
+	if (paper >= 0)
+		return paper;
 	plus = strchr(label, '+');
 	if (plus && (size_t)(plus - label) < sizeof(attn)) {
 		memcpy(attn, label, (size_t)(plus - label));

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "common/util.h"
 #include "results/db.h"
 #include "results/runlog.h"
 
@@ -158,33 +159,6 @@ static int run_all_bound(sqlite3_stmt *s)
 
 	sqlite3_reset(s);
 	return rc;
-}
-
-static int read_file(const char *path, char **buf, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	struct stat sb;
-	char *b;
-
-	*buf = NULL;
-	*len = 0;
-	if (!f)
-		return -1;
-	if (fstat(fileno(f), &sb) || !S_ISREG(sb.st_mode)) {
-		fclose(f);
-		errno = EINVAL;
-		return -1;
-	}
-	b = malloc((size_t)sb.st_size + 1);
-	if (!b) {
-		fclose(f);
-		return -1;
-	}
-	*len = fread(b, 1, (size_t)sb.st_size, f);
-	b[*len] = 0;
-	fclose(f);
-	*buf = b;
-	return 0;
 }
 
 /* Insert the run row of a header (sweep and layout first). Returns the run id or -1. */
@@ -403,7 +377,7 @@ static int stats_acc_add(struct stats_acc *a, int warmup, double time_s, long lo
 }
 
 /* Write the run_stats row from the accumulated steps (a->t is reordered): the same
- * numbers as the view run_step_stats and the query-time fallback of run_summary. */
+ * numbers results_refresh_run_stats computes from the step rows. */
 static int write_stats(sqlite3_stmt *wr, long long run_id, struct stats_acc *a)
 {
 	double *t = a->t;
@@ -564,7 +538,7 @@ static void prepare(struct collector *c, struct job *j, const char *file)
 	j->file = file;
 	j->state = JOB_DONE;
 	c->st->files++;
-	if (!realpath(file, j->abspath) || read_file(j->abspath, &j->buf, &j->len)) {
+	if (!realpath(file, j->abspath) || lb_read_file(j->abspath, &j->buf, &j->len)) {
 		fail(c, "'%s': %s", file, strerror(errno));
 		return;
 	}

@@ -1,10 +1,11 @@
 /*
  * The results database: opening (creating and migrating the schema embedded from
- * results/schema.sql), and the small write/read helpers that other stages share: sweeps,
- * layouts and jobs. Runs and steps are written by the collector (results/collect.h) and
- * the importer; the report reads the views `run_summary` and `best_layout` (docs/schema.md).
- * Every function takes an open handle; errors are returned as status codes, with the
- * reason in err (or from sqlite3_errmsg where a function has no err argument).
+ * results/schema.sql), transactions, and the small write/read helpers that other stages
+ * share for sweeps and layouts (jobs: results/jobs.h). Runs and steps are written by the
+ * collector (results/collect.h) and the importer; the report reads the views `run_summary`
+ * and `best_layout` (docs/schema.md). Every function takes an open handle; errors are
+ * returned as status codes, with the reason in err (or from sqlite3_errmsg where a function
+ * has no err argument).
  */
 #ifndef LB_RESULTS_DB_H
 #define LB_RESULTS_DB_H
@@ -17,7 +18,7 @@
 #include "common/layout.h"
 
 /* The schema version this build writes (PRAGMA user_version after results_open). */
-#define RESULTS_SCHEMA_VERSION 4
+#define RESULTS_SCHEMA_VERSION 1
 
 /* Milliseconds a statement waits for another connection's lock before failing. */
 #define RESULTS_BUSY_TIMEOUT_MS 10000
@@ -75,6 +76,15 @@ int results_migrate(sqlite3 *db, const char *schema, char *err, size_t errlen);
 /* PRAGMA user_version of db, or -1 on error. */
 int results_schema_version(sqlite3 *db);
 
+/* Transactions of a writer: BEGIN IMMEDIATE, COMMIT (0, or -1 with err set) and ROLLBACK
+ * (after a failure; its own failure is not news). */
+int results_begin(sqlite3 *db, char *err, size_t errlen);
+int results_commit(sqlite3 *db, char *err, size_t errlen);
+void results_rollback(sqlite3 *db);
+
+/* Bind s to parameter i of st, or NULL when s is NULL or "" (SQLITE_TRANSIENT). */
+void results_bind_text(sqlite3_stmt *st, int i, const char *s);
+
 /*
  * Insert a sweep, or update an existing one of the same name. source is "spec", "paper"
  * or "adhoc"; spec_path and spec_text may be NULL (an existing value is then kept).
@@ -94,52 +104,9 @@ int results_upsert_layout(sqlite3 *db, const struct lb_layout *l, const char *la
 int results_upsert_layout_id(sqlite3 *db, const struct lb_layout *l, const char *layout_id,
 			     const char *label);
 
-/* One submission of one layout of a sweep (a row of table jobs). Times are Unix seconds,
- * 0 when unknown (stored as NULL, ISO 8601 UTC text in the table). */
-struct results_job {
-	int64_t id;		       /* row id (jobs.id); set by results_job_insert */
-	char executor[8];	       /* "local", "slurm" or "rest" */
-	char sweep[LB_NAME_MAX];       /* sweep name */
-	char layout_id[LB_ID_LEN + 1]; /* the layout submitted */
-	char job_id[64];	       /* scheduler id ("12345", "12345_7", a pid); "" unknown */
-	char array_job_id[64];	       /* array's job id; "" when not an array task */
-	int array_index;	       /* array task index; -1 when not an array task */
-	char state[24];		       /* PENDING, RUNNING, COMPLETED, FAILED, CANCELLED,
-					  TIMEOUT, NODE_FAIL, PREEMPTED, OUT_OF_MEMORY, ... */
-	char reason[160];	       /* scheduler's reason or a message; "" none */
-	char failure_class[24];	       /* oom, nccl_error, timeout, killed, ...; "" none */
-	int exit_code;		       /* -1 unknown */
-	int64_t submit_time;	       /* Unix seconds; 0 unknown */
-	int64_t start_time;	       /* Unix seconds; 0 unknown */
-	int64_t end_time;	       /* Unix seconds; 0 unknown */
-	char run_dir[512];	       /* the job's run directory */
-	int attempt;		       /* 1 for the first submission of a layout in a sweep */
-};
-
-/* Set j to an empty job: strings "", array_index -1, exit_code -1, attempt 1, times 0. */
-void results_job_init(struct results_job *j);
-
-/* Insert j (j->id is ignored); the new row id goes to *id (may be NULL) and j->id.
- * The sweep row is created (source "spec") when missing. Returns 0, or -1 with err set. */
-int results_job_insert(sqlite3 *db, struct results_job *j, int64_t *id, char *err, size_t errlen);
-
-/* Update the job with row id j->id: job_id, array_job_id, array_index, state, reason,
- * failure_class, exit_code and the three times. An empty string or -1/0 (unknown) keeps
- * the stored value. Returns 0, or -1 with err set ("job row 7 not found"). */
-int results_job_update(sqlite3 *db, const struct results_job *j, char *err, size_t errlen);
-
-/* Jobs of a sweep ordered by row id. latest_only: only the newest row of each layout.
- * On success returns 0 and sets *jobs (caller frees with free(); NULL when none) and *n.
- * Returns -1 with err set on error. */
-int results_jobs_list(sqlite3 *db, const char *sweep, int latest_only, struct results_job **jobs,
-		      size_t *n, char *err, size_t errlen);
-
-/* 1 if the layout has a run with status 'ok' in the sweep, 0 if not, -1 on error. */
-int results_layout_has_ok_run(sqlite3 *db, const char *sweep, const char *layout_id);
-
-/* 1 if the layout has a job in state PENDING, CONFIGURING, REQUEUED, SUSPENDED or
- * RUNNING in the sweep, 0 if not, -1 on error. */
-int results_layout_has_active_job(sqlite3 *db, const char *sweep, const char *layout_id);
+/* The spec text stored for a sweep at submission: 0 and *text (caller frees), 1 when the
+ * sweep has none (not submitted from a spec), -1 on a database error (err set). */
+int results_sweep_spec_text(sqlite3 *db, const char *sweep, char **text, char *err, size_t errlen);
 
 /*
  * Whether the results database db (opened from db_path, which messages name) knows the

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 
 #include "common/model.h"
+#include "common/util.h"
 #include "results/db.h"
 #include "results/paper_csv.h"
 
@@ -47,31 +48,6 @@ static int is_dir(const char *path)
 	struct stat sb;
 
 	return !stat(path, &sb) && S_ISDIR(sb.st_mode);
-}
-
-static int read_all(const char *path, char **buf, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	struct stat sb;
-
-	*buf = NULL;
-	*len = 0;
-	if (!f)
-		return -1;
-	if (fstat(fileno(f), &sb) || !S_ISREG(sb.st_mode)) {
-		fclose(f);
-		errno = EINVAL;
-		return -1;
-	}
-	*buf = malloc((size_t)sb.st_size + 1);
-	if (!*buf) {
-		fclose(f);
-		return -1;
-	}
-	*len = fread(*buf, 1, (size_t)sb.st_size, f);
-	(*buf)[*len] = 0;
-	fclose(f);
-	return 0;
 }
 
 /* "dir/llama_13B_x.csv" -> "llama_13B_x" (and the base name with extension). */
@@ -145,7 +121,7 @@ int results_import_paper(sqlite3 *db, const char *path, struct import_stats *st,
 			 path, path[0] && path[strlen(path) - 1] == '/' ? "" : "/");
 		return -1;
 	}
-	if (read_all(path, &text, &len)) {
+	if (lb_read_file(path, &text, &len)) {
 		snprintf(err, errlen, "'%s': %s", path, strerror(errno));
 		return -1;
 	}

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/kernel_names.h"
 #include "common/model.h"
 #include "common/util.h"
 
@@ -140,17 +141,24 @@ static int is_failure(const char *s)
 	return 0;
 }
 
+/* The field of column c, or NULL after the message when the row is too short. */
+static const char *field(const struct csv_line *ln, const int *col, enum col c, int lineno,
+			 char *err, size_t errlen)
+{
+	if (col[c] < ln->nf)
+		return ln->f[col[c]];
+	snprintf(err, errlen, "line %d: short row, no '%s' (column %d)", lineno, col_names[c],
+		 col[c] + 1);
+	return NULL;
+}
+
 static int get_int(const struct csv_line *ln, const int *col, enum col c, int lineno, long min,
 		   long max, long *out, char *err, size_t errlen)
 {
-	const char *s;
+	const char *s = field(ln, col, c, lineno, err, errlen);
 
-	if (col[c] >= ln->nf) {
-		snprintf(err, errlen, "line %d: short row, no '%s' (column %d)", lineno,
-			 col_names[c], col[c] + 1);
+	if (!s)
 		return -1;
-	}
-	s = ln->f[col[c]];
 	if (lb_parse_long(s, min, max, out)) {
 		snprintf(err, errlen, "line %d: '%s': expected an integer in [%ld, %ld], got '%s'",
 			 lineno, col_names[c], min, max, s);
@@ -162,14 +170,10 @@ static int get_int(const struct csv_line *ln, const int *col, enum col c, int li
 static int get_text(const struct csv_line *ln, const int *col, enum col c, int lineno, char *dst,
 		    size_t dlen, char *err, size_t errlen)
 {
-	const char *s;
+	const char *s = field(ln, col, c, lineno, err, errlen);
 
-	if (col[c] >= ln->nf) {
-		snprintf(err, errlen, "line %d: short row, no '%s' (column %d)", lineno,
-			 col_names[c], col[c] + 1);
+	if (!s)
 		return -1;
-	}
-	s = ln->f[col[c]];
 	if (strlen(s) >= dlen) {
 		snprintf(err, errlen, "line %d: '%s': value longer than %zu bytes", lineno,
 			 col_names[c], dlen - 1);
@@ -388,33 +392,6 @@ int paper_file_info(const char *basename, char *model, size_t mlen, int *seq_len
 	return 0;
 }
 
-int paper_kernel_map(const char *kernel, enum lb_attn *attn, enum lb_norm *norm)
-{
-	static const struct {
-		const char *name;
-		enum lb_attn a;
-		enum lb_norm n;
-	} map[] = {
-	    {"torch", LB_ATTN_NAIVE, LB_NORM_UNFUSED},
-	    {"fused", LB_ATTN_FUSED_SOFTMAX, LB_NORM_UNFUSED},
-	    {"flash_attention", LB_ATTN_FLASH, LB_NORM_UNFUSED},
-	    {"flash_attentionv1.0.8", LB_ATTN_FLASH, LB_NORM_UNFUSED},
-	    {"flash_attention2", LB_ATTN_FLASH, LB_NORM_UNFUSED},
-	    {"flash_attention2 + RMS kernel", LB_ATTN_FLASH, LB_NORM_FUSED},
-	};
-	size_t i;
-
-	if (!kernel)
-		return -1;
-	for (i = 0; i < sizeof(map) / sizeof(map[0]); i++)
-		if (!strcmp(kernel, map[i].name)) {
-			*attn = map[i].a;
-			*norm = map[i].n;
-			return 0;
-		}
-	return -1;
-}
-
 int paper_row_layout(const struct paper_row *r, const char *model, int seq_len, int global_batch,
 		     struct lb_layout *out)
 {
@@ -438,7 +415,7 @@ int paper_row_layout(const struct paper_row *r, const char *model, int seq_len, 
 	out->sequence_parallel = r->sequence_parallel == 1 && r->tp > 1;
 	out->zero_stage = 1;
 	out->checkpointing = strcmp(r->checkpointing, "every_layer") ? LB_CKPT_NONE : LB_CKPT_FULL;
-	if (paper_kernel_map(r->kernel, &out->attention, &out->norm)) {
+	if (lb_kernel_name_map(r->kernel, &out->attention, &out->norm)) {
 		out->attention = LB_ATTN_FLASH;
 		out->norm = LB_NORM_FUSED;
 		rc = -1;

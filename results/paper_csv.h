@@ -56,19 +56,11 @@ int paper_file_info(const char *basename, char *model, size_t mlen, int *seq_len
 		    int *global_batch);
 
 /*
- * The sheet's kernel column as attention and norm kernels: "torch" -> naive + unfused,
- * "fused" -> fused_softmax + unfused, "flash_attention", "flash_attentionv1.0.8",
- * "flash_attention2" -> flash + unfused, "flash_attention2 + RMS kernel" -> flash +
- * fused. Returns 0, or -1 for an unknown kernel.
- */
-int paper_kernel_map(const char *kernel, enum lb_attn *attn, enum lb_norm *norm);
-
-/*
  * The full layout of one row: the model preset with vocabulary 128000 and an untied head
  * (what the MFU column implies), seq_len and global_batch (from paper_file_info), 8 GPUs
  * per node, nodes = world / 8 (1 when world < 8), dp = world / (tp * pp), ZeRO-1 (the
  * runs shard the optimizer state; see docs/memory-model.md), checkpointing
- * every_layer -> full, the kernel mapped by paper_kernel_map (unknown -> flash + fused),
+ * every_layer -> full, the kernel mapped by lb_kernel_name_map (unknown -> flash + fused),
  * sequence parallelism only when the row says 1 and tp > 1 (a no-op at tp = 1), steps
  * 10 with warmup 1 (the paper timed the last 9 of 10 steps). pp need not divide the
  * layers: the paper's 30B runs split 60 layers over 8 and 16 stages, which

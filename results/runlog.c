@@ -4,6 +4,8 @@
  */
 #include "results/runlog.h"
 
+#include "common/version.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -336,11 +338,11 @@ static int parse_header(struct ctx *c, const cJSON *root, struct runlog_header *
 	if (get_int64(c, root, "version", 1, 1, 1000000, &v))
 		return -1;
 	h->version = (int)v;
-	if (h->version > RUNLOG_VERSION) {
+	if (h->version > LB_RUNLOG_VERSION) {
 		snprintf(c->err, c->errlen,
 			 "run log version %d is newer than this build reads (%d); use a newer "
 			 "layoutbench",
-			 h->version, RUNLOG_VERSION);
+			 h->version, LB_RUNLOG_VERSION);
 		return -1;
 	}
 	if (get_str(c, root, "run_uid", 1, 0, h->run_uid, sizeof(h->run_uid)))

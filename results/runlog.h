@@ -12,9 +12,6 @@
 
 #include "common/layout.h"
 
-/* The run-log major version this build reads; a newer one is refused. */
-#define RUNLOG_VERSION 1
-
 enum runlog_type { RUNLOG_HEADER = 1, RUNLOG_STEP, RUNLOG_END };
 
 struct runlog_header {

@@ -1,10 +1,11 @@
 -- layoutbench results database: the one schema, embedded into the binary.
 -- Migration steps start at lines "-- migrate: N"; results_open() applies every step newer
--- than PRAGMA user_version, each in its own transaction, and then sets user_version = N.
--- To change the schema, append a step "-- migrate: 2" (ALTER TABLE ..., DROP VIEW and
--- CREATE VIEW again, ...) and raise RESULTS_SCHEMA_VERSION in results/db.h; never edit a
--- step that has shipped. Times are ISO 8601 UTC text; durations seconds; memory bytes.
--- Column reference: docs/schema.md.
+-- than PRAGMA user_version in one exclusive transaction, setting user_version = N after
+-- each. No database has been released yet, so the schema is one step; from the first
+-- release on, a change is a new step "-- migrate: 2" (ALTER TABLE ..., DROP VIEW and
+-- CREATE VIEW again, ...) with RESULTS_SCHEMA_VERSION in results/db.h raised, and a
+-- released step is never edited. Times are ISO 8601 UTC text; durations seconds; memory
+-- bytes. Column reference: docs/schema.md.
 
 -- migrate: 1
 
@@ -113,6 +114,7 @@ CREATE TABLE runs (
 CREATE INDEX runs_layout ON runs (layout_id);
 CREATE INDEX runs_sweep ON runs (sweep, status);
 CREATE INDEX runs_log_path ON runs (log_path);
+CREATE INDEX runs_job ON runs (job_ref);
 
 -- One row per optimizer step of a run.
 CREATE TABLE steps (
@@ -132,281 +134,32 @@ CREATE TABLE steps (
 	PRIMARY KEY (run_id, step)
 ) WITHOUT ROWID;
 
--- Steady-state statistics of each run's steps (warmup excluded); median through window
--- functions; std is the sample standard deviation (n - 1), NULL below two steps.
-CREATE VIEW run_step_stats AS
-WITH s AS (
-	SELECT run_id, time_s,
-	       ROW_NUMBER() OVER w AS rn,
-	       COUNT(*) OVER (PARTITION BY run_id) AS cnt,
-	       AVG(time_s) OVER (PARTITION BY run_id) AS mean
-	FROM steps WHERE warmup = 0
-	WINDOW w AS (PARTITION BY run_id ORDER BY time_s)
-)
-SELECT run_id,
-       COUNT(*) AS n_steps,
-       AVG(time_s) AS step_time_mean,
-       AVG(CASE WHEN rn IN ((cnt + 1) / 2, (cnt + 2) / 2) THEN time_s END) AS step_time_median,
-       CASE WHEN COUNT(*) > 1 THEN
-	       sqrt(SUM((time_s - mean) * (time_s - mean)) / (COUNT(*) - 1))
-       END AS step_time_std
-FROM s GROUP BY run_id;
-
-CREATE VIEW run_summary AS
-WITH base AS (
-	SELECT r.id AS run_id, r.run_uid, r.sweep, r.source, r.layout_id,
-	       COALESCE(r.label, l.label, l.attention || '+' || l.norm) AS label,
-	       l.model, l.seq_len, l.global_batch,
-	       COALESCE(r.world_size, l.gpus) AS gpus,
-	       l.micro_batch, l.tp, l.pp, l.dp, l.sequence_parallel, l.zero_stage,
-	       l.checkpointing, l.attention, l.norm,
-	       r.status, r.failure_class, r.message, r.gpu, r.peak_tflops,
-	       st.n_steps,
-	       COALESCE(st.step_time_median, r.measured_step_time) AS step_time_median,
-	       COALESCE(st.step_time_mean, r.measured_step_time) AS step_time_mean,
-	       st.step_time_std,
-	       COALESCE(r.tokens_per_step, l.global_batch * l.seq_len) AS tokens_per_step,
-	       r.flops_per_step, r.hw_flops_per_step, r.mfu_reported,
-	       (SELECT MAX(peak_mem_bytes) FROM steps WHERE steps.run_id = r.id) AS peak_mem_bytes,
-	       r.start_time, r.end_time
-	FROM runs r
-	JOIN layouts l ON l.layout_id = r.layout_id
-	LEFT JOIN run_step_stats st ON st.run_id = r.id
-)
-SELECT run_id, run_uid, sweep, source, layout_id, label, model, seq_len, global_batch, gpus,
-       micro_batch, tp, pp, dp, sequence_parallel, zero_stage, checkpointing, attention, norm,
-       status, failure_class, message, gpu, peak_tflops, n_steps,
-       step_time_median, step_time_mean, step_time_std,
-       CASE WHEN step_time_mean > 0 THEN tokens_per_step / step_time_mean / gpus END
-	       AS tokens_per_s_per_gpu,
-       CASE WHEN step_time_mean > 0 THEN flops_per_step / step_time_mean / gpus / 1e12 END
-	       AS tflops_per_gpu,
-       CASE WHEN step_time_mean > 0 AND peak_tflops > 0 THEN
-	       flops_per_step / (step_time_mean * gpus * peak_tflops * 1e12) END AS mfu,
-       CASE WHEN step_time_mean > 0 AND peak_tflops > 0 THEN
-	       hw_flops_per_step / (step_time_mean * gpus * peak_tflops * 1e12) END AS hfu,
-       mfu_reported, peak_mem_bytes, start_time, end_time
-FROM base;
-
--- Per (model, seq_len, gpus): the ok run with the highest COALESCE(mfu_reported, mfu);
--- where MFU is unknown (no peak) runs rank by tflops_per_gpu.
-CREATE VIEW best_layout AS
-SELECT * FROM (
-	SELECT s.*, COALESCE(s.mfu_reported, s.mfu) AS mfu_best,
-	       ROW_NUMBER() OVER (PARTITION BY s.model, s.seq_len, s.gpus
-				  ORDER BY COALESCE(s.mfu_reported, s.mfu) DESC NULLS LAST,
-					   s.tflops_per_gpu DESC NULLS LAST, s.run_id) AS rank
-	FROM run_summary s WHERE s.status = 'ok'
-) WHERE rank = 1;
-
--- migrate: 2
--- Each run's steady-state step statistics, cached by the collector when it writes the
--- run's steps (in the same transaction), so that reading run_summary does not sort every
--- step row on every read. A run without a run_stats row (steps written by other means)
--- gets the same numbers computed from its steps at query time (slower); after changing
--- the steps of a run that has a row, call results_refresh_run_stats(). run_step_stats
--- stays as the reference computation (the tests check that all agree). A run without
--- steady-state steps has n_steps NULL.
-
+-- Each run's steady-state step statistics (steady state: warmup = 0), one row per run
+-- that has steps, computed in one place: the collector (results/collect.c), in the
+-- transaction that writes the run's steps; results_refresh_run_stats() recomputes them
+-- after a run's steps change by other means. So reading run_summary does not go through
+-- every step row. n_steps is NULL without a steady-state step; the median is the mean of
+-- the middle two of an even count; peak_mem_bytes and rank_peak_mem cover every step.
 CREATE TABLE run_stats (
 	run_id INTEGER PRIMARY KEY REFERENCES runs (id) ON DELETE CASCADE,
 	n_steps INTEGER,               -- steady-state steps (warmup excluded)
 	step_time_mean REAL,           -- seconds
 	step_time_median REAL,
 	step_time_std REAL,            -- sample standard deviation; NULL below two steps
-	peak_mem_bytes INTEGER         -- maximum over every step, warmup included
+	peak_mem_bytes INTEGER,        -- maximum over every step, warmup included
+	forward_s REAL,                -- steady-state means, seconds
+	backward_s REAL,
+	optimizer_s REAL,
+	comm_exposed_s REAL,
+	bubble_s REAL,
+	rank_peak_mem TEXT             -- JSON array, bytes per rank
 );
 
-INSERT INTO run_stats (run_id, n_steps, step_time_mean, step_time_median, step_time_std,
-		       peak_mem_bytes)
-SELECT r.id, st.n_steps, st.step_time_mean, st.step_time_median, st.step_time_std,
-       (SELECT MAX(peak_mem_bytes) FROM steps WHERE steps.run_id = r.id)
-FROM runs r LEFT JOIN run_step_stats st ON st.run_id = r.id
-WHERE EXISTS (SELECT 1 FROM steps WHERE steps.run_id = r.id);
-
-DROP VIEW best_layout;
-DROP VIEW run_summary;
-
+-- One row per run, ours or imported: the layout, the steady-state statistics (an imported
+-- run, without steps, has the sheet's measured step time), throughput, MFU and HFU at
+-- query time from the FLOPs and the peak the run recorded.
 CREATE VIEW run_summary AS
-WITH stats AS (
-	SELECT r.id AS run_id,
-	       CASE WHEN st.run_id IS NOT NULL THEN st.n_steps ELSE
-		       (SELECT NULLIF(COUNT(*), 0) FROM steps s
-			WHERE s.run_id = r.id AND s.warmup = 0) END AS n_steps,
-	       CASE WHEN st.run_id IS NOT NULL THEN st.step_time_mean ELSE
-		       (SELECT AVG(time_s) FROM steps s
-			WHERE s.run_id = r.id AND s.warmup = 0) END AS step_time_mean,
-	       CASE WHEN st.run_id IS NOT NULL THEN st.step_time_median ELSE
-		       (SELECT AVG(time_s) FROM (
-				SELECT time_s, ROW_NUMBER() OVER (ORDER BY time_s) AS rn,
-				       COUNT(*) OVER () AS cnt
-				FROM steps s WHERE s.run_id = r.id AND s.warmup = 0)
-			WHERE rn IN ((cnt + 1) / 2, (cnt + 2) / 2)) END AS step_time_median,
-	       CASE WHEN st.run_id IS NOT NULL THEN st.step_time_std ELSE
-		       (SELECT sqrt(SUM((s.time_s - m.mean) * (s.time_s - m.mean))
-				    / (COUNT(*) - 1))
-			FROM steps s, (SELECT AVG(time_s) AS mean FROM steps s2
-				       WHERE s2.run_id = r.id AND s2.warmup = 0) m
-			WHERE s.run_id = r.id AND s.warmup = 0 HAVING COUNT(*) > 1) END
-		       AS step_time_std,
-	       CASE WHEN st.run_id IS NOT NULL THEN st.peak_mem_bytes ELSE
-		       (SELECT MAX(peak_mem_bytes) FROM steps s WHERE s.run_id = r.id) END
-		       AS peak_mem_bytes
-	FROM runs r LEFT JOIN run_stats st ON st.run_id = r.id
-),
-base AS (
-	SELECT r.id AS run_id, r.run_uid, r.sweep, r.source, r.layout_id,
-	       COALESCE(r.label, l.label, l.attention || '+' || l.norm) AS label,
-	       l.model, l.seq_len, l.global_batch,
-	       COALESCE(r.world_size, l.gpus) AS gpus,
-	       l.micro_batch, l.tp, l.pp, l.dp, l.sequence_parallel, l.zero_stage,
-	       l.checkpointing, l.attention, l.norm,
-	       r.status, r.failure_class, r.message, r.gpu, r.peak_tflops,
-	       st.n_steps,
-	       COALESCE(st.step_time_median, r.measured_step_time) AS step_time_median,
-	       COALESCE(st.step_time_mean, r.measured_step_time) AS step_time_mean,
-	       st.step_time_std,
-	       COALESCE(r.tokens_per_step, l.global_batch * l.seq_len) AS tokens_per_step,
-	       r.flops_per_step, r.hw_flops_per_step, r.mfu_reported,
-	       st.peak_mem_bytes,
-	       r.start_time, r.end_time
-	FROM runs r
-	JOIN layouts l ON l.layout_id = r.layout_id
-	JOIN stats st ON st.run_id = r.id
-)
-SELECT run_id, run_uid, sweep, source, layout_id, label, model, seq_len, global_batch, gpus,
-       micro_batch, tp, pp, dp, sequence_parallel, zero_stage, checkpointing, attention, norm,
-       status, failure_class, message, gpu, peak_tflops, n_steps,
-       step_time_median, step_time_mean, step_time_std,
-       CASE WHEN step_time_mean > 0 THEN tokens_per_step / step_time_mean / gpus END
-	       AS tokens_per_s_per_gpu,
-       CASE WHEN step_time_mean > 0 THEN flops_per_step / step_time_mean / gpus / 1e12 END
-	       AS tflops_per_gpu,
-       CASE WHEN step_time_mean > 0 AND peak_tflops > 0 THEN
-	       flops_per_step / (step_time_mean * gpus * peak_tflops * 1e12) END AS mfu,
-       CASE WHEN step_time_mean > 0 AND peak_tflops > 0 THEN
-	       hw_flops_per_step / (step_time_mean * gpus * peak_tflops * 1e12) END AS hfu,
-       mfu_reported, peak_mem_bytes, start_time, end_time
-FROM base;
-
-CREATE VIEW best_layout AS
-SELECT * FROM (
-	SELECT s.*, COALESCE(s.mfu_reported, s.mfu) AS mfu_best,
-	       ROW_NUMBER() OVER (PARTITION BY s.model, s.seq_len, s.gpus
-				  ORDER BY COALESCE(s.mfu_reported, s.mfu) DESC NULLS LAST,
-					   s.tflops_per_gpu DESC NULLS LAST, s.run_id) AS rank
-	FROM run_summary s WHERE s.status = 'ok'
-) WHERE rank = 1;
-
--- migrate: 3
-
--- The local executor's queue (slurm/exec_local.c): one row per submitted array with what
--- sbatch would have been given, and the process group of each running task.
-CREATE TABLE IF NOT EXISTS slurm_local_arrays (
-	id INTEGER PRIMARY KEY,
-	script TEXT NOT NULL,          -- the rendered job script
-	work_dir TEXT NOT NULL,
-	out_path TEXT NOT NULL,        -- stdout path pattern (%A, %a)
-	err_path TEXT NOT NULL,
-	job_name TEXT NOT NULL,
-	nodes INTEGER NOT NULL,
-	ntasks_per_node INTEGER NOT NULL,
-	gpus_per_node INTEGER NOT NULL,
-	time_limit_min INTEGER NOT NULL, -- 0 = none
-	throttle INTEGER NOT NULL        -- tasks at once; 0 = no limit
-);
-CREATE TABLE IF NOT EXISTS slurm_local_tasks (
-	job_ref INTEGER PRIMARY KEY,   -- jobs.id of a running task
-	pid INTEGER NOT NULL           -- its process group
-);
-
--- migrate: 4
--- Phase times and per-rank peak memory in the per-run cache and in run_summary. run_stats
--- gains the steady-state (warmup = 0) means of the step phases (seconds; NULL when no
--- steady-state step has the phase) and rank_peak_mem: the element-wise maximum over every
--- step (warmup included, like peak_mem_bytes) of the steps' per-rank peak arrays, a JSON
--- array of bytes indexed by rank (NULL when no step has one). The collector
--- (results_refresh_run_stats) writes the same numbers; runs without a run_stats row get
--- them computed from their steps at query time.
-
-ALTER TABLE run_stats ADD COLUMN forward_s REAL;      -- mean, seconds
-ALTER TABLE run_stats ADD COLUMN backward_s REAL;
-ALTER TABLE run_stats ADD COLUMN optimizer_s REAL;
-ALTER TABLE run_stats ADD COLUMN comm_exposed_s REAL;
-ALTER TABLE run_stats ADD COLUMN bubble_s REAL;
-ALTER TABLE run_stats ADD COLUMN rank_peak_mem TEXT;  -- JSON array, bytes per rank
-
-UPDATE run_stats SET
-	forward_s = (SELECT AVG(forward_s) FROM steps s
-		     WHERE s.run_id = run_stats.run_id AND s.warmup = 0),
-	backward_s = (SELECT AVG(backward_s) FROM steps s
-		      WHERE s.run_id = run_stats.run_id AND s.warmup = 0),
-	optimizer_s = (SELECT AVG(optimizer_s) FROM steps s
-		       WHERE s.run_id = run_stats.run_id AND s.warmup = 0),
-	comm_exposed_s = (SELECT AVG(comm_exposed_s) FROM steps s
-			  WHERE s.run_id = run_stats.run_id AND s.warmup = 0),
-	bubble_s = (SELECT AVG(bubble_s) FROM steps s
-		    WHERE s.run_id = run_stats.run_id AND s.warmup = 0),
-	rank_peak_mem = (SELECT json_group_array(m) FROM (
-				SELECT CAST(j.key AS INTEGER) AS k, MAX(j.value) AS m
-				FROM steps s, json_each(s.rank_peak_mem) j
-				WHERE s.run_id = run_stats.run_id AND s.rank_peak_mem IS NOT NULL
-				GROUP BY k ORDER BY k)
-			 HAVING COUNT(*) > 0);
-
-DROP VIEW best_layout;
-DROP VIEW run_summary;
-
-CREATE VIEW run_summary AS
-WITH stats AS (
-	SELECT r.id AS run_id,
-	       CASE WHEN st.run_id IS NOT NULL THEN st.n_steps ELSE
-		       (SELECT NULLIF(COUNT(*), 0) FROM steps s
-			WHERE s.run_id = r.id AND s.warmup = 0) END AS n_steps,
-	       CASE WHEN st.run_id IS NOT NULL THEN st.step_time_mean ELSE
-		       (SELECT AVG(time_s) FROM steps s
-			WHERE s.run_id = r.id AND s.warmup = 0) END AS step_time_mean,
-	       CASE WHEN st.run_id IS NOT NULL THEN st.step_time_median ELSE
-		       (SELECT AVG(time_s) FROM (
-				SELECT time_s, ROW_NUMBER() OVER (ORDER BY time_s) AS rn,
-				       COUNT(*) OVER () AS cnt
-				FROM steps s WHERE s.run_id = r.id AND s.warmup = 0)
-			WHERE rn IN ((cnt + 1) / 2, (cnt + 2) / 2)) END AS step_time_median,
-	       CASE WHEN st.run_id IS NOT NULL THEN st.step_time_std ELSE
-		       (SELECT sqrt(SUM((s.time_s - m.mean) * (s.time_s - m.mean))
-				    / (COUNT(*) - 1))
-			FROM steps s, (SELECT AVG(time_s) AS mean FROM steps s2
-				       WHERE s2.run_id = r.id AND s2.warmup = 0) m
-			WHERE s.run_id = r.id AND s.warmup = 0 HAVING COUNT(*) > 1) END
-		       AS step_time_std,
-	       CASE WHEN st.run_id IS NOT NULL THEN st.peak_mem_bytes ELSE
-		       (SELECT MAX(peak_mem_bytes) FROM steps s WHERE s.run_id = r.id) END
-		       AS peak_mem_bytes,
-	       CASE WHEN st.run_id IS NOT NULL THEN st.forward_s ELSE
-		       (SELECT AVG(forward_s) FROM steps s
-			WHERE s.run_id = r.id AND s.warmup = 0) END AS forward_s,
-	       CASE WHEN st.run_id IS NOT NULL THEN st.backward_s ELSE
-		       (SELECT AVG(backward_s) FROM steps s
-			WHERE s.run_id = r.id AND s.warmup = 0) END AS backward_s,
-	       CASE WHEN st.run_id IS NOT NULL THEN st.optimizer_s ELSE
-		       (SELECT AVG(optimizer_s) FROM steps s
-			WHERE s.run_id = r.id AND s.warmup = 0) END AS optimizer_s,
-	       CASE WHEN st.run_id IS NOT NULL THEN st.comm_exposed_s ELSE
-		       (SELECT AVG(comm_exposed_s) FROM steps s
-			WHERE s.run_id = r.id AND s.warmup = 0) END AS comm_exposed_s,
-	       CASE WHEN st.run_id IS NOT NULL THEN st.bubble_s ELSE
-		       (SELECT AVG(bubble_s) FROM steps s
-			WHERE s.run_id = r.id AND s.warmup = 0) END AS bubble_s,
-	       CASE WHEN st.run_id IS NOT NULL THEN st.rank_peak_mem ELSE
-		       (SELECT json_group_array(m) FROM (
-				SELECT CAST(j.key AS INTEGER) AS k, MAX(j.value) AS m
-				FROM steps s, json_each(s.rank_peak_mem) j
-				WHERE s.run_id = r.id AND s.rank_peak_mem IS NOT NULL
-				GROUP BY k ORDER BY k)
-			HAVING COUNT(*) > 0) END AS rank_peak_mem
-	FROM runs r LEFT JOIN run_stats st ON st.run_id = r.id
-),
-base AS (
+WITH base AS (
 	SELECT r.id AS run_id, r.run_uid, r.sweep, r.source, r.layout_id,
 	       COALESCE(r.label, l.label, l.attention || '+' || l.norm) AS label,
 	       l.model, l.seq_len, l.global_batch,
@@ -426,7 +179,7 @@ base AS (
 	       st.rank_peak_mem
 	FROM runs r
 	JOIN layouts l ON l.layout_id = r.layout_id
-	JOIN stats st ON st.run_id = r.id
+	LEFT JOIN run_stats st ON st.run_id = r.id
 )
 SELECT run_id, run_uid, sweep, source, layout_id, label, model, seq_len, global_batch, gpus,
        micro_batch, tp, pp, dp, sequence_parallel, zero_stage, checkpointing, attention, norm,
@@ -444,6 +197,8 @@ SELECT run_id, run_uid, sweep, source, layout_id, label, model, seq_len, global_
        forward_s, backward_s, optimizer_s, comm_exposed_s, bubble_s, rank_peak_mem
 FROM base;
 
+-- Per (model, seq_len, gpus): the ok run with the highest COALESCE(mfu_reported, mfu);
+-- where MFU is unknown (no peak) runs rank by tflops_per_gpu.
 CREATE VIEW best_layout AS
 SELECT * FROM (
 	SELECT s.*, COALESCE(s.mfu_reported, s.mfu) AS mfu_best,
@@ -452,3 +207,24 @@ SELECT * FROM (
 					   s.tflops_per_gpu DESC NULLS LAST, s.run_id) AS rank
 	FROM run_summary s WHERE s.status = 'ok'
 ) WHERE rank = 1;
+
+-- The local executor's queue (slurm/exec_local.c): one row per submitted array with what
+-- sbatch would have been given, and the process group of each running task.
+CREATE TABLE slurm_local_arrays (
+	id INTEGER PRIMARY KEY,
+	script TEXT NOT NULL,          -- the rendered job script
+	work_dir TEXT NOT NULL,
+	out_path TEXT NOT NULL,        -- stdout path pattern (%A, %a)
+	err_path TEXT NOT NULL,
+	job_name TEXT NOT NULL,
+	nodes INTEGER NOT NULL,
+	ntasks_per_node INTEGER NOT NULL,
+	gpus_per_node INTEGER NOT NULL,
+	time_limit_min INTEGER NOT NULL, -- 0 = none
+	throttle INTEGER NOT NULL        -- tasks at once; 0 = no limit
+);
+CREATE TABLE slurm_local_tasks (
+	job_ref INTEGER PRIMARY KEY,   -- jobs.id of a running task
+	pid INTEGER NOT NULL           -- its process group
+);
+

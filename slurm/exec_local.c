@@ -3,7 +3,7 @@
  * slurm_local_arrays and slurm_local_tasks, results/schema.sql step 3, next to the jobs
  * rows); a worker
  * detached from the terminal (double fork + setsid) runs the same job scripts, as many
- * at once as slots allow (ranks: GPUs when the jobs want GPUs, else CPU cores), each in
+ * at once as slots allow (ranks; one job at a time unless --slots says more), each in
  * its own process group with the SLURM_* environment a batch job would have, enforces
  * time limits (SIGTERM, then SIGKILL after 5 s) and records every state change in the
  * jobs table. `srun` in a script is "${LB_SRUN:-srun}": the worker points LB_SRUN at
@@ -179,6 +179,17 @@ static void set_env_int(const char *name, long long v)
 	setenv(name, b, 1);
 }
 
+/* Open path (flags; created 0644) as file descriptor fd; left as it is when it cannot be. */
+static void redirect(const char *path, int flags, int fd)
+{
+	int f = open(path, flags, 0644);
+
+	if (f >= 0 && f != fd) {
+		dup2(f, fd);
+		close(f);
+	}
+}
+
 /* In the child: environment, output files, exec the script. Never returns. */
 static void child_exec(const char *script, const char *work_dir, const char *out, const char *errp,
 		       const char *job_name, int64_t ref, const char *aid, int idx, int nodes,
@@ -216,21 +227,9 @@ static void child_exec(const char *script, const char *work_dir, const char *out
 					      gpu0 + g);
 		setenv("CUDA_VISIBLE_DEVICES", cvd, 1);
 	}
-	int fd = open("/dev/null", O_RDONLY);
-	if (fd >= 0) {
-		dup2(fd, 0);
-		close(fd);
-	}
-	fd = open(out, O_WRONLY | O_CREAT | O_APPEND, 0644);
-	if (fd >= 0) {
-		dup2(fd, 1);
-		close(fd);
-	}
-	fd = open(errp, O_WRONLY | O_CREAT | O_APPEND, 0644);
-	if (fd >= 0) {
-		dup2(fd, 2);
-		close(fd);
-	}
+	redirect("/dev/null", O_RDONLY, 0);
+	redirect(out, O_WRONLY | O_CREAT | O_APPEND, 1);
+	redirect(errp, O_WRONLY | O_CREAT | O_APPEND, 2);
 	if (chdir(work_dir) != 0)
 		(void)chdir("/");
 	execl("/bin/bash", "bash", script, (char *)NULL);
@@ -502,15 +501,12 @@ static void worker_main(const char *db_path, int slots)
 	results_close(w.db);
 }
 
+/* Ranks that run at once: --slots, else 1. Timed runs do not share the machine unless
+ * asked: jobs run side by side measure each other (the quickstart's speed table ranked
+ * layouts by contention when every core ran one). */
 static int default_slots(const struct exec_opts *o)
 {
-	if (o->local_slots > 0)
-		return o->local_slots;
-	int g = count_gpus();
-	if (g > 0)
-		return g;
-	long n = sysconf(_SC_NPROCESSORS_ONLN);
-	return n > 0 ? (int)n : 1;
+	return o->local_slots > 0 ? o->local_slots : 1;
 }
 
 /*
@@ -550,17 +546,9 @@ static int lo_start(struct executor *x, char *err, size_t errlen)
 		pid_t p2 = fork();
 		if (p2 != 0)
 			_exit(p2 < 0 ? 1 : 0);
-		int fd = open("/dev/null", O_RDWR);
-		if (fd >= 0) {
-			dup2(fd, 0);
-			dup2(fd, 1);
-			close(fd);
-		}
-		fd = open(logp, O_WRONLY | O_CREAT | O_APPEND, 0644);
-		if (fd >= 0) {
-			dup2(fd, 2);
-			close(fd);
-		}
+		redirect("/dev/null", O_RDONLY, 0);
+		redirect("/dev/null", O_WRONLY, 1);
+		redirect(logp, O_WRONLY | O_CREAT | O_APPEND, 2);
 		for (int i = 3; i < 1024; i++)
 			close(i);
 		execl(self, "layoutbench", "submit", "--local-worker", "--db", pv->db_path,
@@ -679,6 +667,16 @@ static void lo_close(struct executor *x)
 	free(x);
 }
 
+static const struct executor local_ops = {
+    .name = "local",
+    .max_array = SLURM_DEFAULT_MAX_ARRAY,
+    .submit = lo_submit,
+    .start = lo_start,
+    .poll = lo_poll,
+    .cancel = lo_cancel,
+    .close = lo_close,
+};
+
 int exec_local_open(const struct exec_opts *o, struct executor **out, char *err, size_t errlen)
 {
 	struct executor *x = calloc(1, sizeof(*x));
@@ -704,13 +702,7 @@ int exec_local_open(const struct exec_opts *o, struct executor **out, char *err,
 	}
 	if (results_open(pv->db_path, &pv->db, err, errlen)) /* its tables: schema.sql step 3 */
 		goto out_free;
-	x->name = "local";
-	x->max_array = SLURM_DEFAULT_MAX_ARRAY;
-	x->submit = lo_submit;
-	x->start = lo_start;
-	x->poll = lo_poll;
-	x->cancel = lo_cancel;
-	x->close = lo_close;
+	*x = local_ops;
 	x->priv = pv;
 	*out = x;
 	return 0;

@@ -246,6 +246,16 @@ static int add_flags(struct lb_strbuf *sb, const struct plan_entry *e, char *err
 	return 0;
 }
 
+/* The cluster's trainer flags: --device, and --peak-tflops for a GPU the peak table
+ * lacks. */
+static void add_device_flags(struct lb_strbuf *sb, const struct sweep_cluster *c)
+{
+	if (c->device[0])
+		lb_strbuf_addf(sb, " --device %s", c->device);
+	if (c->peak_tflops > 0)
+		lb_strbuf_addf(sb, " --peak-tflops %.9g", c->peak_tflops);
+}
+
 static int render_script(const struct sweep_plan *p, const struct slurm_render_opts *o,
 			 struct slurm_array *a, char *err, size_t errlen)
 {
@@ -354,8 +364,7 @@ static int render_script(const struct sweep_plan *p, const struct slurm_render_o
 	 * hand on a host without Slurm (bash a0.sbatch) lets the trainer start its own */
 	lb_strbuf_adds(&sb, "if [ -n \"${LB_SRUN:-}\" ] || [ -n \"${SLURM_JOB_ID:-}\" ]; then\n   "
 			    "\"${LB_SRUN:-srun}\" --kill-on-bad-exit=1 \"$train\" \"$@\"");
-	if (c->device[0])
-		lb_strbuf_addf(&sb, " --device %s", c->device);
+	add_device_flags(&sb, c);
 	lb_strbuf_adds(&sb, " --run-dir \"$run_dir\"\n   rc=$?\n");
 	if (a->nodes > 1) {
 		lb_strbuf_addf(&sb,
@@ -366,8 +375,7 @@ static int render_script(const struct sweep_plan *p, const struct slurm_render_o
 		lb_strbuf_addf(&sb, "else # no Slurm: this host runs the %d rank(s)\n   "
 				    "\"$train\" \"$@\" --nproc-per-node %d",
 			       a->ntasks_per_node, a->ntasks_per_node);
-		if (c->device[0])
-			lb_strbuf_addf(&sb, " --device %s", c->device);
+		add_device_flags(&sb, c);
 		lb_strbuf_adds(&sb, " --run-dir \"$run_dir\"\n   rc=$?\n");
 	}
 	lb_strbuf_adds(&sb, "fi\n"

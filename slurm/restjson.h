@@ -14,7 +14,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "results/db.h"
+#include "results/jobs.h"
 #include "slurm/exec.h"
 #include "slurm/render.h"
 

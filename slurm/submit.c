@@ -1,10 +1,7 @@
 /*
- * `layoutbench submit`, `status`, `resubmit`, `cancel` (submit.h). The core is shared:
- * submit_entries() renders the chosen layouts into arrays, writes the scripts, hands each
- * array to the executor and records one jobs row per layout; refresh() polls the
- * executors (one batched query each), writes states, collects the run directories of
- * finished jobs and classes each failure (classify.h); wait_sweep() repeats refresh()
- * until nothing is pending or running. The commands parse flags and print.
+ * `layoutbench submit` (slurm/submit.h): plan, skip what is done or in flight, render the
+ * job arrays, hand them to an executor, record one jobs row per layout, and with --wait
+ * track them to the end (slurm/track.h). resubmit submits through submit_layouts too.
  */
 #include "slurm/submit.h"
 
@@ -16,84 +13,16 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cli/commands.h"
-#include "common/embed.h"
+#include "common/cmdline.h"
 #include "common/util.h"
-#include "results/collect.h"
-#include "results/db.h"
-#include "slurm/classify.h"
-#include "slurm/exec.h"
+#include "results/jobs.h"
 #include "slurm/render.h"
+#include "slurm/track.h"
 #include "sweeps/sweep.h"
-
-#define POLL_INTERVAL_MS 1000
-/* Seconds after a job ended during which a missing run log is not yet a verdict (a
- * shared file system may show the log late); the exit statuses 126/127 decide at once. */
-#define LOG_GRACE_S 20
 
 void submit_opts_init(struct submit_opts *o)
 {
 	memset(o, 0, sizeof(*o));
-}
-
-/* ---------------------------------------------------------------- helpers */
-
-
-static int file_exists(const char *p)
-{
-	struct stat st;
-	return stat(p, &st) == 0;
-}
-
-static void sleep_ms(int ms)
-{
-	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-	nanosleep(&ts, NULL);
-}
-
-static int sql_exec(sqlite3 *db, const char *sql)
-{
-	return sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK ? 0 : -1;
-}
-
-/* Attempts of a layout in a sweep so far. */
-static int attempts_of(sqlite3 *db, const char *sweep, const char *layout)
-{
-	sqlite3_stmt *st = NULL;
-	int n = 0;
-	if (sqlite3_prepare_v2(db,
-			       "SELECT COALESCE(MAX(attempt), 0) FROM jobs WHERE sweep = ?1 "
-			       "AND layout_id = ?2",
-			       -1, &st, NULL) == SQLITE_OK) {
-		sqlite3_bind_text(st, 1, sweep, -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 2, layout, -1, SQLITE_STATIC);
-		if (sqlite3_step(st) == SQLITE_ROW)
-			n = sqlite3_column_int(st, 0);
-	}
-	sqlite3_finalize(st);
-	return n;
-}
-
-/* The newest job row of a layout: its state and class ("" none). Returns 1 if any. */
-static int latest_job(sqlite3 *db, const char *sweep, const char *layout, char *state, size_t slen,
-		      char *cls, size_t clen)
-{
-	sqlite3_stmt *st = NULL;
-	int found = 0;
-	if (sqlite3_prepare_v2(db,
-			       "SELECT state, COALESCE(failure_class, '') FROM jobs WHERE sweep = "
-			       "?1 AND layout_id = ?2 ORDER BY id DESC LIMIT 1",
-			       -1, &st, NULL) == SQLITE_OK) {
-		sqlite3_bind_text(st, 1, sweep, -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 2, layout, -1, SQLITE_STATIC);
-		if (sqlite3_step(st) == SQLITE_ROW) {
-			snprintf(state, slen, "%s", sqlite3_column_text(st, 0));
-			snprintf(cls, clen, "%s", sqlite3_column_text(st, 1));
-			found = 1;
-		}
-	}
-	sqlite3_finalize(st);
-	return found;
 }
 
 static void print_dry_run(const struct sweep_plan *p, const struct slurm_batch *b,
@@ -142,22 +71,9 @@ static void print_dry_run(const struct sweep_plan *p, const struct slurm_batch *
 	}
 }
 
-/* ---------------------------------------------------------------- submitting */
-
-struct submitted {
-	int64_t *rows; /* jobs.id of every task submitted */
-	size_t n;
-	size_t n_arrays;
-};
-
-/*
- * Render plan entries sel[0..n_sel) into arrays, write the scripts under
- * <runs>/<sweep>/scripts, submit them through x, record the jobs. Returns 0, or -1 with
- * err set (arrays submitted before the failure stay recorded).
- */
-static int submit_entries(sqlite3 *db, struct executor *x, const struct sweep_plan *p,
-			  const size_t *sel, size_t n_sel, const char *runs, int throttle,
-			  int max_array, int quiet, struct submitted *out, char *err, size_t errlen)
+int submit_layouts(sqlite3 *db, struct executor *x, const struct sweep_plan *p, const size_t *sel,
+		   size_t n_sel, const char *runs, int throttle, int max_array, int quiet,
+		   struct submitted *out, char *err, size_t errlen)
 {
 	struct slurm_render_opts ro = {0};
 	struct slurm_batch b;
@@ -190,20 +106,19 @@ static int submit_entries(sqlite3 *db, struct executor *x, const struct sweep_pl
 	snprintf(dir, sizeof(dir), "%s/%s/scripts", runs, p->name);
 	if (lb_mkdir_p(dir, err, errlen))
 		goto out_free;
-	sql_exec(db, "BEGIN");
+	if (results_begin(db, err, errlen))
+		goto out_free;
 	for (size_t i = 0; i < p->n_entries; i++)
 		if (p->entries[i].status == PLAN_OK &&
 		    results_upsert_layout(db, &p->entries[i].layout,
 					  p->entries[i].label[0] ? p->entries[i].label : NULL)) {
 			snprintf(err, errlen, "recording layout %s: %s", p->entries[i].id,
 				 sqlite3_errmsg(db));
-			sql_exec(db, "ROLLBACK");
+			results_rollback(db);
 			goto out_free;
 		}
-	if (sql_exec(db, "COMMIT")) {
-		snprintf(err, errlen, "recording layouts: %s", sqlite3_errmsg(db));
+	if (results_commit(db, err, errlen))
 		goto out_free;
-	}
 	for (size_t i = 0; i < b.n_arrays; i++) {
 		struct slurm_array *a = &b.arrays[i];
 		char script[SLURM_PATH_MAX + 160], aid[64];
@@ -217,7 +132,8 @@ static int submit_entries(sqlite3 *db, struct executor *x, const struct sweep_pl
 		chmod(script, 0755);
 		if (x->submit(x, a, script, cwd, aid, sizeof(aid), err, errlen))
 			goto out_free;
-		sql_exec(db, "BEGIN");
+		if (results_begin(db, err, errlen))
+			goto out_free;
 		for (size_t t = 0; t < a->n_tasks; t++) {
 			const struct plan_entry *e = &p->entries[a->entry[t]];
 			struct results_job j;
@@ -231,17 +147,20 @@ static int submit_entries(sqlite3 *db, struct executor *x, const struct sweep_pl
 			snprintf(j.state, sizeof(j.state), "PENDING");
 			j.submit_time = (int64_t)now;
 			snprintf(j.run_dir, sizeof(j.run_dir), "%s/%s/%s", runs, p->name, e->id);
-			j.attempt = attempts_of(db, p->name, e->id) + 1;
+			/* a failed count is an error, not attempt 1 again */
+			if (results_job_attempts(db, p->name, e->id, &j.attempt, err, errlen)) {
+				results_rollback(db);
+				goto out_free;
+			}
+			j.attempt++;
 			if (results_job_insert(db, &j, NULL, err, errlen)) {
-				sql_exec(db, "ROLLBACK");
+				results_rollback(db);
 				goto out_free;
 			}
 			out->rows[out->n++] = j.id;
 		}
-		if (sql_exec(db, "COMMIT")) {
-			snprintf(err, errlen, "recording jobs: %s", sqlite3_errmsg(db));
+		if (results_commit(db, err, errlen))
 			goto out_free;
-		}
 		out->n_arrays++;
 		if (!quiet)
 			fprintf(stderr, "submitted %s: job %s, %zu layout(s), --array=%s (%s)\n",
@@ -254,317 +173,6 @@ out_free:
 	slurm_batch_free(&b);
 	return rc;
 }
-
-/* ---------------------------------------------------------------- status */
-
-/* The run of a finished job: the newest run collected from its run directory that
- * started no earlier than the job was submitted. Sets job_ref on it. */
-static int find_run(sqlite3 *db, const struct results_job *j, char *status, size_t slen, char *cls,
-		    size_t clen, int *exit_code)
-{
-	sqlite3_stmt *st = NULL;
-	char like[600], since[32];
-	time_t t = (time_t)j->submit_time;
-	struct tm tm;
-	int found = 0;
-	int64_t run_id = 0;
-
-	gmtime_r(&t, &tm);
-	strftime(since, sizeof(since), "%Y-%m-%dT%H:%M:%SZ", &tm);
-	snprintf(like, sizeof(like), "%s/%%", j->run_dir);
-	if (sqlite3_prepare_v2(db,
-			       "SELECT id, status, COALESCE(failure_class, ''), "
-			       "COALESCE(exit_code, -1) FROM runs WHERE sweep = ?1 AND layout_id = "
-			       "?2 AND log_path LIKE ?3 AND (job_ref IS NULL OR job_ref = ?4) AND "
-			       "(start_time IS NULL OR start_time >= ?5) ORDER BY id DESC LIMIT 1",
-			       -1, &st, NULL) == SQLITE_OK) {
-		sqlite3_bind_text(st, 1, j->sweep, -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 2, j->layout_id, -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 3, like, -1, SQLITE_STATIC);
-		sqlite3_bind_int64(st, 4, j->id);
-		sqlite3_bind_text(st, 5, since, -1, SQLITE_STATIC);
-		if (sqlite3_step(st) == SQLITE_ROW) {
-			run_id = sqlite3_column_int64(st, 0);
-			snprintf(status, slen, "%s", sqlite3_column_text(st, 1));
-			snprintf(cls, clen, "%s", sqlite3_column_text(st, 2));
-			*exit_code = sqlite3_column_int(st, 3);
-			found = 1;
-		}
-	}
-	sqlite3_finalize(st);
-	if (found && sqlite3_prepare_v2(db, "UPDATE runs SET job_ref = ?1 WHERE id = ?2", -1, &st,
-					NULL) == SQLITE_OK) {
-		sqlite3_bind_int64(st, 1, j->id);
-		sqlite3_bind_int64(st, 2, run_id);
-		sqlite3_step(st);
-		sqlite3_finalize(st);
-	}
-	return found;
-}
-
-/* The exit status the script left in <run dir>/job-<array job id>_<index>.exit. */
-static int exit_file(const struct results_job *j)
-{
-	char path[SLURM_PATH_MAX + 96], line[32] = "";
-	struct stat st;
-	int v = -1;
-
-	snprintf(path, sizeof(path), "%s/job-%s.exit", j->run_dir, j->job_id);
-	if (stat(path, &st) || st.st_mtime < (time_t)j->submit_time)
-		return -1;
-	FILE *f = fopen(path, "r");
-	if (!f)
-		return -1;
-	if (fgets(line, sizeof(line), f)) {
-		line[strcspn(line, "\n")] = '\0';
-		if (lb_parse_int(line, 0, 255, &v))
-			v = -1;
-	}
-	fclose(f);
-	return v;
-}
-
-/* Collect a finished job's run directory, class the job, record both. */
-static void settle(sqlite3 *db, struct results_job *j, int known)
-{
-	struct collect_stats cs;
-	char err[256], rstatus[16] = "", rclass[32] = "";
-	int rexit = -1;
-	struct slurm_class_in in = {0};
-
-	memset(&cs, 0, sizeof(cs));
-	cs.quiet = 1;
-	if (file_exists(j->run_dir))
-		results_collect_path(db, j->run_dir, &cs, err, sizeof(err));
-	in.has_run = find_run(db, j, rstatus, sizeof(rstatus), rclass, sizeof(rclass), &rexit);
-	if (known && !in.has_run &&
-	    (!strcmp(j->state, "COMPLETED") || !strcmp(j->state, "FAILED")) &&
-	    j->exit_code != 126 && j->exit_code != 127 && j->end_time > 0 &&
-	    time(NULL) - j->end_time < LOG_GRACE_S)
-		return; /* the run log may still be on its way: ask again later */
-	in.run_status = rstatus;
-	in.run_class = rclass;
-	in.state = known ? j->state : "";
-	in.exit_code = j->exit_code;
-	if (!known && in.exit_code < 0)
-		in.exit_code = in.has_run && rexit >= 0 ? rexit : exit_file(j);
-	const char *cls = slurm_classify(&in);
-	if (!known) {
-		snprintf(j->state, sizeof(j->state), "%s", slurm_purged_state(&in));
-		snprintf(j->reason, sizeof(j->reason), "no longer known to the scheduler");
-		if (in.exit_code >= 0)
-			j->exit_code = in.exit_code;
-	}
-	if (*cls)
-		snprintf(j->failure_class, sizeof(j->failure_class), "%s", cls);
-	else if (!in.has_run)
-		snprintf(j->failure_class, sizeof(j->failure_class), "unknown");
-	if (!*j->failure_class && strcmp(j->state, "COMPLETED"))
-		snprintf(j->failure_class, sizeof(j->failure_class), "failed");
-	results_job_update(db, j, err, sizeof(err));
-}
-
-/* A final job is settled once it has a class, or it completed and its run is known. */
-static int settled(sqlite3 *db, const struct results_job *j)
-{
-	sqlite3_stmt *st = NULL;
-	int n = 0;
-	if (*j->failure_class)
-		return 1;
-	if (sqlite3_prepare_v2(db, "SELECT COUNT(*) FROM runs WHERE job_ref = ?1", -1, &st, NULL) ==
-	    SQLITE_OK) {
-		sqlite3_bind_int64(st, 1, j->id);
-		if (sqlite3_step(st) == SQLITE_ROW)
-			n = sqlite3_column_int(st, 0);
-	}
-	sqlite3_finalize(st);
-	return n > 0;
-}
-
-struct exec_set {
-	const struct exec_opts *o;
-	struct executor *x[3]; /* slurm, rest, local */
-	int failed[3];
-};
-
-static int exec_slot(const char *name)
-{
-	return !strcmp(name, "slurm") ? 0 : !strcmp(name, "rest") ? 1 : 2;
-}
-
-static struct executor *exec_get(struct exec_set *s, const char *name, char *err, size_t errlen)
-{
-	int k = exec_slot(name);
-	if (!s->x[k] && !s->failed[k] && exec_open(name, s->o, &s->x[k], err, errlen))
-		s->failed[k] = 1;
-	return s->x[k];
-}
-
-static void exec_set_close(struct exec_set *s)
-{
-	for (int k = 0; k < 3; k++)
-		exec_close(s->x[k]);
-}
-
-/*
- * Poll the active jobs among jobs[0..n) (one query per executor), write their states,
- * settle the finished ones. Returns 0, or -1 when an executor could not be asked (err
- * set; the other executors' jobs are still refreshed).
- */
-static int refresh(sqlite3 *db, struct exec_set *es, struct results_job *jobs, size_t n, char *err,
-		   size_t errlen)
-{
-	static const char *names[3] = {"slurm", "rest", "local"};
-	int rc = 0;
-	struct results_job *sub = calloc(n ? n : 1, sizeof(*sub));
-	struct exec_state *st = calloc(n ? n : 1, sizeof(*st));
-	size_t *map = calloc(n ? n : 1, sizeof(*map));
-
-	if (!sub || !st || !map) {
-		snprintf(err, errlen, "out of memory");
-		rc = -1;
-		goto out_free;
-	}
-	for (int k = 0; k < 3; k++) {
-		size_t m = 0;
-		for (size_t i = 0; i < n; i++)
-			if (!strcmp(jobs[i].executor, names[k]) &&
-			    !exec_state_final(jobs[i].state)) {
-				sub[m] = jobs[i];
-				map[m++] = i;
-			}
-		if (m == 0)
-			continue;
-		struct executor *x = exec_get(es, names[k], err, errlen);
-		if (!x || x->poll(x, sub, m, st, err, errlen)) {
-			rc = -1;
-			continue;
-		}
-		for (size_t t = 0; t < m; t++) {
-			struct results_job *j = &jobs[map[t]];
-			char e2[256];
-			if (!st[t].known) {
-				settle(db, j, 0);
-				continue;
-			}
-			int changed = strcmp(j->state, st[t].state) != 0;
-			snprintf(j->state, sizeof(j->state), "%s", st[t].state);
-			snprintf(j->reason, sizeof(j->reason), "%s", st[t].reason);
-			j->exit_code = st[t].exit_code;
-			j->start_time = st[t].start_time;
-			j->end_time = st[t].end_time;
-			if (changed || exec_state_final(j->state))
-				results_job_update(db, j, e2, sizeof(e2));
-		}
-	}
-	for (size_t i = 0; i < n; i++)
-		if (exec_state_final(jobs[i].state) && !settled(db, &jobs[i]))
-			settle(db, &jobs[i], 1);
-out_free:
-	free(sub);
-	free(st);
-	free(map);
-	return rc;
-}
-
-struct counts {
-	size_t done, running, pending, failed;
-};
-
-/* Counts for the progress line; a finished job not yet classed (its run log may still be
- * on its way) counts as running. */
-static void count(sqlite3 *db, const struct results_job *jobs, size_t n, struct counts *c)
-{
-	memset(c, 0, sizeof(*c));
-	for (size_t i = 0; i < n; i++) {
-		const struct results_job *j = &jobs[i];
-		if (!exec_state_final(j->state)) {
-			if (!strcmp(j->state, "RUNNING") || !strcmp(j->state, "COMPLETING") ||
-			    !strcmp(j->state, "CONFIGURING"))
-				c->running++;
-			else
-				c->pending++;
-		} else if (!settled(db, j)) {
-			c->running++;
-		} else if (!strcmp(j->state, "COMPLETED") && !*j->failure_class) {
-			c->done++;
-		} else {
-			c->failed++;
-		}
-	}
-}
-
-/* Load the jobs rows with the given ids (the latest state). */
-static int load_rows(sqlite3 *db, const char *sweep, const int64_t *rows, size_t n,
-		     struct results_job **out, size_t *nout, char *err, size_t errlen)
-{
-	struct results_job *all = NULL;
-	size_t na = 0, k = 0;
-	if (results_jobs_list(db, sweep, 0, &all, &na, err, errlen))
-		return -1;
-	struct results_job *sel = calloc(n ? n : 1, sizeof(*sel));
-	if (!sel) {
-		free(all);
-		snprintf(err, errlen, "out of memory");
-		return -1;
-	}
-	for (size_t i = 0; i < na; i++)
-		for (size_t r = 0; r < n; r++)
-			if (all[i].id == rows[r]) {
-				sel[k++] = all[i];
-				break;
-			}
-	free(all);
-	*out = sel;
-	*nout = k;
-	return 0;
-}
-
-/* Block until none of the rows is pending or running. Returns 0 when all completed. */
-static int wait_rows(sqlite3 *db, struct exec_set *es, const char *sweep, const int64_t *rows,
-		     size_t n, int quiet, char *err, size_t errlen)
-{
-	int tty = isatty(2);
-	struct counts c, last = {(size_t)-1, 0, 0, 0};
-	int rc = 0;
-	time_t t0 = time(NULL);
-
-	for (;;) {
-		struct results_job *jobs = NULL;
-		size_t nj = 0;
-		if (load_rows(db, sweep, rows, n, &jobs, &nj, err, errlen))
-			return -1;
-		if (refresh(db, es, jobs, nj, err, errlen)) {
-			fprintf(stderr, "warning: %s\n", err);
-			err[0] = '\0';
-		}
-		count(db, jobs, nj, &c);
-		free(jobs);
-		if (!quiet && memcmp(&c, &last, sizeof(c))) {
-			if (tty)
-				fprintf(stderr,
-					"\r%s: done %zu / running %zu / pending %zu / failed "
-					"%zu (%lds)   ",
-					sweep, c.done, c.running, c.pending, c.failed,
-					(long)(time(NULL) - t0));
-			else
-				fprintf(stderr,
-					"%s: done %zu / running %zu / pending %zu / failed %zu\n",
-					sweep, c.done, c.running, c.pending, c.failed);
-			last = c;
-		}
-		if (c.running + c.pending == 0)
-			break;
-		sleep_ms(POLL_INTERVAL_MS);
-	}
-	if (!quiet && tty)
-		fprintf(stderr, "\n");
-	if (c.failed)
-		rc = 1;
-	return rc;
-}
-
-/* ---------------------------------------------------------------- submit */
 
 int submit_sweep(const struct submit_opts *o, char *err, size_t errlen)
 {
@@ -579,6 +187,7 @@ int submit_sweep(const struct submit_opts *o, char *err, size_t errlen)
 	size_t len = 0, n_sel = 0, n_done = 0, n_active = 0;
 	size_t *sel = NULL;
 	char *text = NULL;
+	struct stat sb;
 	int rc = -1;
 
 	memset(&plan, 0, sizeof(plan));
@@ -604,7 +213,7 @@ int submit_sweep(const struct submit_opts *o, char *err, size_t errlen)
 	eo.hold = getenv("LB_SUBMIT_HOLD") && !strcmp(getenv("LB_SUBMIT_HOLD"), "1");
 	es.o = &eo;
 
-	if (!o->dry_run || file_exists(dbp)) {
+	if (!o->dry_run || stat(dbp, &sb) == 0) {
 		if (results_open(dbp, &db, err, errlen))
 			goto out_free_plan;
 	}
@@ -623,7 +232,11 @@ int submit_sweep(const struct submit_opts *o, char *err, size_t errlen)
 				n_done++;
 				continue;
 			}
-			if (latest_job(db, plan.name, e->id, st, sizeof(st), cls, sizeof(cls))) {
+			int has = results_job_latest(db, plan.name, e->id, st, sizeof(st), cls,
+						     sizeof(cls), err, errlen);
+			if (has < 0)
+				goto out_close;
+			if (has) {
 				if (!exec_state_final(st)) {
 					n_active++;
 					continue;
@@ -673,10 +286,10 @@ int submit_sweep(const struct submit_opts *o, char *err, size_t errlen)
 		rc = 0;
 		goto out_close;
 	}
-	struct executor *x = exec_get(&es, exname, err, errlen);
+	struct executor *x = track_exec_get(&es, exname, err, errlen);
 	if (!x)
 		goto out_close;
-	if (submit_entries(db, x, &plan, sel, n_sel, runs, o->throttle, o->max_array, o->quiet,
+	if (submit_layouts(db, x, &plan, sel, n_sel, runs, o->throttle, o->max_array, o->quiet,
 			   &sub, err, errlen)) {
 		rc = sub.n ? 1 : -1;
 		if (sub.n)
@@ -689,21 +302,14 @@ int submit_sweep(const struct submit_opts *o, char *err, size_t errlen)
 	fflush(stdout);
 	rc = 0;
 	if (o->wait) {
-		rc = wait_rows(db, &es, plan.name, sub.rows, sub.n, o->quiet, err, errlen);
+		struct track_counts c;
+		rc = track_wait(db, &es, plan.name, sub.rows, sub.n, o->quiet, &c, err, errlen);
 		if (rc < 0)
 			goto out_close;
-		struct results_job *jobs = NULL;
-		size_t nj = 0;
-		struct counts c;
-		if (load_rows(db, plan.name, sub.rows, sub.n, &jobs, &nj, err, errlen) == 0) {
-			count(db, jobs, nj, &c);
-			printf("sweep '%s': %zu completed, %zu failed\n", plan.name, c.done,
-			       c.failed);
-			free(jobs);
-		}
+		printf("sweep '%s': %zu completed, %zu failed\n", plan.name, c.done, c.failed);
 	}
 out_close:
-	exec_set_close(&es);
+	track_exec_close(&es);
 	free(sub.rows);
 	free(sel);
 	results_close(db);
@@ -714,501 +320,48 @@ out_free_text:
 	return rc;
 }
 
-/* ---------------------------------------------------------------- commands */
-
-/* Value of "--flag VALUE" or "--flag=VALUE" at argv[*i]; NULL when argv[*i] is not it. */
-static const char *flag_value(int argc, char **argv, int *i, const char *flag, int *bad)
-{
-	size_t n = strlen(flag);
-	if (strncmp(argv[*i], flag, n))
-		return NULL;
-	if (argv[*i][n] == '=')
-		return argv[*i] + n + 1;
-	if (argv[*i][n] != '\0')
-		return NULL;
-	if (*i + 1 >= argc) {
-		fprintf(stderr, "error: '%s' needs a value\n", flag);
-		*bad = 1;
-		return NULL;
-	}
-	return argv[++*i];
-}
-
-static int parse_count(const char *flag, const char *v, int *out)
-{
-	if (lb_parse_int(v, 0, 1000000, out)) {
-		fprintf(stderr, "error: '%s' expects a count, got '%s'\n", flag, v);
-		return -1;
-	}
-	return 0;
-}
-
 int cmd_submit(int argc, char **argv)
 {
 	struct submit_opts o;
+	struct lb_args a;
 	char err[1024];
-	int bad = 0, worker = 0;
-	const char *v;
+	int rc;
 
-	submit_opts_init(&o);
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		if ((v = flag_value(argc, argv, &i, "--executor", &bad)))
-			o.executor = v;
-		else if ((v = flag_value(argc, argv, &i, "--db", &bad)))
-			o.db_path = v;
-		else if ((v = flag_value(argc, argv, &i, "--runs", &bad)))
-			o.runs_dir = v;
-		else if ((v = flag_value(argc, argv, &i, "--rest-url", &bad)))
-			o.rest_url = v;
-		else if ((v = flag_value(argc, argv, &i, "--rest-version", &bad)))
-			o.rest_version = v;
-		else if ((v = flag_value(argc, argv, &i, "--throttle", &bad))) {
-			if (parse_count("--throttle", v, &o.throttle))
-				return 2;
-		} else if ((v = flag_value(argc, argv, &i, "--max-array", &bad))) {
-			if (parse_count("--max-array", v, &o.max_array))
-				return 2;
-		} else if ((v = flag_value(argc, argv, &i, "--slots", &bad))) {
-			if (parse_count("--slots", v, &o.local_slots))
-				return 2;
-		} else if (bad)
-			return 2;
-		else if (!strcmp(a, "--dry-run"))
-			o.dry_run = 1;
-		else if (!strcmp(a, "--wait"))
-			o.wait = 1;
-		else if (!strcmp(a, "--force"))
-			o.force = 1;
-		else if (!strcmp(a, "--quiet"))
-			o.quiet = 1;
-		else if (!strcmp(a, "--local-worker"))
-			worker = 1;
-		else if (a[0] == '-' && a[1]) {
-			fprintf(stderr, "error: unknown option '%s'\n", a);
-			lb_usage("submit");
-			return 2;
-		} else if (!o.spec)
-			o.spec = a;
-		else {
-			fprintf(stderr, "error: more than one spec ('%s' and '%s')\n", o.spec, a);
-			return 2;
-		}
+	if ((rc = lb_args_parse("submit", argc, argv, &a)))
+		goto out_release_args;
+	if (a.given[LB_OPT_LOCAL_WORKER]) { /* internal: the local executor's detached worker */
+		rc = exec_local_worker(a.str[LB_OPT_DB] ? a.str[LB_OPT_DB] : results_default_db(),
+				       (int)a.num[LB_OPT_SLOTS]);
+		goto out_release_args;
 	}
-	if (bad)
-		return 2;
-	if (worker) /* internal: the local executor's detached worker */
-		return exec_local_worker(o.db_path ? o.db_path : results_default_db(),
-					 o.local_slots);
-	if (!o.spec) {
+	if (a.n_operands != 1) {
+		fprintf(stderr, "error: submit needs SPEC\n");
 		lb_usage("submit");
-		return 2;
+		rc = 2;
+		goto out_release_args;
 	}
-	int rc = submit_sweep(&o, err, sizeof(err));
+	submit_opts_init(&o);
+	o.spec = a.operands[0];
+	o.executor = a.str[LB_OPT_EXECUTOR];
+	o.db_path = a.str[LB_OPT_DB];
+	o.runs_dir = a.str[LB_OPT_RUNS];
+	o.rest_url = a.str[LB_OPT_REST_URL];
+	o.rest_version = a.str[LB_OPT_REST_VERSION];
+	o.throttle = (int)a.num[LB_OPT_THROTTLE];
+	o.max_array = (int)a.num[LB_OPT_MAX_ARRAY];
+	o.local_slots = (int)a.num[LB_OPT_SLOTS];
+	o.dry_run = a.given[LB_OPT_DRY_RUN] > 0;
+	o.wait = a.given[LB_OPT_WAIT] > 0;
+	o.force = a.given[LB_OPT_FORCE] > 0;
+	o.quiet = a.given[LB_OPT_QUIET] > 0;
+	rc = submit_sweep(&o, err, sizeof(err));
 	if (rc < 0) {
 		fprintf(stderr, "error: %s\n", err);
-		return 1;
+		rc = 1;
 	}
+out_release_args:
+	lb_args_release(&a);
 	return rc;
 }
 
 /* Names of the sweeps that have jobs (or just `only`). */
-static int sweep_names(sqlite3 *db, const char *only, char ***names, size_t *n)
-{
-	sqlite3_stmt *st = NULL;
-	*names = NULL;
-	*n = 0;
-	if (only) {
-		*names = calloc(1, sizeof(char *));
-		if (!*names || !((*names)[0] = strdup(only)))
-			return -1;
-		*n = 1;
-		return 0;
-	}
-	if (sqlite3_prepare_v2(db, "SELECT DISTINCT sweep FROM jobs ORDER BY sweep", -1, &st,
-			       NULL) != SQLITE_OK)
-		return -1;
-	while (sqlite3_step(st) == SQLITE_ROW) {
-		char **nn = realloc(*names, (*n + 1) * sizeof(char *));
-		if (!nn)
-			break;
-		*names = nn;
-		(*names)[(*n)++] = strdup((const char *)sqlite3_column_text(st, 0));
-	}
-	sqlite3_finalize(st);
-	return 0;
-}
-
-
-/* With --sweep: 0 if the database knows it, else 1 after the message (see above). */
-static int check_sweep_arg(sqlite3 *db, const char *db_path, const char *sweep)
-{
-	char err[1024];
-	if (!sweep || results_sweep_check(db, db_path, sweep, err, sizeof(err)) == 0)
-		return 0;
-	fprintf(stderr, "error: %s\n", err);
-	return 1;
-}
-
-static void free_names(char **names, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		free(names[i]);
-	free(names);
-}
-
-struct common_args {
-	const char *db;
-	const char *sweep;
-	const char *executor;
-	const char *runs;
-	const char *classes[16];
-	int n_classes;
-	int wait;
-	int throttle;
-};
-
-/* Parse the flags status/resubmit/cancel share. Returns 0, or 2 on a usage error. */
-static int parse_common(const char *cmd, int argc, char **argv, struct common_args *c,
-			int allow_resubmit)
-{
-	int bad = 0;
-	const char *v;
-	memset(c, 0, sizeof(*c));
-	for (int i = 1; i < argc; i++) {
-		if ((v = flag_value(argc, argv, &i, "--db", &bad)))
-			c->db = v;
-		else if ((v = flag_value(argc, argv, &i, "--sweep", &bad)))
-			c->sweep = v;
-		else if (allow_resubmit && (v = flag_value(argc, argv, &i, "--executor", &bad)))
-			c->executor = v;
-		else if (allow_resubmit && (v = flag_value(argc, argv, &i, "--throttle", &bad))) {
-			if (parse_count("--throttle", v, &c->throttle))
-				return 2;
-		} else if (allow_resubmit && (v = flag_value(argc, argv, &i, "--class", &bad))) {
-			if (!slurm_class_valid(v)) {
-				fprintf(
-				    stderr,
-				    "error: unknown failure class '%s' (oom, timeout, node_fail, "
-				    "preempted, cancelled, launch_error, failed, unknown)\n",
-				    v);
-				return 2;
-			}
-			if (c->n_classes < 16)
-				c->classes[c->n_classes++] = v;
-			/* "--class oom timeout" names several */
-			while (i + 1 < argc && argv[i + 1][0] != '-' && c->n_classes < 16) {
-				if (!slurm_class_valid(argv[i + 1])) {
-					fprintf(stderr, "error: unknown failure class '%s'\n",
-						argv[i + 1]);
-					return 2;
-				}
-				c->classes[c->n_classes++] = argv[++i];
-			}
-		} else if (bad)
-			return 2;
-		else if (allow_resubmit && !strcmp(argv[i], "--wait"))
-			c->wait = 1;
-		else {
-			fprintf(stderr, "error: unknown argument '%s'\n", argv[i]);
-			lb_usage(cmd);
-			return 2;
-		}
-	}
-	return bad ? 2 : 0;
-}
-
-static void print_status(const char *sweep, const struct results_job *jobs, size_t n)
-{
-	static const char *classes[] = {"oom",	     "timeout",	     "node_fail", "preempted",
-					"cancelled", "launch_error", "failed",	  "unknown"};
-	const char *states[32];
-	size_t scount[32], ns = 0, ccount[8] = {0};
-
-	for (size_t i = 0; i < n; i++) {
-		size_t k;
-		for (k = 0; k < ns; k++)
-			if (!strcmp(states[k], jobs[i].state))
-				break;
-		if (k == ns && ns < 32) {
-			states[ns] = jobs[i].state;
-			scount[ns++] = 0;
-		}
-		if (k < 32)
-			scount[k]++;
-		for (size_t c = 0; c < 8; c++)
-			if (!strcmp(jobs[i].failure_class, classes[c]))
-				ccount[c]++;
-	}
-	printf("sweep '%s': %zu layout(s)\n", sweep, n);
-	for (size_t k = 0; k < ns; k++)
-		printf("  state %-14s %zu\n", states[k], scount[k]);
-	for (size_t c = 0; c < 8; c++)
-		if (ccount[c])
-			printf("  class %-14s %zu\n", classes[c], ccount[c]);
-	for (size_t i = 0; i < n; i++)
-		if (*jobs[i].failure_class)
-			printf("  failed %s  job %s (%s)  %s  %s%s%s\n", jobs[i].layout_id,
-			       jobs[i].job_id, jobs[i].executor, jobs[i].state,
-			       jobs[i].failure_class, *jobs[i].reason ? ": " : "", jobs[i].reason);
-}
-
-int cmd_status(int argc, char **argv)
-{
-	struct common_args c;
-	struct exec_opts eo = {0};
-	struct exec_set es = {0};
-	sqlite3 *db = NULL;
-	char err[1024], **names = NULL;
-	size_t nn = 0;
-	int rc;
-
-	if ((rc = parse_common("status", argc, argv, &c, 0)))
-		return rc;
-	eo.db_path = c.db ? c.db : results_default_db();
-	es.o = &eo;
-	if (results_open(eo.db_path, &db, err, sizeof(err))) {
-		fprintf(stderr, "error: %s\n", err);
-		return 1;
-	}
-	if (check_sweep_arg(db, eo.db_path, c.sweep)) {
-		results_close(db);
-		return 1;
-	}
-	rc = 0;
-	sweep_names(db, c.sweep, &names, &nn);
-	if (nn == 0)
-		printf("no jobs in '%s'\n", eo.db_path);
-	for (size_t s = 0; s < nn; s++) {
-		struct results_job *jobs = NULL;
-		size_t n = 0;
-		if (results_jobs_list(db, names[s], 1, &jobs, &n, err, sizeof(err))) {
-			fprintf(stderr, "error: %s\n", err);
-			rc = 1;
-			continue;
-		}
-		if (refresh(db, &es, jobs, n, err, sizeof(err))) {
-			fprintf(stderr, "warning: sweep '%s': %s\n", names[s], err);
-			rc = 1;
-		}
-		print_status(names[s], jobs, n);
-		free(jobs);
-	}
-	free_names(names, nn);
-	exec_set_close(&es);
-	results_close(db);
-	return rc;
-}
-
-static int class_selected(const struct common_args *c, const char *cls)
-{
-	if (!*cls)
-		return 0;
-	if (c->n_classes == 0)
-		return 1;
-	for (int i = 0; i < c->n_classes; i++)
-		if (!strcmp(c->classes[i], cls))
-			return 1;
-	return 0;
-}
-
-/* The plan of a sweep from the spec text stored at submission. */
-static int plan_of(sqlite3 *db, const char *sweep, struct sweep_plan *p, char *err, size_t errlen)
-{
-	sqlite3_stmt *st = NULL;
-	int rc = -1;
-	if (sqlite3_prepare_v2(db, "SELECT spec_text FROM sweeps WHERE name = ?1", -1, &st, NULL) !=
-	    SQLITE_OK) {
-		snprintf(err, errlen, "%s", sqlite3_errmsg(db));
-		return -1;
-	}
-	sqlite3_bind_text(st, 1, sweep, -1, SQLITE_STATIC);
-	if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0)) {
-		const char *t = (const char *)sqlite3_column_text(st, 0);
-		rc = sweep_plan_text(sweep, t, strlen(t), p, err, errlen);
-	} else {
-		snprintf(err, errlen,
-			 "no spec stored to plan it again (it was not submitted from a spec; "
-			 "submit it with 'layoutbench submit SPEC' first)");
-	}
-	sqlite3_finalize(st);
-	return rc;
-}
-
-/* runs folder of a job: its run dir minus "/<sweep>/<layout id>". */
-static void runs_of(const struct results_job *j, char *buf, size_t len)
-{
-	snprintf(buf, len, "%s", j->run_dir);
-	for (int k = 0; k < 2; k++) {
-		char *s = strrchr(buf, '/');
-		if (s && s != buf)
-			*s = '\0';
-	}
-}
-
-int cmd_resubmit(int argc, char **argv)
-{
-	struct common_args c;
-	struct exec_opts eo = {0};
-	struct exec_set es = {0};
-	sqlite3 *db = NULL;
-	char err[1024], **names = NULL;
-	size_t nn = 0;
-	int rc;
-
-	if ((rc = parse_common("resubmit", argc, argv, &c, 1)))
-		return rc;
-	eo.db_path = c.db ? c.db : results_default_db();
-	eo.hold = getenv("LB_SUBMIT_HOLD") && !strcmp(getenv("LB_SUBMIT_HOLD"), "1");
-	es.o = &eo;
-	if (results_open(eo.db_path, &db, err, sizeof(err))) {
-		fprintf(stderr, "error: %s\n", err);
-		return 1;
-	}
-	if (check_sweep_arg(db, eo.db_path, c.sweep)) {
-		results_close(db);
-		return 1;
-	}
-	sweep_names(db, c.sweep, &names, &nn);
-	if (nn == 0)
-		printf("no jobs in '%s'\n", eo.db_path);
-	for (size_t s = 0; s < nn; s++) {
-		struct results_job *jobs = NULL;
-		struct sweep_plan plan;
-		size_t n = 0, n_sel = 0;
-		size_t *sel = NULL;
-		struct submitted sub = {0};
-		const char *exname = c.executor;
-		char runs[SLURM_PATH_MAX] = "";
-
-		memset(&plan, 0, sizeof(plan));
-		if (results_jobs_list(db, names[s], 1, &jobs, &n, err, sizeof(err)))
-			goto sweep_err;
-		if (refresh(db, &es, jobs, n, err, sizeof(err)))
-			fprintf(stderr, "warning: sweep '%s': %s\n", names[s], err);
-		size_t n_failed = 0;
-		for (size_t i = 0; i < n; i++)
-			if (exec_state_final(jobs[i].state) &&
-			    class_selected(&c, jobs[i].failure_class))
-				n_failed++;
-		if (n_failed == 0) { /* nothing to plan again (a sweep without jobs has no spec) */
-			printf("sweep '%s': nothing to resubmit\n", names[s]);
-			goto sweep_next;
-		}
-		if (plan_of(db, names[s], &plan, err, sizeof(err)))
-			goto sweep_err;
-		sel = calloc(n ? n : 1, sizeof(*sel));
-		if (!sel)
-			goto sweep_err;
-		for (size_t i = 0; i < n; i++) {
-			if (!exec_state_final(jobs[i].state) ||
-			    !class_selected(&c, jobs[i].failure_class))
-				continue;
-			for (size_t e = 0; e < plan.n_entries; e++)
-				if (plan.entries[e].status == PLAN_OK &&
-				    !strcmp(plan.entries[e].id, jobs[i].layout_id)) {
-					sel[n_sel++] = e;
-					if (!exname)
-						exname = jobs[i].executor;
-					if (!runs[0])
-						runs_of(&jobs[i], runs, sizeof(runs));
-					break;
-				}
-		}
-		if (n_sel == 0) {
-			printf("sweep '%s': nothing to resubmit\n", names[s]);
-			goto sweep_next;
-		}
-		struct executor *x = exec_get(&es, exname, err, sizeof(err));
-		if (!x)
-			goto sweep_err;
-		if (submit_entries(db, x, &plan, sel, n_sel, runs, c.throttle, 0, 0, &sub, err,
-				   sizeof(err)))
-			goto sweep_err;
-		printf("sweep '%s': resubmitted %zu layout(s) in %zu array(s) through %s\n",
-		       names[s], sub.n, sub.n_arrays, x->name);
-		fflush(stdout);
-		if (c.wait) {
-			int w = wait_rows(db, &es, names[s], sub.rows, sub.n, 0, err, sizeof(err));
-			if (w < 0)
-				goto sweep_err;
-			if (w > 0)
-				rc = 1;
-		}
-		goto sweep_next;
-	sweep_err:
-		fprintf(stderr, "error: sweep '%s': %s\n", names[s], err);
-		rc = 1;
-	sweep_next:
-		free(sub.rows);
-		free(sel);
-		free(jobs);
-		sweep_plan_free(&plan);
-	}
-	free_names(names, nn);
-	exec_set_close(&es);
-	results_close(db);
-	return rc;
-}
-
-int cmd_cancel(int argc, char **argv)
-{
-	static const char *exnames[3] = {"slurm", "rest", "local"};
-	struct common_args c;
-	struct exec_opts eo = {0};
-	struct exec_set es = {0};
-	sqlite3 *db = NULL;
-	char err[1024], **names = NULL;
-	size_t nn = 0, total = 0;
-	int rc;
-
-	if ((rc = parse_common("cancel", argc, argv, &c, 0)))
-		return rc;
-	eo.db_path = c.db ? c.db : results_default_db();
-	es.o = &eo;
-	if (results_open(eo.db_path, &db, err, sizeof(err))) {
-		fprintf(stderr, "error: %s\n", err);
-		return 1;
-	}
-	if (check_sweep_arg(db, eo.db_path, c.sweep)) {
-		results_close(db);
-		return 1;
-	}
-	sweep_names(db, c.sweep, &names, &nn);
-	for (size_t s = 0; s < nn; s++) {
-		struct results_job *jobs = NULL, *sub = NULL;
-		size_t n = 0;
-		if (results_jobs_list(db, names[s], 1, &jobs, &n, err, sizeof(err))) {
-			fprintf(stderr, "error: %s\n", err);
-			rc = 1;
-			continue;
-		}
-		sub = calloc(n ? n : 1, sizeof(*sub));
-		for (int k = 0; sub && k < 3; k++) {
-			size_t m = 0;
-			for (size_t i = 0; i < n; i++)
-				if (!strcmp(jobs[i].executor, exnames[k]) &&
-				    !exec_state_final(jobs[i].state))
-					sub[m++] = jobs[i];
-			if (m == 0)
-				continue;
-			struct executor *x = exec_get(&es, exnames[k], err, sizeof(err));
-			if (!x || x->cancel(x, sub, m, err, sizeof(err))) {
-				fprintf(stderr, "error: sweep '%s': %s\n", names[s], err);
-				rc = 1;
-				continue;
-			}
-			total += m;
-		}
-		/* record what the schedulers now say */
-		if (refresh(db, &es, jobs, n, err, sizeof(err)))
-			fprintf(stderr, "warning: sweep '%s': %s\n", names[s], err);
-		free(sub);
-		free(jobs);
-	}
-	printf("cancelled %zu job(s)\n", total);
-	free_names(names, nn);
-	exec_set_close(&es);
-	results_close(db);
-	return rc;
-}

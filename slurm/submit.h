@@ -3,14 +3,19 @@
  * embedded in the binary), skip layouts already done or in flight, render the job arrays,
  * hand them to an executor (libslurm, slurmrestd, or local processes), record one jobs
  * row per layout, and optionally wait until the sweep ends, collecting runs as they
- * finish. Also `status`, `resubmit` and `cancel`. The subcommands (cmd_submit,
- * cmd_status, cmd_resubmit, cmd_cancel) are thin shells over the functions below;
- * `layoutbench quickstart` calls submit_sweep directly.
+ * finish (slurm/track.h). `layoutbench submit` (cmd_submit) is a thin shell over
+ * submit_sweep, which `layoutbench quickstart` calls too; `resubmit` (slurm/resubmit.c)
+ * submits through submit_layouts. status and cancel: slurm/status.c, slurm/cancel.c.
  */
 #ifndef LB_SLURM_SUBMIT_H
 #define LB_SLURM_SUBMIT_H
 
 #include <stddef.h>
+#include <stdint.h>
+
+#include "results/db.h"
+#include "slurm/exec.h"
+#include "sweeps/sweep.h"
 
 struct submit_opts {
 	const char *spec;	  /* spec file, "-" (stdin) or an embedded name ("quickstart") */
@@ -25,7 +30,7 @@ struct submit_opts {
 	int wait;	 /* 1: block until every job ended, collecting runs */
 	int force;	 /* 1: submit layouts already done or in flight again */
 	int quiet;	 /* 1: no progress lines */
-	int local_slots; /* local executor: ranks at once; 0 = GPUs or CPU cores */
+	int local_slots; /* local executor: ranks at once; 0 = 1 (one timed job at a time) */
 };
 
 /* Set o to the defaults above (everything 0/NULL). */
@@ -39,7 +44,25 @@ void submit_opts_init(struct submit_opts *o);
  */
 int submit_sweep(const struct submit_opts *o, char *err, size_t errlen);
 
-struct sqlite3;
+/* What submit_layouts submitted. */
+struct submitted {
+	int64_t *rows; /* jobs.id of every task submitted (malloc'd; the caller frees) */
+	size_t n;
+	size_t n_arrays;
+};
 
+/*
+ * Render plan entries sel[0..n_sel) of p into arrays (throttle and max_array as in
+ * submit_opts; max_array 0: the executor's), write the scripts under
+ * <runs>/<sweep>/scripts, submit them through x and record the layouts and one jobs row
+ * per task, each the layout's next attempt. Returns 0, or -1 with err set (arrays
+ * submitted before the failure stay recorded in out). Free out->rows either way.
+ */
+int submit_layouts(sqlite3 *db, struct executor *x, const struct sweep_plan *p, const size_t *sel,
+		   size_t n_sel, const char *runs, int throttle, int max_array, int quiet,
+		   struct submitted *out, char *err, size_t errlen);
+
+/* `layoutbench submit` (options: common/cmdline.c); argv[0] is the name; exit status. */
+int cmd_submit(int argc, char **argv);
 
 #endif

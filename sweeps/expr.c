@@ -388,54 +388,50 @@ static int parse_unary(struct parser *p)
 	return parse_primary(p);
 }
 
-static int parse_mul(struct parser *p)
+/* The binary operators of one precedence level: a symbol, or a word ("and") that must
+ * stand alone, and the node it makes. */
+struct binop {
+	const char *tok;
+	int word;
+	enum node_kind k;
+};
+
+/* One precedence level, left-associative: operand (op operand)*. */
+static int parse_level(struct parser *p, int (*operand)(struct parser *), const struct binop *ops,
+		       size_t nops)
 {
-	int a = parse_unary(p), b;
+	int a = operand(p), b;
 
 	while (a >= 0) {
-		enum node_kind k;
-		size_t at;
+		size_t at, i;
 
 		skip_space(p);
 		at = p->pos;
-		if (accept(p, "*"))
-			k = N_MUL;
-		else if (accept(p, "/"))
-			k = N_DIV;
-		else if (accept(p, "%"))
-			k = N_MOD;
-		else
+		for (i = 0; i < nops; i++)
+			if (ops[i].word ? accept_word(p, ops[i].tok) : accept(p, ops[i].tok))
+				break;
+		if (i == nops)
 			break;
-		b = parse_unary(p);
+		b = operand(p);
 		if (b < 0)
 			return -1;
-		a = new_node(p, k, at, a, b);
+		a = new_node(p, ops[i].k, at, a, b);
 	}
 	return a;
 }
 
+static int parse_mul(struct parser *p)
+{
+	static const struct binop ops[] = {{"*", 0, N_MUL}, {"/", 0, N_DIV}, {"%", 0, N_MOD}};
+
+	return parse_level(p, parse_unary, ops, sizeof(ops) / sizeof(ops[0]));
+}
+
 static int parse_add(struct parser *p)
 {
-	int a = parse_mul(p), b;
+	static const struct binop ops[] = {{"+", 0, N_ADD}, {"-", 0, N_SUB}};
 
-	while (a >= 0) {
-		enum node_kind k;
-		size_t at;
-
-		skip_space(p);
-		at = p->pos;
-		if (accept(p, "+"))
-			k = N_ADD;
-		else if (accept(p, "-"))
-			k = N_SUB;
-		else
-			break;
-		b = parse_mul(p);
-		if (b < 0)
-			return -1;
-		a = new_node(p, k, at, a, b);
-	}
-	return a;
+	return parse_level(p, parse_mul, ops, sizeof(ops) / sizeof(ops[0]));
 }
 
 /* One side of a comparison that may be a string literal. Returns a node index, or -2
@@ -561,40 +557,16 @@ static int parse_not(struct parser *p)
 
 static int parse_and(struct parser *p)
 {
-	int a = parse_not(p), b;
+	static const struct binop ops[] = {{"and", 1, N_AND}, {"&&", 0, N_AND}};
 
-	while (a >= 0) {
-		size_t at;
-
-		skip_space(p);
-		at = p->pos;
-		if (!accept_word(p, "and") && !accept(p, "&&"))
-			break;
-		b = parse_not(p);
-		if (b < 0)
-			return -1;
-		a = new_node(p, N_AND, at, a, b);
-	}
-	return a;
+	return parse_level(p, parse_not, ops, sizeof(ops) / sizeof(ops[0]));
 }
 
 static int parse_or(struct parser *p)
 {
-	int a = parse_and(p), b;
+	static const struct binop ops[] = {{"or", 1, N_OR}, {"||", 0, N_OR}};
 
-	while (a >= 0) {
-		size_t at;
-
-		skip_space(p);
-		at = p->pos;
-		if (!accept_word(p, "or") && !accept(p, "||"))
-			break;
-		b = parse_and(p);
-		if (b < 0)
-			return -1;
-		a = new_node(p, N_OR, at, a, b);
-	}
-	return a;
+	return parse_level(p, parse_and, ops, sizeof(ops) / sizeof(ops[0]));
 }
 
 int expr_compile(const char *src, const struct expr_vars *vars, struct expr **out, char *err,
@@ -680,6 +652,43 @@ static int eval_fail(struct evalctx *c, const struct node *n, const char *msg)
 	return -1;
 }
 
+/* A comparison node's result (1 or 0) from its operands' order, exact for two integers,
+ * in double precision otherwise: 1 and *out set, or 0 when k is not a comparison. */
+static int comparison(enum node_kind k, const struct value *a, const struct value *b,
+		      long long *out)
+{
+	int order;
+
+	if (a->is_float || b->is_float) {
+		double x = as_float(a), y = as_float(b);
+		order = x < y ? -1 : x > y;
+	} else {
+		order = a->i < b->i ? -1 : a->i > b->i;
+	}
+	switch (k) {
+	case N_EQ:
+		*out = order == 0;
+		return 1;
+	case N_NE:
+		*out = order != 0;
+		return 1;
+	case N_LT:
+		*out = order < 0;
+		return 1;
+	case N_LE:
+		*out = order <= 0;
+		return 1;
+	case N_GT:
+		*out = order > 0;
+		return 1;
+	case N_GE:
+		*out = order >= 0;
+		return 1;
+	default:
+		return 0;
+	}
+}
+
 static int eval_node(struct evalctx *c, int idx, struct value *out)
 {
 	const struct node *n = &c->e->nodes[idx];
@@ -739,6 +748,8 @@ static int eval_node(struct evalctx *c, int idx, struct value *out)
 	}
 	if (eval_node(c, n->a, &a) || eval_node(c, n->b, &b))
 		return -1;
+	if (comparison(n->kind, &a, &b, &out->i))
+		return 0;
 	if (a.is_float || b.is_float) {
 		double x = as_float(&a), y = as_float(&b), r = 0.0;
 
@@ -767,24 +778,6 @@ static int eval_node(struct evalctx *c, int idx, struct value *out)
 		case N_MAX:
 			r = x > y ? x : y;
 			break;
-		case N_EQ:
-			out->i = x == y;
-			return 0;
-		case N_NE:
-			out->i = x != y;
-			return 0;
-		case N_LT:
-			out->i = x < y;
-			return 0;
-		case N_LE:
-			out->i = x <= y;
-			return 0;
-		case N_GT:
-			out->i = x > y;
-			return 0;
-		case N_GE:
-			out->i = x >= y;
-			return 0;
 		default:
 			return eval_fail(c, n, "internal error");
 		}
@@ -832,24 +825,6 @@ static int eval_node(struct evalctx *c, int idx, struct value *out)
 		return 0;
 	case N_MAX:
 		out->i = x > y ? x : y;
-		return 0;
-	case N_EQ:
-		out->i = x == y;
-		return 0;
-	case N_NE:
-		out->i = x != y;
-		return 0;
-	case N_LT:
-		out->i = x < y;
-		return 0;
-	case N_LE:
-		out->i = x <= y;
-		return 0;
-	case N_GT:
-		out->i = x > y;
-		return 0;
-	case N_GE:
-		out->i = x >= y;
 		return 0;
 	default:
 		return eval_fail(c, n, "internal error");

@@ -16,8 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/kernel_names.h"
 #include "common/model.h"
-#include "results/paper_csv.h"
 
 /* Field table: name, value kind. */
 enum field_kind { K_POS, K_BOOL, K_ZERO, K_CKPT, K_ATTN, K_NORM, K_KERNEL, K_VSTAGES, K_SPLIT };
@@ -312,12 +312,12 @@ static int kernel_index(struct ctx *c, const char *name, const char *jpath, long
 			*out = i;
 			return 0;
 		}
-	if (strlen(name) >= sizeof(s->kernels[0].name) || paper_kernel_map(name, &a, &n))
-		return fail(c, jpath,
-			    "unknown kernel \"%.60s\" (known: torch, fused, flash_attention, "
-			    "flash_attentionv1.0.8, flash_attention2, "
-			    "\"flash_attention2 + RMS kernel\")",
-			    name);
+	if (strlen(name) >= sizeof(s->kernels[0].name) || lb_kernel_name_map(name, &a, &n)) {
+		char known[256];
+
+		return fail(c, jpath, "unknown kernel \"%.60s\" (known: %s)", name,
+			    lb_kernel_names_list(known, sizeof(known)));
+	}
 	struct spec_kernel *k = realloc(s->kernels, (size_t)(s->nkernels + 1) * sizeof(*k));
 
 	if (!k)
@@ -959,7 +959,7 @@ static int parse_cluster(struct ctx *c, const cJSON *obj)
 					   "gpus_per_node", "gpu_mem_gib",  "gpu", "cpus_per_task",
 					   "exclusive",	    "sbatch_extra", "env", "setup",
 					   "device",	    "gpu_request",  "memory_model",
-					   NULL};
+					   "peak_tflops",   NULL};
 	struct sweep_cluster *cl = &c->spec->cluster;
 	const cJSON *v, *e;
 	char sub[300], got[64];
@@ -993,6 +993,15 @@ static int parse_cluster(struct ctx *c, const cJSON *obj)
 				    "expected a positive number of GiB, got %s", got);
 		}
 		cl->gpu_mem_gib = v->valuedouble;
+	}
+	if ((v = cJSON_GetObjectItemCaseSensitive(obj, "peak_tflops"))) {
+		if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || v->valuedouble <= 0 ||
+		    v->valuedouble > 1e6) {
+			show(v, got, sizeof(got));
+			return fail(c, "cluster.peak_tflops",
+				    "expected a positive number of TFLOP/s, got %s", got);
+		}
+		cl->peak_tflops = v->valuedouble;
 	}
 	if ((v = cJSON_GetObjectItemCaseSensitive(obj, "gpu"))) {
 		const char *s = NULL, *p;

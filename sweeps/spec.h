@@ -57,7 +57,7 @@ enum spec_var {
 const char *spec_var_name(int var);
 
 /* A value of the kernel pseudo-field: one of the paper's kernel strings, mapped onto
- * attention x norm by paper_kernel_map (results/paper_csv.h). */
+ * attention x norm by lb_kernel_name_map (common/kernel_names.h). */
 struct spec_kernel {
 	char name[48]; /* "flash_attention2 + RMS kernel" */
 	enum lb_attn attention;

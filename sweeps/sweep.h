@@ -33,6 +33,8 @@ struct sweep_cluster {
 	int gpus_per_node;
 	double gpu_mem_gib;  /* memory per GPU used for pruning */
 	char gpu[64];	     /* product name for the peak table, e.g. "A100" */
+	double peak_tflops;  /* dense bf16 peak per GPU the trainer records (TFLOP/s, its
+				--peak-tflops), for a GPU the peak table lacks; 0 = the table's */
 	int cpus_per_task;   /* 0 = unset */
 	int exclusive;	     /* 0/1 */
 	char **sbatch_extra; /* extra "#SBATCH" options, validated; n_sbatch_extra entries */

@@ -8,7 +8,7 @@
 #      fault files: a run past a 1-minute time limit (timeout), an allocation cap (oom),
 #      an exit 127 (launch_error), and a sweep cancelled while running (cancelled);
 #      `status` must class each; the test removes the faults and `resubmit --wait` must
-#      bring every layout to completion.
+#      bring every layout to completion (the oom only with --force: it warns without).
 # LB_E2E_FAILURES=0 skips part 2 (the rest test only runs part 1 and the cancel case).
 set -u
 BUILD=${BUILD:-build}
@@ -146,6 +146,17 @@ rm -f fault-slow fault-oom fault-launch
 "$LB" resubmit --db "$DB" --wait >r.out 2>r.err
 rc=$?
 [ $rc = 0 ] || { bad "resubmit --wait exited $rc: $(cat r.out r.err | tail -n 20)"; }
+if [ "$FAILURES" = 1 ]; then
+	# an out-of-memory failure repeats itself: left out with a warning, unless --force
+	grep -q "^warning: sweep 'e2e-fail': 1 layout(s) ran out of memory, .*--force resubmits them" r.err ||
+		bad "resubmit did not warn about the oom: $(cat r.err)"
+	[ "$(cls e2e-fail 2)" = oom ] || bad "resubmit reran the oom without --force"
+	"$LB" resubmit --db "$DB" --class oom --wait >r2.out 2>r2.err
+	grep -q "^sweep 'e2e-fail': nothing to resubmit" r2.out && grep -q "ran out of memory" r2.err ||
+		bad "resubmit --class oom: $(cat r2.out r2.err)"
+	"$LB" resubmit --db "$DB" --class oom --force --wait >r3.out 2>r3.err ||
+		bad "resubmit --class oom --force --wait: $(cat r3.out r3.err | tail -n 20)"
+fi
 "$LB" status --db "$DB" >st2.out 2>&1
 for s in $sweeps; do
 	total=$(q "SELECT COUNT(DISTINCT layout_id) FROM jobs WHERE sweep='$s'")

@@ -100,15 +100,15 @@ chmod 644 "$ro/r.db"
 # an older schema: readers refuse with the fix, and do not migrate
 old="$tmp/old.db"
 cp "$ro/r.db" "$old"
-"$LB" sql --db "$old" --write "PRAGMA user_version = 3" || { echo "FAIL: set user_version"; fail=1; }
+"$LB" sql --db "$old" --write "PRAGMA user_version = 0" || { echo "FAIL: set user_version"; fail=1; }
 cp "$old" "$tmp/old.copy"
 if "$LB" sql --db "$old" "SELECT 1" >/dev/null 2>"$tmp/err"; then
-	echo "FAIL: sql read a version-3 database"
+	echo "FAIL: sql read a version-0 database"
 	fail=1
 fi
-grep -q "^error: database '$old': schema version 3 is older than this layoutbench's [0-9]*; run 'layoutbench collect' (or any writing command) once with write access to upgrade it$" \
+grep -q "^error: database '$old': schema version 0 is older than this layoutbench's [0-9]*; run 'layoutbench collect' (or any writing command) once with write access to upgrade it$" \
 	"$tmp/err" || { cat "$tmp/err"; echo "FAIL: older-schema message"; fail=1; }
-cmp -s "$old" "$tmp/old.copy" || { echo "FAIL: a reader changed the version-3 file"; fail=1; }
+cmp -s "$old" "$tmp/old.copy" || { echo "FAIL: a reader changed the version-0 file"; fail=1; }
 
 # 3. four collects at once on a new database, five times: all succeed, same result as one
 dump() { # db

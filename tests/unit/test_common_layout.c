@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/kernel_names.h"
 #include "common/layout.h"
 #include "common/model.h"
 
@@ -752,6 +753,41 @@ static void test_pipeline_fields(void **state)
 	assert_non_null(strstr(lb_layout_flags_usage(), "--stage-layers"));
 }
 
+static void test_kernel_map(void **state)
+{
+	static const struct {
+		const char *k;
+		enum lb_attn a;
+		enum lb_norm n;
+	} want[] = {
+	    {"torch", LB_ATTN_NAIVE, LB_NORM_UNFUSED},
+	    {"fused", LB_ATTN_FUSED_SOFTMAX, LB_NORM_UNFUSED},
+	    {"flash_attention", LB_ATTN_FLASH, LB_NORM_UNFUSED},
+	    {"flash_attentionv1.0.8", LB_ATTN_FLASH, LB_NORM_UNFUSED},
+	    {"flash_attention2", LB_ATTN_FLASH, LB_NORM_UNFUSED},
+	    {"flash_attention2 + RMS kernel", LB_ATTN_FLASH, LB_NORM_FUSED},
+	};
+	enum lb_attn a;
+	enum lb_norm n;
+	size_t i;
+
+	for (i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		assert_int_equal(lb_kernel_name_map(want[i].k, &a, &n), 0);
+		assert_int_equal(a, want[i].a);
+		assert_int_equal(n, want[i].n);
+	}
+	assert_int_equal(lb_kernel_name_map("flash_attention3", &a, &n), -1);
+	assert_int_equal(lb_kernel_name_map(NULL, &a, &n), -1);
+	/* the table is in the paper's order, slowest first */
+	assert_int_equal(lb_kernel_name_index("torch"), 0);
+	assert_int_equal(lb_kernel_name_index(LB_KERNEL_FLASH2_RMS), (int)lb_n_kernel_names - 1);
+	char list[256];
+	assert_string_equal(
+	    lb_kernel_names_list(list, sizeof(list)),
+	    "torch, fused, flash_attention, flash_attentionv1.0.8, flash_attention2, "
+	    "\"flash_attention2 + RMS kernel\"");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -769,6 +805,7 @@ int main(void)
 	    cmocka_unit_test(test_stage_layers),
 	    cmocka_unit_test(test_chunk_layers),
 	    cmocka_unit_test(test_pipeline_fields),
+	    cmocka_unit_test(test_kernel_map),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,14 +1,17 @@
 /*
  * Unit tests of the shared helpers (common/util.c): checked number parsing, FNV-1a, the
- * growable string buffer and JSON string escaping.
+ * growable string buffer, JSON string escaping and reading a whole file.
  */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include <errno.h>
 
 #include "common/util.h"
 
@@ -117,12 +120,39 @@ static void test_json(void **state)
 	assert_string_equal(buf, "\"\xc3\xa9\"");
 }
 
+/* lb_read_file: a whole file, NUL-terminated; a folder or a missing file refused. */
+static void test_read_file(void **state)
+{
+	char dir[] = "/tmp/lb-util-XXXXXX", path[64], *buf = (char *)1;
+	size_t len = 7;
+	FILE *f;
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/a.txt", dir);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("two\nlines\n", f);
+	fclose(f);
+	assert_int_equal(lb_read_file(path, &buf, &len), 0);
+	assert_int_equal(len, 10);
+	assert_string_equal(buf, "two\nlines\n");
+	free(buf);
+	assert_int_equal(lb_read_file(dir, &buf, &len), -1);
+	assert_int_equal(errno, EINVAL);
+	assert_null(buf);
+	assert_int_equal(len, 0);
+	unlink(path);
+	assert_int_equal(lb_read_file(path, &buf, &len), -1);
+	assert_int_equal(errno, ENOENT);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_parse_long), cmocka_unit_test(test_parse_u64_double),
 	    cmocka_unit_test(test_fnv),	       cmocka_unit_test(test_strbuf),
-	    cmocka_unit_test(test_json),
+	    cmocka_unit_test(test_json),       cmocka_unit_test(test_read_file),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

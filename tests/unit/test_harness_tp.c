@@ -6,7 +6,8 @@
  * model's (column-parallel QKV and gate/up, row-parallel output and down, vocab-parallel
  * embedding and head; the test spells out the mapping independently of model.c), that its
  * gradients equal the corresponding part of the whole model's, and that the losses agree.
- * The trainer itself still refuses tp > 1: this checks that the all-reduces are in place.
+ * The shards are checked one layer of the structure at a time here; test_par_equiv.c runs
+ * whole tp > 1 layouts through the trainer against the single rank.
  */
 #include <setjmp.h>
 #include <stdarg.h>

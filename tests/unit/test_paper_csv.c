@@ -184,33 +184,6 @@ static void test_file_info(void **state)
 	assert_int_equal(paper_file_info("llama_13X.csv", model, sizeof(model), &seq, &gb), -1);
 }
 
-static void test_kernel_map(void **state)
-{
-	static const struct {
-		const char *k;
-		enum lb_attn a;
-		enum lb_norm n;
-	} want[] = {
-	    {"torch", LB_ATTN_NAIVE, LB_NORM_UNFUSED},
-	    {"fused", LB_ATTN_FUSED_SOFTMAX, LB_NORM_UNFUSED},
-	    {"flash_attention", LB_ATTN_FLASH, LB_NORM_UNFUSED},
-	    {"flash_attentionv1.0.8", LB_ATTN_FLASH, LB_NORM_UNFUSED},
-	    {"flash_attention2", LB_ATTN_FLASH, LB_NORM_UNFUSED},
-	    {"flash_attention2 + RMS kernel", LB_ATTN_FLASH, LB_NORM_FUSED},
-	};
-	enum lb_attn a;
-	enum lb_norm n;
-	size_t i;
-
-	for (i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
-		assert_int_equal(paper_kernel_map(want[i].k, &a, &n), 0);
-		assert_int_equal(a, want[i].a);
-		assert_int_equal(n, want[i].n);
-	}
-	assert_int_equal(paper_kernel_map("flash_attention3", &a, &n), -1);
-	assert_int_equal(paper_kernel_map(NULL, &a, &n), -1);
-}
-
 static void test_row_layout(void **state)
 {
 	struct paper_row r;
@@ -324,10 +297,9 @@ static void test_shipped_files(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_parse_small),	  cmocka_unit_test(test_columns_by_name),
-	    cmocka_unit_test(test_malformed),	  cmocka_unit_test(test_file_info),
-	    cmocka_unit_test(test_kernel_map),	  cmocka_unit_test(test_row_layout),
-	    cmocka_unit_test(test_shipped_files),
+	    cmocka_unit_test(test_parse_small), cmocka_unit_test(test_columns_by_name),
+	    cmocka_unit_test(test_malformed),	cmocka_unit_test(test_file_info),
+	    cmocka_unit_test(test_row_layout),	cmocka_unit_test(test_shipped_files),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

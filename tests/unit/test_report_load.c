@@ -171,6 +171,7 @@ static void insert_run(sqlite3 *db, const struct lb_layout *l, long id, const ch
 			 id, i, i == 0, times[i]);
 		exec(db, sql);
 	}
+	assert_int_equal(results_refresh_run_stats(db, id), 0); /* as the collector does */
 }
 
 static void test_real_schema(void **state)

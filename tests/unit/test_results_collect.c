@@ -20,6 +20,7 @@
 #include "common/embed.h"
 #include "results/collect.h"
 #include "results/db.h"
+#include "results/jobs.h"
 #include "tests/unit/sql_query.h"
 
 #define FIXDIR "tests/fixtures/runlogs"
@@ -340,50 +341,70 @@ static char *dump(sqlite3 *db)
 	return out;
 }
 
-/* The cached run_stats equal the reference view run_step_stats for every run. */
+/* The statistics computed from the step rows in SQL, independently of the collector's C
+ * (which the schema caches in run_stats): steady-state count, mean, median (window
+ * functions), sample std, phase means; peak memory and per-rank peaks over every step. */
+#define ORACLE                                                                                     \
+	"WITH w AS (SELECT run_id, time_s, ROW_NUMBER() OVER (PARTITION BY run_id ORDER BY "       \
+	"time_s) AS rn, COUNT(*) OVER (PARTITION BY run_id) AS cnt, AVG(time_s) OVER (PARTITION "  \
+	"BY run_id) AS mean FROM steps WHERE warmup = 0), o AS (SELECT run_id, COUNT(*) AS "       \
+	"n_steps, AVG(time_s) AS step_time_mean, AVG(CASE WHEN rn IN ((cnt + 1) / 2, (cnt + 2) / " \
+	"2) THEN time_s END) AS step_time_median, CASE WHEN COUNT(*) > 1 THEN sqrt(SUM((time_s - " \
+	"mean) * (time_s - mean)) / (COUNT(*) - 1)) END AS step_time_std FROM w GROUP BY "         \
+	"run_id), ph AS (SELECT run_id, AVG(forward_s) AS f, AVG(backward_s) AS b, "               \
+	"AVG(optimizer_s) AS op, AVG(comm_exposed_s) AS ce, AVG(bubble_s) AS bu FROM steps WHERE " \
+	"warmup = 0 GROUP BY run_id), rk AS (SELECT run_id, json_group_array(m) AS rpm FROM "      \
+	"(SELECT s.run_id, CAST(j.key AS INTEGER) AS k, MAX(j.value) AS m FROM steps s, "          \
+	"json_each(s.rank_peak_mem) j WHERE s.rank_peak_mem IS NOT NULL GROUP BY s.run_id, k "     \
+	"ORDER BY s.run_id, k) GROUP BY run_id) "
+
+static int differ(double a, double b)
+{
+	return fabs(a - b) > 1e-12 * (fabs(a) > 1 ? fabs(a) : 1);
+}
+
+/* The cached run_stats equal the independent computation for every run. */
 static void check_stats_cache(sqlite3 *db)
 {
-	assert_int_equal(q_int(db, "SELECT count(*) FROM run_step_stats s LEFT JOIN run_stats c "
-				   "USING (run_id) WHERE c.n_steps IS NOT s.n_steps OR "
-				   "abs(c.step_time_mean - s.step_time_mean) > 1e-12 OR "
-				   "abs(c.step_time_median - s.step_time_median) > 1e-12 OR "
-				   "ifnull(abs(c.step_time_std - s.step_time_std), 0) > 1e-12 OR "
-				   "(c.step_time_std IS NULL) <> (s.step_time_std IS NULL)"),
-			 0);
-	assert_int_equal(q_int(db, "SELECT count(*) FROM run_stats c WHERE c.n_steps IS NOT NULL "
-				   "AND c.run_id NOT IN (SELECT run_id FROM run_step_stats)"),
-			 0);
-	assert_int_equal(q_int(db,
-			       "SELECT count(*) FROM run_stats c WHERE c.peak_mem_bytes IS NOT "
-			       "(SELECT max(peak_mem_bytes) FROM steps WHERE run_id = c.run_id)"),
-			 0);
-	/* without the cache, run_summary computes the same numbers from the steps */
-	{
-		static const char q[] =
-		    "SELECT group_concat(run_id || ':' || ifnull(n_steps, '-') || ':' || "
-		    "ifnull(printf('%.12g', step_time_mean), '-') || ':' || "
-		    "ifnull(printf('%.12g', step_time_median), '-') || ':' || "
-		    "ifnull(printf('%.9g', step_time_std), '-') || ':' || "
-		    "ifnull(peak_mem_bytes, '-') || ':' || "
-		    "ifnull(printf('%.12g', forward_s), '-') || ':' || "
-		    "ifnull(printf('%.12g', backward_s), '-') || ':' || "
-		    "ifnull(printf('%.12g', optimizer_s), '-') || ':' || "
-		    "ifnull(printf('%.12g', comm_exposed_s), '-') || ':' || "
-		    "ifnull(printf('%.12g', bubble_s), '-') || ':' || "
-		    "ifnull(rank_peak_mem, '-'), ' ') FROM (SELECT * FROM run_summary ORDER BY "
-		    "run_id)";
-		char cached[4096];
-		assert_true(strlen(q_text(db, "%s", q)) < sizeof(cached) - 1);
-		snprintf(cached, sizeof(cached), "%s", q_text(db, "%s", q));
-		assert_int_equal(
-		    sqlite3_exec(db, "SAVEPOINT nocache; DELETE FROM run_stats;", NULL, NULL, NULL),
-		    SQLITE_OK);
-		assert_int_equal(q_int(db, "SELECT count(*) FROM run_stats"), 0);
-		assert_string_equal(q_text(db, "%s", q), cached);
-		assert_int_equal(
-		    sqlite3_exec(db, "ROLLBACK TO nocache; RELEASE nocache;", NULL, NULL, NULL),
-		    SQLITE_OK);
+	sqlite3_stmt *st = NULL;
+	int rows = 0;
+
+	assert_int_equal(
+	    sqlite3_prepare_v2(
+		db,
+		ORACLE "SELECT c.run_id, o.n_steps IS c.n_steps, o.step_time_mean, "
+		       "c.step_time_mean, o.step_time_median, c.step_time_median, "
+		       "ifnull(o.step_time_std, -1), ifnull(c.step_time_std, -1), "
+		       "ifnull(ph.f, -1), ifnull(c.forward_s, -1), ifnull(ph.b, -1), "
+		       "ifnull(c.backward_s, -1), ifnull(ph.op, -1), ifnull(c.optimizer_s, -1), "
+		       "ifnull(ph.ce, -1), ifnull(c.comm_exposed_s, -1), ifnull(ph.bu, -1), "
+		       "ifnull(c.bubble_s, -1), rk.rpm IS c.rank_peak_mem, "
+		       "c.peak_mem_bytes IS (SELECT max(peak_mem_bytes) FROM steps WHERE "
+		       "run_id = c.run_id) FROM run_stats c LEFT JOIN o USING (run_id) LEFT JOIN "
+		       "ph USING (run_id) LEFT JOIN rk USING (run_id)",
+		-1, &st, NULL),
+	    SQLITE_OK);
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		rows++;
+		if (!sqlite3_column_int(st, 1) || !sqlite3_column_int(st, 18) ||
+		    !sqlite3_column_int(st, 19))
+			fail_msg("run %d: n_steps, rank_peak_mem or peak differ",
+				 sqlite3_column_int(st, 0));
+		for (int k = 2; k < 18; k += 2)
+			if (sqlite3_column_type(st, k) != SQLITE_NULL &&
+			    differ(sqlite3_column_double(st, k), sqlite3_column_double(st, k + 1)))
+				fail_msg("run %d: column %d: %.17g, cached %.17g",
+					 sqlite3_column_int(st, 0), k, sqlite3_column_double(st, k),
+					 sqlite3_column_double(st, k + 1));
 	}
+	sqlite3_finalize(st);
+	/* every run with steps has its row, and run_summary shows it */
+	assert_int_equal(rows, q_int(db, "SELECT count(DISTINCT run_id) FROM steps"));
+	assert_int_equal(q_int(db,
+			       "SELECT count(*) FROM run_summary s JOIN run_stats c USING "
+			       "(run_id) WHERE s.n_steps IS NOT c.n_steps OR s.step_time_mean "
+			       "IS NOT c.step_time_mean OR s.rank_peak_mem IS NOT c.rank_peak_mem"),
+			 0);
 }
 
 static void test_idempotent_directory(void **state)
@@ -644,19 +665,11 @@ static void test_migrations(void **state)
 	assert_int_equal(results_schema_version(db), RESULTS_SCHEMA_VERSION);
 	results_close(db);
 
-	/* a version-1 database with a collected run gets run_stats filled by step 2 */
-	snprintf(path, sizeof(path), "%s/v1.db", e->dir);
-	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	/* a run and its steps written by hand, its statistics by results_refresh_run_stats */
+	snprintf(path, sizeof(path), "%s/hand.db", e->dir);
 	{
-		const char *schema = lb_embedded("results/schema.sql", NULL);
-		const char *step2 = strstr(schema, "\n-- migrate: 2");
-		char *v1 = strndup(schema, (size_t)(step2 - schema));
 		struct collect_stats cs;
-		assert_non_null(v1);
-		assert_int_equal(results_migrate(db, v1, err, sizeof(err)), 0);
-		free(v1);
-		assert_int_equal(results_schema_version(db), 1);
-		/* a version-1 collector's rows, written by hand: a run and its steps */
+		assert_int_equal(results_open(path, &db, err, sizeof(err)), 0);
 		assert_int_equal(
 		    sqlite3_exec(
 			db,
@@ -671,14 +684,12 @@ static void test_migrations(void **state)
 			"VALUES (1, 0, 1, 9.0, 5), (1, 1, 0, 2.0, 7), (1, 2, 0, 4.0, 6);",
 			NULL, NULL, NULL),
 		    SQLITE_OK);
-		sqlite3_close(db);
-		assert_int_equal(results_open(path, &db, err, sizeof(err)), 0);
-		assert_int_equal(results_schema_version(db), RESULTS_SCHEMA_VERSION);
+		assert_int_equal(results_refresh_run_stats(db, 1), 0);
 		assert_int_equal(q_int(db, "SELECT n_steps FROM run_summary"), 2);
 		close_to(q_dbl(db, "SELECT step_time_mean FROM run_summary"), 3.0, 1e-12);
 		close_to(q_dbl(db, "SELECT mfu FROM run_summary"), 1e12 / (3.0 * 100e12), 1e-15);
 		assert_int_equal(q_int(db, "SELECT peak_mem_bytes FROM run_summary"), 7);
-		/* and the migrated database takes new runs */
+		/* and the database takes collected runs beside it */
 		memset(&cs, 0, sizeof(cs));
 		cs.quiet = 1;
 		assert_int_equal(
@@ -688,7 +699,8 @@ static void test_migrations(void **state)
 		results_close(db);
 	}
 
-	/* step by step: a version-1 database gets only step 2 */
+	/* the migration machinery, on texts of the test's own: step by step, a version-1
+	 * database gets only step 2 */
 	snprintf(path, sizeof(path), "%s/steps.db", e->dir);
 	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
 	assert_int_equal(
@@ -789,7 +801,7 @@ static void test_phases(void **state)
 	    q_text(e->db, "SELECT rank_peak_mem FROM run_summary WHERE run_id = " R99), "[20,30]");
 	close_to(q_dbl(e->db, "SELECT step_time_mean FROM run_summary WHERE run_id = " R99), 3.0,
 		 1e-12);
-	/* results_refresh_run_stats gives the same row; the query-time fallback agrees */
+	/* results_refresh_run_stats gives the same row */
 	char before[1024];
 	snprintf(before, sizeof(before), "%s",
 		 q_text(e->db, "SELECT forward_s || backward_s || ifnull(optimizer_s, '-') || "
@@ -801,18 +813,10 @@ static void test_phases(void **state)
 			    before);
 	check_stats_cache(e->db);
 
-	/* a version-3 database with phases in its steps gets run_stats backfilled by step 4 */
-	snprintf(path, sizeof(path), "%s/v3.db", e->dir);
-	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	/* steps written by hand, with phases: results_refresh_run_stats fills run_stats */
+	snprintf(path, sizeof(path), "%s/hand.db", e->dir);
 	{
-		const char *schema = lb_embedded("results/schema.sql", NULL);
-		const char *step4 = strstr(schema, "\n-- migrate: 4");
-		assert_non_null(step4);
-		char *v3 = strndup(schema, (size_t)(step4 - schema));
-		assert_non_null(v3);
-		assert_int_equal(results_migrate(db, v3, err, sizeof(err)), 0);
-		free(v3);
-		assert_int_equal(results_schema_version(db), 3);
+		assert_int_equal(results_open(path, &db, err, sizeof(err)), 0);
 		assert_int_equal(
 		    sqlite3_exec(
 			db,
@@ -827,15 +831,14 @@ static void test_phases(void **state)
 			"forward_s, comm_exposed_s, bubble_s, rank_peak_mem) VALUES "
 			"(1, 0, 1, 9.0, 9, 7, 7, 7, '[9,1]'), (1, 1, 0, 2.0, 6, 1, 0.2, 0.4, "
 			"'[3,6]'), (1, 2, 0, 4.0, 5, 3, 0.4, 0.8, '[5,4]'),"
-			"(2, 0, 0, 1.0, NULL, NULL, NULL, NULL, NULL);"
-			"INSERT INTO run_stats (run_id, n_steps, step_time_mean, step_time_median, "
-			"step_time_std, peak_mem_bytes) VALUES (1, 2, 3.0, 3.0, sqrt(2), 9), "
-			"(2, 1, 1.0, 1.0, NULL, NULL);",
+			"(2, 0, 0, 1.0, NULL, NULL, NULL, NULL, NULL);",
 			NULL, NULL, NULL),
 		    SQLITE_OK);
-		sqlite3_close(db);
-		assert_int_equal(results_open(path, &db, err, sizeof(err)), 0);
-		assert_int_equal(results_schema_version(db), RESULTS_SCHEMA_VERSION);
+		assert_int_equal(q_int(db, "SELECT count(*) FROM run_stats"), 0);
+		assert_int_equal(results_refresh_run_stats(db, 1), 0);
+		assert_int_equal(results_refresh_run_stats(db, 2), 0);
+		assert_int_equal(q_int(db, "SELECT peak_mem_bytes FROM run_stats WHERE run_id = 1"),
+				 9);
 		close_to(q_dbl(db, "SELECT forward_s FROM run_stats WHERE run_id = 1"), 2.0, 1e-12);
 		close_to(q_dbl(db, "SELECT forward_s FROM run_summary WHERE run_id = 1"), 2.0,
 			 1e-12);
@@ -970,24 +973,19 @@ static void test_read_mode(void **state)
 	assert_int_equal(sqlite3_exec(db, "ATTACH ':memory:' AS m", NULL, NULL, NULL), SQLITE_AUTH);
 	results_close(db);
 
-	/* an older file is refused with the fix, and left at its version */
-	snprintf(path, sizeof(path), "%s/v3.db", e->dir);
+	/* an older file (version 0: an SQLite file no writer has migrated) is refused with
+	 * the fix, and left at its version */
+	snprintf(path, sizeof(path), "%s/v0.db", e->dir);
 	assert_int_equal(sqlite3_open(path, &w), SQLITE_OK);
-	{
-		const char *schema = lb_embedded("results/schema.sql", NULL);
-		const char *step4 = strstr(schema, "\n-- migrate: 4");
-		char *v3 = strndup(schema, (size_t)(step4 - schema));
-		assert_non_null(v3);
-		assert_int_equal(results_migrate(w, v3, err, sizeof(err)), 0);
-		free(v3);
-	}
+	assert_int_equal(sqlite3_exec(w, "CREATE TABLE other (x INTEGER)", NULL, NULL, NULL),
+			 SQLITE_OK);
 	sqlite3_close(w);
 	assert_int_equal(results_db_open(path, RESULTS_DB_READ, &db, err, sizeof(err)), -1);
 	assert_null(db);
-	assert_non_null(strstr(err, "schema version 3 is older than this layoutbench's"));
+	assert_non_null(strstr(err, "schema version 0 is older than this layoutbench's"));
 	assert_non_null(strstr(err, "run 'layoutbench collect' (or any writing command) once"));
 	assert_int_equal(sqlite3_open(path, &w), SQLITE_OK);
-	assert_int_equal(results_schema_version(w), 3);
+	assert_int_equal(results_schema_version(w), 0);
 	sqlite3_close(w);
 	assert_int_equal(results_db_open(path, RESULTS_DB_WRITE, &db, err, sizeof(err)), 0);
 	assert_int_equal(results_schema_version(db), RESULTS_SCHEMA_VERSION);

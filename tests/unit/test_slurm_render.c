@@ -322,6 +322,27 @@ static void test_cpus_per_task(void **state)
 	sweep_plan_free(&p);
 }
 
+/* cluster.peak_tflops reaches the trainer (--peak-tflops, on both of its lines: under
+ * srun and without Slurm); unset: nothing. */
+static void test_peak_override(void **state)
+{
+	struct sweep_plan p;
+	struct slurm_batch b;
+	char err[256];
+	(void)state;
+	make_plan(&p, 1, 1);
+	assert_int_equal(slurm_render_batch(&p, NULL, 0, &opts, &b, err, sizeof(err)), 0);
+	assert_null(strstr(b.arrays[0].script, "--peak-tflops"));
+	slurm_batch_free(&b);
+	p.cluster.peak_tflops = 383;
+	assert_int_equal(slurm_render_batch(&p, NULL, 0, &opts, &b, err, sizeof(err)), 0);
+	const char *first = strstr(b.arrays[0].script, " --peak-tflops 383 --run-dir");
+	assert_non_null(first);
+	assert_non_null(strstr(first + 1, " --peak-tflops 383 --run-dir"));
+	slurm_batch_free(&b);
+	sweep_plan_free(&p);
+}
+
 /* cluster.gpu_request: --gpus-per-node (default), --gres=gpu:N, --gres=gpu:TYPE:N; never
  * both; nothing for the CPU backend; an unsafe type refused. */
 static void test_gpu_request(void **state)
@@ -410,17 +431,12 @@ static void test_env_secrets(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_quote),
-	    cmocka_unit_test(test_safe),
-	    cmocka_unit_test(test_grouping),
-	    cmocka_unit_test(test_split_and_throttle),
-	    cmocka_unit_test(test_hostile),
-	    cmocka_unit_test(test_spec_nvls),
-	    cmocka_unit_test(test_classify),
-	    cmocka_unit_test(test_env_secrets),
-	    cmocka_unit_test(test_cpus_per_task),
-	    cmocka_unit_test(test_gpu_request),
-	    cmocka_unit_test(test_render_plan_logs),
+	    cmocka_unit_test(test_quote),	  cmocka_unit_test(test_safe),
+	    cmocka_unit_test(test_grouping),	  cmocka_unit_test(test_split_and_throttle),
+	    cmocka_unit_test(test_hostile),	  cmocka_unit_test(test_spec_nvls),
+	    cmocka_unit_test(test_classify),	  cmocka_unit_test(test_env_secrets),
+	    cmocka_unit_test(test_cpus_per_task), cmocka_unit_test(test_gpu_request),
+	    cmocka_unit_test(test_peak_override), cmocka_unit_test(test_render_plan_logs),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -190,6 +190,11 @@ static void test_cluster_errors(void **state)
 	    "cluster.env.A: expected a string, got 1");
 	bad("{" H ", \"cluster\": {\"setup\": \"module load x\"}}",
 	    "cluster.setup: expected a list");
+	bad("{" H ", \"cluster\": {\"peak_tflops\": 0}}",
+	    "cluster.peak_tflops: expected a positive number of TFLOP/s, got 0");
+	bad("{" H ", \"cluster\": {\"peak_tflops\": \"fast\"}}",
+	    "cluster.peak_tflops: expected a positive number of TFLOP/s");
+	good("{" H ", \"cluster\": {\"peak_tflops\": 383}}");
 	good("{" H ", \"cluster\": {\"time_limit\": \"90\"}}");
 	good("{" H ", \"cluster\": {\"time_limit\": \"12:00:00\"}}");
 	good("{" H ", \"cluster\": {\"time_limit\": \"2-00:00:00\"}}");

@@ -1,22 +1,15 @@
 /*
- * `layoutbench plan SPEC [--format table|csv|json] [--render DIR]`: expand a sweep spec
- * and print every layout with its status (ok, oom with the predicted need, invalid with
- * the reason), then a summary: counts and, when the spec guesses a step time, the
- * GPU-hours of the runnable layouts. --render hands the plan to the job-script renderer
- * (slurm/). A thin shell over sweep_plan_load(); the writers below are the only output.
+ * The plan's writers (sweeps/plan_print.h): a table, CSV or JSON of every layout with its
+ * status, and the summary. `layoutbench plan` (cli/plan.c) is their shell.
  */
+#include "sweeps/plan_print.h"
+
 #include <cjson/cJSON.h>
 #include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/commands.h"
 #include "common/layout.h"
-#include "slurm/render.h"
-#include "sweeps/sweep.h"
-
-enum plan_format { FMT_TABLE, FMT_CSV, FMT_JSON };
 
 #define NCOLS 17 /* id .. norm (14), label, mem_gib, status */
 
@@ -185,6 +178,18 @@ static double round2(double x)
 	return round(x * 100.0) / 100.0;
 }
 
+/* A number field of a JSON object, for tables of them. */
+struct field {
+	const char *key;
+	double value;
+};
+
+static void add_numbers(cJSON *o, const struct field *f, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		cJSON_AddNumberToObject(o, f[i].key, f[i].value);
+}
+
 static cJSON *entry_json(const struct plan_entry *e)
 {
 	const struct lb_layout *l = &e->layout;
@@ -203,19 +208,26 @@ static cJSON *entry_json(const struct plan_entry *e)
 		cJSON_AddNumberToObject(o, "mem_gib", round2(e->mem_gib));
 	cJSON_AddNumberToObject(o, "gpus", entry_gpus(e));
 	cJSON_AddNumberToObject(o, "accum", lb_layout_accum_steps(l));
+	const struct field shape[] = {{"seq_len", l->seq_len},
+				      {"global_batch", l->global_batch},
+				      {"micro_batch", l->micro_batch},
+				      {"tp", l->tp},
+				      {"pp", l->pp},
+				      {"dp", l->dp},
+				      {"gpus_per_node", l->gpus_per_node},
+				      {"nodes", l->nodes},
+				      {"sequence_parallel", l->sequence_parallel},
+				      {"zero_stage", l->zero_stage}};
+	const struct field run[] = {
+	    {"steps", l->steps}, {"warmup", l->warmup}, {"seed", (double)l->seed}};
+	const struct field dims[] = {{"layers", m->n_layers}, {"hidden", m->hidden},
+				     {"heads", m->n_heads},   {"kv_heads", m->n_kv_heads},
+				     {"ffn", m->ffn},	      {"vocab", m->vocab}};
+
 	lo = cJSON_AddObjectToObject(o, "layout");
 	if (lo) {
 		cJSON_AddStringToObject(lo, "model", m->name);
-		cJSON_AddNumberToObject(lo, "seq_len", l->seq_len);
-		cJSON_AddNumberToObject(lo, "global_batch", l->global_batch);
-		cJSON_AddNumberToObject(lo, "micro_batch", l->micro_batch);
-		cJSON_AddNumberToObject(lo, "tp", l->tp);
-		cJSON_AddNumberToObject(lo, "pp", l->pp);
-		cJSON_AddNumberToObject(lo, "dp", l->dp);
-		cJSON_AddNumberToObject(lo, "gpus_per_node", l->gpus_per_node);
-		cJSON_AddNumberToObject(lo, "nodes", l->nodes);
-		cJSON_AddNumberToObject(lo, "sequence_parallel", l->sequence_parallel);
-		cJSON_AddNumberToObject(lo, "zero_stage", l->zero_stage);
+		add_numbers(lo, shape, sizeof(shape) / sizeof(shape[0]));
 		cJSON_AddStringToObject(lo, "checkpointing", lb_ckpt_name(l->checkpointing));
 		cJSON_AddStringToObject(lo, "attention", lb_attn_name(l->attention));
 		cJSON_AddStringToObject(lo, "norm", lb_norm_name(l->norm));
@@ -225,19 +237,12 @@ static cJSON *entry_json(const struct plan_entry *e)
 			cJSON_AddItemToObject(
 			    lo, "stage_layers",
 			    cJSON_CreateIntArray(l->stage_layers, l->n_stage_layers));
-		cJSON_AddNumberToObject(lo, "steps", l->steps);
-		cJSON_AddNumberToObject(lo, "warmup", l->warmup);
-		cJSON_AddNumberToObject(lo, "seed", (double)l->seed);
+		add_numbers(lo, run, sizeof(run) / sizeof(run[0]));
 	}
 	mo = cJSON_AddObjectToObject(o, "model");
 	if (mo) {
 		cJSON_AddStringToObject(mo, "name", m->name);
-		cJSON_AddNumberToObject(mo, "layers", m->n_layers);
-		cJSON_AddNumberToObject(mo, "hidden", m->hidden);
-		cJSON_AddNumberToObject(mo, "heads", m->n_heads);
-		cJSON_AddNumberToObject(mo, "kv_heads", m->n_kv_heads);
-		cJSON_AddNumberToObject(mo, "ffn", m->ffn);
-		cJSON_AddNumberToObject(mo, "vocab", m->vocab);
+		add_numbers(mo, dims, sizeof(dims) / sizeof(dims[0]));
 		cJSON_AddBoolToObject(mo, "tied", m->tied);
 	}
 	return o;
@@ -256,9 +261,10 @@ static cJSON *string_array(char **s, int n)
 static int write_json(FILE *f, const struct sweep_plan *p)
 {
 	const struct sweep_cluster *cl = &p->cluster;
-	cJSON *root = cJSON_CreateObject(), *c, *s, *arr;
-	char *text;
+	cJSON *root = cJSON_CreateObject(), *c, *s;
+	char *text = NULL, *tail;
 	size_t i;
+	int rc = -1;
 
 	if (!root)
 		return -1;
@@ -277,6 +283,10 @@ static int write_json(FILE *f, const struct sweep_plan *p)
 		cJSON_AddNumberToObject(c, "gpus_per_node", cl->gpus_per_node);
 		cJSON_AddNumberToObject(c, "gpu_mem_gib", cl->gpu_mem_gib);
 		cJSON_AddStringToObject(c, "gpu", cl->gpu);
+		if (cl->peak_tflops > 0)
+			cJSON_AddNumberToObject(c, "peak_tflops", cl->peak_tflops);
+		else
+			cJSON_AddNullToObject(c, "peak_tflops");
 		cJSON_AddNumberToObject(c, "cpus_per_task", cl->cpus_per_task);
 		cJSON_AddBoolToObject(c, "exclusive", cl->exclusive);
 		cJSON_AddItemToObject(c, "sbatch_extra",
@@ -299,120 +309,83 @@ static int write_json(FILE *f, const struct sweep_plan *p)
 		else
 			cJSON_AddNullToObject(s, "gpu_hours");
 	}
-	arr = cJSON_AddArrayToObject(root, "entries");
-	for (i = 0; arr && i < p->n_entries; i++) {
-		cJSON *e = entry_json(&p->entries[i]);
-
-		if (!e) {
-			cJSON_Delete(root);
-			return -1;
-		}
-		cJSON_AddItemToArray(arr, e);
-	}
+	/* the entries stream one at a time into the place of an empty array, in the layout
+	 * cJSON_Print gives the whole (two tabs deeper): memory stays that of one entry */
+	if (!cJSON_AddArrayToObject(root, "entries"))
+		goto out_delete;
 	text = cJSON_Print(root);
 	cJSON_Delete(root);
-	if (!text)
-		return -1;
-	fprintf(f, "%s\n", text);
+	root = NULL;
+	tail = text ? strrchr(text, '[') : NULL;
+	if (!tail || strcmp(tail, "[]\n}"))
+		goto out_free;
+	fwrite(text, 1, (size_t)(tail - text) + 1, f);
+	for (i = 0; i < p->n_entries; i++) {
+		cJSON *e = entry_json(&p->entries[i]);
+		char *et = e ? cJSON_Print(e) : NULL;
+
+		cJSON_Delete(e);
+		if (!et)
+			goto out_free;
+		if (i)
+			fputs(", ", f);
+		for (const char *ln = et, *nl; *ln; ln = nl + 1) {
+			nl = strchr(ln, '\n');
+			if (!nl) {
+				fputs(ln, f);
+				break;
+			}
+			fwrite(ln, 1, (size_t)(nl - ln) + 1, f);
+			fputs("\t\t", f);
+		}
+		free(et);
+	}
+	fputs("]\n}\n", f);
+	rc = 0;
+out_free:
 	free(text);
-	return 0;
+out_delete:
+	cJSON_Delete(root);
+	return rc;
 }
 
-int cmd_plan(int argc, char **argv)
+int plan_format_parse(const char *s, enum plan_format *fmt)
 {
-	enum plan_format fmt = FMT_TABLE;
-	const char *spec = NULL, *render = NULL;
-	struct sweep_plan plan;
-	char err[1024];
-	int i, rc = 1;
+	static const char *const names[] = {"table", "csv", "json"};
 
-	for (i = 1; i < argc; i++) {
-		const char *a = argv[i], *val = NULL;
+	for (int i = 0; i < 3; i++)
+		if (s && !strcmp(s, names[i])) {
+			*fmt = (enum plan_format)i;
+			return 0;
+		}
+	return -1;
+}
 
-		if (!strcmp(a, "--format") || !strcmp(a, "--render")) {
-			if (i + 1 >= argc) {
-				fprintf(stderr, "error: '%s' needs a value\n", a);
-				lb_usage("plan");
-				return 2;
-			}
-			val = argv[++i];
-		} else if (!strncmp(a, "--format=", 9) || !strncmp(a, "--render=", 9)) {
-			val = a + 9;
-		}
-		if (val && !strncmp(a, "--format", 8)) {
-			if (!strcmp(val, "table"))
-				fmt = FMT_TABLE;
-			else if (!strcmp(val, "csv"))
-				fmt = FMT_CSV;
-			else if (!strcmp(val, "json"))
-				fmt = FMT_JSON;
-			else {
-				fprintf(stderr,
-					"error: unknown format '%s' (use table, csv or json)\n",
-					val);
-				return 2;
-			}
-		} else if (val) {
-			if (!*val) {
-				fprintf(stderr, "error: '--render' needs a directory\n");
-				return 2;
-			}
-			render = val;
-		} else if (a[0] == '-' && a[1]) {
-			fprintf(stderr, "error: unknown option '%s'\n", a);
-			lb_usage("plan");
-			return 2;
-		} else if (spec) {
-			fprintf(stderr, "error: more than one spec ('%s' and '%s')\n", spec, a);
-			lb_usage("plan");
-			return 2;
-		} else {
-			spec = a;
-		}
-	}
-	if (!spec) {
-		fprintf(stderr, "error: no spec given\n");
-		lb_usage("plan");
-		return 2;
-	}
-	if (sweep_plan_load(spec, &plan, err, sizeof(err))) {
-		fprintf(stderr, "error: %s\n", err);
-		return 1;
-	}
+int plan_print(FILE *out, FILE *diag, const struct sweep_plan *p, enum plan_format fmt, char *err,
+	       size_t errlen)
+{
 	switch (fmt) {
-	case FMT_TABLE:
-		write_table(stdout, &plan);
-		print_summary(stdout, &plan);
+	case PLAN_TABLE:
+		write_table(out, p);
+		print_summary(out, p);
 		break;
-	case FMT_CSV:
-		write_csv(stdout, &plan);
-		fflush(stdout); /* the summary after the rows when both go to one stream */
-		print_summary(stderr, &plan);
+	case PLAN_CSV:
+		write_csv(out, p);
+		fflush(out); /* the summary after the rows when both go to one stream */
+		print_summary(diag, p);
 		break;
-	case FMT_JSON:
-		if (write_json(stdout, &plan)) {
-			fprintf(stderr, "error: plan '%s': out of memory writing json\n",
-				plan.name);
-			goto out_free_plan;
+	case PLAN_JSON:
+		if (write_json(out, p)) {
+			snprintf(err, errlen, "plan '%s': out of memory writing json", p->name);
+			return -1;
 		}
-		fflush(stdout);
-		print_summary(stderr, &plan);
+		fflush(out);
+		print_summary(diag, p);
 		break;
 	}
-	if (fflush(stdout)) {
-		fprintf(stderr, "error: writing the plan failed\n");
-		goto out_free_plan;
+	if (fflush(out) || ferror(out)) {
+		snprintf(err, errlen, "writing the plan failed");
+		return -1;
 	}
-	if (render) {
-		if (slurm_render_plan(&plan, render, err, sizeof(err))) {
-			fprintf(stderr, "error: render '%s': %s\n", render, err);
-			goto out_free_plan;
-		}
-		fprintf(stderr, "rendered the job scripts of plan '%s' into '%s'\n", plan.name,
-			render);
-	}
-	rc = 0;
-out_free_plan:
-	sweep_plan_free(&plan);
-	return rc;
+	return 0;
 }

@@ -1,0 +1,77 @@
+/*
+ * `layoutbench status` (slurm/status.h).
+ */
+#include "slurm/status.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "slurm/track.h"
+
+static void print_status(const char *sweep, const struct results_job *jobs, size_t n)
+{
+	static const char *classes[] = {"oom",	     "timeout",	     "node_fail", "preempted",
+					"cancelled", "launch_error", "failed",	  "unknown"};
+	const char *states[32];
+	size_t scount[32], ns = 0, ccount[8] = {0};
+
+	for (size_t i = 0; i < n; i++) {
+		size_t k;
+		for (k = 0; k < ns; k++)
+			if (!strcmp(states[k], jobs[i].state))
+				break;
+		if (k == ns && ns < 32) {
+			states[ns] = jobs[i].state;
+			scount[ns++] = 0;
+		}
+		if (k < 32)
+			scount[k]++;
+		for (size_t c = 0; c < 8; c++)
+			if (!strcmp(jobs[i].failure_class, classes[c]))
+				ccount[c]++;
+	}
+	printf("sweep '%s': %zu layout(s)\n", sweep, n);
+	for (size_t k = 0; k < ns; k++)
+		printf("  state %-14s %zu\n", states[k], scount[k]);
+	for (size_t c = 0; c < 8; c++)
+		if (ccount[c])
+			printf("  class %-14s %zu\n", classes[c], ccount[c]);
+	for (size_t i = 0; i < n; i++)
+		if (*jobs[i].failure_class)
+			printf("  failed %s  job %s (%s)  %s  %s%s%s\n", jobs[i].layout_id,
+			       jobs[i].job_id, jobs[i].executor, jobs[i].state,
+			       jobs[i].failure_class, *jobs[i].reason ? ": " : "", jobs[i].reason);
+}
+
+int cmd_status(int argc, char **argv)
+{
+	struct track_cmd t;
+	char err[1024];
+	int rc;
+
+	if ((rc = track_cmd_open("status", argc, argv, &t)))
+		goto out_close;
+	if (t.n_names == 0)
+		printf("no jobs in '%s'\n", t.db_path);
+	for (size_t s = 0; s < t.n_names; s++) {
+		struct results_job *jobs = NULL;
+		size_t n = 0;
+		if (results_jobs_list(t.db, t.names[s], 1, &jobs, &n, err, sizeof(err))) {
+			fprintf(stderr, "error: %s\n", err);
+			rc = 1;
+			continue;
+		}
+		int r = track_refresh(t.db, &t.es, jobs, n, err, sizeof(err));
+		if (r) {
+			fprintf(stderr, "%s: sweep '%s': %s\n", r == -2 ? "error" : "warning",
+				t.names[s], err);
+			rc = 1;
+		}
+		print_status(t.names[s], jobs, n);
+		free(jobs);
+	}
+out_close:
+	track_cmd_close(&t);
+	return rc;
+}

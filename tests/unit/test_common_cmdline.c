@@ -1,0 +1,216 @@
+/*
+ * The option tables and their parser (common/cmdline.c): both spellings of a value,
+ * switches, numbers with ranges, choices, several values, required options, operands and
+ * "--", every usage error exiting 2; the usage text built from the table; and the
+ * tables' lists against the code that reads the values (figures, failure classes, sql
+ * formats, plan formats), so that a choice the table offers is one the command knows.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/cmdline.h"
+#include "report/report.h"
+#include "results/sql.h"
+#include "slurm/classify.h"
+#include "sweeps/plan_print.h"
+
+/* Parse a NULL-terminated word list as command cmd; stderr goes to /dev/null. */
+static int parse(struct lb_args *a, const char *cmd, ...)
+{
+	char *argv[32];
+	int argc = 0, rc;
+	va_list ap;
+
+	argv[argc++] = (char *)cmd;
+	va_start(ap, cmd);
+	for (char *w; (w = va_arg(ap, char *)) && argc < 31;)
+		argv[argc++] = w;
+	va_end(ap);
+	argv[argc] = NULL;
+	fflush(stderr);
+	FILE *saved = stderr;
+	stderr = fopen("/dev/null", "w");
+	rc = lb_args_parse(cmd, argc, argv, a);
+	fclose(stderr);
+	stderr = saved;
+	return rc;
+}
+
+static void test_values(void **state)
+{
+	struct lb_args a;
+
+	assert_int_equal(parse(&a, "submit", "s.json", "--db", "x.db", "--throttle=3", "--wait",
+			       "--executor=local", NULL),
+			 0);
+	assert_string_equal(a.operands[0], "s.json");
+	assert_int_equal(a.n_operands, 1);
+	assert_string_equal(a.str[LB_OPT_DB], "x.db");
+	assert_int_equal(a.num[LB_OPT_THROTTLE], 3);
+	assert_int_equal(a.given[LB_OPT_WAIT], 1);
+	assert_int_equal(a.given[LB_OPT_FORCE], 0);
+	assert_string_equal(a.str[LB_OPT_EXECUTOR], "local");
+	lb_args_release(&a);
+
+	/* defaults: the table's */
+	assert_int_equal(parse(&a, "submit", "s.json", NULL), 0);
+	assert_string_equal(a.str[LB_OPT_EXECUTOR], "slurm");
+	assert_null(a.str[LB_OPT_DB]);
+	assert_int_equal(a.num[LB_OPT_THROTTLE], 0);
+	lb_args_release(&a);
+	assert_int_equal(parse(&a, "quickstart", NULL), 0);
+	assert_int_equal(a.num[LB_OPT_JOBS], 1);
+	assert_string_equal(a.str[LB_OPT_OUT], "layoutbench-quickstart");
+	lb_args_release(&a);
+
+	/* "-" is an operand (stdin); "--" ends the options */
+	assert_int_equal(parse(&a, "plan", "-", NULL), 0);
+	assert_string_equal(a.operands[0], "-");
+	lb_args_release(&a);
+	assert_int_equal(parse(&a, "sql", "--db", "d", "--", "--write", NULL), 0);
+	assert_string_equal(a.operands[0], "--write");
+	assert_int_equal(a.given[LB_OPT_WRITE], 0);
+	lb_args_release(&a);
+}
+
+static void test_many(void **state)
+{
+	struct lb_args a;
+
+	assert_int_equal(
+	    parse(&a, "resubmit", "--class", "oom", "timeout", "--wait", "--class=failed", NULL),
+	    0);
+	assert_int_equal(a.n_many[LB_OPT_CLASS], 3);
+	assert_string_equal(a.many[LB_OPT_CLASS][0], "oom");
+	assert_string_equal(a.many[LB_OPT_CLASS][1], "timeout");
+	assert_string_equal(a.many[LB_OPT_CLASS][2], "failed");
+	assert_int_equal(a.given[LB_OPT_WAIT], 1);
+	lb_args_release(&a);
+}
+
+static void test_usage_errors(void **state)
+{
+	struct lb_args a;
+	static const char *const bad[][6] = {
+	    {"plan", NULL},				  /* no SPEC */
+	    {"plan", "a", "b", NULL},			  /* two */
+	    {"plan", "a", "--format", "xml", NULL},	  /* not a choice */
+	    {"plan", "a", "--format", NULL},		  /* no value */
+	    {"plan", "a", "--bogus", NULL},		  /* unknown */
+	    {"plan", "a", "-x", NULL},			  /* no short options */
+	    {"submit", "a", "--wait=1", NULL},		  /* a switch with a value */
+	    {"submit", "a", "--throttle", "-1", NULL},	  /* out of range */
+	    {"submit", "a", "--throttle", "2x", NULL},	  /* not whole */
+	    {"quickstart", "--jobs", "0", NULL},	  /* below the range */
+	    {"report", "--format", "md", NULL},		  /* --figure required */
+	    {"report", "--figure", "all", "extra", NULL}, /* no operands */
+	    {"resubmit", "--class", "nope", NULL},	  /* not a class */
+	    {"import", "a.csv", NULL},			  /* --format required */
+	    {"status", "--db=", NULL},			  /* an empty value */
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char *argv[8];
+		int argc = 0;
+		for (; bad[i][argc]; argc++)
+			argv[argc] = (char *)bad[i][argc];
+		argv[argc] = NULL;
+		FILE *saved = stderr;
+		stderr = fopen("/dev/null", "w");
+		int rc = lb_args_parse(bad[i][0], argc, argv, &a);
+		fclose(stderr);
+		stderr = saved;
+		if (rc != 2)
+			fail_msg("case %zu (%s %s): rc %d, want 2", i, bad[i][0],
+				 bad[i][1] ? bad[i][1] : "", rc);
+		lb_args_release(&a);
+	}
+}
+
+static void test_usage_text(void **state)
+{
+	char u[1024];
+
+	assert_string_equal(lb_usage_text(lb_command_find("plan"), u, sizeof(u)),
+			    "plan SPEC [--format table|csv|json] [--render DIR]");
+	assert_string_equal(lb_usage_text(lb_command_find("import"), u, sizeof(u)),
+			    "import --format paper [--db PATH] FILE.csv ...");
+	/* the local worker is internal: in no usage */
+	assert_null(strstr(lb_usage_text(lb_command_find("submit"), u, sizeof(u)), "worker"));
+	assert_non_null(strstr(lb_usage_text(lb_command_find("resubmit"), u, sizeof(u)),
+			       "[--class CLASS ...]"));
+}
+
+/* Each '|'-separated choice of an option of a command, to fn. */
+static void each_choice(const char *cmd, enum lb_opt id, void (*fn)(const char *))
+{
+	const struct lb_command *c = lb_command_find(cmd);
+	int found = 0;
+
+	assert_non_null(c);
+	for (const struct lb_option *o = c->options; o->name; o++) {
+		if (o->id != id)
+			continue;
+		found = 1;
+		char buf[512], *save = NULL;
+		snprintf(buf, sizeof(buf), "%s", o->choices);
+		for (char *t = strtok_r(buf, "|", &save); t; t = strtok_r(NULL, "|", &save))
+			fn(t);
+	}
+	assert_true(found);
+}
+
+static void figure_known(const char *s)
+{
+	enum report_kind k;
+	if (strcmp(s, "all"))
+		assert_int_equal(report_kind_parse(s, &k), 0);
+}
+
+static void class_known(const char *s)
+{
+	assert_true(slurm_class_valid(s));
+}
+
+static void sql_format_known(const char *s)
+{
+	enum sql_format f;
+	assert_int_equal(sql_format_parse(s, &f), 0);
+}
+
+static void plan_format_known(const char *s)
+{
+	enum plan_format f;
+	assert_int_equal(plan_format_parse(s, &f), 0);
+}
+
+static void test_choices_match_code(void **state)
+{
+	each_choice("report", LB_OPT_FIGURE, figure_known);
+	each_choice("resubmit", LB_OPT_CLASS, class_known);
+	each_choice("sql", LB_OPT_FORMAT, sql_format_known);
+	each_choice("plan", LB_OPT_FORMAT, plan_format_known);
+	/* and every figure the report builds is offered */
+	for (int k = 0; k < REPORT_KIND_COUNT; k++) {
+		char u[1024];
+		lb_usage_text(lb_command_find("report"), u, sizeof(u));
+		assert_non_null(strstr(u, report_kind_name((enum report_kind)k)));
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_values),
+	    cmocka_unit_test(test_many),
+	    cmocka_unit_test(test_usage_errors),
+	    cmocka_unit_test(test_usage_text),
+	    cmocka_unit_test(test_choices_match_code),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -6,10 +6,11 @@
  */
 // fuzz-sources: harness/train.c harness/train_args.c harness/train_step.c harness/model.c harness/ops_cpu.c harness/optim.c
 // fuzz-sources: harness/data.c harness/trainlog.c harness/schedule.c harness/comm_self.c
-// fuzz-sources: harness/comm_common.c harness/comm_shm.c harness/launch.c
+// fuzz-sources: harness/comm_common.c harness/comm_shm.c harness/launch.c harness/gradsync.c
+// fuzz-sources: harness/bootstrap.c
 // fuzz-sources: common/layout.c common/model.c common/util.c
 // fuzz-sources: common/version.c
-// fuzz-libs: -lm
+// fuzz-libs: -lm -ldl
 // fuzz-seeds: tests/fuzz/seeds/train_args/*
 #include <stddef.h>
 #include <stdint.h>

@@ -105,7 +105,7 @@ choose_openapi() {
 	fi
 	[ -n "$OPENAPI" ] && return 0
 	echo "error: slurm-local: slurmrestd lists no OpenAPI plugin for slurmctld:" \
-		"$(echo $list) (set LB_SLURM_OPENAPI)" >&2
+		"$(echo "$list" | tr '\n' ' ')(set LB_SLURM_OPENAPI)" >&2
 	return 1
 }
 
@@ -114,6 +114,7 @@ choose_openapi() {
 rest_ok() { # base curl-args...
 	base=$1
 	shift
+	# shellcheck disable=SC1003 # tr deletes backslashes
 	p=$(curl -sf "$@" "$base/openapi/v3" | tr -d '\\' | grep -o '"/slurm/v0\.0\.[0-9]*/ping/\{0,1\}"' |
 		tr -d '"' | sort -t. -k3,3n | tail -n 1)
 	[ -n "$p" ] && curl -sf "$@" "$base$p" >/dev/null

@@ -300,8 +300,20 @@ static const char *str_or_first(const cJSON *v)
 	return "";
 }
 
+/* A number in [lo, hi] (NaN and anything outside refused): 0 and *out, or -1. Numbers a
+ * server sends are checked before they become integers. */
+static int number_in(const cJSON *v, double lo, double hi, double *out)
+{
+	double d;
+	if (restjson_number(v, &d) || !(d >= lo && d <= hi))
+		return -1;
+	*out = d;
+	return 0;
+}
+
 void restjson_job_state(const cJSON *j, struct exec_state *s)
 {
+	const double max_time = 1e15; /* Unix seconds: far beyond any job */
 	double v;
 
 	memset(s, 0, sizeof(*s));
@@ -318,19 +330,19 @@ void restjson_job_state(const cJSON *j, struct exec_state *s)
 		if (cJSON_IsObject(ec)) { /* v0.0.39+: {status, return_code, signal} */
 			const cJSON *sig = cJSON_GetObjectItem(ec, "signal");
 			double sn = 0;
-			if (restjson_number(cJSON_GetObjectItem(sig, "id"), &sn) == 0 && sn > 0)
+			if (number_in(cJSON_GetObjectItem(sig, "id"), 1, 127, &sn) == 0)
 				s->exit_code = 128 + (int)sn;
-			else if (restjson_number(cJSON_GetObjectItem(ec, "return_code"), &v) == 0)
+			else if (number_in(cJSON_GetObjectItem(ec, "return_code"), 0, 255, &v) == 0)
 				s->exit_code = (int)v;
-		} else if (restjson_number(ec, &v) == 0) { /* v0.0.38: the raw wait status */
+		} else if (number_in(ec, 0, 65535, &v) == 0) { /* v0.0.38: the raw wait status */
 			int st = (int)v;
 			s->exit_code = (st & 0x7f) ? 128 + (st & 0x7f) : (st >> 8) & 0xff;
 		}
 	}
-	if (restjson_number(cJSON_GetObjectItem(j, "start_time"), &v) == 0 &&
+	if (number_in(cJSON_GetObjectItem(j, "start_time"), 0, max_time, &v) == 0 &&
 	    strcmp(s->state, "PENDING"))
 		s->start_time = (int64_t)v;
-	if (restjson_number(cJSON_GetObjectItem(j, "end_time"), &v) == 0 &&
+	if (number_in(cJSON_GetObjectItem(j, "end_time"), 0, max_time, &v) == 0 &&
 	    exec_state_final(s->state))
 		s->end_time = (int64_t)v;
 }

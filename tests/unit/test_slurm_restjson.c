@@ -182,6 +182,18 @@ static void test_state_v40(void **state)
 	restjson_job_state(j, &s);
 	assert_int_equal(s.exit_code, 127);
 	cJSON_Delete(j);
+	/* numbers out of range are not believed */
+	j = cJSON_Parse("{\"job_state\": [\"FAILED\"], \"exit_code\": {\"return_code\": 1e300,"
+			"\"signal\": {\"id\": 900}}, \"start_time\": -5, \"end_time\": 1e300}");
+	restjson_job_state(j, &s);
+	assert_int_equal(s.exit_code, -1);
+	assert_int_equal(s.start_time, 0);
+	assert_int_equal(s.end_time, 0);
+	cJSON_Delete(j);
+	j = cJSON_Parse("{\"job_state\": \"FAILED\", \"exit_code\": 1e12}");
+	restjson_job_state(j, &s);
+	assert_int_equal(s.exit_code, -1);
+	cJSON_Delete(j);
 	/* a plain job matches by id */
 	j = cJSON_Parse("{\"job_id\": 30, \"array_job_id\": 0, \"job_state\": \"RUNNING\"}");
 	results_job_init(&r);

@@ -130,7 +130,7 @@ check_safe() {
 }
 
 install_missing() {
-	pkgs="munge slurmctld slurmd slurm-client slurmrestd slurm-wlm-jwt-plugin libslurm-dev curl"
+	pkgs="munge slurmctld slurmd slurm-client slurmrestd slurm-wlm-jwt-plugin libslurm-dev libpmi2-0-dev curl"
 	missing=""
 	for p in $pkgs; do
 		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||

@@ -54,7 +54,8 @@ ALL_CFLAGS = -std=c11 $(WARN) $(CFLAGS)
 CLI_LIBS := -lcjson -lsqlite3 -lm -lpthread
 ifeq ($(WITH_SLURM),1)
 CPPFLAGS += -DLB_WITH_SLURM=1
-CLI_LIBS += -lslurm
+# -ldl: dlsym (slurm/exec_slurm.c), in libc itself only since glibc 2.34
+CLI_LIBS += -lslurm -ldl
 endif
 ifeq ($(WITH_CURL),1)
 CPPFLAGS += -DLB_WITH_CURL=1

@@ -668,6 +668,19 @@ static int enter(struct shm_comm *sc, const char *what, enum lb_dtype t)
 	return 0;
 }
 
+/* enter() for a reduction: also the type and operation it can reduce. */
+static int enter_reduce(struct shm_comm *sc, const char *what, enum lb_dtype t, enum lb_redop op)
+{
+	int rc = enter(sc, what, t);
+
+	if (rc == 0 && !reducible(t, op))
+		return seg_fail(sc->seg, LB_COMM_EFAIL, -1,
+				"%s: %s with op %d is not supported by the shm communicator (use "
+				"f32, bf16, f16 or i32 with sum, max or avg)",
+				what, lb_dtype_name(t), (int)op);
+	return rc;
+}
+
 static int shm_all_reduce(struct lb_comm *c, const void *in, void *out, size_t count,
 			  enum lb_dtype t, enum lb_redop op, void *stream)
 {
@@ -676,13 +689,8 @@ static int shm_all_reduce(struct lb_comm *c, const void *in, void *out, size_t c
 	unsigned char *src[MAXR];
 	int n = c->size, r = c->rank, rc, k;
 
-	if ((rc = enter(sc, "all_reduce", t)))
+	if ((rc = enter_reduce(sc, "all_reduce", t, op)))
 		return rc;
-	if (!reducible(t, op))
-		return seg_fail(sc->seg, LB_COMM_EFAIL, -1,
-				"all_reduce: %s with op %d is not supported by the shm "
-				"communicator (use f32, bf16, f16 or i32 with sum, max or avg)",
-				lb_dtype_name(t), (int)op);
 	if (count == 0)
 		return 0;
 	chunk = sc->seg->hdr->slot_bytes / 2 / esz;
@@ -721,13 +729,8 @@ static int shm_reduce_scatter(struct lb_comm *c, const void *in, void *out, size
 	unsigned char *src[MAXR];
 	int n = c->size, r = c->rank, rc, k;
 
-	if ((rc = enter(sc, "reduce_scatter", t)))
+	if ((rc = enter_reduce(sc, "reduce_scatter", t, op)))
 		return rc;
-	if (!reducible(t, op))
-		return seg_fail(sc->seg, LB_COMM_EFAIL, -1,
-				"reduce_scatter: %s with op %d is not supported by the shm "
-				"communicator (use f32, bf16, f16 or i32 with sum, max or avg)",
-				lb_dtype_name(t), (int)op);
 	if (count == 0)
 		return 0;
 	chunk = sc->seg->hdr->slot_bytes / 2 / esz / (size_t)n;

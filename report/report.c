@@ -514,8 +514,8 @@ static void build_rms(struct builder *b, const char *group, const struct report_
 	}
 }
 
-/* Group order: model, sequence length, GPU count, sweep; 0 when a and b share a group. */
-static int group_cmp(const struct report_run *a, const struct report_run *b)
+/* Model, sequence length, GPU count: the order of groups and of the best table. */
+static int shape_cmp(const struct report_run *a, const struct report_run *b)
 {
 	int c = a->model == b->model ? 0 : strcmp(a->model, b->model);
 
@@ -525,6 +525,16 @@ static int group_cmp(const struct report_run *a, const struct report_run *b)
 		return a->seq_len < b->seq_len ? -1 : 1;
 	if (a->gpus != b->gpus)
 		return a->gpus < b->gpus ? -1 : 1;
+	return 0;
+}
+
+/* Group order: model, sequence length, GPU count, sweep; 0 when a and b share a group. */
+static int group_cmp(const struct report_run *a, const struct report_run *b)
+{
+	int c = shape_cmp(a, b);
+
+	if (c)
+		return c;
 	return a->sweep == b->sweep ? 0 : strcmp(a->sweep, b->sweep);
 }
 
@@ -553,14 +563,10 @@ static int run_by_best_group(const void *pa, const void *pb)
 {
 	const struct report_run *a = *(const struct report_run *const *)pa;
 	const struct report_run *b = *(const struct report_run *const *)pb;
-	int c = strcmp(a->model, b->model);
+	int c = shape_cmp(a, b);
 
 	if (c)
 		return c;
-	if (a->seq_len != b->seq_len)
-		return a->seq_len < b->seq_len ? -1 : 1;
-	if (a->gpus != b->gpus)
-		return a->gpus < b->gpus ? -1 : 1;
 	if (a != b)
 		return report_run_better(a, b) ? -1 : 1;
 	return a->run_id < b->run_id ? -1 : a->run_id > b->run_id;

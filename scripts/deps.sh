@@ -1,11 +1,14 @@
 #!/bin/sh
-# Install the Debian 12 packages that layoutbench builds and tests with. Idempotent:
-# installs only what is missing. As non-root it prints the command to run instead.
+# Install the Debian packages that layoutbench builds and tests with (Debian 12 and 13: no
+# name below is tied to one release). Idempotent: installs only what is missing. As
+# non-root it prints the command to run instead.
 # --check: only report (exit 1 with the command to run) when something is missing.
-# Why each package is needed: README.md, "Dependencies".
+# Why each package is needed: README.md, "Dependencies". The fuzzing runtime (libFuzzer)
+# is libclang-rt-dev, the distribution's default for its default clang (clang 14's on
+# Debian 12, clang 19's on Debian 13), not a versioned libclang-rt-N-dev.
 set -eu
 PKGS="build-essential pkg-config libsqlite3-dev sqlite3 libcjson-dev libcurl4-openssl-dev
-libcmocka-dev gnuplot-nox libslurm-dev slurm-client clang libclang-rt-14-dev"
+libcmocka-dev gnuplot-nox libslurm-dev slurm-client clang libclang-rt-dev"
 missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||

@@ -1,24 +1,32 @@
 #!/bin/sh
 # A single-node Slurm on localhost for CI and for trying layoutbench without a cluster:
 # munged, slurmctld, slurmd and two slurmrestd (JWT over TCP, and local auth over a unix
-# socket), each a background process whose PID is recorded, stopped by that PID.
+# socket), each a background process whose PID is recorded, stopped by that PID. Works
+# with Debian 12's Slurm 22.05 and Debian 13's 24.11 alike: slurmrestd loads the OpenAPI
+# plugin it has (openapi/slurmctld from 23.11 on, serving every version it knows; else
+# the newest openapi/v0.0.N), and from 24.05 on cgroup.conf says CgroupPlugin=disabled
+# (this cluster tracks processes without cgroups, so it runs where no cgroup tree is
+# mounted, as in a container or a chroot).
 #
 #   sh scripts/slurm-local.sh start   # install what is missing (apt-get), configure, start,
 #                                     # wait until the node is idle and REST answers
 #   sh scripts/slurm-local.sh stop    # cancel every job, stop the daemons by PID
 #   sh scripts/slurm-local.sh status  # what runs
 #   sh scripts/slurm-local.sh check   # only the safety check below (exit 1: would refuse)
+#   sh scripts/slurm-local.sh install # only install what is missing (apt-get)
 #
 # It writes /etc/slurm/slurm.conf. To keep a real cluster node's configuration safe it
 # refuses unless CI=true, LB_SLURM_LOCAL_FORCE=1, /etc/slurm/slurm.conf is absent, or that
 # file was written by this script (its first line is the marker below).
 # After start, "$LB_SLURM_DIR/env" (default /run/layoutbench-slurm/env, mode 600) holds
 # SLURMRESTD_URL, SLURMRESTD_SOCKET, SLURMRESTD_USER and SLURMRESTD_TOKEN (never SLURM_JWT:
-# with SLURM_JWT set, srun fails); the end-to-end tests source it.
+# with SLURM_JWT set, srun fails) and SLURMRESTD_LOG (the TCP slurmrestd's log, where the
+# end-to-end test reads which OpenAPI version the client spoke); the tests source it.
 # Knobs: LB_SLURM_CPUS (8: declared, above the real cores, so an 8-rank job fits),
 # LB_SLURM_MEM_MB (8192), LB_SLURM_GPUS (2 fake GPUs), LB_SLURM_MIN_JOB_AGE (300 s),
 # LB_SLURM_REST_PORT (6820), LB_SLURM_DIR, LB_SLURM_INSTALL (1: apt-get what is missing),
-# LB_SLURM_CONF (/etc/slurm/slurm.conf: the file the safety check looks at and writes).
+# LB_SLURM_CONF (/etc/slurm/slurm.conf: the file the safety check looks at and writes),
+# LB_SLURM_OPENAPI (the slurmrestd -s plugins; default: chosen as above).
 set -eu
 
 MARKER="# written by layoutbench scripts/slurm-local.sh"
@@ -28,6 +36,7 @@ MEM=${LB_SLURM_MEM_MB:-8192}
 GPUS=${LB_SLURM_GPUS:-2}
 MIN_JOB_AGE=${LB_SLURM_MIN_JOB_AGE:-300}
 PORT=${LB_SLURM_REST_PORT:-6820}
+OPENAPI=${LB_SLURM_OPENAPI:-}
 INSTALL=${LB_SLURM_INSTALL:-1}
 CONF=${LB_SLURM_CONF:-/etc/slurm/slurm.conf}
 STATE=/var/lib/slurm/slurmctld
@@ -54,24 +63,61 @@ start_bg() { # name logfile cmd...
 }
 
 wait_for() { # name seconds logfile cmd...: poll cmd until it succeeds while name lives
-	name=$1 secs=$2 logf=$3
+	wname=$1 secs=$2 logf=$3
 	shift 3
-	pid=$(pid_of "$name")
+	wpid=$(pid_of "$wname")
 	n=0
 	while ! "$@" >/dev/null 2>&1; do
-		if ! alive "$pid"; then
+		msg=""
+		if ! alive "$wpid"; then
+			msg="$wname (pid $wpid) died while starting (log $logf)"
+		elif [ "$n" -ge $((secs * 5)) ]; then
+			msg="$wname did not become ready in $secs s (log $logf)"
+		fi
+		if [ -n "$msg" ]; then
+			# the message is made before stop_all, which reuses the shell's variables
 			tail -n 20 "$logf" >&2 2>/dev/null || true
-			stop_all
-			die "$name (pid $pid) died while starting (log $logf)"
+			stop_all || true
+			die "$msg"
 		fi
 		n=$((n + 1))
-		if [ "$n" -gt $((secs * 5)) ]; then
-			tail -n 20 "$logf" >&2 2>/dev/null || true
-			stop_all
-			die "$name did not become ready in $secs s (log $logf)"
-		fi
 		sleep 0.2
 	done
+}
+
+# The Slurm release as one number, 2411 for 24.11.5 (slurmd -V: "slurm-wlm 24.11.5").
+slurm_release() {
+	slurmd -V 2>/dev/null | sed -n 's/^[^0-9]*\([0-9][0-9]*\)\.\([0-9][0-9]*\).*/\1 \2/p' |
+		awk 'NR == 1 { printf "%d%02d\n", $1, $2 }'
+}
+
+# The OpenAPI plugin(s) for slurmrestd -s: what the installed slurmrestd lists. It needs
+# the configuration, and from 24.11 on a running munged. 22.05 lists on stderr with a
+# "slurmrestd: " prefix, 24.11 on stdout without.
+choose_openapi() {
+	[ -n "$OPENAPI" ] && return 0
+	list=$(SLURMRESTD_SECURITY=disable_user_check slurmrestd -s list 2>&1 |
+		sed -n 's|^\(slurmrestd: \)\{0,1\}\(openapi/[A-Za-z0-9._]*\)$|\2|p')
+	if echo "$list" | grep -qx 'openapi/slurmctld'; then
+		OPENAPI=openapi/slurmctld
+	else
+		OPENAPI=$(echo "$list" | grep -x 'openapi/v0\.0\.[0-9]*' | sort -t. -k3,3n | tail -n 1)
+	fi
+	[ -n "$OPENAPI" ] && return 0
+	echo "error: slurm-local: slurmrestd lists no OpenAPI plugin for slurmctld:" \
+		"$(echo "$list" | tr '\n' ' ')(set LB_SLURM_OPENAPI)" >&2
+	return 1
+}
+
+# 0 when slurmrestd at base answers the newest /slurm/v0.0.N/ping its OpenAPI document
+# lists (with escaped slashes, "\/slurm\/v0.0.38\/ping"; 24.11 ends it with a slash).
+rest_ok() { # base curl-args...
+	base=$1
+	shift
+	# shellcheck disable=SC1003 # tr deletes backslashes
+	p=$(curl -sf "$@" "$base/openapi/v3" | tr -d '\\' | grep -o '"/slurm/v0\.0\.[0-9]*/ping/\{0,1\}"' |
+		tr -d '"' | sort -t. -k3,3n | tail -n 1)
+	[ -n "$p" ] && curl -sf "$@" "$base$p" >/dev/null
 }
 
 check_safe() {
@@ -84,7 +130,7 @@ check_safe() {
 }
 
 install_missing() {
-	pkgs="munge slurmctld slurmd slurm-client slurmrestd slurm-wlm-jwt-plugin libslurm-dev curl"
+	pkgs="munge slurmctld slurmd slurm-client slurmrestd slurm-wlm-jwt-plugin libslurm-dev libpmi2-0-dev curl"
 	missing=""
 	for p in $pkgs; do
 		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
@@ -112,7 +158,8 @@ write_config() {
 	mkdir -p /etc/slurm "$STATE" "$SPOOL" "$LOGDIR" /run/munge /var/log/munge /var/lib/munge
 	# a fresh cluster every start: job ids from 1, no stale DRAIN/INVAL node state
 	rm -rf "${STATE:?}"/* "${SPOOL:?}"/*
-	rm -f "$LOGDIR"/slurmctld.log "$LOGDIR"/slurmd.log "$LOGDIR"/jobcomp.log "$LOGDIR"/*.out
+	rm -f "$LOGDIR"/slurmctld.log "$LOGDIR"/slurmd.log "$LOGDIR"/jobcomp.log "$LOGDIR"/*.out \
+		"$LOGDIR"/slurmrestd-*.log
 	chown "$SU:" "$STATE" "$LOGDIR"
 	chown munge:munge /run/munge /var/log/munge /var/lib/munge
 	chmod 755 /run/munge
@@ -186,6 +233,15 @@ NodeName=$NODE NodeAddr=127.0.0.1 CPUs=$CPUS RealMemory=$MEM $gres_node State=UN
 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP DefMemPerCPU=256
 EOF
 	chmod 644 "$CONF"
+	# No cgroups: processes are tracked by linuxproc and tasks are not confined. From
+	# 24.05 on slurmd still opens the cgroup plugin unless told not to, and fails where no
+	# cgroup tree is mounted; 22.05 to 23.11 do not know "disabled" and need no file.
+	rel=$(slurm_release)
+	if [ "${rel:-0}" -ge 2405 ]; then
+		printf '%s\nCgroupPlugin=disabled\n' "$MARKER" >/etc/slurm/cgroup.conf
+	elif [ "$(head -n 1 /etc/slurm/cgroup.conf 2>/dev/null)" = "$MARKER" ]; then
+		rm -f /etc/slurm/cgroup.conf
+	fi
 }
 
 stop_all() {
@@ -250,7 +306,7 @@ start() {
 	mkdir -p "$DIR"
 	chmod 755 "$DIR"
 	write_config
-	say "config written ($CONF: CPUs=$CPUS, ${MEM} MB, $GPUS fake GPUs)"
+	say "config written ($CONF: Slurm $(slurmd -V 2>/dev/null | sed 's/^[^0-9]*//'), CPUs=$CPUS, ${MEM} MB, $GPUS fake GPUs)"
 
 	start_bg munged /var/log/munge/munged.out \
 		setpriv --reuid=munge --regid=munge --init-groups /usr/sbin/munged -F
@@ -261,31 +317,36 @@ start() {
 	wait_for slurmd 30 "$LOGDIR/slurmd.log" \
 		sh -c "[ \"\$(sinfo -h -N -n $NODE -o %T)\" = idle ]"
 
+	if ! choose_openapi; then
+		stop_all || true
+		exit 1
+	fi
+	say "slurmrestd -s $OPENAPI"
 	# REST (a): JWT over TCP; slurmrestd refuses root, so it drops to nobody.
 	start_bg slurmrestd-jwt "$LOGDIR/slurmrestd-jwt.log" env SLURM_JWT=daemon \
-		/usr/sbin/slurmrestd -u nobody -g nogroup -a rest_auth/jwt -s openapi/v0.0.38 \
+		/usr/sbin/slurmrestd -u nobody -g nogroup -a rest_auth/jwt -s "$OPENAPI" \
 		"127.0.0.1:$PORT"
 	# REST (b): unix socket, local auth: the client uid must equal the server's (root).
 	rm -f "$DIR/slurmrestd.sock"
 	start_bg slurmrestd-unix "$LOGDIR/slurmrestd-unix.log" env \
 		SLURMRESTD_SECURITY=disable_user_check /usr/sbin/slurmrestd -a rest_auth/local \
-		-s openapi/v0.0.38 "unix:$DIR/slurmrestd.sock"
+		-s "$OPENAPI" "unix:$DIR/slurmrestd.sock"
 	token=$(scontrol token username=root lifespan=86400 | sed -n 's/^SLURM_JWT=//p')
 	[ -n "$token" ] || {
 		stop_all
 		die "'scontrol token' gave no token (is slurm-wlm-jwt-plugin installed?)"
 	}
-	wait_for slurmrestd-jwt 15 "$LOGDIR/slurmrestd-jwt.log" curl -sf \
-		-H "X-SLURM-USER-NAME: root" -H "X-SLURM-USER-TOKEN: $token" \
-		"http://127.0.0.1:$PORT/slurm/v0.0.38/ping"
-	wait_for slurmrestd-unix 15 "$LOGDIR/slurmrestd-unix.log" curl -sf \
-		--unix-socket "$DIR/slurmrestd.sock" http://localhost/slurm/v0.0.38/ping
+	wait_for slurmrestd-jwt 15 "$LOGDIR/slurmrestd-jwt.log" rest_ok "http://127.0.0.1:$PORT" \
+		-H "X-SLURM-USER-NAME: root" -H "X-SLURM-USER-TOKEN: $token"
+	wait_for slurmrestd-unix 15 "$LOGDIR/slurmrestd-unix.log" rest_ok http://localhost \
+		--unix-socket "$DIR/slurmrestd.sock"
 	umask 077
 	cat >"$DIR/env" <<EOF
 export SLURMRESTD_URL=http://127.0.0.1:$PORT
 export SLURMRESTD_SOCKET=$DIR/slurmrestd.sock
 export SLURMRESTD_USER=root
 export SLURMRESTD_TOKEN=$token
+export SLURMRESTD_LOG=$LOGDIR/slurmrestd-jwt.log
 EOF
 	say "ready: node $NODE idle ($CPUS CPUs), REST on 127.0.0.1:$PORT and unix:$DIR/slurmrestd.sock; env in $DIR/env"
 }
@@ -306,8 +367,12 @@ start) start ;;
 stop) stop_all ;;
 status) status ;;
 check) check_safe ;;
+install)
+	[ "$(id -u)" = 0 ] || die "must run as root (apt-get)"
+	install_missing
+	;;
 *)
-	echo "usage: sh scripts/slurm-local.sh start|stop|status|check" >&2
+	echo "usage: sh scripts/slurm-local.sh start|stop|status|check|install" >&2
 	exit 2
 	;;
 esac

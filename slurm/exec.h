@@ -17,7 +17,7 @@
 
 struct exec_opts {
 	const char *rest_url;	  /* "http://host:port" or "unix:/path"; NULL = $SLURMRESTD_URL */
-	const char *rest_version; /* "v0.0.38"; NULL = newest the server answers */
+	const char *rest_version; /* "v0.0.42"; NULL = negotiated (exec_rest.c) */
 	const char *db_path;	  /* the results database (the local executor's queue) */
 	int local_slots;	  /* local: ranks at once; 0 = 1 (one timed job at a time) */
 	int hold;		  /* submit held (priority 0); the submit benchmark uses it */

@@ -3,12 +3,13 @@
  * ("http://host:port", or "unix:/path" for a socket with local auth, where no token is
  * sent); user from $SLURMRESTD_USER or $USER; token from $SLURM_JWT, else
  * $SLURMRESTD_TOKEN. The token goes into the X-SLURM-USER-TOKEN header and nowhere else:
- * not into the job's environment, not into messages. The OpenAPI version is the newest
- * the server answers /slurm/vX/ping for (v0.0.40, v0.0.39, v0.0.38), or --rest-version.
- * Shapes that changed between versions (environment object vs "K=V" array, time limits
- * and exit codes as objects, job_state as an array) are handled in one place each.
- * MaxArraySize is not readable over REST: 1001 (Slurm's default) unless --max-array.
- * Built only with LB_WITH_CURL.
+ * not into the job's environment, not into messages. The OpenAPI version is
+ * --rest-version, else the newest we speak (restjson.h: v0.0.42 .. v0.0.38) of those the
+ * server's OpenAPI document (GET /openapi/v3) lists, else, where the server hides that
+ * document, the newest that answers /slurm/vX/ping; the chosen version's ping then checks
+ * the token. The JSON of each version is restjson.c's business. MaxArraySize is not
+ * readable over REST: 1001 (Slurm's default) unless --max-array. Built only with
+ * LB_WITH_CURL.
  */
 #include "slurm/exec.h"
 #include "slurm/restjson.h"
@@ -37,16 +38,14 @@ int exec_rest_open(const struct exec_opts *o, struct executor **out, char *err, 
 #include <cjson/cJSON.h>
 #include <curl/curl.h>
 
-static const char *const versions[] = {"v0.0.40", "v0.0.39", "v0.0.38", NULL};
-
 struct rest_priv {
 	struct exec_opts o;
 	char base[512];	  /* "http://host:port" or "http://localhost" for a socket */
 	char socket[512]; /* unix socket path; "" for TCP */
 	char user[128];
 	const char *token; /* from the environment; never copied elsewhere */
-	char version[16];  /* "v0.0.38" */
-	int minor;	   /* 38, 39, 40 */
+	char version[16];  /* "v0.0.42" */
+	int minor;	   /* 42 */
 	CURL *curl;
 };
 
@@ -69,7 +68,10 @@ static size_t on_data(char *d, size_t sz, size_t nm, void *ud)
 	return len;
 }
 
-/* GET (body NULL), POST (body) or DELETE (del); returns parsed JSON or NULL (err set). */
+static void rest_error(const cJSON *j, long code, const char *what, char *err, size_t errlen);
+
+/* GET (body NULL), POST (body) or DELETE (del); returns parsed JSON or NULL (err set).
+ * *code is the HTTP status, 0 when no answer came. */
 static cJSON *rest_call(struct rest_priv *pv, const char *path, const char *body, int del,
 			long *code, char *err, size_t errlen)
 {
@@ -109,13 +111,17 @@ static cJSON *rest_call(struct rest_priv *pv, const char *path, const char *body
 	if (rc != CURLE_OK)
 		snprintf(err, errlen, "slurmrestd at '%s': %s",
 			 pv->socket[0] ? pv->socket : pv->base, curl_easy_strerror(rc));
-	else if (!(json = cJSON_Parse(b.p ? b.p : "")))
-		snprintf(err, errlen, "slurmrestd %s: HTTP %ld, not JSON", path, *code);
+	else if (!(json = cJSON_Parse(b.p ? b.p : ""))) {
+		if (*code == 401) /* "Authentication failure", as text */
+			rest_error(NULL, *code, path, err, errlen);
+		else
+			snprintf(err, errlen, "slurmrestd %s: HTTP %ld, not JSON", path, *code);
+	}
 	free(b.p);
 	return json;
 }
 
-/* The first message of a response's errors[] (for err). */
+/* The first message of a response's errors[] (for err); j may be NULL. */
 static void rest_error(const cJSON *j, long code, const char *what, char *err, size_t errlen)
 {
 	const cJSON *e = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "errors"), 0);
@@ -243,10 +249,10 @@ static void rs_close(struct executor *x)
 	free(x);
 }
 
-static int ping(struct rest_priv *pv, const char *ver, long *code, char *err, size_t errlen)
+static int ping(struct rest_priv *pv, int minor, long *code, char *err, size_t errlen)
 {
 	char path[64];
-	snprintf(path, sizeof(path), "/slurm/%s/ping", ver);
+	snprintf(path, sizeof(path), "/slurm/v0.0.%d/ping", minor);
 	cJSON *r = rest_call(pv, path, NULL, 0, code, err, errlen);
 	if (!r)
 		return -1;
@@ -255,6 +261,50 @@ static int ping(struct rest_priv *pv, const char *ver, long *code, char *err, si
 		rest_error(r, *code, "ping", err, errlen);
 	cJSON_Delete(r);
 	return ok ? 0 : -1;
+}
+
+static const char *where(const struct rest_priv *pv)
+{
+	return pv->socket[0] ? pv->socket : pv->base;
+}
+
+/* The version to speak: the newest we know of those the server's OpenAPI document lists;
+ * without the document, the newest that answers a ping. 0, or -1 with err set. */
+static int negotiate(struct rest_priv *pv, char *err, size_t errlen)
+{
+	int served[32];
+	size_t n = 0;
+	long code = 0;
+	int m = -1;
+
+	cJSON *doc = rest_call(pv, "/openapi/v3", NULL, 0, &code, err, errlen);
+	if (!doc && (code == 0 || code == 401))
+		return -1; /* cannot connect, or no valid credentials: err says which */
+	if (doc && code == 200)
+		n = restjson_served(doc, served, sizeof(served) / sizeof(served[0]));
+	cJSON_Delete(doc);
+	if (n) {
+		m = restjson_pick(served, n);
+		if (m < 0) {
+			restjson_none_message(where(pv), served, n, err, errlen);
+			return -1;
+		}
+	} else {
+		for (int v = RESTJSON_NEWEST; v >= RESTJSON_OLDEST && m < 0; v--) {
+			err[0] = '\0';
+			if (ping(pv, v, &code, err, errlen) == 0)
+				m = v;
+			else if (code != 404)
+				return -1; /* cannot connect, auth or server error: err says so */
+		}
+		if (m < 0) {
+			restjson_none_message(where(pv), NULL, 0, err, errlen);
+			return -1;
+		}
+	}
+	pv->minor = m;
+	snprintf(pv->version, sizeof(pv->version), "v0.0.%d", m);
+	return 0;
 }
 
 int exec_rest_open(const struct exec_opts *o, struct executor **out, char *err, size_t errlen)
@@ -320,35 +370,31 @@ int exec_rest_open(const struct exec_opts *o, struct executor **out, char *err, 
 		goto out_free;
 	}
 	if (o->rest_version && *o->rest_version) {
+		char ours[128];
+		restjson_spoken(ours, sizeof(ours));
 		if (strncmp(o->rest_version, "v0.0.", 5) ||
-		    lb_parse_int(o->rest_version + 5, 36, 99, &pv->minor)) {
-			snprintf(err, errlen, "--rest-version '%s' is not like v0.0.38",
-				 o->rest_version);
+		    lb_parse_int(o->rest_version + 5, 0, 999, &pv->minor)) {
+			snprintf(err, errlen, "--rest-version '%s' is not like v0.0.%d",
+				 o->rest_version, RESTJSON_NEWEST);
 			goto out_free;
 		}
-		snprintf(pv->version, sizeof(pv->version), "%s", o->rest_version);
-		if (ping(pv, pv->version, &code, err, errlen))
-			goto out_free;
-	} else {
-		for (int i = 0; versions[i]; i++) {
-			err[0] = '\0';
-			if (ping(pv, versions[i], &code, err, errlen) == 0) {
-				snprintf(pv->version, sizeof(pv->version), "%s", versions[i]);
-				lb_parse_int(versions[i] + 5, 36, 99, &pv->minor);
-				break;
-			}
-			if (err[0] && code != 404 && code != 0)
-				goto out_free; /* auth or server error: say that */
-			if (code == 0)
-				goto out_free; /* cannot connect */
-		}
-		if (!pv->version[0]) {
+		if (!restjson_shape(pv->minor)) {
 			snprintf(err, errlen,
-				 "slurmrestd at '%s' offers none of v0.0.40, v0.0.39, v0.0.38 "
-				 "(give --rest-version)",
-				 pv->socket[0] ? pv->socket : pv->base);
+				 "--rest-version '%s' is older than any layoutbench speaks (%s)",
+				 o->rest_version, ours);
 			goto out_free;
 		}
+		snprintf(pv->version, sizeof(pv->version), "v0.0.%d", pv->minor);
+	} else if (negotiate(pv, err, errlen)) {
+		goto out_free;
+	}
+	/* the chosen version answers, and takes the token */
+	err[0] = '\0';
+	if (ping(pv, pv->minor, &code, err, errlen)) {
+		if (!err[0] || code == 404)
+			snprintf(err, errlen, "slurmrestd at '%s' does not serve %s (HTTP %ld)",
+				 where(pv), pv->version, code);
+		goto out_free;
 	}
 	x->name = "rest";
 	x->max_array = SLURM_DEFAULT_MAX_ARRAY;

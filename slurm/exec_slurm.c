@@ -3,7 +3,16 @@
  * (/etc/slurm/slurm.conf or $SLURM_CONF); arrays go through slurm_submit_batch_job with
  * the job description filled from the rendered array (the script's #SBATCH lines are for
  * humans and plain sbatch: libslurm does not read them); polls are one slurm_load_jobs;
- * cancels are one slurm_kill_job per whole array. Built only with LB_WITH_SLURM.
+ * cancels are one slurm_kill_job2 per whole array. Built only with LB_WITH_SLURM.
+ *
+ * It builds against the libslurm of Slurm 22.05 through 25.11 alike, from the public
+ * headers only, the differences chosen at compile time from SLURM_VERSION_NUMBER: a
+ * failed call's error is errno (slurm_get_errno, which only returned errno, is gone since
+ * 24.11); the submitted job's id moved into a step id in 25.11; and the one library
+ * function no header declares, the text of a job's state reason, is looked up by the
+ * name the release exports rather than declared here, so a library without it still
+ * loads. A binary is tied to the libslurm it was built against (libslurm.so.38 for
+ * 22.05, .so.42 for 24.11): build the CLI where it runs.
  */
 #include "slurm/exec.h"
 
@@ -23,6 +32,8 @@ int exec_slurm_open(const struct exec_opts *o, struct executor **out, char *err,
 
 #else
 
+#include <dlfcn.h>
+#include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -31,10 +42,42 @@ int exec_slurm_open(const struct exec_opts *o, struct executor **out, char *err,
 #include <slurm/slurm.h>
 #include <slurm/slurm_errno.h>
 
-/* Exported by libslurm but not declared in the 22.05 headers. */
-extern const char *slurm_job_reason_string(enum job_state_reason inx);
+/* The exported name of Slurm's job-state-reason text (scontrol's "Reason="): renamed in
+ * 24.05, declared by no release's headers. */
+#if SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(24, 5, 0)
+#define REASON_FN "slurm_job_state_reason_string"
+#else
+#define REASON_FN "slurm_job_reason_string"
+#endif
+
+/* The submitted job's id: inside a step id since 25.11. */
+#if SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(25, 11, 0)
+#define RESP_JOB_ID(r) ((r)->step_id.job_id)
+#else
+#define RESP_JOB_ID(r) ((r)->job_id)
+#endif
 
 static int g_inited;
+
+/* A job's state reason as Slurm prints it ("Priority", "NonZeroExitCode"), or
+ * "reason N" where this libslurm does not export the function. */
+static void reason_text(uint32_t reason, char *out, size_t len)
+{
+	typedef const char *(*reason_fn)(uint32_t);
+	static reason_fn fn;
+	static int looked;
+
+	if (!looked) {
+		void *sym = dlsym(RTLD_DEFAULT, REASON_FN);
+		memcpy(&fn, &sym, sizeof(fn)); /* object to function pointer, as POSIX allows */
+		looked = 1;
+	}
+	const char *s = fn ? fn(reason) : NULL;
+	if (s)
+		snprintf(out, len, "%s", s);
+	else
+		snprintf(out, len, "reason %u", (unsigned)reason);
+}
 
 static const char *state_name(uint32_t st)
 {
@@ -137,11 +180,11 @@ static int ss_submit(struct executor *x, const struct slurm_array *a, const char
 		}
 	if (slurm_submit_batch_job(&d, &resp) != SLURM_SUCCESS) {
 		snprintf(err, errlen, "slurm: submitting array '%s' failed: %s", a->job_name,
-			 slurm_strerror(slurm_get_errno()));
+			 slurm_strerror(errno));
 		free(env);
 		return -1;
 	}
-	snprintf(array_job_id, idlen, "%u", resp->job_id);
+	snprintf(array_job_id, idlen, "%u", RESP_JOB_ID(resp));
 	slurm_free_submit_response_response_msg(resp);
 	free(env);
 	return 0;
@@ -152,8 +195,9 @@ static void fill(struct exec_state *s, const slurm_job_info_t *j)
 	int ec = (int)j->exit_code;
 	s->known = 1;
 	snprintf(s->state, sizeof(s->state), "%s", state_name(j->job_state));
-	snprintf(s->reason, sizeof(s->reason), "%s",
-		 j->state_reason ? slurm_job_reason_string(j->state_reason) : "");
+	s->reason[0] = '\0';
+	if (j->state_reason)
+		reason_text(j->state_reason, s->reason, sizeof(s->reason));
 	if (!strcmp(s->reason, "None"))
 		s->reason[0] = '\0';
 	if (exec_state_final(s->state))
@@ -172,8 +216,7 @@ static int ss_poll(struct executor *x, const struct results_job *jobs, size_t n,
 	job_info_msg_t *msg = NULL;
 	(void)x;
 	if (slurm_load_jobs((time_t)0, &msg, SHOW_ALL) != SLURM_SUCCESS) {
-		snprintf(err, errlen, "slurm: loading jobs failed: %s",
-			 slurm_strerror(slurm_get_errno()));
+		snprintf(err, errlen, "slurm: loading jobs failed: %s", slurm_strerror(errno));
 		return -1;
 	}
 	for (size_t i = 0; i < n; i++) {
@@ -217,7 +260,7 @@ static int ss_cancel(struct executor *x, const struct results_job *jobs, size_t 
 		if (exec_array_seen(jobs, i))
 			continue;
 		if (slurm_kill_job2(id, SIGKILL, 0, NULL) != SLURM_SUCCESS) {
-			int e = slurm_get_errno();
+			int e = errno;
 			if (e == ESLURM_ALREADY_DONE || e == ESLURM_INVALID_JOB_ID)
 				continue;
 			snprintf(err, errlen, "slurm: cancelling job %s failed: %s", id,
@@ -248,7 +291,7 @@ int exec_slurm_open(const struct exec_opts *o, struct executor **out, char *err,
 		snprintf(err, errlen,
 			 "slurm: cannot reach slurmctld: %s (is Slurm running? for a local test "
 			 "cluster: sh scripts/slurm-local.sh start)",
-			 slurm_strerror(slurm_get_errno()));
+			 slurm_strerror(errno));
 		return -1;
 	}
 	x = calloc(1, sizeof(*x));

@@ -1,7 +1,8 @@
 /*
  * slurmrestd's JSON by OpenAPI version (restjson.h). The fields chosen for each version
- * follow the published OpenAPI specs of Slurm 22.05 (v0.0.38), 23.02 (v0.0.39) and 23.11
- * (v0.0.40); v0.0.38 is also tested against a live slurmrestd by tests/sh/e2e_rest.sh.
+ * follow the OpenAPI documents of Slurm 22.05 (v0.0.38), 23.02 (v0.0.39), 23.11 (v0.0.40),
+ * 24.05 (v0.0.41) and 24.11 (v0.0.42); CI runs tests/sh/e2e_rest.sh against Slurm 22.05's
+ * slurmrestd (v0.0.38) and Slurm 24.11's (v0.0.42, the newest it serves).
  */
 #include "slurm/restjson.h"
 
@@ -10,6 +11,130 @@
 #include <string.h>
 
 #include "common/util.h"
+
+/* One row per version we speak, oldest first (restjson.h says what each column means).
+ * v0.0.40, v0.0.41 and v0.0.42 differ in nothing we send or read: v0.0.41 deprecated the
+ * request's own "script" and v0.0.42 dropped "exclusive", neither of which they use. */
+static const struct restjson_shape shapes[] = {
+    /* minor, served by Slurm, env_list, num_objects, node_range, tres_gpus, shared_none,
+       script_in_job */
+    {38, "22.05, 23.02, 23.11", 0, 0, 0, 0, 0, 0},
+    {39, "23.02, 23.11, 24.05", 1, 1, 1, 1, 1, 0},
+    {40, "23.11, 24.05, 24.11, 25.05", 1, 1, 1, 1, 1, 1},
+    {41, "24.05, 24.11, 25.05, 25.11", 1, 1, 1, 1, 1, 1},
+    {42, "24.11, 25.05, 25.11", 1, 1, 1, 1, 1, 1},
+};
+_Static_assert(sizeof(shapes) / sizeof(shapes[0]) == RESTJSON_NEWEST - RESTJSON_OLDEST + 1,
+	       "one row per version we speak");
+
+const struct restjson_shape *restjson_shape(int minor)
+{
+	if (minor < RESTJSON_OLDEST)
+		return NULL;
+	if (minor > RESTJSON_NEWEST)
+		minor = RESTJSON_NEWEST;
+	return &shapes[minor - RESTJSON_OLDEST];
+}
+
+void restjson_spoken(char *buf, size_t len)
+{
+	size_t o = 0;
+	buf[0] = '\0';
+	for (int m = RESTJSON_NEWEST; m >= RESTJSON_OLDEST && o < len; m--) {
+		int w =
+		    snprintf(buf + o, len - o, "%sv0.0.%d", m == RESTJSON_NEWEST ? "" : ", ", m);
+		if (w < 0)
+			break;
+		o += (size_t)w;
+	}
+}
+
+/* The N of a path "/slurm/v0.0.N/<rest>" or "/slurm/v0.0.N/<rest>/" (24.11 lists most
+ * paths with the slash), or -1. */
+static int path_minor(const char *path, const char *rest)
+{
+	const char *p = path;
+	size_t rl = strlen(rest);
+	int n = 0, digits = 0;
+	if (strncmp(p, "/slurm/v0.0.", 12))
+		return -1;
+	for (p += 12; *p >= '0' && *p <= '9' && digits < 4; p++, digits++)
+		n = n * 10 + (*p - '0');
+	if (!digits || *p != '/' || strncmp(p + 1, rest, rl))
+		return -1;
+	p += 1 + rl;
+	return !*p || !strcmp(p, "/") ? n : -1;
+}
+
+/* 1 if the OpenAPI paths object has "/slurm/v0.0.<minor>/<rest>". */
+static int has_path(const cJSON *paths, int minor, const char *rest)
+{
+	const cJSON *p;
+	cJSON_ArrayForEach(p, paths)
+	{
+		if (p->string && path_minor(p->string, rest) == minor)
+			return 1;
+	}
+	return 0;
+}
+
+size_t restjson_served(const cJSON *openapi, int *minors, size_t max)
+{
+	const cJSON *paths = cJSON_GetObjectItem(openapi, "paths");
+	const cJSON *p;
+	size_t n = 0;
+
+	if (!cJSON_IsObject(paths))
+		return 0;
+	cJSON_ArrayForEach(p, paths)
+	{
+		int m = p->string ? path_minor(p->string, "job/submit") : -1;
+		int seen = 0;
+		if (m < 0 || !has_path(paths, m, "jobs"))
+			continue;
+		for (size_t i = 0; i < n; i++)
+			seen |= minors[i] == m;
+		if (seen || n == max)
+			continue;
+		/* insert, newest first */
+		size_t i = n++;
+		while (i > 0 && minors[i - 1] < m) {
+			minors[i] = minors[i - 1];
+			i--;
+		}
+		minors[i] = m;
+	}
+	return n;
+}
+
+int restjson_pick(const int *served, size_t n)
+{
+	int best = -1;
+	for (size_t i = 0; i < n; i++)
+		if (served[i] >= RESTJSON_OLDEST && served[i] <= RESTJSON_NEWEST &&
+		    served[i] > best)
+			best = served[i];
+	return best;
+}
+
+void restjson_none_message(const char *where, const int *served, size_t n, char *err, size_t errlen)
+{
+	char offers[256] = "", ours[128];
+	size_t o = 0;
+
+	for (size_t i = 0; i < n && o < sizeof(offers); i++) {
+		int w =
+		    snprintf(offers + o, sizeof(offers) - o, "%sv0.0.%d", i ? ", " : "", served[i]);
+		if (w < 0)
+			break;
+		o += (size_t)w;
+	}
+	restjson_spoken(ours, sizeof(ours));
+	snprintf(err, errlen,
+		 "slurmrestd at '%s' offers %s; layoutbench speaks %s (give --rest-version "
+		 "to try one it offers, or use --executor slurm)",
+		 where, n ? offers : "no /slurm/v0.0.N/job/submit", ours);
+}
 
 int restjson_number(const cJSON *v, double *out)
 {
@@ -28,9 +153,9 @@ int restjson_number(const cJSON *v, double *out)
 	return -1;
 }
 
-static void add_num(int minor, cJSON *o, const char *k, double v)
+static void add_num(const struct restjson_shape *sh, cJSON *o, const char *k, double v)
 {
-	if (minor >= 39) {
+	if (sh->num_objects) {
 		cJSON *n = cJSON_AddObjectToObject(o, k);
 		cJSON_AddBoolToObject(n, "set", 1);
 		cJSON_AddBoolToObject(n, "infinite", 0);
@@ -40,7 +165,8 @@ static void add_num(int minor, cJSON *o, const char *k, double v)
 	}
 }
 
-static int add_extra(int minor, cJSON *job, const char *opt, char *err, size_t errlen)
+static int add_extra(const struct restjson_shape *sh, cJSON *job, const char *opt, char *err,
+		     size_t errlen)
 {
 	const char *eq = strchr(opt, '=');
 	const char *v = eq ? eq + 1 : "";
@@ -48,7 +174,7 @@ static int add_extra(int minor, cJSON *job, const char *opt, char *err, size_t e
 	long mb;
 
 	if (n == 5 && !strncmp(opt, "--mem", 5) && lb_parse_long(v, 0, 1L << 40, &mb) == 0)
-		add_num(minor, job, "memory_per_node", (double)mb);
+		add_num(sh, job, "memory_per_node", (double)mb);
 	else if (n == 12 && !strncmp(opt, "--constraint", 12))
 		cJSON_AddStringToObject(job, "constraints", v);
 	else if (n == 13 && !strncmp(opt, "--reservation", 13))
@@ -69,16 +195,26 @@ static int add_extra(int minor, cJSON *job, const char *opt, char *err, size_t e
 char *restjson_submit_body(int minor, const struct slurm_array *a, char *const *env, size_t nenv,
 			   const char *work_dir, int hold, char *err, size_t errlen)
 {
-	cJSON *req = cJSON_CreateObject();
-	cJSON *job = req ? cJSON_AddObjectToObject(req, "job") : NULL;
+	const struct restjson_shape *sh = restjson_shape(minor);
+	cJSON *req = NULL, *job = NULL;
 	char gres[64];
 	char *body = NULL;
 
+	if (!sh) {
+		char ours[128];
+		restjson_spoken(ours, sizeof(ours));
+		snprintf(err, errlen,
+			 "slurmrestd v0.0.%d is older than any layoutbench speaks (%s)", minor,
+			 ours);
+		return NULL;
+	}
+	req = cJSON_CreateObject();
+	job = req ? cJSON_AddObjectToObject(req, "job") : NULL;
 	if (!job) {
 		snprintf(err, errlen, "out of memory");
 		goto out_free;
 	}
-	if (minor >= 39) {
+	if (sh->env_list) {
 		cJSON *ea = cJSON_AddArrayToObject(job, "environment");
 		for (size_t i = 0; i < nenv; i++)
 			cJSON_AddItemToArray(ea, cJSON_CreateString(env[i]));
@@ -98,7 +234,7 @@ char *restjson_submit_body(int minor, const struct slurm_array *a, char *const *
 	cJSON_AddStringToObject(job, "standard_output", a->out_path);
 	cJSON_AddStringToObject(job, "standard_error", a->err_path);
 	cJSON_AddStringToObject(job, "array", a->array_spec);
-	if (minor >= 39) {
+	if (sh->node_range) {
 		cJSON_AddNumberToObject(job, "minimum_nodes", a->nodes);
 		cJSON_AddNumberToObject(job, "maximum_nodes", a->nodes);
 	} else {
@@ -111,9 +247,9 @@ char *restjson_submit_body(int minor, const struct slurm_array *a, char *const *
 	if (a->cpus_per_task > 0)
 		cJSON_AddNumberToObject(job, "cpus_per_task", a->cpus_per_task);
 	if (a->time_limit_min > 0)
-		add_num(minor, job, "time_limit", a->time_limit_min);
+		add_num(sh, job, "time_limit", a->time_limit_min);
 	if (a->gpus_per_node > 0) {
-		if (minor >= 39) {
+		if (sh->tres_gpus) {
 			snprintf(gres, sizeof(gres), "gres/gpu:%d", a->gpus_per_node);
 			cJSON_AddStringToObject(job, "tres_per_node", gres);
 		} else {
@@ -128,9 +264,9 @@ char *restjson_submit_body(int minor, const struct slurm_array *a, char *const *
 	if (a->qos[0])
 		cJSON_AddStringToObject(job, "qos", a->qos);
 	if (a->exclusive) {
-		if (minor >= 39) {
-			cJSON *sh = cJSON_AddArrayToObject(job, "shared");
-			cJSON_AddItemToArray(sh, cJSON_CreateString("none"));
+		if (sh->shared_none) {
+			cJSON *none = cJSON_AddArrayToObject(job, "shared");
+			cJSON_AddItemToArray(none, cJSON_CreateString("none"));
 		} else {
 			cJSON_AddStringToObject(job, "exclusive", "true");
 		}
@@ -138,9 +274,9 @@ char *restjson_submit_body(int minor, const struct slurm_array *a, char *const *
 	if (hold)
 		cJSON_AddBoolToObject(job, "hold", 1);
 	for (int i = 0; i < a->n_extra; i++)
-		if (add_extra(minor, job, a->extra[i], err, errlen))
+		if (add_extra(sh, job, a->extra[i], err, errlen))
 			goto out_free;
-	if (minor >= 40)
+	if (sh->script_in_job)
 		cJSON_AddStringToObject(job, "script", a->script);
 	else
 		cJSON_AddStringToObject(req, "script", a->script);
@@ -164,8 +300,20 @@ static const char *str_or_first(const cJSON *v)
 	return "";
 }
 
+/* A number in [lo, hi] (NaN and anything outside refused): 0 and *out, or -1. Numbers a
+ * server sends are checked before they become integers. */
+static int number_in(const cJSON *v, double lo, double hi, double *out)
+{
+	double d;
+	if (restjson_number(v, &d) || !(d >= lo && d <= hi))
+		return -1;
+	*out = d;
+	return 0;
+}
+
 void restjson_job_state(const cJSON *j, struct exec_state *s)
 {
+	const double max_time = 1e15; /* Unix seconds: far beyond any job */
 	double v;
 
 	memset(s, 0, sizeof(*s));
@@ -182,19 +330,19 @@ void restjson_job_state(const cJSON *j, struct exec_state *s)
 		if (cJSON_IsObject(ec)) { /* v0.0.39+: {status, return_code, signal} */
 			const cJSON *sig = cJSON_GetObjectItem(ec, "signal");
 			double sn = 0;
-			if (restjson_number(cJSON_GetObjectItem(sig, "id"), &sn) == 0 && sn > 0)
+			if (number_in(cJSON_GetObjectItem(sig, "id"), 1, 127, &sn) == 0)
 				s->exit_code = 128 + (int)sn;
-			else if (restjson_number(cJSON_GetObjectItem(ec, "return_code"), &v) == 0)
+			else if (number_in(cJSON_GetObjectItem(ec, "return_code"), 0, 255, &v) == 0)
 				s->exit_code = (int)v;
-		} else if (restjson_number(ec, &v) == 0) { /* v0.0.38: the raw wait status */
+		} else if (number_in(ec, 0, 65535, &v) == 0) { /* v0.0.38: the raw wait status */
 			int st = (int)v;
 			s->exit_code = (st & 0x7f) ? 128 + (st & 0x7f) : (st >> 8) & 0xff;
 		}
 	}
-	if (restjson_number(cJSON_GetObjectItem(j, "start_time"), &v) == 0 &&
+	if (number_in(cJSON_GetObjectItem(j, "start_time"), 0, max_time, &v) == 0 &&
 	    strcmp(s->state, "PENDING"))
 		s->start_time = (int64_t)v;
-	if (restjson_number(cJSON_GetObjectItem(j, "end_time"), &v) == 0 &&
+	if (number_in(cJSON_GetObjectItem(j, "end_time"), 0, max_time, &v) == 0 &&
 	    exec_state_final(s->state))
 		s->end_time = (int64_t)v;
 }

@@ -10,7 +10,7 @@
 // fuzz-sources: harness/bootstrap.c
 // fuzz-sources: common/layout.c common/model.c common/pipeline.c common/util.c
 // fuzz-sources: common/version.c
-// fuzz-libs: -lm
+// fuzz-libs: -lm -ldl
 // fuzz-seeds: tests/fuzz/seeds/train_args/*
 #include <stddef.h>
 #include <stdint.h>

@@ -67,6 +67,20 @@ grep -q "quickstart" report.md || bad "the report does not name the sweep"
 "$LB" submit quickstart $SUB >q2.out 2>&1 || bad "second submit failed: $(cat q2.out)"
 grep -q "nothing to submit ($N layout(s) done" q2.out || bad "second submit: $(cat q2.out)"
 lap "quickstart: $N layouts completed and collected"
+# REST: with no --rest-version the client spoke the newest version both sides know (we
+# speak v0.0.38 .. v0.0.42), as the server's log of the submission shows
+if [ "$EXECUTOR" = rest ] && [ -r "${SLURMRESTD_LOG:-}" ]; then
+	want=$(curl -s -H "X-SLURM-USER-NAME: ${SLURMRESTD_USER:-root}" \
+		-H "X-SLURM-USER-TOKEN: ${SLURMRESTD_TOKEN:-}" "$SLURMRESTD_URL/openapi/v3" |
+		tr -d '\\' | grep -o '"/slurm/v0\.0\.[0-9]*/job/submit/\{0,1\}"' |
+		sed 's|.*/v0\.0\.\([0-9]*\)/.*|\1|' | awk '$1 >= 38 && $1 <= 42' | sort -n | tail -n 1)
+	if [ -z "$want" ]; then
+		bad "slurmrestd's OpenAPI document lists no version we speak"
+	elif ! grep -q "POST /slurm/v0\.0\.$want/job/submit" "$SLURMRESTD_LOG"; then
+		bad "the rest executor did not speak v0.0.$want: $(grep -o 'POST /slurm/[^ ]*' "$SLURMRESTD_LOG" | sort | uniq -c)"
+	fi
+	lap "rest: spoke v0.0.$want, the newest the server and layoutbench share"
+fi
 
 # ---------------------------------------------------------------- 2. failures
 cat >"$W/train-wrap" <<EOF

@@ -65,9 +65,11 @@ case "$got" in
 esac
 
 # 2. a trainer that dies by SIGKILL on SIGTERM: no end record, ever
+# (in a session of its own, so that the cancel's SIGTERM to the job's process group reaches
+# only this wrapper, which answers with SIGKILL before the trainer could write its end)
 cat >"$W/train-kill9" <<EOF2
 #!/bin/sh
-"$TRAIN" "\$@" &
+setsid "$TRAIN" "\$@" &
 pid=\$!
 trap 'kill -9 \$pid' TERM
 wait \$pid

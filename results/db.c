@@ -452,13 +452,15 @@ int results_upsert_layout_id(sqlite3 *db, const struct lb_layout *l, const char 
 	    "INSERT INTO layouts (layout_id, model, n_layers, hidden, n_heads, n_kv_heads, ffn, "
 	    "vocab, tied, seq_len, global_batch, micro_batch, tp, pp, dp, gpus, gpus_per_node, "
 	    "nodes, sequence_parallel, zero_stage, checkpointing, attention, norm, steps, warmup, "
-	    "seed, canonical, label) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, "
-	    "?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28) "
+	    "seed, canonical, label, virtual_stages, stage_layers) VALUES (?1, ?2, ?3, ?4, ?5, "
+	    "?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, "
+	    "?24, ?25, ?26, ?27, ?28, ?29, ?30) "
 	    "ON CONFLICT (layout_id) DO UPDATE SET label = COALESCE(label, excluded.label)";
 	const struct lb_model *m = &l->model;
-	char canon[1024];
+	char canon[4096], split[LB_MAX_STAGES * 12 + 3]; /* 64 stages fit */
 	sqlite3_stmt *st = NULL;
 	int rc, i = 1;
+	size_t used = 0;
 
 	rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
 	if (rc != SQLITE_OK)
@@ -492,6 +494,16 @@ int results_upsert_layout_id(sqlite3 *db, const struct lb_layout *l, const char 
 	sqlite3_bind_int64(st, i++, (sqlite3_int64)l->seed);
 	sqlite3_bind_text(st, i++, canon, -1, SQLITE_TRANSIENT);
 	results_bind_text(st, i++, label);
+	sqlite3_bind_int(st, i++, lb_layout_chunks(l));
+	split[0] = '\0';
+	if (lb_layout_split_explicit(l)) {
+		used = (size_t)snprintf(split, sizeof(split), "[");
+		for (int k = 0; k < l->n_stage_layers && k < LB_MAX_STAGES; k++)
+			used += (size_t)snprintf(split + used, sizeof(split) - used, "%s%d",
+						 k ? "," : "", l->stage_layers[k]);
+		snprintf(split + used, sizeof(split) - used, "]");
+	}
+	results_bind_text(st, i++, split[0] ? split : NULL);
 	rc = sqlite3_step(st);
 	sqlite3_finalize(st);
 	return rc == SQLITE_DONE ? SQLITE_OK : rc;

@@ -252,6 +252,29 @@ static int is_hex_id(const char *s)
 
 #define BIG 1000000000 /* upper bound for sizes */
 
+/* The optional explicit layer split "stage_layers": [7, 8, 8, 7] (harness/trainlog.c
+ * writes it only when it differs from the rule), at most LB_MAX_STAGES positive entries. */
+static int get_stage_layers(struct ctx *c, const cJSON *lo, struct lb_layout *l)
+{
+	const cJSON *a = cJSON_GetObjectItemCaseSensitive(lo, "stage_layers"), *e;
+	int n = 0;
+
+	if (!a || cJSON_IsNull(a))
+		return 0;
+	if (!cJSON_IsArray(a) || cJSON_GetArraySize(a) < 1 ||
+	    cJSON_GetArraySize(a) > LB_MAX_STAGES)
+		return fault(c, "stage_layers", "a list of 1 to 64 layer counts", a);
+	cJSON_ArrayForEach(e, a)
+	{
+		if (!cJSON_IsNumber(e) || e->valuedouble < 1 || e->valuedouble > BIG ||
+		    e->valuedouble != (double)(int)e->valuedouble)
+			return fault(c, "stage_layers", "positive integers", a);
+		l->stage_layers[n++] = (int)e->valuedouble;
+	}
+	l->n_stage_layers = n;
+	return 0;
+}
+
 static int parse_layout(struct ctx *c, const cJSON *root, struct lb_layout *l)
 {
 	const cJSON *lo = cJSON_GetObjectItemCaseSensitive(root, "layout");
@@ -300,7 +323,9 @@ static int parse_layout(struct ctx *c, const cJSON *root, struct lb_layout *l)
 	    get_int(c, lo, "zero_stage", 1, 0, 3, &l->zero_stage) ||
 	    get_int(c, lo, "steps", 0, 0, BIG, &l->steps) ||
 	    get_int(c, lo, "warmup", 0, 0, BIG, &l->warmup) ||
-	    get_int64(c, lo, "seed", 0, 0, INT64_MAX, &seed))
+	    get_int64(c, lo, "seed", 0, 0, INT64_MAX, &seed) ||
+	    get_int(c, lo, "virtual_stages", 0, 1, LB_MAX_STAGES, &l->virtual_stages) ||
+	    get_stage_layers(c, lo, l))
 		return -1;
 	l->seed = (uint64_t)seed;
 	if (get_str(c, lo, "checkpointing", 1, 0, s, sizeof(s)))

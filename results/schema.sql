@@ -47,7 +47,10 @@ CREATE TABLE layouts (
 	warmup INTEGER,
 	seed INTEGER,
 	canonical TEXT NOT NULL,       -- lb_layout_canonical
-	label TEXT                     -- series label from the spec, if any
+	label TEXT,                    -- series label from the spec, if any
+	virtual_stages INTEGER NOT NULL DEFAULT 1, -- model chunks per pipeline stage
+	stage_layers TEXT              -- JSON array of layers per chunk when explicit; NULL:
+	                               -- the split rule (common/layout.h)
 );
 CREATE INDEX layouts_shape ON layouts (model, seq_len, gpus);
 
@@ -176,7 +179,7 @@ WITH base AS (
 	       st.peak_mem_bytes,
 	       r.start_time, r.end_time,
 	       st.forward_s, st.backward_s, st.optimizer_s, st.comm_exposed_s, st.bubble_s,
-	       st.rank_peak_mem
+	       st.rank_peak_mem, l.virtual_stages, l.stage_layers
 	FROM runs r
 	JOIN layouts l ON l.layout_id = r.layout_id
 	LEFT JOIN run_stats st ON st.run_id = r.id
@@ -194,7 +197,8 @@ SELECT run_id, run_uid, sweep, source, layout_id, label, model, seq_len, global_
        CASE WHEN step_time_mean > 0 AND peak_tflops > 0 THEN
 	       hw_flops_per_step / (step_time_mean * gpus * peak_tflops * 1e12) END AS hfu,
        mfu_reported, peak_mem_bytes, start_time, end_time,
-       forward_s, backward_s, optimizer_s, comm_exposed_s, bubble_s, rank_peak_mem
+       forward_s, backward_s, optimizer_s, comm_exposed_s, bubble_s, rank_peak_mem,
+       virtual_stages, stage_layers
 FROM base;
 
 -- Per (model, seq_len, gpus): the ok run with the highest COALESCE(mfu_reported, mfu);

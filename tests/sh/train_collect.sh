@@ -1,7 +1,9 @@
 #!/bin/sh
 # The trainer's run log is what the collector reads: train the tiny preset into a temp
 # run directory, `layoutbench collect` it, and find the run in `report --figure best`;
-# a peak given with --peak-tflops is recorded and gives MFU.
+# a peak given with --peak-tflops is recorded and gives MFU; a pipeline of two stages with
+# an explicit split and two virtual stages each is collected under its own layout id,
+# with no warning.
 BUILD=${BUILD:-build}
 LB="$(pwd)/$BUILD/layoutbench"
 TRAIN="$(pwd)/$BUILD/layoutbench-train"
@@ -39,6 +41,23 @@ got=$("$LB" sql --db "$tmp/r.db" --format csv \
 got=$("$LB" sql --db "$tmp/r.db" --format csv \
 	"SELECT mfu IS NULL FROM run_summary WHERE sweep = 'train-collect'" | tail -n 1)
 [ "$got" = 1 ] || { echo "FAIL: without a peak the CPU run's MFU is '$got', want NULL"; fail=1; }
+
+# the pipeline's shape in the header: the collector computes the same id from it
+LAYOUTBENCH_SWEEP=train-pipe "$TRAIN" --model tiny-deep --seq-len 16 --global-batch 4 \
+	--micro-batch 1 --steps 2 --warmup 1 --quiet --pp 2 --virtual-stages 2 \
+	--stage-layers 1,3,2,2 --nproc-per-node 2 --run-dir "$tmp/pipe" 2>"$tmp/err" ||
+	{ cat "$tmp/err"; echo "FAIL: the interleaved run exited $?"; fail=1; }
+"$LB" collect --db "$tmp/r.db" "$tmp/pipe" >"$tmp/out" 2>&1 ||
+	{ cat "$tmp/out"; echo "FAIL: collect the interleaved run"; fail=1; }
+grep -q "0 warnings, 0 errors" "$tmp/out" || { cat "$tmp/out"; echo "FAIL: collect warned"; fail=1; }
+want=$(head -n 1 "$tmp"/pipe/run-*.jsonl | sed 's/.*"layout_id":"\([0-9a-f]*\)".*/\1/')
+got=$("$LB" sql --db "$tmp/r.db" --format csv \
+	"SELECT l.layout_id FROM runs r JOIN layouts l USING (layout_id) WHERE r.sweep = 'train-pipe'" \
+	2>&1 | tail -n 1)
+[ -n "$want" ] && [ "$got" = "$want" ] || { echo "FAIL: layout id '$got', the header's '$want'"; fail=1; }
+got=$("$LB" sql --db "$tmp/r.db" --format csv \
+	"SELECT pp, virtual_stages, stage_layers FROM run_summary WHERE sweep = 'train-pipe'" | tail -n 1)
+[ "$got" = '2,2,"[1,3,2,2]"' ] || { echo "FAIL: run_summary's pipeline shape '$got'"; fail=1; }
 
 [ $fail = 0 ] && echo "train collect: ok"
 exit $fail

@@ -130,7 +130,8 @@ static int rank_main(const struct lb_rank_env *env, void *arg)
 		out = ops->alloc(maxc * n, LB_K_F32);
 		hbuf = malloc(maxc * n * sizeof(double));
 		if (!in || !out || !hbuf) {
-			snprintf(err, sizeof(err), "out of memory for %zu-byte buffers", cf->max_b * n);
+			snprintf(err, sizeof(err), "out of memory for %zu-byte buffers",
+				 cf->max_b * n);
 			goto fail_msg;
 		}
 #else
@@ -144,17 +145,21 @@ static int rank_main(const struct lb_rank_env *env, void *arg)
 		out = malloc(maxc * n * sizeof(float));
 		hbuf = malloc(maxc * n * sizeof(double));
 		if (!in || !out || !hbuf) {
-			snprintf(err, sizeof(err), "out of memory for %zu-byte buffers", cf->max_b * n);
+			snprintf(err, sizeof(err), "out of memory for %zu-byte buffers",
+				 cf->max_b * n);
 			goto fail_msg;
 		}
 	}
 	for (int op = 0; op < NOPS; op++) {
-		if ((cf->op >= 0 && cf->op != op) || (op == OP_SR && n == 1 && strcmp(cf->comm, "nccl")))
+		if ((cf->op >= 0 && cf->op != op) ||
+		    (op == OP_SR && n == 1 && strcmp(cf->comm, "nccl")))
 			continue; /* only NCCL sends to itself */
 		for (int k = 0; k < sh->nsizes; k++) {
 			/* count per rank: the size is the whole buffer for RS/AG (nccl-tests) */
-			size_t count = sh->bytes[k] / sizeof(float) / ((op == OP_RS || op == OP_AG) ? n : 1);
-			size_t nin = op == OP_RS ? count * n : count, nout = op == OP_AG ? count * n : count;
+			size_t count =
+			    sh->bytes[k] / sizeof(float) / ((op == OP_RS || op == OP_AG) ? n : 1);
+			size_t nin = op == OP_RS ? count * n : count,
+			       nout = op == OP_AG ? count * n : count;
 			double t0;
 			float dt, worst;
 			int wrong = 0;
@@ -238,14 +243,15 @@ int main(int argc, char **argv)
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 
 		if (!v) {
-			fprintf(stderr, "usage: bench_colls [--comm shm|staged|nccl] [--nproc N] "
-					"[--min-bytes B] [--max-bytes B] [--iters N] [--warmup N] "
-					"[--op all|all_reduce|reduce_scatter|all_gather|sendrecv]\n");
+			fprintf(stderr,
+				"usage: bench_colls [--comm shm|staged|nccl] [--nproc N] "
+				"[--min-bytes B] [--max-bytes B] [--iters N] [--warmup N] "
+				"[--op all|all_reduce|reduce_scatter|all_gather|sendrecv]\n");
 			return 2;
 		}
 		i++;
-		if (!strcmp(a, "--comm") && (!strcmp(v, "shm") || !strcmp(v, "staged") ||
-					     !strcmp(v, "nccl")))
+		if (!strcmp(a, "--comm") &&
+		    (!strcmp(v, "shm") || !strcmp(v, "staged") || !strcmp(v, "nccl")))
 			cf.comm = v;
 		else if (!strcmp(a, "--nproc") && !lb_parse_int(v, 1, LB_SHM_MAX_RANKS, &cf.nproc))
 			;
@@ -265,8 +271,10 @@ int main(int argc, char **argv)
 			if (!strcmp(v, "all"))
 				cf.op = -1;
 			if (cf.op == -2) {
-				fprintf(stderr, "error: --op '%s': want all, all_reduce, "
-						"reduce_scatter, all_gather or sendrecv\n", v);
+				fprintf(stderr,
+					"error: --op '%s': want all, all_reduce, "
+					"reduce_scatter, all_gather or sendrecv\n",
+					v);
 				return 2;
 			}
 		} else {
@@ -278,7 +286,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "error: --min-bytes is above --max-bytes\n");
 		return 2;
 	}
-	cf.sh = mmap(NULL, sizeof(*cf.sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	cf.sh =
+	    mmap(NULL, sizeof(*cf.sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (cf.sh == MAP_FAILED)
 		return 1;
 	memset(cf.sh, 0, sizeof(*cf.sh));
@@ -288,7 +297,8 @@ int main(int argc, char **argv)
 	if (rc != 0) {
 		fprintf(stderr, "error: %s%s%s\n", cf.sh->err[0] ? cf.sh->err : res.message,
 			cf.sh->err[0] ? "; " : "", cf.sh->err[0] ? res.message : "");
-		if (strstr(cf.sh->err, "no CUDA device") || strstr(cf.sh->err, "without the CUDA")) {
+		if (strstr(cf.sh->err, "no CUDA device") ||
+		    strstr(cf.sh->err, "without the CUDA")) {
 			printf("skip: %s\n", cf.sh->err);
 			return 77;
 		}

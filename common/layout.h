@@ -12,8 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define LB_NAME_MAX 64
-#define LB_ID_LEN 16 /* hex digits of the layout id */
+#define LB_NAME_MAX	      64
+#define LB_ID_LEN	      16 /* hex digits of the layout id */
 #define LB_MAX_STAGES	      64 /* entries of an explicit layer split (pp * virtual_stages) */
 #define LB_MAX_VIRTUAL_STAGES 16 /* model chunks per pipeline stage */
 
@@ -25,24 +25,24 @@ enum lb_norm { LB_NORM_UNFUSED = 0, LB_NORM_FUSED };
 struct lb_model {
 	char name[LB_NAME_MAX]; /* preset name, e.g. "llama-13b" */
 	int n_layers;
-	int hidden;     /* h */
+	int hidden; /* h */
 	int n_heads;
 	int n_kv_heads; /* == n_heads without grouped-query attention */
-	int ffn;        /* SwiGLU inner size */
+	int ffn;	/* SwiGLU inner size */
 	int vocab;
-	int tied;       /* 1: LM head shares the embedding matrix */
+	int tied; /* 1: LM head shares the embedding matrix */
 };
 
 struct lb_layout {
 	struct lb_model model;
-	int seq_len;      /* tokens per sequence */
+	int seq_len;	  /* tokens per sequence */
 	int global_batch; /* sequences per optimizer step */
 	int micro_batch;  /* sequences per micro-batch per data-parallel rank */
 	int tp, pp, dp;
 	int gpus_per_node;
 	int nodes;
 	int sequence_parallel; /* 0/1 */
-	int zero_stage;        /* 0, 1 (optimizer state sharded over dp) or 2 (gradients too) */
+	int zero_stage;	       /* 0, 1 (optimizer state sharded over dp) or 2 (gradients too) */
 	enum lb_ckpt checkpointing;
 	enum lb_attn attention;
 	enum lb_norm norm;

@@ -42,10 +42,10 @@ static double layer_bytes(const struct dims *d, int with_x_in, int with_attp)
 	double tlh = d->Tl * d->H, b;
 
 	b = (3.0 + with_x_in + (d->unfused ? 2.0 : 0.0)) * tlh * d->a;
-	b += 2.0 * d->Tl * 4.0;				  /* rstd1, rstd2 */
-	b += d->T * d->qkv * d->a;			  /* qkv */
-	b += d->T * d->nh * d->D * d->a;		  /* att */
-	b += d->T * 3.0 * d->F * d->a;			  /* gu, act */
+	b += 2.0 * d->Tl * 4.0;		 /* rstd1, rstd2 */
+	b += d->T * d->qkv * d->a;	 /* qkv */
+	b += d->T * d->nh * d->D * d->a; /* att */
+	b += d->T * 3.0 * d->F * d->a;	 /* gu, act */
 	if (with_attp)
 		b += attp_bytes(d);
 	return b;
@@ -172,8 +172,8 @@ static int stage_bytes(const struct lb_layout *l, const struct dims *d, int stag
 	if (d->unfused)
 		work += (d->T * d->H + d->T) * 4.0; /* norm scratch */
 	work += attn_scratch(d) * 4.0;
-	work += d->S * d->D * 4.0;		/* RoPE table */
-	work += 8.0 + 16.0;			/* loss accumulator, the step's statistics */
+	work += d->S * d->D * 4.0; /* RoPE table */
+	work += 8.0 + 16.0;	   /* loss accumulator, the step's statistics */
 	if (d->gpu)
 		work += CUDA_FIXED_BYTES;
 	out->activations = act;

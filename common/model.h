@@ -50,14 +50,14 @@ int lb_gpu_peak_tflops(const char *product, double *tflops);
  * explicit split or virtual stages (the interleaved schedule's in-flight chunk passes),
  * the largest of every stage. */
 struct lb_mem_estimate {
-	double weights;     /* bf16 parameters of this rank's shard */
-	double grads;       /* bf16/fp32 gradient buffers */
+	double weights;	    /* bf16 parameters of this rank's shard */
+	double grads;	    /* bf16/fp32 gradient buffers */
 	double optimizer;   /* fp32 master + two Adam moments, / dp under ZeRO-1 */
 	double activations; /* by checkpointing mode and attention kernel, TP/SP sharded,
 			       times the micro-batches in flight (1F1B: pp - i on stage i;
 			       interleaved: 2(pp-i-1) + (v-1)pp + 1 chunk passes of 1/v of
 			       the stage) */
-	double logits;      /* LM-head logits and loss buffers (last stage) */
+	double logits;	    /* LM-head logits and loss buffers (last stage) */
 	double workspace;   /* allocator fragmentation, NCCL buffers, cuBLAS workspace */
 	double total;
 };

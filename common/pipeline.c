@@ -371,7 +371,8 @@ static int assign_slots(struct lb_schedule *s, char *err, size_t errlen)
 		if (st->chunk < 0 || st->chunk >= s->chunks || st->micro < 0 ||
 		    st->micro >= s->n_micro)
 			goto bad;
-		if ((st->kind == LB_STEP_RECV_ACT || st->kind == LB_STEP_FORWARD) && slot[k] == -1) {
+		if ((st->kind == LB_STEP_RECV_ACT || st->kind == LB_STEP_FORWARD) &&
+		    slot[k] == -1) {
 			int j = 0;
 
 			while (u[j])

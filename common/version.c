@@ -5,4 +5,7 @@
 #define LB_GIT_COMMIT "unknown"
 #endif
 
-const char *lb_git_commit(void) { return LB_GIT_COMMIT; }
+const char *lb_git_commit(void)
+{
+	return LB_GIT_COMMIT;
+}

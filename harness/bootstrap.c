@@ -58,8 +58,7 @@ static void file_path(const struct lb_boot_opts *o, char *path, size_t len)
 		 o->tag && o->tag[0] ? o->tag : "run");
 }
 
-static int by_file(const struct lb_boot_opts *o, void *buf, size_t len, char *err,
-		   size_t errlen)
+static int by_file(const struct lb_boot_opts *o, void *buf, size_t len, char *err, size_t errlen)
 {
 	char path[4200], tmp[4300];
 	double deadline = lb_now_s() + o->timeout_s;
@@ -92,11 +91,12 @@ static int by_file(const struct lb_boot_opts *o, void *buf, size_t len, char *er
 				return 0;
 		}
 		if (lb_now_s() > deadline) {
-			snprintf(err, errlen,
-				 "NCCL bootstrap: rank 0's id '%s' did not appear within %.1f s (is "
-				 "the run directory on a file system every node sees? else use "
-				 "--bootstrap pmi2 under srun --mpi=pmi2)",
-				 path, o->timeout_s);
+			snprintf(
+			    err, errlen,
+			    "NCCL bootstrap: rank 0's id '%s' did not appear within %.1f s (is "
+			    "the run directory on a file system every node sees? else use "
+			    "--bootstrap pmi2 under srun --mpi=pmi2)",
+			    path, o->timeout_s);
 			return LB_COMM_ETIMEOUT;
 		}
 		usleep(50000);
@@ -144,8 +144,7 @@ static int pmi2_load(struct pmi2_api *p, char *err, size_t errlen)
 	return 0; /* the handle stays: the library is used until the process ends */
 }
 
-static int by_pmi2(const struct lb_boot_opts *o, void *buf, size_t len, char *err,
-		   size_t errlen)
+static int by_pmi2(const struct lb_boot_opts *o, void *buf, size_t len, char *err, size_t errlen)
 {
 	static const char hex[] = "0123456789abcdef";
 	struct pmi2_api p;
@@ -153,10 +152,11 @@ static int by_pmi2(const struct lb_boot_opts *o, void *buf, size_t len, char *er
 	int spawned = 0, size = 0, rank = -1, appnum = 0, vlen = 0, rc;
 
 	if (!getenv("PMI_FD")) {
-		snprintf(err, errlen,
-			 "NCCL bootstrap through PMI2: this process was not started by srun with "
-			 "the PMI2 plugin (no PMI_FD; run srun --mpi=pmi2 or set SLURM_MPI_TYPE=pmi2, "
-			 "or use --bootstrap file)");
+		snprintf(
+		    err, errlen,
+		    "NCCL bootstrap through PMI2: this process was not started by srun with "
+		    "the PMI2 plugin (no PMI_FD; run srun --mpi=pmi2 or set SLURM_MPI_TYPE=pmi2, "
+		    "or use --bootstrap file)");
 		return LB_COMM_EFAIL;
 	}
 	if (pmi2_load(&p, err, errlen))
@@ -195,13 +195,14 @@ static int by_pmi2(const struct lb_boot_opts *o, void *buf, size_t len, char *er
 			if (!a || !b || !*a || !*b)
 				rc = -1;
 			else
-				((unsigned char *)buf)[i] = (unsigned char)((a - hex) << 4 | (b - hex));
+				((unsigned char *)buf)[i] =
+				    (unsigned char)((a - hex) << 4 | (b - hex));
 		}
 	}
 	p.finalize();
 	if (rc != PMI2_SUCCESS) {
-		snprintf(err, errlen, "NCCL bootstrap through PMI2: the exchange of '%s' failed (%d)",
-			 key, rc);
+		snprintf(err, errlen,
+			 "NCCL bootstrap through PMI2: the exchange of '%s' failed (%d)", key, rc);
 		return LB_COMM_EFAIL;
 	}
 	return 0;

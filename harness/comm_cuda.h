@@ -46,9 +46,9 @@ struct lb_comm_cuda_opts {
 	enum lb_gpu_comm kind; /* AUTO: staged when ranks of a node share a GPU, else nccl */
 	int rank, size;	       /* world */
 	int local_rank, local_size;
-	double timeout_s;      /* a device call that does not complete in this time fails */
-	const char *id_dir;    /* across nodes: where rank 0 writes the NCCL id (run dir) */
-	const char *id_tag;    /* a name unique to this run (the job id) for that file */
+	double timeout_s;	     /* a device call that does not complete in this time fails */
+	const char *id_dir;	     /* across nodes: where rank 0 writes the NCCL id (run dir) */
+	const char *id_tag;	     /* a name unique to this run (the job id) for that file */
 	enum lb_bootstrap bootstrap; /* across nodes: file, pmi2 or auto (bootstrap.h) */
 	lb_comm_fail_fn on_fail;
 	void *fail_arg;

@@ -79,14 +79,14 @@ struct shm_hdr {
 	uint32_t nslots;
 	uint64_t total_bytes;
 	uint64_t off_ctx, off_owner, off_chan, off_chanbuf, off_slots; /* bytes from base */
-	_Atomic uint32_t joined;	 /* ranks past lb_comm_shm_create's registration */
-	_Atomic int32_t pid[MAXR];	 /* process of each world rank, 0 until joined */
-	_Atomic uint32_t departed[MAXR]; /* 1 once the rank destroyed its world handle */
-	_Atomic uint32_t doorbell[MAXR]; /* bumped when a channel of the rank moved */
-	_Atomic uint32_t waiting[MAXR];	 /* 1 while the rank waits for a peer */
+	_Atomic uint32_t joined;	    /* ranks past lb_comm_shm_create's registration */
+	_Atomic int32_t pid[MAXR];	    /* process of each world rank, 0 until joined */
+	_Atomic uint32_t departed[MAXR];    /* 1 once the rank destroyed its world handle */
+	_Atomic uint32_t doorbell[MAXR];    /* bumped when a channel of the rank moved */
+	_Atomic uint32_t waiting[MAXR];	    /* 1 while the rank waits for a peer */
 	_Atomic uint32_t dev_blocked[MAXR]; /* 1 while blocked in a device call (watchdog) */
-	_Atomic uint32_t abort_word;	 /* 0, or world rank + 1 of the first abort */
-	_Atomic uint32_t abort_ready;	 /* 1 once abort_reason is written */
+	_Atomic uint32_t abort_word;	    /* 0, or world rank + 1 of the first abort */
+	_Atomic uint32_t abort_ready;	    /* 1 once abort_reason is written */
 	char abort_reason[SHM_REASON_MAX + 1];
 };
 

@@ -8,10 +8,10 @@
  * area chunk by chunk. Synchronisation is lock-free (C11 atomics in the segment, futex
  * sleeps): no lock can be left held by a dead rank. Every wait is bounded by the
  * timeout (twice it when the peer waited for is itself waiting: the rank that hangs is
- * named, not one in between); a peer that died (pid table + /proc), left, hung or called lb_comm_shm_abort()
- * makes the others return LB_COMM_EPEER or LB_COMM_ETIMEOUT, and lb_comm_shm_error()
- * says which rank and why. Reductions (sum, max, avg): f32, i32, and bf16/f16 through
- * fp32 rounded once. See docs/parallelism.md.
+ * named, not one in between); a peer that died (pid table + /proc), left, hung or called
+ * lb_comm_shm_abort() makes the others return LB_COMM_EPEER or LB_COMM_ETIMEOUT, and
+ * lb_comm_shm_error() says which rank and why. Reductions (sum, max, avg): f32, i32, and bf16/f16
+ * through fp32 rounded once. See docs/parallelism.md.
  */
 #ifndef LB_COMM_SHM_H
 #define LB_COMM_SHM_H

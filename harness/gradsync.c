@@ -75,8 +75,7 @@ static size_t slice_lo(const struct lb_gradsync *g, const struct lb_bucket *b)
 }
 
 int lb_gradsync_init(struct lb_gradsync *g, const struct lb_ops *ops, struct lb_llama *m,
-		     struct lb_comm *dp, int dp_rank, int zero, size_t target, int overlap,
-		     int tag)
+		     struct lb_comm *dp, int dp_rank, int zero, size_t target, int overlap, int tag)
 {
 	size_t max_len = 0;
 
@@ -336,8 +335,7 @@ static int hook(void *arg, int j, int after)
 		o->use_stream(o->side_stream());
 		o->wait_event(g->ev_ready);
 	}
-	rc = reduce_layer_bucket(g, b,
-				 m->zero2 ? g->slot[s] : lb_at(o, m->grads, b->lo, LB_K_F32));
+	rc = reduce_layer_bucket(g, b, m->zero2 ? g->slot[s] : lb_at(o, m->grads, b->lo, LB_K_F32));
 	if (m->zero2)
 		o->event_record(g->ev_slot[s]);
 	if (g->overlap) {

@@ -4,10 +4,10 @@
  * The flat gradient buffer (harness/model.h) is cut into buckets at block boundaries, each
  * block padded to a multiple of dp: layer buckets of consecutive layers of one model
  * chunk, the top layers first (the order in which the backward pass finishes them), each
- * at least `target` elements where the chunk's layers allow; and the edge buckets (the embedding block; the tail:
- * final norm and head), whose gradients are final only after the whole backward (the
- * embedding's last, a tied embedding's two copies summed between the first and last
- * pipeline stage after that).
+ * at least `target` elements where the chunk's layers allow; and the edge buckets (the embedding
+ * block; the tail: final norm and head), whose gradients are final only after the whole backward
+ * (the embedding's last, a tied embedding's two copies summed between the first and last pipeline
+ * stage after that).
  *
  * A layer bucket is reduced as soon as the backward has finished it: on its chunk's last
  * micro-batch of the step with ZeRO 0 and 1 (the gradients accumulate over the micro-batches in the
@@ -55,28 +55,28 @@ struct lb_gradsync {
 	struct lb_llama *m;
 	struct lb_comm *dp; /* NULL: one data-parallel rank */
 	int dp_rank, dp_size, zero;
-	int overlap;	  /* 1: layer buckets on the side stream (when the backend has one) */
-	int tag;	  /* NCCL time tag of the overlapped calls (comm_cuda.h) */
+	int overlap;	     /* 1: layer buckets on the side stream (when the backend has one) */
+	int tag;	     /* NCCL time tag of the overlapped calls (comm_cuda.h) */
 	struct lb_bucket *b; /* n_layer_b layer buckets (top first), then the edge buckets */
 	int n_b, n_layer_b;
 	struct lb_range *r; /* the optimizer's ranges (this rank's slices), n_r */
 	int n_r;
-	size_t n_state;	 /* elements of the state layout */
-	void *gstate;	 /* ZeRO >= 1: (n_state) f32 reduced gradients of this rank's slices */
-	void *slot[2];	 /* ZeRO-2: (max layer-bucket length) f32 each */
-	void *rs_tmp;	 /* ZeRO-2: (max layer-bucket length / dp) f32 */
-	void *ev_ready;	 /* compute stream: a bucket's gradients are complete */
-	void *ev_side;	 /* side stream: its last reduction */
+	size_t n_state;	  /* elements of the state layout */
+	void *gstate;	  /* ZeRO >= 1: (n_state) f32 reduced gradients of this rank's slices */
+	void *slot[2];	  /* ZeRO-2: (max layer-bucket length) f32 each */
+	void *rs_tmp;	  /* ZeRO-2: (max layer-bucket length / dp) f32 */
+	void *ev_ready;	  /* compute stream: a bucket's gradients are complete */
+	void *ev_side;	  /* side stream: its last reduction */
 	void *ev_slot[2]; /* side stream: the last reduction out of each slot */
 	int slot_used[2];
 	void **ev_stall; /* pairs around the compute stream's waits of this step */
 	int n_stall, cap_stall;
-	int fin_pair;	 /* the pair of the wait before the optimizer, or -1 */
-	int seq;	 /* ZeRO-2: slot assignments so far */
-	int n_bwd;	 /* backwards of this step so far */
-	int first;	 /* 1: this backward is its chunk's first of the step */
-	int armed;	 /* 1: this backward reduces its layer buckets */
-	int side_busy;	 /* 1: something was enqueued on the side stream this step */
+	int fin_pair;  /* the pair of the wait before the optimizer, or -1 */
+	int seq;       /* ZeRO-2: slot assignments so far */
+	int n_bwd;     /* backwards of this step so far */
+	int first;     /* 1: this backward is its chunk's first of the step */
+	int armed;     /* 1: this backward reduces its layer buckets */
+	int side_busy; /* 1: something was enqueued on the side stream this step */
 	char err[256];
 };
 

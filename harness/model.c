@@ -170,9 +170,9 @@ static int init_params(struct lb_llama *m)
 				row[c] = t->init_std *
 					 lb_normal_at(m->layout.seed, t->key, gr * gcols + gc);
 			}
-			m->ops->write(lb_at(m->ops, m->params, t->offset + (size_t)r * t->cols,
-					    LB_K_ACT),
-				      row, (size_t)t->cols, LB_K_ACT);
+			m->ops->write(
+			    lb_at(m->ops, m->params, t->offset + (size_t)r * t->cols, LB_K_ACT),
+			    row, (size_t)t->cols, LB_K_ACT);
 		}
 	}
 	free(row);
@@ -639,10 +639,10 @@ void lb_llama_add_full(struct lb_llama *m, float *full)
 		if (lb_llama_tied_copy(m, i) || (lb_llama_tp_replicated(m, i) && m->tp_rank))
 			continue;
 		for (int r = 0; r < t->rows; r++) {
-			m->ops->read(row,
-				     lb_at(m->ops, m->params, t->offset + (size_t)r * t->cols,
-					   LB_K_ACT),
-				     (size_t)t->cols, LB_K_ACT);
+			m->ops->read(
+			    row,
+			    lb_at(m->ops, m->params, t->offset + (size_t)r * t->cols, LB_K_ACT),
+			    (size_t)t->cols, LB_K_ACT);
 			for (int c = 0; c < t->cols; c++) {
 				uint64_t gr, gc, gcols;
 
@@ -663,8 +663,7 @@ int lb_comm_rc_status(int rc)
 	return (rc == LB_COMM_ETIMEOUT || rc == LB_COMM_EPEER) ? LB_E_TIMEOUT : LB_E_COMM;
 }
 
-static int tp_all_reduce(struct lb_llama *m, void *buf, size_t n, enum lb_kind k,
-			 enum lb_redop op)
+static int tp_all_reduce(struct lb_llama *m, void *buf, size_t n, enum lb_kind k, enum lb_redop op)
 {
 	double t0;
 	int rc;
@@ -715,8 +714,8 @@ int lb_llama_sync_sp_grads(struct lb_llama *m, int j_lo, int j_hi, int edges)
 
 		if (!lb_llama_tp_replicated(m, i) || (j < 0 ? !edges : j < j_lo || j >= j_hi))
 			continue;
-		int rc = tp_all_reduce(m, lb_llama_grad(m, i), m->tensors[i].count, LB_K_F32,
-				       LB_SUM);
+		int rc =
+		    tp_all_reduce(m, lb_llama_grad(m, i), m->tensors[i].count, LB_K_F32, LB_SUM);
 
 		if (rc)
 			return rc;

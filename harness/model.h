@@ -35,7 +35,7 @@
 /* A LB_COMM_E* code as an LB_E_* status: 0; LB_E_TIMEOUT for a peer that died or hung
  * (ETIMEOUT, EPEER); LB_E_COMM otherwise. The one map, for the model and the trainer. */
 int lb_comm_rc_status(int rc);
-#define LB_E_INVAL   -4 /* a shape this object cannot run */
+#define LB_E_INVAL -4 /* a shape this object cannot run */
 
 /* One tensor of the flat parameter buffer (this rank's shard). */
 struct lb_tensor {
@@ -108,37 +108,37 @@ struct lb_llama {
 	int F, V, v0;	   /* SwiGLU inner size, vocab rows of this shard, first row */
 	int qkv_dim;	   /* (nh + 2*nkv) * D */
 	int tp_rank, tp_size;
-	int sp;			/* 1: sequence parallelism (tp > 1): the residual stream, the
-				   norms and the stage boundary hold Tl = T / tp tokens */
-	int Tl;			/* tokens of the residual stream on this rank: T or T / tp */
-	int first, last;	/* 1: this rank holds the embedding (stage 0) / the head
-				   (stage pp - 1) */
-	int n_chunks;		/* model chunks on this rank (layout virtual_stages) */
+	int sp;		 /* 1: sequence parallelism (tp > 1): the residual stream, the
+			    norms and the stage boundary hold Tl = T / tp tokens */
+	int Tl;		 /* tokens of the residual stream on this rank: T or T / tp */
+	int first, last; /* 1: this rank holds the embedding (stage 0) / the head
+			    (stage pp - 1) */
+	int n_chunks;	 /* model chunks on this rank (layout virtual_stages) */
 	struct lb_chunk *chunks;
 	int n_layers; /* layers on this rank over its chunks */
 
 	struct lb_tensor *tensors; /* n_tensors entries */
 	int n_tensors;
-	size_t n_params;	     /* elements of the flat buffer (blocks and their padding) */
-	size_t n_alloc;		     /* = n_params: with dp > 1 every block (the embedding;
-					each layer; the final norm with the head) is padded to
-					a multiple of dp, so a bucket of blocks splits into dp
-					equal slices (ZeRO); the padding stays zero */
-	size_t emb_hi;		     /* blocks: the embedding [0, emb_hi), the layers
-					[emb_hi, layers_hi), the tail [layers_hi, n_alloc) */
+	size_t n_params; /* elements of the flat buffer (blocks and their padding) */
+	size_t n_alloc;	 /* = n_params: with dp > 1 every block (the embedding;
+			    each layer; the final norm with the head) is padded to
+			    a multiple of dp, so a bucket of blocks splits into dp
+			    equal slices (ZeRO); the padding stays zero */
+	size_t emb_hi;	 /* blocks: the embedding [0, emb_hi), the layers
+			    [emb_hi, layers_hi), the tail [layers_hi, n_alloc) */
 	size_t layers_hi;
-	void *params;		     /* flat, n_alloc, act (bf16 on the GPU) */
-	void *grads;		     /* f32 main gradients; backward accumulates over the
-					micro-batches. Flat (n_alloc), or with ZeRO-2 only the
-					embedding and tail blocks (n_grads), the layers'
-					gradients living where gmap points */
-	size_t n_grads;		     /* elements of grads */
-	int zero2;		     /* 1: ZeRO-2 (dp > 1): layer gradients through gmap */
-	void **gmap;		     /* ZeRO-2: per local layer, where its block's gradients
-					are (set by the trainer before the layer's backward) */
-	int grad_fresh;		     /* 1: the layers' weight gradients of this backward
-					overwrite instead of accumulate (ZeRO-2: a new slot per
-					micro-batch) */
+	void *params;	/* flat, n_alloc, act (bf16 on the GPU) */
+	void *grads;	/* f32 main gradients; backward accumulates over the
+			   micro-batches. Flat (n_alloc), or with ZeRO-2 only the
+			   embedding and tail blocks (n_grads), the layers'
+			   gradients living where gmap points */
+	size_t n_grads; /* elements of grads */
+	int zero2;	/* 1: ZeRO-2 (dp > 1): layer gradients through gmap */
+	void **gmap;	/* ZeRO-2: per local layer, where its block's gradients
+			   are (set by the trainer before the layer's backward) */
+	int grad_fresh; /* 1: the layers' weight gradients of this backward
+			   overwrite instead of accumulate (ZeRO-2: a new slot per
+			   micro-batch) */
 	/* Called before (after = 0) and after (after = 1) each layer's backward, when set:
 	 * where the data-parallel reduction hooks in (harness/gradsync.h). 0 or an LB_E_*
 	 * code, which ends the backward. */
@@ -150,7 +150,7 @@ struct lb_llama {
 	struct {
 		int attn_norm, wqkv, wo, mlp_norm, wgu, wdown;
 		size_t lo, hi; /* the layer's block of the flat buffer, padding included */
-	} * lt; /* per layer on this rank (local index j), chunk by chunk */
+	} * lt;		       /* per layer on this rank (local index j), chunk by chunk */
 
 	struct lb_layer_acts ws; /* full: recompute workspace; selective: shared attp */
 	void *dres;		 /* (Tl, H) gradient of the residual stream; after a

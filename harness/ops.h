@@ -53,17 +53,17 @@ enum lb_kind { LB_K_ACT = 0, LB_K_F32, LB_K_F64, LB_K_I32, LB_NKINDS };
 
 /* What the run log says of the device (lb_ops.device_info). */
 struct lb_device_info {
-	char name[128];	     /* product name ("NVIDIA H200"); "cpu" on the CPU */
-	int sm_count;	     /* multiprocessors; 0 on the CPU */
-	uint64_t mem_bytes;  /* device memory; 0 on the CPU */
-	char driver[32];     /* driver version ("580.159.04"), "" when unknown */
-	char runtime[32];    /* CUDA runtime version ("13.0"), "" when unknown */
-	char libs[128];	     /* library versions ("cublasLt 13.1.0"), "" when none */
+	char name[128];		/* product name ("NVIDIA H200"); "cpu" on the CPU */
+	int sm_count;		/* multiprocessors; 0 on the CPU */
+	uint64_t mem_bytes;	/* device memory; 0 on the CPU */
+	char driver[32];	/* driver version ("580.159.04"), "" when unknown */
+	char runtime[32];	/* CUDA runtime version ("13.0"), "" when unknown */
+	char libs[128];		/* library versions ("cublasLt 13.1.0"), "" when none */
 	int cc_major, cc_minor; /* compute capability; 0 on the CPU */
 };
 
 struct lb_ops {
-	const char *name; /* "cpu" (fp32), "cpu-f64", "cuda" */
+	const char *name;		/* "cpu" (fp32), "cpu-f64", "cuda" */
 	size_t esize[LB_NKINDS];	/* bytes per element of each kind */
 	enum lb_dtype dtype[LB_NKINDS]; /* element type of each kind, for the comm table */
 

@@ -18,10 +18,10 @@
 #pragma GCC optimize("tree-vectorize")
 #endif
 
-#define REAL	 float
-#define FN(name) name##_f32
-#define EXP	 expf
-#define OPS_NAME "cpu"
+#define REAL	  float
+#define FN(name)  name##_f32
+#define EXP	  expf
+#define OPS_NAME  "cpu"
 #define OPS_DTYPE LB_F32
 #include "harness/ops_cpu_impl.h"
 #undef REAL
@@ -30,10 +30,10 @@
 #undef OPS_NAME
 #undef OPS_DTYPE
 
-#define REAL	 double
-#define FN(name) name##_f64
-#define EXP	 exp
-#define OPS_NAME "cpu-f64"
+#define REAL	  double
+#define FN(name)  name##_f64
+#define EXP	  exp
+#define OPS_NAME  "cpu-f64"
 #define OPS_DTYPE LB_F64
 #include "harness/ops_cpu_impl.h"
 #undef REAL

@@ -106,8 +106,7 @@ static void FN(read)(double *dst, const void *src, size_t n, enum lb_kind k)
 		dst[i] = FN(get)(src, i, k);
 }
 
-static void FN(fill_normal)(void *p, size_t n, enum lb_kind k, uint64_t seed, int key,
-			    double std)
+static void FN(fill_normal)(void *p, size_t n, enum lb_kind k, uint64_t seed, int key, double std)
 {
 	for (size_t i = 0; i < n; i++)
 		FN(set)(p, i, k, std * lb_normal_at(seed, key, i));
@@ -840,9 +839,7 @@ static void *FN(stream)(void)
 	return NULL;
 }
 
-static void FN(sync)(void)
-{
-}
+static void FN(sync)(void) {}
 
 static void *FN(event_create)(void)
 {

@@ -75,12 +75,11 @@ void lb_optim_step(struct lb_optim *o, void *params, const void *grads,
 			if (a >= b)
 				continue;
 			s = r->soff + (a - r->lo);
-			ops->adamw(lb_at(ops, params, a, LB_K_ACT),
-				   lb_at(ops, o->master, s, LB_K_F32),
-				   lb_at(ops, (void *)grads, s, LB_K_F32),
-				   lb_at(ops, o->m, s, LB_K_F32), lb_at(ops, o->v, s, LB_K_F32),
-				   b - a, o->lr, o->beta1, o->beta2, o->eps,
-				   tensors[i].decay ? o->weight_decay : 0.0, o->step, grad_scale);
+			ops->adamw(
+			    lb_at(ops, params, a, LB_K_ACT), lb_at(ops, o->master, s, LB_K_F32),
+			    lb_at(ops, (void *)grads, s, LB_K_F32), lb_at(ops, o->m, s, LB_K_F32),
+			    lb_at(ops, o->v, s, LB_K_F32), b - a, o->lr, o->beta1, o->beta2, o->eps,
+			    tensors[i].decay ? o->weight_decay : 0.0, o->step, grad_scale);
 		}
 	}
 }

@@ -405,8 +405,8 @@ static int rank_main(const struct lb_rank_env *env, void *arg)
 		if (world) { /* each rank's peak, as two 32-bit words */
 			rc = world->ops->all_gather(world, &peak, peaks, 2, LB_I32, NULL);
 			if (rc) {
-				comm_failure(world, lb_comm_rc_status(rc), &culprit, cls, sizeof(cls), msg,
-					     sizeof(msg), "peak memory gather");
+				comm_failure(world, lb_comm_rc_status(rc), &culprit, cls,
+					     sizeof(cls), msg, sizeof(msg), "peak memory gather");
 				code = rank_fail(x, lg, world, rank, 0, cls, culprit, msg);
 				goto out;
 			}
@@ -461,8 +461,8 @@ static int rank_main(const struct lb_rank_env *env, void *arg)
 		goto out;
 	}
 	if (world && (rc = world->ops->barrier(world))) { /* nobody leaves a collective alone */
-		comm_failure(world, lb_comm_rc_status(rc), &culprit, cls, sizeof(cls), msg, sizeof(msg),
-			     "final barrier");
+		comm_failure(world, lb_comm_rc_status(rc), &culprit, cls, sizeof(cls), msg,
+			     sizeof(msg), "final barrier");
 		code = rank_fail(x, lg, world, rank, 0, cls, culprit, msg);
 		goto out;
 	}

@@ -87,11 +87,11 @@ struct lb_trainer {
 	struct lb_comm *world; /* every rank (NULL: one rank); the loss, the gradient norm
 				  and the peak memory are summed or gathered over it */
 	int world_rank;
-	int stage;	 /* pipeline stage (pp rank) */
+	int stage;	       /* pipeline stage (pp rank) */
 	struct lb_gradsync gs; /* the data-parallel gradient reduction, ZeRO's slices */
-	void *tied_buf;	 /* pp > 1, tied: (V/tp, H) the other stage's embedding grad */
-	double comm_s;	 /* seconds in dp/tp/world collectives of the last step */
-	double bubble_s; /* seconds waiting in pipeline send/recv of the last step */
+	void *tied_buf;	       /* pp > 1, tied: (V/tp, H) the other stage's embedding grad */
+	double comm_s;	       /* seconds in dp/tp/world collectives of the last step */
+	double bubble_s;       /* seconds waiting in pipeline send/recv of the last step */
 	struct lb_llama model;
 	struct lb_schedule sched; /* this stage's list (common/pipeline.h), built once */
 	struct lb_optim optim;
@@ -107,13 +107,13 @@ struct lb_trainer {
 	void **ev;		 /* n_ev events: a (start, end) pair per forward or
 				    backward of a step, the last pair the optimizer's */
 	int n_ev, ev_used;
-	int *ev_kind;		 /* per pair: LB_STEP_FORWARD or LB_STEP_BACKWARD */
-	double *ev_comm;	 /* per pair: host-timed tp collectives inside it, s */
-	double *tag_s;		 /* NCCL: device time per tag (pairs, then pipeline,
-				    optimizer, other, overlapped), n_ev / 2 + 4 */
-	double opt_comm_s;	 /* collectives inside the optimizer phase, s */
-	double grad_norm;	 /* of the last step, before clipping */
-	char err[1024];		 /* what failed, after an LB_E_* return */
+	int *ev_kind;	   /* per pair: LB_STEP_FORWARD or LB_STEP_BACKWARD */
+	double *ev_comm;   /* per pair: host-timed tp collectives inside it, s */
+	double *tag_s;	   /* NCCL: device time per tag (pairs, then pipeline,
+			      optimizer, other, overlapped), n_ev / 2 + 4 */
+	double opt_comm_s; /* collectives inside the optimizer phase, s */
+	double grad_norm;  /* of the last step, before clipping */
+	char err[1024];	   /* what failed, after an LB_E_* return */
 };
 
 /* Build model, optimizer and data for opts (after lb_train_check) on backend ops.

@@ -205,15 +205,18 @@ int lb_trainer_init_par(struct lb_trainer *t, const struct lb_train_opts *o,
 				fix = "lower the micro-batch, checkpoint activations or split the "
 				      "model (tp, pp)";
 			else if (l->checkpointing == LB_CKPT_NONE)
-				fix = "checkpoint activations (--checkpointing selective or full) or "
-				      "split the model (tp, pp)";
+				fix =
+				    "checkpoint activations (--checkpointing selective or full) or "
+				    "split the model (tp, pp)";
 			else
-				fix = "split the model (tp, pp), shard the optimizer (--zero-stage 1 "
-				      "with dp > 1) or use a device with more memory";
-			snprintf(t->err, sizeof(t->err),
-				 "out of memory allocating weights, optimizer state and activations "
-				 "(%llu bytes = %.2f GiB held; %s); %s",
-				 (unsigned long long)peak, (double)peak / 1073741824.0, lim, fix);
+				fix =
+				    "split the model (tp, pp), shard the optimizer (--zero-stage 1 "
+				    "with dp > 1) or use a device with more memory";
+			snprintf(
+			    t->err, sizeof(t->err),
+			    "out of memory allocating weights, optimizer state and activations "
+			    "(%llu bytes = %.2f GiB held; %s); %s",
+			    (unsigned long long)peak, (double)peak / 1073741824.0, lim, fix);
 		} else {
 			snprintf(t->err, sizeof(t->err), "the model cannot run this layout");
 		}
@@ -446,12 +449,12 @@ int lb_trainer_run_steps(struct lb_trainer *t, int step, const struct lb_step *l
 /* A collective of the step; its time counts as exposed communication. */
 #define STEP_COMM(what, call)                                                                      \
 	do {                                                                                       \
-		double c0_ = lb_now_s();                                                              \
+		double c0_ = lb_now_s();                                                           \
 		int rc_ = (call);                                                                  \
-		t->comm_s += lb_now_s() - c0_;                                                        \
+		t->comm_s += lb_now_s() - c0_;                                                     \
 		if (rc_) {                                                                         \
 			snprintf(t->err, sizeof(t->err), "%s: %s", (what), lb_comm_strerror(rc_)); \
-			return lb_comm_rc_status(rc_);                                                       \
+			return lb_comm_rc_status(rc_);                                             \
 		}                                                                                  \
 	} while (0)
 
@@ -481,9 +484,8 @@ static void local_sum_sq(struct lb_trainer *t, void *acc)
 			if (b > r->hi)
 				b = r->hi;
 			if (a < b)
-				t->ops->sum_sq_acc(acc,
-						   lb_at(t->ops, g, r->soff + (a - r->lo), LB_K_F32),
-						   b - a);
+				t->ops->sum_sq_acc(
+				    acc, lb_at(t->ops, g, r->soff + (a - r->lo), LB_K_F32), b - a);
 		}
 	}
 }
@@ -507,8 +509,7 @@ static int sum_tied(struct lb_trainer *t)
 	STEP_COMM("tied embedding gradient exchange",
 		  c->ops->send(c, g, n, t->ops->dtype[LB_K_F32], peer, t->ops->stream()));
 	STEP_COMM("tied embedding gradient exchange",
-		  c->ops->recv(c, t->tied_buf, n, t->ops->dtype[LB_K_F32], peer,
-			       t->ops->stream()));
+		  c->ops->recv(c, t->tied_buf, n, t->ops->dtype[LB_K_F32], peer, t->ops->stream()));
 	STEP_COMM("tied embedding gradient exchange", c->ops->group_end(c));
 	t->ops->acc(g, t->tied_buf, n);
 	return 0;

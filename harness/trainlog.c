@@ -180,9 +180,9 @@ int lb_trainlog_open(struct lb_trainlog *lg, const char *run_dir, const struct l
 
 		lb_strbuf_adds(&sb, ",\"device\":{\"name\":");
 		lb_strbuf_add_json(&sb, d->name);
-		lb_strbuf_addf(&sb,
-			       ",\"sm_count\":%d,\"mem_bytes\":%llu,\"compute_capability\":\"%d.%d\"}",
-			       d->sm_count, (unsigned long long)d->mem_bytes, d->cc_major, d->cc_minor);
+		lb_strbuf_addf(
+		    &sb, ",\"sm_count\":%d,\"mem_bytes\":%llu,\"compute_capability\":\"%d.%d\"}",
+		    d->sm_count, (unsigned long long)d->mem_bytes, d->cc_major, d->cc_minor);
 	}
 	lb_strbuf_adds(&sb, ",\"git_commit\":");
 	add_str_or_null(&sb, strcmp(lb_git_commit(), "unknown") ? lb_git_commit() : NULL);

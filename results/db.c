@@ -547,7 +547,8 @@ out_err:
 	return -1;
 }
 
-int results_sweep_check(sqlite3 *db, const char *db_path, const char *name, char *err, size_t errlen)
+int results_sweep_check(sqlite3 *db, const char *db_path, const char *name, char *err,
+			size_t errlen)
 {
 	sqlite3_stmt *st = NULL;
 	struct lb_strbuf known = LB_STRBUF_INIT;

@@ -116,6 +116,6 @@ int results_sweep_spec_text(sqlite3 *db, const char *sweep, char **text, char *e
  * with it, so that a misspelled name is an error and not an empty answer.
  */
 int results_sweep_check(struct sqlite3 *db, const char *db_path, const char *name, char *err,
-		      size_t errlen);
+			size_t errlen);
 
 #endif

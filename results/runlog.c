@@ -261,8 +261,7 @@ static int get_stage_layers(struct ctx *c, const cJSON *lo, struct lb_layout *l)
 
 	if (!a || cJSON_IsNull(a))
 		return 0;
-	if (!cJSON_IsArray(a) || cJSON_GetArraySize(a) < 1 ||
-	    cJSON_GetArraySize(a) > LB_MAX_STAGES)
+	if (!cJSON_IsArray(a) || cJSON_GetArraySize(a) < 1 || cJSON_GetArraySize(a) > LB_MAX_STAGES)
 		return fault(c, "stage_layers", "a list of 1 to 64 layer counts", a);
 	cJSON_ArrayForEach(e, a)
 	{

@@ -372,8 +372,9 @@ static int render_script(const struct sweep_plan *p, const struct slurm_render_o
 			       "Slurm\" >&2\n   rc=2\n",
 			       a->nodes);
 	} else {
-		lb_strbuf_addf(&sb, "else # no Slurm: this host runs the %d rank(s)\n   "
-				    "\"$train\" \"$@\" --nproc-per-node %d",
+		lb_strbuf_addf(&sb,
+			       "else # no Slurm: this host runs the %d rank(s)\n   "
+			       "\"$train\" \"$@\" --nproc-per-node %d",
 			       a->ntasks_per_node, a->ntasks_per_node);
 		add_device_flags(&sb, c);
 		lb_strbuf_adds(&sb, " --run-dir \"$run_dir\"\n   rc=$?\n");

@@ -955,11 +955,11 @@ static int check_gpu_extra(struct ctx *c, const struct sweep_cluster *cl)
 
 static int parse_cluster(struct ctx *c, const cJSON *obj)
 {
-	static const char *const keys[] = {"partition",	    "account",	    "qos", "time_limit",
-					   "gpus_per_node", "gpu_mem_gib",  "gpu", "cpus_per_task",
-					   "exclusive",	    "sbatch_extra", "env", "setup",
-					   "device",	    "gpu_request",  "memory_model",
-					   "peak_tflops",   NULL};
+	static const char *const keys[] = {
+	    "partition",   "account", "qos",	       "time_limit",  "gpus_per_node",
+	    "gpu_mem_gib", "gpu",     "cpus_per_task", "exclusive",   "sbatch_extra",
+	    "env",	   "setup",   "device",	       "gpu_request", "memory_model",
+	    "peak_tflops", NULL};
 	struct sweep_cluster *cl = &c->spec->cluster;
 	const cJSON *v, *e;
 	char sub[300], got[64];

@@ -86,8 +86,8 @@ static int nccl_load(char *err, size_t errlen)
 	do {                                                                                       \
 		*(void **)&nccl.f = dlsym(nccl.h, "nccl" #f);                                      \
 		if (!nccl.f) {                                                                     \
-			snprintf(err, errlen, "NCCL library lacks nccl" #f                         \
-					      " (NCCL 2.18 or later is needed)");                  \
+			snprintf(err, errlen,                                                      \
+				 "NCCL library lacks nccl" #f " (NCCL 2.18 or later is needed)");  \
 			dlclose(nccl.h);                                                           \
 			nccl.h = NULL;                                                             \
 			return -1;                                                                 \
@@ -116,7 +116,8 @@ static int nccl_load(char *err, size_t errlen)
 #undef SYM
 	nccl.GetVersion(&nccl.version);
 	if (nccl.version < 21800) {
-		snprintf(err, errlen, "NCCL %d.%d is too old: 2.18 or later is needed (ncclCommSplit)",
+		snprintf(err, errlen,
+			 "NCCL %d.%d is too old: 2.18 or later is needed (ncclCommSplit)",
 			 nccl.version / 10000, nccl.version / 100 % 100);
 		dlclose(nccl.h);
 		nccl.h = NULL;
@@ -151,7 +152,7 @@ struct cc_world {
 	const char *comm_names[CC_MAXCOMM];
 	int ncomms;
 	int refs;
-	int failed; /* 1 once the watchdog took over */
+	int failed;  /* 1 once the watchdog took over */
 	int aborted; /* 1 once ncclCommAbort returned for every communicator */
 	int blocked_marked;
 	int err_code, err_rank;
@@ -176,7 +177,7 @@ struct cc_comm {
 		int idx;
 		size_t bytes;
 		cudaStream_t s;
-	} *recvs;
+	} * recvs;
 	int nrecvs, cap_recvs;
 	/* nccl: the grouped calls' stream and tracking entry (tracked from the first call of
 	 * the group to the group's end, when NCCL launches them) */
@@ -212,8 +213,8 @@ static int fail(struct cc_world *w, int code, int rank, const char *fmt, ...)
 static int cuda_fail(struct cc_world *w, const char *what, cudaError_t e)
 {
 	cudaGetLastError();
-	return fail(w, e == cudaErrorMemoryAllocation ? LB_COMM_EFAIL : LB_COMM_EFAIL, -1,
-		    "%s: %s", what, cudaGetErrorString(e));
+	return fail(w, e == cudaErrorMemoryAllocation ? LB_COMM_EFAIL : LB_COMM_EFAIL, -1, "%s: %s",
+		    what, cudaGetErrorString(e));
 }
 
 static ncclDataType_t nccl_type(enum lb_dtype t)
@@ -362,7 +363,8 @@ static void *dog_main(void *arg)
 					 e->what, e->group, cudaGetErrorString(q));
 			}
 			/* blocked for a quarter of the timeout: tell the peers (blame) */
-			if (w->host_world && t - start > 0.25 * w->o.timeout_s && !w->blocked_marked) {
+			if (w->host_world && t - start > 0.25 * w->o.timeout_s &&
+			    !w->blocked_marked) {
 				lb_comm_shm_set_blocked(w->host_world, 1);
 				w->blocked_marked = 1;
 			}
@@ -384,7 +386,8 @@ static void *dog_main(void *arg)
 			if (!w->comms[i] || nccl.CommGetAsyncError(w->comms[i], &st) != ncclSuccess)
 				continue;
 			if (st != ncclSuccess && st != ncclInProgress)
-				dog_fail(w, LB_COMM_EFAIL, "NCCL error on the %s communicator: %s (%s)",
+				dog_fail(w, LB_COMM_EFAIL,
+					 "NCCL error on the %s communicator: %s (%s)",
 					 w->comm_names[i], nccl.GetErrorString(st),
 					 nccl.GetLastError(w->comms[i]));
 		}
@@ -469,10 +472,10 @@ static int settle(struct cc_world *w, ncclComm_t nc, ncclResult_t r, const char 
 		usleep(100);
 	}
 	if (r != ncclSuccess)
-		return fail(w, r == ncclRemoteError || r == ncclSystemError ? LB_COMM_EPEER
-									    : LB_COMM_EFAIL,
-			    -1, "%s: %s (%s)", what, nccl.GetErrorString(r),
-			    nc ? nccl.GetLastError(nc) : "");
+		return fail(
+		    w, r == ncclRemoteError || r == ncclSystemError ? LB_COMM_EPEER : LB_COMM_EFAIL,
+		    -1, "%s: %s (%s)", what, nccl.GetErrorString(r),
+		    nc ? nccl.GetLastError(nc) : "");
 	return 0;
 }
 
@@ -634,8 +637,8 @@ static int cc_all_reduce(struct lb_comm *c, const void *in, void *out, size_t co
 
 	if (!stream || cc->kind == LB_GPU_COMM_STAGED) {
 		if (!stream && cc->host)
-			return host_rc(cc, cc->host->ops->all_reduce(cc->host, in, out, count, t, op,
-								     NULL));
+			return host_rc(
+			    cc, cc->host->ops->all_reduce(cc->host, in, out, count, t, op, NULL));
 		if (!stream) { /* across nodes: through NCCL */
 			if ((rc = bounce(cc, b, b, &h)))
 				return rc;
@@ -648,7 +651,8 @@ static int cc_all_reduce(struct lb_comm *c, const void *in, void *out, size_t co
 		}
 		if ((rc = stage_buf(cc, 0, b, &h)) || (rc = d2h(cc, h, in, b, s)))
 			return rc;
-		if ((rc = host_rc(cc, cc->host->ops->all_reduce(cc->host, h, h, count, t, op, NULL))))
+		if ((rc = host_rc(cc,
+				  cc->host->ops->all_reduce(cc->host, h, h, count, t, op, NULL))))
 			return rc;
 		return h2d(cc, out, h, b, s);
 	}
@@ -667,8 +671,8 @@ static int cc_reduce_scatter(struct lb_comm *c, const void *in, void *out, size_
 
 	if (!stream || cc->kind == LB_GPU_COMM_STAGED) {
 		if (!stream && cc->host)
-			return host_rc(cc, cc->host->ops->reduce_scatter(cc->host, in, out, count, t,
-									 op, NULL));
+			return host_rc(cc, cc->host->ops->reduce_scatter(cc->host, in, out, count,
+									 t, op, NULL));
 		if (!stream) {
 			if ((rc = bounce(cc, bin + b, 0, &h)))
 				return rc;
@@ -682,8 +686,8 @@ static int cc_reduce_scatter(struct lb_comm *c, const void *in, void *out, size_
 		if ((rc = stage_buf(cc, 0, bin, &h)) || (rc = stage_buf(cc, 1, b, &ho)) ||
 		    (rc = d2h(cc, h, in, bin, s)))
 			return rc;
-		if ((rc = host_rc(cc, cc->host->ops->reduce_scatter(cc->host, h, ho, count, t, op,
-								    NULL))))
+		if ((rc = host_rc(
+			 cc, cc->host->ops->reduce_scatter(cc->host, h, ho, count, t, op, NULL))))
 			return rc;
 		return h2d(cc, out, ho, b, s);
 	}
@@ -702,8 +706,8 @@ static int cc_all_gather(struct lb_comm *c, const void *in, void *out, size_t co
 
 	if (!stream || cc->kind == LB_GPU_COMM_STAGED) {
 		if (!stream && cc->host)
-			return host_rc(cc,
-				       cc->host->ops->all_gather(cc->host, in, out, count, t, NULL));
+			return host_rc(
+			    cc, cc->host->ops->all_gather(cc->host, in, out, count, t, NULL));
 		if (!stream) {
 			if ((rc = bounce(cc, b + bout, 0, &h)))
 				return rc;
@@ -735,8 +739,8 @@ static int cc_broadcast(struct lb_comm *c, void *buf, size_t count, enum lb_dtyp
 
 	if (!stream || cc->kind == LB_GPU_COMM_STAGED) {
 		if (!stream && cc->host)
-			return host_rc(cc, cc->host->ops->broadcast(cc->host, buf, count, t, root,
-								    NULL));
+			return host_rc(
+			    cc, cc->host->ops->broadcast(cc->host, buf, count, t, root, NULL));
 		if (!stream) {
 			if ((rc = bounce(cc, b, 0, &h)))
 				return rc;
@@ -845,7 +849,8 @@ static int cc_send(struct lb_comm *c, const void *buf, size_t count, enum lb_dty
 	if (cc->kind == LB_GPU_COMM_STAGED)
 		return staged_p2p(cc, 0, (void *)buf, count, t, peer, s);
 	if (cc->in_group)
-		return grouped(cc, s, nccl.Send(buf, count, nccl_type(t), peer, cc->nc, s), "ncclSend");
+		return grouped(cc, s, nccl.Send(buf, count, nccl_type(t), peer, cc->nc, s),
+			       "ncclSend");
 	NCCL_CALL(cc, s, "Send", nccl.Send(buf, count, nccl_type(t), peer, cc->nc, s));
 }
 
@@ -863,7 +868,8 @@ static int cc_recv(struct lb_comm *c, void *buf, size_t count, enum lb_dtype t, 
 	if (cc->kind == LB_GPU_COMM_STAGED)
 		return staged_p2p(cc, 1, buf, count, t, peer, s);
 	if (cc->in_group)
-		return grouped(cc, s, nccl.Recv(buf, count, nccl_type(t), peer, cc->nc, s), "ncclRecv");
+		return grouped(cc, s, nccl.Recv(buf, count, nccl_type(t), peer, cc->nc, s),
+			       "ncclRecv");
 	NCCL_CALL(cc, s, "Recv", nccl.Recv(buf, count, nccl_type(t), peer, cc->nc, s));
 }
 
@@ -879,9 +885,9 @@ static int cc_group_end(struct lb_comm *c)
 		if ((rc = host_rc(cc, cc->host->ops->group_end(cc->host))))
 			return rc;
 		for (int i = 0; i < cc->nrecvs && !rc; i++) {
-			cudaError_t e = cudaMemcpyAsync(cc->recvs[i].dev, cc->stage[cc->recvs[i].idx],
-							cc->recvs[i].bytes, cudaMemcpyHostToDevice,
-							cc->recvs[i].s);
+			cudaError_t e = cudaMemcpyAsync(
+			    cc->recvs[i].dev, cc->stage[cc->recvs[i].idx], cc->recvs[i].bytes,
+			    cudaMemcpyHostToDevice, cc->recvs[i].s);
 
 			if (e == cudaSuccess)
 				e = cudaStreamSynchronize(cc->recvs[i].s);
@@ -1010,8 +1016,9 @@ static int cc_split(struct lb_comm *c, int color, int key, struct lb_comm **out)
 		if (!rc)
 			rc = settle(w, cc->nc, ncclInProgress, "ncclCommSplit (parent)",
 				    w->o.timeout_s);
-		if (!rc && n->nc && (nccl.CommUserRank(n->nc, &n->c.rank) != ncclSuccess ||
-				     nccl.CommCount(n->nc, &n->c.size) != ncclSuccess))
+		if (!rc && n->nc &&
+		    (nccl.CommUserRank(n->nc, &n->c.rank) != ncclSuccess ||
+		     nccl.CommCount(n->nc, &n->c.size) != ncclSuccess))
 			rc = fail(w, LB_COMM_EFAIL, -1, "ncclCommSplit: cannot read the new rank");
 		if (!rc && n->nc)
 			rc = world_register(w, n->nc, n->name);
@@ -1030,9 +1037,8 @@ static struct lb_comm *cc_host(struct lb_comm *c)
 }
 
 const struct lb_comm_ops lbc_comm_ops = {
-	"cuda",	       cc_all_reduce, cc_reduce_scatter, cc_all_gather, cc_broadcast, cc_send,
-	cc_recv,       cc_group_start, cc_group_end,	 cc_barrier,	cc_split,     cc_destroy,
-	cc_host,
+    "cuda",	    cc_all_reduce, cc_reduce_scatter, cc_all_gather, cc_broadcast, cc_send, cc_recv,
+    cc_group_start, cc_group_end,  cc_barrier,	      cc_split,	     cc_destroy,   cc_host,
 };
 
 /* ---- the world ---- */

@@ -1,6 +1,6 @@
 /*
- * What the CUDA backend's files share (the .cu files of harness/cuda): the stream every op is enqueued
- * on, the cuBLASLt handle, the error checks, the element types of each buffer kind, the
+ * What the CUDA backend's files share (the .cu files of harness/cuda): the stream every op is
+ * enqueued on, the cuBLASLt handle, the error checks, the element types of each buffer kind, the
  * GEMM entry the matmul and the attention share, and the declarations of every op, so
  * ops_cuda.cu fills the table (harness/ops.h) from functions defined in one file per
  * operation (norm.cu, rope.cu, swiglu.cu, embed.cu, xent.cu, attention.cu).
@@ -111,9 +111,9 @@ template <int VEC> static __device__ __forceinline__ void st_act(act_t *p, const
  * when c_f32, float; fp32 accumulation. The algorithm is chosen once per distinct
  * problem and cached; one workspace serves every call.
  */
-void lbc_gemm(void *c, int c_f32, const void *a, const void *b, int m, int n, int k, int ta,
-	      int tb, long long lda, long long ldb, long long ldc, long long stride_a,
-	      long long stride_b, long long stride_c, int batch, float alpha, float beta);
+void lbc_gemm(void *c, int c_f32, const void *a, const void *b, int m, int n, int k, int ta, int tb,
+	      long long lda, long long ldb, long long ldc, long long stride_a, long long stride_b,
+	      long long stride_c, int batch, float alpha, float beta);
 
 /* --- the ops, one file each (signatures exactly as struct lb_ops) --- */
 
@@ -150,8 +150,8 @@ void lbc_attn_fused_fwd(void *out, void *probs, const void *qkv, int b, int s, i
 			int d);
 void lbc_attn_probs_bwd(void *dqkv, void *scratch, const void *dout, const void *probs,
 			const void *qkv, int b, int s, int nh, int nkv, int d);
-void lbc_attn_flash_fwd(void *out, void *lse, void *scratch, const void *qkv, int b, int s,
-			int nh, int nkv, int d);
+void lbc_attn_flash_fwd(void *out, void *lse, void *scratch, const void *qkv, int b, int s, int nh,
+			int nkv, int d);
 void lbc_attn_flash_bwd(void *dqkv, void *scratch, const void *dout, const void *out,
 			const void *lse, const void *qkv, int b, int s, int nh, int nkv, int d);
 size_t lbc_attn_scratch(int b, int s, int nh, int d);

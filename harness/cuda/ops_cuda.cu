@@ -289,8 +289,7 @@ static __global__ void fill_normal_kernel(D *p, size_t n, uint64_t seed, int key
 		put_d(&p[i], std * lb_normal_at(seed, key, (uint64_t)i));
 }
 
-static void cuda_fill_normal(void *p, size_t n, enum lb_kind k, uint64_t seed, int key,
-			     double std)
+static void cuda_fill_normal(void *p, size_t n, enum lb_kind k, uint64_t seed, int key, double std)
 {
 	if (!n)
 		return;

@@ -67,33 +67,58 @@ static const struct cas cases[] = {
     {"--model tiny --seq-len 32 --global-batch 4 --micro-batch 1", 0},
     {"--model tiny --seq-len 32 --global-batch 4 --micro-batch 2 --norm unfused", 0},
     {"--model tiny --seq-len 32 --global-batch 4 --micro-batch 1 --attention naive", 0},
-    {"--model tiny --seq-len 32 --global-batch 4 --micro-batch 1 --attention fused_softmax --checkpointing selective", 0},
-    {"--model tiny --seq-len 32 --global-batch 4 --micro-batch 1 --attention naive --checkpointing full --norm unfused", 0},
+    {"--model tiny --seq-len 32 --global-batch 4 --micro-batch 1 --attention fused_softmax "
+     "--checkpointing selective",
+     0},
+    {"--model tiny --seq-len 32 --global-batch 4 --micro-batch 1 --attention naive --checkpointing "
+     "full --norm unfused",
+     0},
     {"--model tiny-gqa --seq-len 48 --global-batch 4 --micro-batch 1 --checkpointing selective", 0},
     {"--model tiny-tied --seq-len 32 --global-batch 4 --micro-batch 1", 0},
     {"--model tiny --seq-len 32 --global-batch 4 --micro-batch 1 --tp 2", 0},
-    {"--model tiny --seq-len 32 --global-batch 4 --micro-batch 1 --tp 2 --sequence-parallel 1 --norm unfused", 0},
+    {"--model tiny --seq-len 32 --global-batch 4 --micro-batch 1 --tp 2 --sequence-parallel 1 "
+     "--norm unfused",
+     0},
     {"--model tiny --seq-len 32 --global-batch 8 --micro-batch 1 --pp 2", 0},
     {"--model tiny --seq-len 32 --global-batch 8 --micro-batch 1 --pp 2", 1},
     {"--model tiny --seq-len 32 --global-batch 8 --micro-batch 1 --pp 3", 0},
-    {"--model tiny-tied --seq-len 32 --global-batch 8 --micro-batch 1 --pp 2 --checkpointing full", 0},
+    {"--model tiny-tied --seq-len 32 --global-batch 8 --micro-batch 1 --pp 2 --checkpointing full",
+     0},
     {"--model tiny --seq-len 32 --global-batch 8 --micro-batch 1 --dp 2", 0},
     {"--model tiny --seq-len 32 --global-batch 8 --micro-batch 1 --dp 2 --zero-stage 1", 0},
-    {"--model tiny --seq-len 32 --global-batch 8 --micro-batch 2 --tp 2 --pp 2 --dp 2 --zero-stage 1 --sequence-parallel 1", 0},
+    {"--model tiny --seq-len 32 --global-batch 8 --micro-batch 2 --tp 2 --pp 2 --dp 2 --zero-stage "
+     "1 --sequence-parallel 1",
+     0},
     {"--model tiny --seq-len 32 --global-batch 8 --micro-batch 1 --dp 2 --zero-stage 2", 0},
     {"--model tiny-tied --seq-len 32 --global-batch 8 --micro-batch 1 --dp 4 --zero-stage 2", 0},
     {"--model tiny-gqa --seq-len 48 --global-batch 8 --micro-batch 1 --dp 4 --zero-stage 1", 0},
-    {"--model tiny --seq-len 32 --global-batch 8 --micro-batch 2 --tp 2 --pp 2 --dp 2 --zero-stage 2 --sequence-parallel 1", 0},
-    {"--model tiny-tied --seq-len 32 --global-batch 8 --micro-batch 1 --pp 2 --dp 2 --zero-stage 2", 0},
+    {"--model tiny --seq-len 32 --global-batch 8 --micro-batch 2 --tp 2 --pp 2 --dp 2 --zero-stage "
+     "2 --sequence-parallel 1",
+     0},
+    {"--model tiny-tied --seq-len 32 --global-batch 8 --micro-batch 1 --pp 2 --dp 2 --zero-stage 2",
+     0},
     /* explicit splits and the interleaved schedule's chunks and slots */
-    {"--model tiny-deep --seq-len 32 --global-batch 8 --micro-batch 1 --pp 2 --stage-layers 2,6", 0},
-    {"--model tiny-deep --seq-len 32 --global-batch 8 --micro-batch 1 --pp 3 --stage-layers 4,2,2 --checkpointing selective", 0},
+    {"--model tiny-deep --seq-len 32 --global-batch 8 --micro-batch 1 --pp 2 --stage-layers 2,6",
+     0},
+    {"--model tiny-deep --seq-len 32 --global-batch 8 --micro-batch 1 --pp 3 --stage-layers 4,2,2 "
+     "--checkpointing selective",
+     0},
     {"--model tiny --seq-len 32 --global-batch 8 --micro-batch 1 --pp 2 --virtual-stages 2", 0},
-    {"--model tiny-deep --seq-len 32 --global-batch 8 --micro-batch 1 --pp 4 --virtual-stages 2 --checkpointing full", 0},
-    {"--model tiny-deep --seq-len 32 --global-batch 12 --micro-batch 1 --pp 2 --virtual-stages 3 --norm unfused", 0},
-    {"--model tiny-tied --seq-len 32 --global-batch 8 --micro-batch 1 --pp 2 --virtual-stages 2 --tp 2 --sequence-parallel 1", 0},
-    {"--model tiny-deep --seq-len 32 --global-batch 8 --micro-batch 1 --pp 2 --virtual-stages 2 --stage-layers 1,3,3,1 --dp 2 --zero-stage 1", 0},
-    {"--model tiny-deep --seq-len 32 --global-batch 8 --micro-batch 1 --pp 2 --virtual-stages 2 --dp 2 --zero-stage 2", 0},
+    {"--model tiny-deep --seq-len 32 --global-batch 8 --micro-batch 1 --pp 4 --virtual-stages 2 "
+     "--checkpointing full",
+     0},
+    {"--model tiny-deep --seq-len 32 --global-batch 12 --micro-batch 1 --pp 2 --virtual-stages 3 "
+     "--norm unfused",
+     0},
+    {"--model tiny-tied --seq-len 32 --global-batch 8 --micro-batch 1 --pp 2 --virtual-stages 2 "
+     "--tp 2 --sequence-parallel 1",
+     0},
+    {"--model tiny-deep --seq-len 32 --global-batch 8 --micro-batch 1 --pp 2 --virtual-stages 2 "
+     "--stage-layers 1,3,3,1 --dp 2 --zero-stage 1",
+     0},
+    {"--model tiny-deep --seq-len 32 --global-batch 8 --micro-batch 1 --pp 2 --virtual-stages 2 "
+     "--dp 2 --zero-stage 2",
+     0},
 };
 
 static void test_cpu_peaks(void **state)
@@ -145,8 +170,9 @@ static void test_gpu_sizes(void **state)
 	struct lb_layout l;
 	struct lb_mem_estimate c, g;
 	char err[256];
-	const char *argv[] = {"--model", "llama-13b", "--layers", "8", "--vocab", "32000",
-			      "--seq-len", "2048", "--global-batch", "16", "--micro-batch", "1"};
+	const char *argv[] = {"--model",	"llama-13b", "--layers",      "8",
+			      "--vocab",	"32000",     "--seq-len",     "2048",
+			      "--global-batch", "16",	     "--micro-batch", "1"};
 	char *rest[12];
 	int nrest = 0;
 

@@ -159,7 +159,8 @@ static int rank_main(const struct lb_rank_env *env, void *arg)
 		lb_cuda_stall(30.0);
 		w->ops->all_reduce(w, d, d, cnt, LB_F32, LB_SUM, s);
 		ops->sync(); /* the watchdog ends the process from its thread */
-		fprintf(stderr, "rank %d: the stalled stream finished without the watchdog\n", rank);
+		fprintf(stderr, "rank %d: the stalled stream finished without the watchdog\n",
+			rank);
 		return 1;
 	}
 	for (int kk = 0; kk < 2; kk++) {
@@ -172,14 +173,16 @@ static int rank_main(const struct lb_rank_env *env, void *arg)
 
 		snprintf(what, sizeof(what), "all_reduce %s", tn);
 		rc = w->ops->all_reduce(w, a, a, cnt, t, LB_SUM, s);
-		fails += rc ? bad(rank, what, 0, rc, 0) : check(ops, a, cnt, k, rank, what, want_sum, &wc);
+		fails += rc ? bad(rank, what, 0, rc, 0)
+			    : check(ops, a, cnt, k, rank, what, want_sum, &wc);
 		/* reduce-scatter: each rank's input is (size * cnt); its chunk r summed */
 		ops->free_(a);
 		a = dev_fill(ops, cnt * n, k, rank, 3);
 		snprintf(what, sizeof(what), "reduce_scatter %s", tn);
 		rc = w->ops->reduce_scatter(w, a, b, cnt, t, LB_SUM, s);
 		wc.chunk_off = (int)(rank * cnt);
-		fails += rc ? bad(rank, what, 0, rc, 0) : check(ops, b, cnt, k, rank, what, want_sum, &wc);
+		fails += rc ? bad(rank, what, 0, rc, 0)
+			    : check(ops, b, cnt, k, rank, what, want_sum, &wc);
 		ops->free_(a);
 		a = dev_fill(ops, cnt, k, rank, 3);
 		snprintf(what, sizeof(what), "all_gather %s", tn);
@@ -190,7 +193,8 @@ static int rank_main(const struct lb_rank_env *env, void *arg)
 		snprintf(what, sizeof(what), "broadcast %s", tn);
 		rc = w->ops->broadcast(w, a, cnt, t, n - 1, s);
 		wc.rank = n - 1;
-		fails += rc ? bad(rank, what, 0, rc, 0) : check(ops, a, cnt, k, rank, what, want_rank, &wc);
+		fails += rc ? bad(rank, what, 0, rc, 0)
+			    : check(ops, a, cnt, k, rank, what, want_rank, &wc);
 		/* a ring: send to the next rank, receive from the previous, in one group */
 		ops->free_(a);
 		a = dev_fill(ops, cnt, k, rank, 3);
@@ -203,7 +207,8 @@ static int rank_main(const struct lb_rank_env *env, void *arg)
 		if (!rc)
 			rc = w->ops->group_end(w);
 		wc.rank = (rank + n - 1) % n;
-		fails += rc ? bad(rank, what, 0, rc, 0) : check(ops, b, cnt, k, rank, what, want_rank, &wc);
+		fails += rc ? bad(rank, what, 0, rc, 0)
+			    : check(ops, b, cnt, k, rank, what, want_rank, &wc);
 		ops->free_(a);
 		ops->free_(b);
 	}
@@ -224,7 +229,8 @@ static int rank_main(const struct lb_rank_env *env, void *arg)
 
 			rc = sub->ops->all_reduce(sub, a, a, cnt, LB_F32, LB_SUM, s);
 			fails += rc ? bad(rank, "split all_reduce", 0, rc, 0)
-				    : check(ops, a, cnt, LB_K_F32, rank, "split all_reduce", want_sum, &wc);
+				    : check(ops, a, cnt, LB_K_F32, rank, "split all_reduce",
+					    want_sum, &wc);
 			ops->free_(a);
 			sub->ops->destroy(sub);
 		}
@@ -257,8 +263,8 @@ static int launch(const char *name, int nproc, struct cfg *cf, int want_status, 
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	dt = (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9;
 	if (rc < 0 || res.status != want_status || dt > max_s) {
-		printf("FAIL  %-40s status %d (want %d), %.1f s (limit %.0f): %s\n", name, res.status,
-		       want_status, dt, max_s, res.message);
+		printf("FAIL  %-40s status %d (want %d), %.1f s (limit %.0f): %s\n", name,
+		       res.status, want_status, dt, max_s, res.message);
 		return 1;
 	}
 	printf("PASS  %-40s %.1f s\n", name, dt);

@@ -87,8 +87,8 @@ static void test_blocks_and_buckets(void **state)
 		check_tiling(&m, b, n, nl, dps[k]);
 		free(b);
 		/* a target above the stage: one layer bucket */
-		assert_int_equal(lb_grad_buckets(&m, dps[k], 0, LB_GRAD_BUCKET_DEFAULT, &b, &n, &nl),
-				 0);
+		assert_int_equal(
+		    lb_grad_buckets(&m, dps[k], 0, LB_GRAD_BUCKET_DEFAULT, &b, &n, &nl), 0);
 		assert_int_equal(nl, 1);
 		check_tiling(&m, b, n, nl, dps[k]);
 		free(b);
@@ -143,8 +143,8 @@ static void test_slices_partition(void **state)
 		assert_int_equal(lb_llama_init(&m[r], lb_ops_cpu(), NULL, &l, 0, 1), 0);
 		assert_true(m[r].zero2);
 		assert_int_equal(m[r].n_grads, m[r].n_alloc - (m[r].layers_hi - m[r].emb_hi));
-		assert_int_equal(lb_gradsync_init(&g[r], lb_ops_cpu(), &m[r], &fake, r, 2, 1, 1, -1),
-				 0);
+		assert_int_equal(
+		    lb_gradsync_init(&g[r], lb_ops_cpu(), &m[r], &fake, r, 2, 1, 1, -1), 0);
 		assert_int_equal(g[r].n_state, m[r].n_alloc / DP);
 	}
 	owner = calloc(m[0].n_alloc, 1);

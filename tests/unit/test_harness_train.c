@@ -89,8 +89,8 @@ static void test_parse_flags(void **state)
 	}
 	/* a parallel layout on the GPU runs through the GPU communicator (NCCL, or staged for
 	 * ranks that share a GPU); only a build without CUDA refuses it */
-	assert_int_equal(parse(&o, "--device cuda --tp 2 --gpus-per-node 2 --nproc-per-node 2",
-			       err, sizeof(err)),
+	assert_int_equal(parse(&o, "--device cuda --tp 2 --gpus-per-node 2 --nproc-per-node 2", err,
+			       sizeof(err)),
 			 0);
 	if (lb_ops_have_cuda()) {
 		assert_int_equal(lb_train_check(&o, err, sizeof(err)), 0);

@@ -349,12 +349,8 @@ static void test_gqa_and_tied(void **state)
 static void test_micro_batch_2(void **state)
 {
 	static const int lay[][5] = {/* tp pp dp sp zero */
-				     {2, 1, 1, 1, 0},
-				     {4, 2, 1, 1, 0},
-				     {2, 2, 2, 1, 1},
-				     {1, 2, 2, 0, 1},
-				     {2, 1, 2, 1, 2},
-				     {1, 2, 2, 0, 2}};
+				     {2, 1, 1, 1, 0}, {4, 2, 1, 1, 0}, {2, 2, 2, 1, 1},
+				     {1, 2, 2, 0, 1}, {2, 1, 2, 1, 2}, {1, 2, 2, 0, 2}};
 	struct lb_layout l;
 	struct run_out ref;
 

@@ -131,7 +131,8 @@ static void test_values(void **state)
 	    "grid.stage_layers[0]: expected a list of layers per stage (e.g. [7, 8, 8, 7]), got 2 "
 	    "(a grid or zip axis lists splits: [[7, 8, 8, 7], [8, 7, 7, 8]])");
 	bad("{" H ", \"grid\": {\"stage_layers\": [[1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, "
-	    "1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, "
+	    "1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, "
+	    "1, "
 	    "1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1]]}}",
 	    "grid.stage_layers[0]: more than 64 stages");
 	bad("{" H ", \"where\": \"stage_layers == 1\"}",

@@ -668,8 +668,10 @@ static int enter(struct shm_comm *sc, const char *what, enum lb_dtype t)
 	return 0;
 }
 
-/* enter() for a reduction: also the type and operation it can reduce. */
-static int enter_reduce(struct shm_comm *sc, const char *what, enum lb_dtype t, enum lb_redop op)
+/* enter() for a reduction of count elements: also the type and operation it can reduce.
+ * 1 when there is nothing to reduce (count 0), else as enter(). */
+static int enter_reduce(struct shm_comm *sc, const char *what, enum lb_dtype t, enum lb_redop op,
+			size_t count)
 {
 	int rc = enter(sc, what, t);
 
@@ -678,7 +680,7 @@ static int enter_reduce(struct shm_comm *sc, const char *what, enum lb_dtype t, 
 				"%s: %s with op %d is not supported by the shm communicator (use "
 				"f32, bf16, f16 or i32 with sum, max or avg)",
 				what, lb_dtype_name(t), (int)op);
-	return rc;
+	return rc ? rc : count == 0;
 }
 
 static int shm_all_reduce(struct lb_comm *c, const void *in, void *out, size_t count,
@@ -689,10 +691,8 @@ static int shm_all_reduce(struct lb_comm *c, const void *in, void *out, size_t c
 	unsigned char *src[MAXR];
 	int n = c->size, r = c->rank, rc, k;
 
-	if ((rc = enter_reduce(sc, "all_reduce", t, op)))
-		return rc;
-	if (count == 0)
-		return 0;
+	if ((rc = enter_reduce(sc, "all_reduce", t, op, count)))
+		return rc < 0 ? rc : 0;
 	chunk = sc->seg->hdr->slot_bytes / 2 / esz;
 	for (o = 0; o < count; o += L) {
 		int h = (int)(sc->round++ & 1);
@@ -729,10 +729,8 @@ static int shm_reduce_scatter(struct lb_comm *c, const void *in, void *out, size
 	unsigned char *src[MAXR];
 	int n = c->size, r = c->rank, rc, k;
 
-	if ((rc = enter_reduce(sc, "reduce_scatter", t, op)))
-		return rc;
-	if (count == 0)
-		return 0;
+	if ((rc = enter_reduce(sc, "reduce_scatter", t, op, count)))
+		return rc < 0 ? rc : 0;
 	chunk = sc->seg->hdr->slot_bytes / 2 / esz / (size_t)n;
 	for (o = 0; o < count; o += L) {
 		int h = (int)(sc->round++ & 1);

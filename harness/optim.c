@@ -11,13 +11,12 @@ int lb_optim_init(struct lb_optim *o, const struct lb_ops *ops, const void *para
 {
 	size_t total = 0;
 
-	memset(o, 0, sizeof(*o));
-	o->ops = ops;
-	o->lr = lr;
-	o->weight_decay = weight_decay;
-	o->beta1 = LB_ADAM_BETA1;
-	o->beta2 = LB_ADAM_BETA2;
-	o->eps = LB_ADAM_EPS;
+	*o = (struct lb_optim){.ops = ops,
+			       .lr = lr,
+			       .weight_decay = weight_decay,
+			       .beta1 = LB_ADAM_BETA1,
+			       .beta2 = LB_ADAM_BETA2,
+			       .eps = LB_ADAM_EPS};
 	o->r = calloc((size_t)(n > 0 ? n : 1), sizeof(*o->r));
 	if (!o->r)
 		return LB_E_OOM;

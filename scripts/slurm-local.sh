@@ -131,11 +131,8 @@ check_safe() {
 
 install_missing() {
 	pkgs="munge slurmctld slurmd slurm-client slurmrestd slurm-wlm-jwt-plugin libslurm-dev libpmi2-0-dev curl"
-	missing=""
-	for p in $pkgs; do
-		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
-			missing="$missing $p"
-	done
+	# shellcheck disable=SC2086
+	missing=$(sh "$(dirname "$0")/deps.sh" --missing $pkgs)
 	[ -z "$missing" ] && return 0
 	[ "$INSTALL" = 1 ] || die "missing packages:$missing (apt-get install$missing)"
 	say "installing:$missing"

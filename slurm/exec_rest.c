@@ -396,13 +396,13 @@ int exec_rest_open(const struct exec_opts *o, struct executor **out, char *err, 
 				 where(pv), pv->version, code);
 		goto out_free;
 	}
-	x->name = "rest";
-	x->max_array = SLURM_DEFAULT_MAX_ARRAY;
-	x->submit = rs_submit;
-	x->poll = rs_poll;
-	x->cancel = rs_cancel;
-	x->close = rs_close;
-	x->priv = pv;
+	*x = (struct executor){.name = "rest",
+			       .max_array = SLURM_DEFAULT_MAX_ARRAY,
+			       .submit = rs_submit,
+			       .poll = rs_poll,
+			       .cancel = rs_cancel,
+			       .close = rs_close,
+			       .priv = pv};
 	*out = x;
 	return 0;
 out_free:

@@ -304,14 +304,15 @@ int exec_slurm_open(const struct exec_opts *o, struct executor **out, char *err,
 		return -1;
 	}
 	pv->o = *o;
-	x->name = "slurm";
-	x->max_array = conf->max_array_sz > 0 ? (int)conf->max_array_sz : SLURM_DEFAULT_MAX_ARRAY;
+	*x = (struct executor){
+	    .name = "slurm",
+	    .max_array = conf->max_array_sz > 0 ? (int)conf->max_array_sz : SLURM_DEFAULT_MAX_ARRAY,
+	    .submit = ss_submit,
+	    .poll = ss_poll,
+	    .cancel = ss_cancel,
+	    .close = ss_close,
+	    .priv = pv};
 	slurm_free_ctl_conf(conf);
-	x->submit = ss_submit;
-	x->poll = ss_poll;
-	x->cancel = ss_cancel;
-	x->close = ss_close;
-	x->priv = pv;
 	*out = x;
 	return 0;
 }

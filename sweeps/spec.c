@@ -472,9 +472,25 @@ static int field_of_key(struct ctx *c, const char *key, const char *jpath)
 	return -1;
 }
 
+/* Member k of object obj (at jpath) as a layout field: its path into sub, the field, and
+ * no second member of the same name before it. The field, or -1 (c->err set). */
+static int member_field(struct ctx *c, const cJSON *obj, const cJSON *k, const char *jpath,
+			char *sub, size_t len)
+{
+	int f;
+
+	join(sub, len, jpath, k->string);
+	if ((f = field_of_key(c, k->string, sub)) < 0)
+		return -1;
+	for (const cJSON *k2 = obj->child; k2 != k; k2 = k2->next)
+		if (!strcmp(k2->string, k->string))
+			return fail(c, sub, "key '%s' appears twice", k->string);
+	return f;
+}
+
 static int parse_fixed(struct ctx *c, const cJSON *obj, const char *jpath, struct spec_part *p)
 {
-	const cJSON *k, *k2;
+	const cJSON *k;
 	char sub[256];
 
 	if (want_object(c, obj, jpath))
@@ -482,13 +498,8 @@ static int parse_fixed(struct ctx *c, const cJSON *obj, const char *jpath, struc
 	for (k = obj->child; k; k = k->next) {
 		int f;
 
-		join(sub, sizeof(sub), jpath, k->string);
-		f = field_of_key(c, k->string, sub);
-		if (f < 0)
+		if ((f = member_field(c, obj, k, jpath, sub, sizeof(sub))) < 0)
 			return -1;
-		for (k2 = obj->child; k2 != k; k2 = k2->next)
-			if (!strcmp(k2->string, k->string))
-				return fail(c, sub, "key '%s' appears twice", k->string);
 		if (field_value(c, f, k, sub, &p->fixed[f]))
 			return -1;
 		p->has_fixed[f] = 1;
@@ -550,7 +561,7 @@ static int fill_group(struct ctx *c, struct spec_group *g, const cJSON *const *l
 
 static int parse_grid(struct ctx *c, const cJSON *obj, const char *jpath, struct spec_part *p)
 {
-	const cJSON *k, *k2;
+	const cJSON *k;
 	char sub[256];
 
 	if (want_object(c, obj, jpath))
@@ -560,13 +571,8 @@ static int parse_grid(struct ctx *c, const cJSON *obj, const char *jpath, struct
 		const char *paths[1];
 		int f;
 
-		join(sub, sizeof(sub), jpath, k->string);
-		f = field_of_key(c, k->string, sub);
-		if (f < 0)
+		if ((f = member_field(c, obj, k, jpath, sub, sizeof(sub))) < 0)
 			return -1;
-		for (k2 = obj->child; k2 != k; k2 = k2->next)
-			if (!strcmp(k2->string, k->string))
-				return fail(c, sub, "key '%s' appears twice", k->string);
 		if (want_array(c, k, sub, 1))
 			return -1;
 		g = add_group(c, p, sub);
@@ -797,20 +803,45 @@ bad:
 }
 
 /* A string for a fixed-size field that must be a name. */
+/* cluster.KEY, when given: a positive number (at most 1e6) of unit into *out. */
+static int get_positive(struct ctx *c, const cJSON *obj, const char *key, const char *unit,
+			double *out)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+	char got[64], path[64];
+
+	if (!v)
+		return 0;
+	if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || v->valuedouble <= 0 ||
+	    v->valuedouble > 1e6) {
+		show(v, got, sizeof(got));
+		snprintf(path, sizeof(path), "cluster.%s", key);
+		return fail(c, path, "expected a positive number of %s, got %s", unit, got);
+	}
+	*out = v->valuedouble;
+	return 0;
+}
+
+/* A name the spec got wrong: what a name is (more: what else may be given), the limit. */
+static int name_fail(struct ctx *c, const cJSON *v, const char *jpath, const char *more,
+		     size_t len)
+{
+	char got[64];
+
+	show(v, got, sizeof(got));
+	return fail(c, jpath,
+		    "expected a name of letters, digits, '_', '.' and '-'%s (at most %zu%s), got %s",
+		    more, len - 1, *more ? " in all" : "", got);
+}
+
 static int get_name(struct ctx *c, const cJSON *v, const char *jpath, char *out, size_t len)
 {
 	const char *s = NULL;
-	char got[64];
 
 	if (get_string(c, v, jpath, &s))
 		return -1;
-	if (!spec_name_ok(s, len)) {
-		show(v, got, sizeof(got));
-		return fail(c, jpath,
-			    "expected a name of letters, digits, '_', '.' and '-' (at most %zu), "
-			    "got %s",
-			    len - 1, got);
-	}
+	if (!spec_name_ok(s, len))
+		return name_fail(c, v, jpath, "", len);
 	snprintf(out, len, "%s", s);
 	return 0;
 }
@@ -870,7 +901,7 @@ static int push_str(struct ctx *c, char ***arr, int *n, const char *s, const cha
 static int get_partitions(struct ctx *c, const cJSON *v, char *out, size_t len)
 {
 	const char *s = NULL, *p;
-	char one[64], got[64];
+	char one[64];
 	int ok;
 
 	if (get_string(c, v, "cluster.partition", &s))
@@ -884,13 +915,8 @@ static int get_partitions(struct ctx *c, const cJSON *v, char *out, size_t len)
 		if (!p[n])
 			break;
 	}
-	if (!ok) {
-		show(v, got, sizeof(got));
-		return fail(c, "cluster.partition",
-			    "expected a name of letters, digits, '_', '.' and '-', or several "
-			    "separated by ',' (at most %zu in all), got %s",
-			    len - 1, got);
-	}
+	if (!ok)
+		return name_fail(c, v, "cluster.partition", ", or several separated by ','", len);
 	snprintf(out, len, "%s", s);
 	return 0;
 }
@@ -985,24 +1011,9 @@ static int parse_cluster(struct ctx *c, const cJSON *obj)
 			return -1;
 		cl->gpus_per_node = (int)x;
 	}
-	if ((v = cJSON_GetObjectItemCaseSensitive(obj, "gpu_mem_gib"))) {
-		if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || v->valuedouble <= 0 ||
-		    v->valuedouble > 1e6) {
-			show(v, got, sizeof(got));
-			return fail(c, "cluster.gpu_mem_gib",
-				    "expected a positive number of GiB, got %s", got);
-		}
-		cl->gpu_mem_gib = v->valuedouble;
-	}
-	if ((v = cJSON_GetObjectItemCaseSensitive(obj, "peak_tflops"))) {
-		if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || v->valuedouble <= 0 ||
-		    v->valuedouble > 1e6) {
-			show(v, got, sizeof(got));
-			return fail(c, "cluster.peak_tflops",
-				    "expected a positive number of TFLOP/s, got %s", got);
-		}
-		cl->peak_tflops = v->valuedouble;
-	}
+	if (get_positive(c, obj, "gpu_mem_gib", "GiB", &cl->gpu_mem_gib) ||
+	    get_positive(c, obj, "peak_tflops", "TFLOP/s", &cl->peak_tflops))
+		return -1;
 	if ((v = cJSON_GetObjectItemCaseSensitive(obj, "gpu"))) {
 		const char *s = NULL, *p;
 

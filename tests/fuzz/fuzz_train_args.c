@@ -4,13 +4,15 @@
  * byte-count parser of --mem-limit on the whole input. Every input must parse or fail
  * with a message; never crash, overflow or leak.
  */
+// clang-format off
 // fuzz-sources: harness/train.c harness/train_args.c harness/train_step.c harness/model.c
-// harness/ops_cpu.c harness/optim.c fuzz-sources: harness/data.c harness/trainlog.c
-// harness/schedule.c harness/comm_self.c fuzz-sources: harness/comm_common.c harness/comm_shm.c
-// harness/launch.c harness/gradsync.c fuzz-sources: harness/bootstrap.c fuzz-sources:
-// common/layout.c common/model.c common/pipeline.c common/util.c fuzz-sources: common/version.c
+// fuzz-sources: harness/ops_cpu.c harness/optim.c harness/data.c harness/trainlog.c
+// fuzz-sources: harness/schedule.c harness/comm_self.c harness/comm_common.c harness/comm_shm.c
+// fuzz-sources: harness/launch.c harness/gradsync.c harness/bootstrap.c
+// fuzz-sources: common/layout.c common/model.c common/pipeline.c common/util.c common/version.c
 // fuzz-libs: -lm -ldl
 // fuzz-seeds: tests/fuzz/seeds/train_args/*
+// clang-format on
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>

@@ -3,18 +3,12 @@
 # test_bootstrap as three tasks, and every task gets task 0's bytes through Slurm's PMI2
 # key-value space (harness/bootstrap.h); the file way is tested by test_bootstrap itself.
 # Skips (77) unless LB_SLURM_TESTS=1 and slurmctld answers (scripts/slurm-local.sh
-# start). Needs libpmi2.so.0 (Debian's libpmi2-0, installed by scripts/deps.sh) and
+# start). Needs libpmi2.so.0 (libpmi2-0-dev, which scripts/slurm-local.sh installs) and
 # Slurm's mpi/pmi2 plugin (slurm-wlm-basic-plugins).
 BUILD=${BUILD:-build}
 T="$(pwd)/$BUILD/tests/test_bootstrap"
-skip="no Slurm (set LB_SLURM_TESTS=1 and run scripts/slurm-local.sh start)"
 
-[ "${LB_SLURM_TESTS:-0}" = 1 ] || { echo "$skip"; exit 77; }
-envf=${LB_SLURM_DIR:-/run/layoutbench-slurm}/env
-# shellcheck disable=SC1090
-[ -r "$envf" ] && . "$envf"
-unset SLURM_JWT
-case "$(scontrol ping 2>&1)" in *"is UP"*) ;; *) echo "$skip"; exit 77 ;; esac
+. tests/sh/lib/need_slurm.sh
 [ -x "$T" ] || { echo "error: '$T' not built (make BUILD=$BUILD)"; exit 1; }
 tmp=$(mktemp -d /tmp/lb-boot-slurm.XXXXXX) || exit 1
 chmod 777 "$tmp"

@@ -7,14 +7,8 @@
 # whose node declares 8 CPUs).
 BUILD=${BUILD:-build}
 TRAIN="$(pwd)/$BUILD/layoutbench-train"
-skip="no Slurm (set LB_SLURM_TESTS=1 and run scripts/slurm-local.sh start)"
 
-[ "${LB_SLURM_TESTS:-0}" = 1 ] || { echo "$skip"; exit 77; }
-envf=${LB_SLURM_DIR:-/run/layoutbench-slurm}/env
-# shellcheck disable=SC1090
-[ -r "$envf" ] && . "$envf"
-unset SLURM_JWT
-case "$(scontrol ping 2>&1)" in *"is UP"*) ;; *) echo "$skip"; exit 77 ;; esac
+. tests/sh/lib/need_slurm.sh
 [ -x "$TRAIN" ] || { echo "error: '$TRAIN' not built (make BUILD=$BUILD)"; exit 1; }
 tmp=$(mktemp -d /tmp/lb-par-slurm.XXXXXX) || exit 1
 chmod 777 "$tmp"

@@ -234,7 +234,6 @@ double lb_gradsync_stall_s(struct lb_gradsync *g, double *in_backward)
 
 void lb_gradsync_step_begin(struct lb_gradsync *g)
 {
-	g->n_bwd = 0;
 	g->n_stall = 0;
 	g->fin_pair = -1;
 	g->side_busy = 0;
@@ -246,13 +245,12 @@ void lb_gradsync_backward(struct lb_gradsync *g, int first, int last)
 {
 	struct lb_llama *m = g->m;
 
-	g->n_bwd++;
 	g->first = first;
 	if (!g->dp)
 		return;
-	g->armed = last || m->zero2;
 	m->grad_fresh = m->zero2;
-	m->bwd_hook = g->armed ? hook : NULL;
+	/* the reduction hooks into the chunk's last backward (every one with ZeRO-2) */
+	m->bwd_hook = last || m->zero2 ? hook : NULL;
 }
 
 /* Tag the overlapped NCCL calls so the trainer does not count them as exposed. */

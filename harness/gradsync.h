@@ -73,9 +73,7 @@ struct lb_gradsync {
 	int n_stall, cap_stall;
 	int fin_pair;  /* the pair of the wait before the optimizer, or -1 */
 	int seq;       /* ZeRO-2: slot assignments so far */
-	int n_bwd;     /* backwards of this step so far */
 	int first;     /* 1: this backward is its chunk's first of the step */
-	int armed;     /* 1: this backward reduces its layer buckets */
 	int side_busy; /* 1: something was enqueued on the side stream this step */
 	char err[256];
 };

@@ -211,7 +211,7 @@ void lb_layout_id(const struct lb_layout *l, char out[LB_ID_LEN + 1])
 }
 
 static const char *const ckpt_names[] = {"none", "full", "selective"};
-static const char *const attn_names[] = {"naive", "fused_softmax", "flash"};
+static const char *const attn_names[] = {"naive", "fused_softmax", "flash", "cudnn"};
 static const char *const norm_names[] = {"unfused", "fused"};
 #define NELEM(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -576,7 +576,7 @@ const char *lb_layout_flags_usage(void)
 	       "  --zero-stage 0|1|2      ZeRO over dp: 1 shards the optimizer state, 2 the\n"
 	       "                          gradients as well\n"
 	       "  --checkpointing none|full|selective\n"
-	       "  --attention naive|fused_softmax|flash\n"
+	       "  --attention naive|fused_softmax|flash|cudnn\n"
 	       "  --norm unfused|fused    RMSNorm kernel\n"
 	       "  --virtual-stages N      model chunks per pipeline stage (default 1); N > 1\n"
 	       "                          runs the interleaved 1F1B schedule\n"
@@ -662,7 +662,7 @@ int lb_layout_check(const struct lb_layout *l, char *reason, size_t len)
 	if ((unsigned)l->checkpointing >= NELEM(ckpt_names))
 		FAIL("checkpointing=%d is not none, full or selective", (int)l->checkpointing);
 	if ((unsigned)l->attention >= NELEM(attn_names))
-		FAIL("attention=%d is not naive, fused_softmax or flash", (int)l->attention);
+		FAIL("attention=%d is not naive, fused_softmax, flash or cudnn", (int)l->attention);
 	if ((unsigned)l->norm >= NELEM(norm_names))
 		FAIL("norm=%d is not unfused or fused", (int)l->norm);
 	if (l->zero_stage < 0 || l->zero_stage > 2)

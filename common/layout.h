@@ -18,7 +18,8 @@
 #define LB_MAX_VIRTUAL_STAGES 16 /* model chunks per pipeline stage */
 
 enum lb_ckpt { LB_CKPT_NONE = 0, LB_CKPT_FULL, LB_CKPT_SELECTIVE };
-enum lb_attn { LB_ATTN_NAIVE = 0, LB_ATTN_FUSED_SOFTMAX, LB_ATTN_FLASH };
+/* cudnn: cuDNN's fused flash attention (the GPU backend only); the same math as flash */
+enum lb_attn { LB_ATTN_NAIVE = 0, LB_ATTN_FUSED_SOFTMAX, LB_ATTN_FLASH, LB_ATTN_CUDNN };
 enum lb_norm { LB_NORM_UNFUSED = 0, LB_NORM_FUSED };
 
 /* Model shape: a preset, possibly with fields overridden. */

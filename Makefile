@@ -32,6 +32,10 @@ ifeq ($(WITH_CUDA),auto)
 WITH_CUDA := $(if $(filter 1,$(SAN)),0,$(shell test -x $(NVCC) && echo 1 || echo 0))
 endif
 
+# cuDNN's headers, for the `cudnn` attention kernel (see below)
+CUDNN_INC := $(if $(filter 1,$(WITH_CUDA)),$(firstword $(foreach d,$(CUDA_HOME)/include \
+	/usr/include/x86_64-linux-gnu /usr/include,$(if $(wildcard $(d)/cudnn_graph.h),$(d)))))
+
 GIT_COMMIT := $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
 
 # The configuration this build detected, recorded in a file every object depends on: when
@@ -39,7 +43,7 @@ GIT_COMMIT := $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
 # what it touches is rebuilt rather than left stale.
 CONFIG_STAMP := $(BUILD)/gen/config.txt
 CONFIG_TEXT := WITH_SLURM=$(WITH_SLURM) WITH_CURL=$(WITH_CURL) WITH_CUDA=$(WITH_CUDA) \
-	CUDA_ARCH=$(CUDA_ARCH) SAN=$(SAN) CFLAGS=$(CFLAGS)
+	CUDA_ARCH=$(CUDA_ARCH) SAN=$(SAN) CFLAGS=$(CFLAGS) CUDNN_INC=$(CUDNN_INC)
 $(shell mkdir -p $(BUILD)/gen && { [ "$$(cat $(CONFIG_STAMP) 2>/dev/null)" = '$(CONFIG_TEXT)' ] || \
 	printf '%s\n' '$(CONFIG_TEXT)' >$(CONFIG_STAMP); })
 
@@ -68,6 +72,13 @@ ifeq ($(WITH_CUDA),1)
 CPPFLAGS += -DLB_WITH_CUDA=1
 TRAIN_LIBS := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublasLt -lcudart_static \
 	-ldl $(TRAIN_LIBS)
+endif
+
+# cuDNN's headers, for the `cudnn` attention kernel (the library itself is loaded at run time,
+# so the trainer does not depend on it); without them that kernel says so when chosen.
+ifeq ($(WITH_CUDA),1)
+$(BUILD)/obj/harness/cuda/attention_cudnn.o: CPPFLAGS += $(if $(CUDNN_INC),-DLB_WITH_CUDNN=1 \
+	$(if $(filter /usr/include,$(CUDNN_INC)),,-I$(CUDNN_INC)))
 endif
 
 # Sources: every .c of a stage's folder belongs to that stage's library.

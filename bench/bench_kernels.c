@@ -166,6 +166,8 @@ enum kid {
 	K_ATTN_PROBS_BWD,
 	K_ATTN_FLASH_FWD,
 	K_ATTN_FLASH_BWD,
+	K_ATTN_CUDNN_FWD,
+	K_ATTN_CUDNN_BWD,
 	K_COUNT
 };
 
@@ -420,11 +422,13 @@ static void check_attn(void)
 	struct bp *pr = bp_rand((size_t)b * nh * s * s, LB_K_ACT, 1);
 	struct bp *lse = bp_rand((size_t)b * nh * s, LB_K_F32, 1);
 
-	for (int v = 0; v < 3; v++) {
+	/* cudnn is checked against the reference's flash (the same math) */
+	for (int v = 0; v < 4; v++) {
 		enum kid fk = v == 0   ? K_ATTN_NAIVE_FWD
 			      : v == 1 ? K_ATTN_FUSED_FWD
-				       : K_ATTN_FLASH_FWD;
-		enum kid bk = v < 2 ? K_ATTN_PROBS_BWD : K_ATTN_FLASH_BWD;
+			      : v == 2 ? K_ATTN_FLASH_FWD
+				       : K_ATTN_CUDNN_FWD;
+		enum kid bk = v < 2 ? K_ATTN_PROBS_BWD : v == 2 ? K_ATTN_FLASH_BWD : K_ATTN_CUDNN_BWD;
 
 		if (v == 0) {
 			G->attn_naive_fwd(out->g, pr->g, scr->g, qkv->g, b, s, nh, nkv, d);
@@ -433,7 +437,10 @@ static void check_attn(void)
 			G->attn_fused_fwd(out->g, pr->g, qkv->g, b, s, nh, nkv, d);
 			R->attn_fused_fwd(out->r, pr->r, qkv->r, b, s, nh, nkv, d);
 		} else {
-			G->attn_flash_fwd(out->g, lse->g, scr->g, qkv->g, b, s, nh, nkv, d);
+			if (v == 2)
+				G->attn_flash_fwd(out->g, lse->g, scr->g, qkv->g, b, s, nh, nkv, d);
+			else
+				G->attn_cudnn_fwd(out->g, lse->g, scr->g, qkv->g, b, s, nh, nkv, d);
 			R->attn_flash_fwd(out->r, lse->r, scr->r, qkv->r, b, s, nh, nkv, d);
 		}
 		wrong[fk] |=
@@ -445,8 +452,12 @@ static void check_attn(void)
 			G->attn_probs_bwd(dq->g, scr->g, dout->g, pr->g, qkv->g, b, s, nh, nkv, d);
 			R->attn_probs_bwd(dq->r, scr->r, dout->r, pr->r, qkv->r, b, s, nh, nkv, d);
 		} else {
-			G->attn_flash_bwd(dq->g, scr->g, dout->g, out->g, lse->g, qkv->g, b, s, nh,
-					  nkv, d);
+			if (v == 2)
+				G->attn_flash_bwd(dq->g, scr->g, dout->g, out->g, lse->g, qkv->g, b,
+						  s, nh, nkv, d);
+			else
+				G->attn_cudnn_bwd(dq->g, scr->g, dout->g, out->g, lse->g, qkv->g, b,
+						  s, nh, nkv, d);
 			R->attn_flash_bwd(dq->r, scr->r, dout->r, out->r, lse->r, qkv->r, b, s, nh,
 					  nkv, d);
 		}
@@ -535,6 +546,13 @@ static void run(const struct job *j)
 		break;
 	case K_ATTN_FLASH_BWD: /* dqkv, scratch, dout, out, lse, qkv */
 		G->attn_flash_bwd(p[0], p[1], p[2], p[3], p[4], p[5], j->b, j->s, j->nh, j->nkv,
+				  j->d);
+		break;
+	case K_ATTN_CUDNN_FWD: /* as flash */
+		G->attn_cudnn_fwd(p[0], p[1], p[2], p[3], j->b, j->s, j->nh, j->nkv, j->d);
+		break;
+	case K_ATTN_CUDNN_BWD:
+		G->attn_cudnn_bwd(p[0], p[1], p[2], p[3], p[4], p[5], j->b, j->s, j->nh, j->nkv,
 				  j->d);
 		break;
 	default:
@@ -900,7 +918,8 @@ static void attn_rows(int s, int all_variants)
 	int want_probs = all_variants && (wanted("attn.naive.fwd") || wanted("attn.fused.fwd") ||
 					  wanted("attn.probs.bwd"));
 
-	if (!want_probs && !wanted("attn.flash.fwd") && !wanted("attn.flash.bwd"))
+	if (!want_probs && !wanted("attn.flash.fwd") && !wanted("attn.flash.bwd") &&
+	    !wanted("attn.cudnn.fwd") && !wanted("attn.cudnn.bwd"))
 		return;
 	snprintf(shp, sizeof(shp), "B%d S%d nh%d D%d causal", b, s, nh, d);
 	qkv = dev_alloc(nq, LB_K_ACT), out = dev_alloc(no, LB_K_ACT);
@@ -956,6 +975,15 @@ static void attn_rows(int s, int all_variants)
 			 .d = d};
 	if (wanted("attn.flash.bwd"))
 		add_row("attn.flash.bwd", shp, &j, bwd, 1, attn_ceiling, wrong[K_ATTN_FLASH_BWD]);
+	j.k = K_ATTN_CUDNN_FWD;
+	memcpy(j.p, (void *[]){out, lse, scr, qkv}, 4 * sizeof(void *));
+	if (wanted("attn.cudnn.fwd"))
+		add_row("attn.cudnn.fwd", shp, &j, fwd, 1, attn_ceiling, wrong[K_ATTN_CUDNN_FWD]);
+	run(&j);
+	j.k = K_ATTN_CUDNN_BWD;
+	memcpy(j.p, (void *[]){dq, scr, dout, out, lse, qkv}, 6 * sizeof(void *));
+	if (wanted("attn.cudnn.bwd"))
+		add_row("attn.cudnn.bwd", shp, &j, bwd, 1, attn_ceiling, wrong[K_ATTN_CUDNN_BWD]);
 	G->free_(qkv), G->free_(out), G->free_(dout), G->free_(dq), G->free_(scr);
 	G->free_(lse);
 	if (pr)
@@ -999,6 +1027,32 @@ static void print_table(FILE *csv)
 			else
 				fprintf(csv, ",,");
 			fprintf(csv, "%s\n", r->wrong ? "wrong" : "ok");
+		}
+	}
+}
+
+/* Attention forward + backward together (what a training step pays), per kernel and shape:
+ * the FLOPs of both rows over the sum of their times. */
+static void print_attn_pairs(void)
+{
+	for (int i = 0; i < nrows; i++) {
+		const struct row *f = &rows[i];
+		char want[32];
+		size_t n = strlen(f->name);
+
+		if (strncmp(f->name, "attn.", 5) || n < 4 || strcmp(f->name + n - 4, ".fwd"))
+			continue;
+		snprintf(want, sizeof(want), "%.*s.bwd", (int)(n - 4), f->name);
+		if (!strcmp(f->name, "attn.naive.fwd") || !strcmp(f->name, "attn.fused.fwd"))
+			snprintf(want, sizeof(want), "attn.probs.bwd");
+		for (int k = 0; k < nrows; k++) {
+			const struct row *b = &rows[k];
+
+			if (strcmp(b->name, want) || strcmp(b->shape, f->shape))
+				continue;
+			printf("RESULT\tattention fwd+bwd %.*s %s\t%.1f\tTFLOP/s\t%s\n", (int)(n - 9),
+			       f->name + 5, f->shape, (f->work + b->work) / ((f->us + b->us) * 1e-6) / 1e12,
+			       f->wrong || b->wrong ? "FAIL" : "INFO");
 		}
 	}
 }
@@ -1103,6 +1157,7 @@ int main(int argc, char **argv)
 		       rows[i].wrong ? "FAIL" : "INFO");
 		nwrong += rows[i].wrong;
 	}
+	print_attn_pairs();
 	print_table(csv);
 	if (csv)
 		fclose(csv);

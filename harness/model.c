@@ -245,16 +245,22 @@ static int build_tensors(struct lb_llama *m)
 #define A(n)  AK(n, LB_K_ACT)
 #define AF(n) AK(n, LB_K_F32)
 
+/* flash and cudnn: tiled attention that saves the log-sum-exp, not the probabilities */
+static int flash_like(const struct lb_llama *m)
+{
+	return m->layout.attention == LB_ATTN_FLASH || m->layout.attention == LB_ATTN_CUDNN;
+}
+
 /* The attention core's saved state: the log-sum-exp (f32) for flash, else the
  * probabilities (act). */
 static enum lb_kind attp_kind(const struct lb_llama *m)
 {
-	return m->layout.attention == LB_ATTN_FLASH ? LB_K_F32 : LB_K_ACT;
+	return flash_like(m) ? LB_K_F32 : LB_K_ACT;
 }
 
 static size_t attp_count(const struct lb_llama *m)
 {
-	if (m->layout.attention == LB_ATTN_FLASH)
+	if (flash_like(m))
 		return (size_t)m->B * m->nh * m->S;
 	return (size_t)m->B * m->nh * m->S * m->S;
 }
@@ -465,7 +471,8 @@ int lb_llama_init_slots(struct lb_llama *m, const struct lb_ops *ops, struct lb_
 	if (tps != layout->tp || layout->pp < 1 || stage < 0 || stage >= layout->pp ||
 	    lb_layout_chunks(layout) > LB_MAX_VIRTUAL_STAGES || md->n_heads % tps ||
 	    md->n_kv_heads % tps || md->ffn % tps || md->vocab % tps || md->hidden % md->n_heads ||
-	    md->n_heads % md->n_kv_heads)
+	    md->n_heads % md->n_kv_heads ||
+	    (layout->attention == LB_ATTN_CUDNN && !ops->attn_cudnn_fwd)) /* the CPU has none */
 		return LB_E_INVAL;
 	m->B = layout->micro_batch;
 	m->S = layout->seq_len;
@@ -790,6 +797,10 @@ static void attn_fwd(struct lb_llama *m, struct lb_layer_acts *a)
 	case LB_ATTN_FUSED_SOFTMAX:
 		o->attn_fused_fwd(a->att, a->attp, a->qkv, m->B, m->S, m->nh, m->nkv, m->D);
 		break;
+	case LB_ATTN_CUDNN:
+		o->attn_cudnn_fwd(a->att, a->attp, m->ascratch, a->qkv, m->B, m->S, m->nh, m->nkv,
+				  m->D);
+		break;
 	default:
 		o->attn_flash_fwd(a->att, a->attp, m->ascratch, a->qkv, m->B, m->S, m->nh, m->nkv,
 				  m->D);
@@ -857,7 +868,10 @@ static int layer_bwd(struct lb_llama *m, int j, struct lb_layer_acts *a)
 	o->matmul(G(m->lt[j].wo), dy, a->att, H, hd, T, 1, 0, 1.0, acc, 1);
 	if (m->layout.checkpointing == LB_CKPT_SELECTIVE)
 		attn_fwd(m, a); /* recompute the attention core's saved state */
-	if (m->layout.attention == LB_ATTN_FLASH)
+	if (m->layout.attention == LB_ATTN_CUDNN)
+		o->attn_cudnn_bwd(m->dqkv, m->ascratch, m->datt, a->att, a->attp, a->qkv, m->B,
+				  m->S, m->nh, m->nkv, m->D);
+	else if (m->layout.attention == LB_ATTN_FLASH)
 		o->attn_flash_bwd(m->dqkv, m->ascratch, m->datt, a->att, a->attp, a->qkv, m->B,
 				  m->S, m->nh, m->nkv, m->D);
 	else

@@ -175,6 +175,15 @@ struct lb_ops {
 			       const void *lse, const void *qkv, int b, int s, int nh, int nkv,
 			       int d);
 
+	/* cudnn: cuDNN's fused flash attention (graph API; the GPU backend only, NULL on the
+	 *   CPU): the same math and saved state as flash (lse (B, nh, S) f32), the same
+	 *   scratch (the backward's fp32 dQ accumulator and its row sums of dout * out). */
+	void (*attn_cudnn_fwd)(void *out, void *lse, void *scratch, const void *qkv, int b, int s,
+			       int nh, int nkv, int d);
+	void (*attn_cudnn_bwd)(void *dqkv, void *scratch, const void *dout, const void *out,
+			       const void *lse, const void *qkv, int b, int s, int nh, int nkv,
+			       int d);
+
 	/* --- SwiGLU (Shazeer 2020): out (T, F) = silu(g) * u, gu (T, 2F) = [g | u] --- */
 	void (*swiglu_fwd)(void *out, const void *gu, int t, int f);
 	void (*swiglu_bwd)(void *dgu, const void *dout, const void *gu, int t, int f);

@@ -12,7 +12,8 @@
 #
 # Env: BUILD (build folder), LB_BENCH_OUT (logs; default $BUILD/bench-gpu),
 #   LB_BENCH_SET: main (default: flash/fused at the four settings, plus full checkpointing
-#     at seq 2048 micro-batch 1) | kernels (every attention x norm at seq 2048
+#     at seq 2048 micro-batch 1, and cuDNN's attention (cudnn/fused) at seq 2048 micro-batch
+#     1 and 2 and seq 8192) | kernels (every attention x norm at seq 2048
 #     micro-batch 1) | all (both),
 #   LB_BENCH_STEPS (default 8), LB_BENCH_WARMUP (default 3),
 #   LB_BENCH_PEER: 1 (default) runs bench/peer_torch.py eager and compiled at seq 2048
@@ -81,11 +82,14 @@ main | all)
 	one s2k-mb4 2048 16 4 flash fused none
 	one s8k-mb1 8192 4 1 flash fused none
 	one s2k-mb1-full 2048 16 1 flash fused full
+	one s2k-mb1-cudnn 2048 16 1 cudnn fused none
+	one s2k-mb2-cudnn 2048 16 2 cudnn fused none
+	one s8k-mb1-cudnn 8192 4 1 cudnn fused none
 	;;
 esac
 case "$SET" in
 kernels | all)
-	for a in naive fused_softmax flash; do
+	for a in naive fused_softmax flash cudnn; do
 		for n in unfused fused; do
 			[ "$SET" = all ] && [ "$a/$n" = flash/fused ] && continue
 			one "s2k-mb1-$a-$n" 2048 16 1 "$a" "$n" none

@@ -44,7 +44,8 @@ static struct {
 	int inited;
 	int device;
 	int sm_count;
-	void *workspace;  /* WORKSPACE_B bytes, counted by the allocator */
+	void *workspace;  /* ws_bytes (at least WORKSPACE_B), counted by the allocator */
+	size_t ws_bytes;
 	double *red;	  /* one device double: sum / sum_sq accumulate here */
 	double *red_host; /* one pinned double: its value read back */
 } lbc;
@@ -195,6 +196,22 @@ static void cuda_free(void *p)
 	mem.count--;
 	s->p = SLOT_TOMB;
 	s->bytes = 0;
+}
+
+void *lbc_workspace(size_t bytes)
+{
+	void *p;
+
+	if (bytes <= lbc.ws_bytes)
+		return lbc.workspace;
+	p = mem_alloc_bytes(bytes);
+	if (!p)
+		lb_fatal(__FILE__, __LINE__, "oom", "%zu bytes of workspace on CUDA device %d",
+			 bytes, lbc.device);
+	cuda_free(lbc.workspace); /* waits for the work that still reads it */
+	lbc.workspace = p;
+	lbc.ws_bytes = bytes;
+	return p;
 }
 
 static void cuda_set_mem_limit(uint64_t bytes)
@@ -1298,6 +1315,7 @@ static int cuda_init(int local_rank, char *err, size_t errlen)
 		return -1;
 	}
 	lbc.workspace = mem_alloc_bytes(WORKSPACE_B);
+	lbc.ws_bytes = WORKSPACE_B;
 	lbc.red = (double *)mem_alloc_bytes(sizeof(double));
 	if (!lbc.workspace || !lbc.red ||
 	    cudaMallocHost((void **)&lbc.red_host, sizeof(double)) != cudaSuccess) {
@@ -1433,6 +1451,8 @@ static struct lb_ops cuda_table(void)
 	t.attn_probs_bwd = lbc_attn_probs_bwd;
 	t.attn_flash_fwd = lbc_attn_flash_fwd;
 	t.attn_flash_bwd = lbc_attn_flash_bwd;
+	t.attn_cudnn_fwd = lbc_attn_cudnn_fwd;
+	t.attn_cudnn_bwd = lbc_attn_cudnn_bwd;
 	t.swiglu_fwd = lbc_swiglu_fwd;
 	t.swiglu_bwd = lbc_swiglu_bwd;
 	t.embed_fwd = lbc_embed_fwd;

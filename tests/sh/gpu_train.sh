@@ -17,7 +17,11 @@
 #     compute the same function, differing only in bf16 rounding of intermediates.
 #  3. Three of those combinations (naive/unfused/full, fused_softmax/fused/selective,
 #     flash/unfused/none) also follow their CPU runs within the bound of 1.
-#  4. --mem-limit forces an out-of-memory on the GPU: exit 3, a complete log ending in
+#  4. cuDNN's fused attention (--attention cudnn), on a tiny model widened to head dim 64
+#     (its engines' range) with grouped-query heads: follows the CPU's flash run (the same
+#     math) within the bound of 1, and with selective and full checkpointing the GPU's
+#     flash run within 2%; the CPU refuses --attention cudnn (exit 2, naming the fix).
+#  5. --mem-limit forces an out-of-memory on the GPU: exit 3, a complete log ending in
 #     class oom; the run log names the device and carries a peak for MFU.
 BUILD=${BUILD:-build}
 TRAIN="$(pwd)/$BUILD/layoutbench-train"
@@ -26,6 +30,7 @@ TRAIN="$(pwd)/$BUILD/layoutbench-train"
 tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT
 fail=0
+extra=
 tiny="--model tiny --seq-len 64 --global-batch 8 --micro-batch 2 --steps 50 --warmup 1 --quiet"
 
 # is there a GPU to run on?
@@ -58,7 +63,7 @@ compare() {
 		      if (worst > m || last > l) { print "FAIL: " name; exit 1 } }' || fail=1
 }
 run() { # dir device attention norm ckpt
-	"$TRAIN" $tiny --device "$2" --attention "$3" --norm "$4" --checkpointing "$5" \
+	"$TRAIN" $tiny $extra --device "$2" --attention "$3" --norm "$4" --checkpointing "$5" \
 		--run-dir "$1" >"$1.out" 2>"$1.err" ||
 		{ echo "FAIL: $2 $3/$4/$5 exited $?"; cat "$1.err"; fail=1; }
 }
@@ -80,6 +85,20 @@ for combo in "naive unfused full" "fused_softmax fused selective" "flash unfused
 	run "$tmp/c-$1-$2-$3" cpu "$1" "$2" "$3"
 	compare "$tmp/g-$1-$2-$3" "$tmp/c-$1-$2-$3" 0.03 0.02 "gpu vs cpu $1/$2/$3"
 done
+
+extra="--hidden 256 --heads 4 --kv-heads 2"
+run "$tmp/w-cpu" cpu flash fused none
+run "$tmp/w-gpu" cuda flash fused none
+for c in none selective full; do
+	run "$tmp/w-cudnn-$c" cuda cudnn fused "$c"
+	compare "$tmp/w-cudnn-$c" "$tmp/w-gpu" 0.02 0.02 "gpu cudnn/fused/$c vs gpu flash/fused/none (head dim 64, GQA)"
+done
+compare "$tmp/w-cudnn-none" "$tmp/w-cpu" 0.03 0.02 "gpu cudnn/fused/none vs cpu flash/fused/none (head dim 64, GQA)"
+extra=
+"$TRAIN" $tiny --attention cudnn --run-dir "$tmp/cpu-cudnn" >/dev/null 2>"$tmp/cpu-cudnn.err"
+rc=$?
+{ [ "$rc" = 2 ] && grep -q "add --device cuda, or use --attention flash" "$tmp/cpu-cudnn.err"; } ||
+	{ echo "FAIL: --attention cudnn on the CPU: exit $rc, want 2 and the fix"; cat "$tmp/cpu-cudnn.err"; fail=1; }
 
 # the header names the GPU and its peak; every step has a peak memory
 head -n 1 "$tmp"/gpu/run-*.jsonl | grep -q '"backend":"cuda"' || { echo "FAIL: backend"; fail=1; }

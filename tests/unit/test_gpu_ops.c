@@ -841,11 +841,12 @@ static double attn_mags(const struct attn_case *c, const double *qkv, const doub
 	return smax;
 }
 
-static const char *const attn_name[3] = {"naive", "fused", "flash"};
+static const char *const attn_name[4] = {"naive", "fused", "flash", "cudnn"};
 
 /*
- * One shape, the three variants (naive and fused_softmax with the probs backward, flash
- * with its own), on qkv with q and k in [-1.5, 1.5) (scaled scores of std 0.75, a
+ * One shape, the four variants (naive and fused_softmax with the probs backward, flash
+ * and cuDNN's fused attention with their own; cudnn against the reference's flash, the same
+ * math, and only at head dims 64 and up, what its engines are built for), on qkv with q and k in [-1.5, 1.5) (scaled scores of std 0.75, a
  * softmax peaked enough that single keys matter) and v in [-1, 1).
  * Tolerances, with eps_p the relative error of a probability as the GPU uses it: U for
  * its bf16 rounding (the saved probs; flash's P fed to the tensor-core P V), plus, for
@@ -863,8 +864,9 @@ static int attn_case_run(const struct attn_case *c)
 	int b = c->b, s = c->s, nh = c->nh, nkv = c->nkv, d = c->d, w = (nh + 2 * nkv) * d;
 	size_t t = (size_t)b * s, nq = t * w, no = t * nh * d, np = (size_t)b * nh * s * s;
 	size_t nl = (size_t)b * nh * s;
-	double *qkv, *dout, *mag_out, *mag_dq, *out_e2e, *dq_e2e, *got_out[3], *got_dq[3];
-	double *tol_out[3], *tol_dq[3], smax;
+	double *qkv, *dout, *mag_out, *mag_dq, *out_e2e, *dq_e2e, *got_out[4], *got_dq[4];
+	double *tol_out[4], *tol_dq[4], smax;
+	int nv = d >= 64 ? 4 : 3;
 	struct bp pq, pdo;
 	void *scr_g, *scr_r, *ref_out, *ref_p, *ref_dq;
 	int bad = 0;
@@ -896,7 +898,7 @@ static int attn_case_run(const struct attn_case *c)
 	R->read(out_e2e, ref_out, no, LB_K_ACT);
 	R->read(dq_e2e, ref_dq, nq, LB_K_ACT);
 
-	for (int v = 0; v < 3; v++) {
+	for (int v = 0; v < nv; v++) {
 		double eps_p = v < 2 ? U_BF16 * (1 + 2 * smax) : U_BF16;
 		struct bp po = bp_new(hrand(no, 5, LB_K_ACT), no, LB_K_ACT);
 		struct bp pdq = bp_new(hrand(nq, 5, LB_K_ACT), nq, LB_K_ACT);
@@ -920,8 +922,11 @@ static int attn_case_run(const struct attn_case *c)
 		} else if (v == 1) {
 			G->attn_fused_fwd(po.g, psv.g, pq.g, b, s, nh, nkv, d);
 			R->attn_fused_fwd(po.r, psv.r, pq.r, b, s, nh, nkv, d);
-		} else {
+		} else if (v == 2) {
 			G->attn_flash_fwd(po.g, psv.g, scr_g, pq.g, b, s, nh, nkv, d);
+			R->attn_flash_fwd(po.r, psv.r, scr_r, pq.r, b, s, nh, nkv, d);
+		} else {
+			G->attn_cudnn_fwd(po.g, psv.g, scr_g, pq.g, b, s, nh, nkv, d);
 			R->attn_flash_fwd(po.r, psv.r, scr_r, pq.r, b, s, nh, nkv, d);
 		}
 		tol_out[v] = scaled(mag_out, no, MARGIN * (eps_p + (s + d) * E_F32));
@@ -932,7 +937,7 @@ static int attn_case_run(const struct attn_case *c)
 			    say("attn %s fwd probs (0 above the diagonal) %s", attn_name[v], tag),
 			    &psv, 1e-12, NULL, MARGIN * eps_p);
 		else
-			bad += cmp(say("attn flash fwd lse %s", tag), &psv,
+			bad += cmp(say("attn %s fwd lse %s", attn_name[v], tag), &psv,
 				   MARGIN * (s + d + 16) * E_F32 * (1 + smax), NULL, 0);
 		got_out[v] = bp_gpu(&po);
 
@@ -943,7 +948,12 @@ static int attn_case_run(const struct attn_case *c)
 			R->attn_probs_bwd(pdq.r, scr_r, pdo.r, psv.r, pq.r, b, s, nh, nkv, d);
 		} else {
 			bp_g2r(&po);
-			G->attn_flash_bwd(pdq.g, scr_g, pdo.g, po.g, psv.g, pq.g, b, s, nh, nkv, d);
+			if (v == 2)
+				G->attn_flash_bwd(pdq.g, scr_g, pdo.g, po.g, psv.g, pq.g, b, s, nh,
+						  nkv, d);
+			else
+				G->attn_cudnn_bwd(pdq.g, scr_g, pdo.g, po.g, psv.g, pq.g, b, s, nh,
+						  nkv, d);
 			R->attn_flash_bwd(pdq.r, scr_r, pdo.r, po.r, psv.r, pq.r, b, s, nh, nkv, d);
 		}
 		bad += cmp(say("attn %s bwd dqkv %s", attn_name[v], tag), &pdq, 0,
@@ -961,15 +971,19 @@ static int attn_case_run(const struct attn_case *c)
 		for (size_t e = 0; e < nq; e++)
 			tol_dq[v][e] += MARGIN * U_BF16 * fabs(dq_e2e[e]);
 	}
-	/* flash and naive agree (each within its bound of the same exact values) */
-	for (size_t e = 0; e < no; e++)
-		tol_out[2][e] += tol_out[0][e];
-	for (size_t e = 0; e < nq; e++)
-		tol_dq[2][e] += tol_dq[0][e];
-	bad += check(say("attn flash vs naive out b%d s%d nh%d kv%d d%d", b, s, nh, nkv, d),
-		     got_out[2], got_out[0], no, 0, tol_out[2], 0);
-	bad += check(say("attn flash vs naive dqkv b%d s%d nh%d kv%d d%d", b, s, nh, nkv, d),
-		     got_dq[2], got_dq[0], nq, 0, tol_dq[2], 0);
+	/* flash (and cudnn) and naive agree (each within its bound of the same exact values) */
+	for (int v = 2; v < nv; v++) {
+		for (size_t e = 0; e < no; e++)
+			tol_out[v][e] += tol_out[0][e];
+		for (size_t e = 0; e < nq; e++)
+			tol_dq[v][e] += tol_dq[0][e];
+		bad += check(say("attn %s vs naive out b%d s%d nh%d kv%d d%d", attn_name[v], b, s,
+				 nh, nkv, d),
+			     got_out[v], got_out[0], no, 0, tol_out[v], 0);
+		bad += check(say("attn %s vs naive dqkv b%d s%d nh%d kv%d d%d", attn_name[v], b,
+				 s, nh, nkv, d),
+			     got_dq[v], got_dq[0], nq, 0, tol_dq[v], 0);
+	}
 	release();
 	return bad;
 }

@@ -1,0 +1,682 @@
+/*
+ * The `cudnn` attention kernel: cuDNN's fused flash attention through its graph API
+ * (cudnn_graph.h, the "backend" descriptors), behind the ops table beside our own flash
+ * kernel (attention.cu), with the same math and the same saved state: causal attention over
+ * the packed qkv rows (T, (nh + 2*nkv)*D), output (T, nh*D), the log-sum-exp (B, nh, S) f32
+ * saved for the backward, which recomputes the probabilities.
+ *
+ * The graphs are the ones cuDNN's own frontend builds for scaled dot-product attention
+ * (its runtime-fusion engines recognise that pattern and run one fused kernel):
+ *   forward:  S = Q K^T * scale; causal mask (row >= col, else -inf); softmax with
+ *             stats = max + log(sum exp); O = softmax(S) V
+ *   backward: sums = rowsum(dO * O); P = exp(S - stats) under the mask; dV = P^T dO;
+ *             dS = P * (dO V^T - sums) * scale; dK = dS^T Q; dQ = dS K (through an fp32
+ *             accumulator), with grouped-query heads summed into their key/value head.
+ * Q, K and V are read in place from qkv through strides and dQ, dK, dV written in place into
+ * dqkv, so nothing is copied. The backward's fp32 dQ accumulator and row sums live in the
+ * attention scratch (lbc_attn_scratch, the same room flash's backward uses); the plans'
+ * workspace is the backend's shared one (lbc_workspace).
+ *
+ * Each distinct problem (direction, B, S, nh, nkv, D) gets its graph and plan once (the
+ * first of cuDNN's heuristic candidates that finalises), cached for the run; the first
+ * step pays for that, as it does for the GEMM tuning.
+ *
+ * cuDNN is loaded at run time (dlopen of libcudnn.so.9): a node without it runs every other
+ * attention kernel, and this one stops the run with a message naming the fix. A build whose
+ * compiler found no cuDNN headers says so instead.
+ */
+#include <dlfcn.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "harness/cuda/cuda_common.cuh"
+
+#if LB_WITH_CUDNN
+#include <cudnn_graph.h>
+
+#define NEED_FIX "use --attention flash, or install cuDNN 9 (libcudnn.so.9) on this node"
+
+/* The library, loaded on first use. */
+static struct {
+	int tried, ok;
+	char why[512];
+	cudnnHandle_t h;
+	size_t version;
+	cudnnStatus_t (*create)(cudnnHandle_t *);
+	cudnnStatus_t (*set_stream)(cudnnHandle_t, cudaStream_t);
+	size_t (*get_version)(void);
+	const char *(*err_string)(cudnnStatus_t);
+	void (*last_error)(char *, size_t);
+	cudnnStatus_t (*bcreate)(cudnnBackendDescriptorType_t, cudnnBackendDescriptor_t *);
+	cudnnStatus_t (*bfinalize)(cudnnBackendDescriptor_t);
+	cudnnStatus_t (*bdestroy)(cudnnBackendDescriptor_t);
+	cudnnStatus_t (*bset)(cudnnBackendDescriptor_t, cudnnBackendAttributeName_t,
+			      cudnnBackendAttributeType_t, int64_t, const void *);
+	cudnnStatus_t (*bget)(cudnnBackendDescriptor_t, cudnnBackendAttributeName_t,
+			      cudnnBackendAttributeType_t, int64_t, int64_t *, void *);
+	cudnnStatus_t (*bexec)(cudnnHandle_t, cudnnBackendDescriptor_t, cudnnBackendDescriptor_t);
+} dnn;
+
+#define SYM(field, name)                                                                           \
+	do {                                                                                       \
+		*(void **)&dnn.field = dlsym(lib, name);                                           \
+		if (!dnn.field) {                                                                  \
+			snprintf(dnn.why, sizeof(dnn.why), "%s: no symbol %s", soname, name);     \
+			return -1;                                                                 \
+		}                                                                                  \
+	} while (0)
+
+static int load(void)
+{
+	static const char soname[] = "libcudnn.so.9";
+	void *lib;
+	cudnnStatus_t st;
+
+	if (dnn.tried)
+		return dnn.ok ? 0 : -1;
+	dnn.tried = 1;
+	lib = dlopen(soname, RTLD_NOW | RTLD_LOCAL);
+	if (!lib) {
+		const char *e = dlerror();
+		snprintf(dnn.why, sizeof(dnn.why), "cannot load %s (%s)", soname, e ? e : "?");
+		return -1;
+	}
+	SYM(create, "cudnnCreate");
+	SYM(set_stream, "cudnnSetStream");
+	SYM(get_version, "cudnnGetVersion");
+	SYM(err_string, "cudnnGetErrorString");
+	SYM(last_error, "cudnnGetLastErrorString");
+	SYM(bcreate, "cudnnBackendCreateDescriptor");
+	SYM(bfinalize, "cudnnBackendFinalize");
+	SYM(bdestroy, "cudnnBackendDestroyDescriptor");
+	SYM(bset, "cudnnBackendSetAttribute");
+	SYM(bget, "cudnnBackendGetAttribute");
+	SYM(bexec, "cudnnBackendExecute");
+	dnn.version = dnn.get_version();
+	if (dnn.version < 90000) {
+		snprintf(dnn.why, sizeof(dnn.why), "%s is cuDNN %zu; the graph API needs 9.0 or later",
+			 soname, dnn.version);
+		return -1;
+	}
+	st = dnn.create(&dnn.h);
+	if (st != CUDNN_STATUS_SUCCESS) {
+		snprintf(dnn.why, sizeof(dnn.why), "cudnnCreate: %s", dnn.err_string(st));
+		return -1;
+	}
+	dnn.ok = 1;
+	return 0;
+}
+
+/* ---- graph building: every descriptor of a graph is kept for the run (a plan may refer to
+ * them), so nothing here is destroyed but a variant pack after its call ---- */
+
+enum {
+	U_Q = 1, /* the tensors the calls bind: unique ids of the variant pack */
+	U_K,
+	U_V,
+	U_O,
+	U_STATS,
+	U_DO,
+	U_DQ,
+	U_DK,
+	U_DV,
+	U_SUMS,
+	U_DQACC,
+	U_SCALE,
+	U_NEGINF,
+	U_ONE,
+	U_VIRTUAL = 100 /* the first id of the graph's inner tensors */
+};
+
+#define MAX_OPS 32
+
+struct gb {
+	cudnnBackendDescriptor_t ops[MAX_OPS];
+	int nops;
+	int64_t uid;	  /* the next inner tensor's id */
+	char fail[256];	  /* the first failed call, empty while all went well */
+	const char *what; /* the graph's name, for messages */
+};
+
+static void note(struct gb *g, const char *call, cudnnStatus_t st)
+{
+	char last[256] = "";
+
+	if (g->fail[0])
+		return;
+	dnn.last_error(last, sizeof(last));
+	snprintf(g->fail, sizeof(g->fail), "%s: %s%s%s", call, dnn.err_string(st),
+		 last[0] ? ": " : "", last);
+}
+
+static cudnnBackendDescriptor_t make(struct gb *g, cudnnBackendDescriptorType_t t)
+{
+	cudnnBackendDescriptor_t d = NULL;
+	cudnnStatus_t st = dnn.bcreate(t, &d);
+
+	if (st != CUDNN_STATUS_SUCCESS) {
+		note(g, "cudnnBackendCreateDescriptor", st);
+		return NULL;
+	}
+	return d;
+}
+
+static void set(struct gb *g, cudnnBackendDescriptor_t d, cudnnBackendAttributeName_t name,
+		cudnnBackendAttributeType_t type, int64_t n, const void *v)
+{
+	cudnnStatus_t st;
+
+	if (!d || g->fail[0])
+		return;
+	st = dnn.bset(d, name, type, n, v);
+	if (st != CUDNN_STATUS_SUCCESS) {
+		char call[64];
+
+		snprintf(call, sizeof(call), "set attribute %d", (int)name);
+		note(g, call, st);
+	}
+}
+
+static void fin(struct gb *g, cudnnBackendDescriptor_t d, const char *what)
+{
+	cudnnStatus_t st;
+
+	if (!d || g->fail[0])
+		return;
+	st = dnn.bfinalize(d);
+	if (st != CUDNN_STATUS_SUCCESS) {
+		char call[96];
+
+		snprintf(call, sizeof(call), "finalize %s", what);
+		note(g, call, st);
+	}
+}
+
+struct dims4 {
+	int64_t d[4], s[4];
+};
+
+static struct dims4 D4(int64_t d0, int64_t d1, int64_t d2, int64_t d3, int64_t s0, int64_t s1,
+		       int64_t s2, int64_t s3)
+{
+	struct dims4 x = {{d0, d1, d2, d3}, {s0, s1, s2, s3}};
+	return x;
+}
+
+/* A tensor: uid 0 makes an inner (virtual) one with the next free id. */
+static cudnnBackendDescriptor_t tensor_ex(struct gb *g, int64_t uid, cudnnDataType_t type,
+					  struct dims4 x, bool by_value)
+{
+	cudnnBackendDescriptor_t t = make(g, CUDNN_BACKEND_TENSOR_DESCRIPTOR);
+	bool virt = uid == 0;
+	int64_t align = 16;
+
+	if (virt)
+		uid = g->uid++;
+	set(g, t, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &type);
+	set(g, t, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, 4, x.d);
+	set(g, t, CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, 4, x.s);
+	set(g, t, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid);
+	set(g, t, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &align);
+	set(g, t, CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN, 1, &virt);
+	if (by_value)
+		set(g, t, CUDNN_ATTR_TENSOR_IS_BY_VALUE, CUDNN_TYPE_BOOLEAN, 1, &by_value);
+	fin(g, t, "tensor");
+	return t;
+}
+
+static cudnnBackendDescriptor_t tensor(struct gb *g, int64_t uid, cudnnDataType_t type,
+				       struct dims4 x)
+{
+	return tensor_ex(g, uid, type, x, false);
+}
+
+/* A scalar passed by value (its host value is bound at each call). */
+static cudnnBackendDescriptor_t scalar(struct gb *g, int64_t uid, cudnnDataType_t type)
+{
+	return tensor_ex(g, uid, type, D4(1, 1, 1, 1, 1, 1, 1, 1), true);
+}
+
+static void add_op(struct gb *g, cudnnBackendDescriptor_t op)
+{
+	if (g->nops < MAX_OPS)
+		g->ops[g->nops++] = op;
+	else if (!g->fail[0])
+		snprintf(g->fail, sizeof(g->fail), "more than %d operations", MAX_OPS);
+}
+
+/* y = mode(x[, b[, t]]); axis >= 0: GEN_INDEX's axis. */
+static void pw(struct gb *g, cudnnPointwiseMode_t mode, cudnnDataType_t prec,
+	       cudnnBackendDescriptor_t x, cudnnBackendDescriptor_t b, cudnnBackendDescriptor_t t,
+	       cudnnBackendDescriptor_t y, int64_t axis)
+{
+	cudnnBackendDescriptor_t p = make(g, CUDNN_BACKEND_POINTWISE_DESCRIPTOR);
+	cudnnBackendDescriptor_t op;
+
+	set(g, p, CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &mode);
+	set(g, p, CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &prec);
+	if (axis >= 0)
+		set(g, p, CUDNN_ATTR_POINTWISE_AXIS, CUDNN_TYPE_INT64, 1, &axis);
+	fin(g, p, "pointwise");
+	op = make(g, CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR);
+	set(g, op, CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+	    &p);
+	set(g, op, CUDNN_ATTR_OPERATION_POINTWISE_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x);
+	if (b)
+		set(g, op, CUDNN_ATTR_OPERATION_POINTWISE_BDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+		    &b);
+	if (t)
+		set(g, op, CUDNN_ATTR_OPERATION_POINTWISE_TDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+		    &t);
+	set(g, op, CUDNN_ATTR_OPERATION_POINTWISE_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y);
+	fin(g, op, "pointwise operation");
+	add_op(g, op);
+}
+
+static void reduce(struct gb *g, cudnnReduceTensorOp_t mode, cudnnBackendDescriptor_t x,
+		   cudnnBackendDescriptor_t y)
+{
+	cudnnBackendDescriptor_t r = make(g, CUDNN_BACKEND_REDUCTION_DESCRIPTOR);
+	cudnnBackendDescriptor_t op;
+	cudnnDataType_t f = CUDNN_DATA_FLOAT;
+
+	set(g, r, CUDNN_ATTR_REDUCTION_OPERATOR, CUDNN_TYPE_REDUCTION_OPERATOR_TYPE, 1, &mode);
+	set(g, r, CUDNN_ATTR_REDUCTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &f);
+	fin(g, r, "reduction");
+	op = make(g, CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR);
+	set(g, op, CUDNN_ATTR_OPERATION_REDUCTION_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x);
+	set(g, op, CUDNN_ATTR_OPERATION_REDUCTION_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y);
+	set(g, op, CUDNN_ATTR_OPERATION_REDUCTION_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &r);
+	fin(g, op, "reduction operation");
+	add_op(g, op);
+}
+
+static void matmul(struct gb *g, cudnnBackendDescriptor_t a, cudnnBackendDescriptor_t b,
+		   cudnnBackendDescriptor_t c)
+{
+	cudnnBackendDescriptor_t m = make(g, CUDNN_BACKEND_MATMUL_DESCRIPTOR);
+	cudnnBackendDescriptor_t op;
+	cudnnDataType_t f = CUDNN_DATA_FLOAT;
+
+	set(g, m, CUDNN_ATTR_MATMUL_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &f);
+	fin(g, m, "matmul");
+	op = make(g, CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR);
+	set(g, op, CUDNN_ATTR_OPERATION_MATMUL_ADESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &a);
+	set(g, op, CUDNN_ATTR_OPERATION_MATMUL_BDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &b);
+	set(g, op, CUDNN_ATTR_OPERATION_MATMUL_CDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &c);
+	set(g, op, CUDNN_ATTR_OPERATION_MATMUL_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &m);
+	fin(g, op, "matmul operation");
+	add_op(g, op);
+}
+
+static void reshape(struct gb *g, cudnnBackendDescriptor_t x, cudnnBackendDescriptor_t y)
+{
+	cudnnBackendDescriptor_t op = make(g, CUDNN_BACKEND_OPERATION_RESHAPE_DESCRIPTOR);
+
+	set(g, op, CUDNN_ATTR_OPERATION_RESHAPE_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x);
+	set(g, op, CUDNN_ATTR_OPERATION_RESHAPE_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y);
+	fin(g, op, "reshape operation");
+	add_op(g, op);
+}
+
+/* The causal mask on scores x (B, nh, S, S): keep row >= col, else -inf. */
+static cudnnBackendDescriptor_t causal(struct gb *g, cudnnBackendDescriptor_t x, struct dims4 ss,
+				       cudnnBackendDescriptor_t neginf)
+{
+	cudnnBackendDescriptor_t row = tensor(g, 0, CUDNN_DATA_INT32, ss);
+	cudnnBackendDescriptor_t col = tensor(g, 0, CUDNN_DATA_INT32, ss);
+	cudnnBackendDescriptor_t keep = tensor(g, 0, CUDNN_DATA_BOOLEAN, ss);
+	cudnnBackendDescriptor_t y = tensor(g, 0, CUDNN_DATA_FLOAT, ss);
+
+	pw(g, CUDNN_POINTWISE_GEN_INDEX, CUDNN_DATA_FLOAT, x, NULL, NULL, row, 2);
+	pw(g, CUDNN_POINTWISE_GEN_INDEX, CUDNN_DATA_FLOAT, x, NULL, NULL, col, 3);
+	pw(g, CUDNN_POINTWISE_CMP_GE, CUDNN_DATA_BOOLEAN, row, col, NULL, keep, -1);
+	pw(g, CUDNN_POINTWISE_BINARY_SELECT, CUDNN_DATA_FLOAT, x, neginf, keep, y, -1);
+	return y;
+}
+
+/* One cached graph: its plan, workspace need and the host values of its scalars. */
+struct graph {
+	int used, bwd, b, s, nh, nkv, d;
+	cudnnBackendDescriptor_t plan;
+	int64_t ws;
+	float scale, neginf, one;
+};
+
+#define MAX_GRAPHS 16
+static struct graph graphs[MAX_GRAPHS];
+
+/* Shapes of the problem's tensors, strides in elements. */
+struct shapes {
+	struct dims4 q, kt, v, vt, o, stats, ss, sst, row1, kr, qacc, qh, kh;
+};
+
+static struct shapes shapes_of(int b, int s, int nh, int nkv, int d)
+{
+	int64_t row = (int64_t)(nh + 2 * nkv) * d, S = s, od = (int64_t)nh * d;
+	struct shapes x;
+
+	x.q = D4(b, nh, S, d, S * row, d, row, 1);
+	x.kt = D4(b, nkv, d, S, S * row, d, 1, row);
+	x.v = D4(b, nkv, S, d, S * row, d, row, 1);
+	x.vt = x.kt;
+	x.kr = x.v; /* K back as (B, nkv, S, D) */
+	x.o = D4(b, nh, S, d, S * od, d, od, 1);
+	x.stats = D4(b, nh, S, 1, nh * S, S, 1, 1);
+	x.ss = D4(b, nh, S, S, nh * S * S, S * S, S, 1);
+	x.sst = D4(b, nh, S, S, nh * S * S, S * S, 1, S);
+	x.row1 = D4(b, nh, S, d, nh * S * d, S * d, nh * d, 1);
+	x.qacc = D4(b, nh, S, d, nh * S * d, S * d, d, 1);
+	x.qh = x.qacc; /* dK, dV of every query head before the sum over a group */
+	x.kh = D4(b, nkv, S, d, S * row, d, row, 1);
+	return x;
+}
+
+static void build_fwd(struct gb *g, const struct shapes *x)
+{
+	cudnnBackendDescriptor_t q = tensor(g, U_Q, CUDNN_DATA_BFLOAT16, x->q);
+	cudnnBackendDescriptor_t kt = tensor(g, U_K, CUDNN_DATA_BFLOAT16, x->kt);
+	cudnnBackendDescriptor_t v = tensor(g, U_V, CUDNN_DATA_BFLOAT16, x->v);
+	cudnnBackendDescriptor_t o = tensor(g, U_O, CUDNN_DATA_BFLOAT16, x->o);
+	cudnnBackendDescriptor_t stats = tensor(g, U_STATS, CUDNN_DATA_FLOAT, x->stats);
+	cudnnBackendDescriptor_t scale = scalar(g, U_SCALE, CUDNN_DATA_FLOAT);
+	cudnnBackendDescriptor_t neginf = scalar(g, U_NEGINF, CUDNN_DATA_FLOAT);
+	cudnnBackendDescriptor_t s1 = tensor(g, 0, CUDNN_DATA_FLOAT, x->ss);
+	cudnnBackendDescriptor_t s2 = tensor(g, 0, CUDNN_DATA_FLOAT, x->ss);
+	cudnnBackendDescriptor_t s3, mx, s4, s5, sum, lg, p;
+
+	matmul(g, q, kt, s1);
+	pw(g, CUDNN_POINTWISE_MUL, CUDNN_DATA_FLOAT, s1, scale, NULL, s2, -1);
+	s3 = causal(g, s2, x->ss, neginf);
+	mx = tensor(g, 0, CUDNN_DATA_FLOAT, x->stats);
+	reduce(g, CUDNN_REDUCE_TENSOR_MAX, s3, mx);
+	s4 = tensor(g, 0, CUDNN_DATA_FLOAT, x->ss);
+	pw(g, CUDNN_POINTWISE_SUB, CUDNN_DATA_FLOAT, s3, mx, NULL, s4, -1);
+	s5 = tensor(g, 0, CUDNN_DATA_FLOAT, x->ss);
+	pw(g, CUDNN_POINTWISE_EXP, CUDNN_DATA_FLOAT, s4, NULL, NULL, s5, -1);
+	sum = tensor(g, 0, CUDNN_DATA_FLOAT, x->stats);
+	reduce(g, CUDNN_REDUCE_TENSOR_ADD, s5, sum);
+	lg = tensor(g, 0, CUDNN_DATA_FLOAT, x->stats);
+	pw(g, CUDNN_POINTWISE_LOG, CUDNN_DATA_FLOAT, sum, NULL, NULL, lg, -1);
+	pw(g, CUDNN_POINTWISE_ADD, CUDNN_DATA_FLOAT, mx, lg, NULL, stats, -1);
+	p = tensor(g, 0, CUDNN_DATA_BFLOAT16, x->ss); /* the second matmul reads bf16 */
+	pw(g, CUDNN_POINTWISE_DIV, CUDNN_DATA_FLOAT, s5, sum, NULL, p, -1);
+	matmul(g, p, v, o);
+}
+
+/* dst = the (B, nh, ...) product of every query head, summed over each group of nh/nkv
+ * query heads into dst's nkv heads (the grouped-query backward); without groups the
+ * product goes straight to dst. */
+static void grad_into(struct gb *g, const struct shapes *x, cudnnBackendDescriptor_t a,
+		      cudnnBackendDescriptor_t b, cudnnBackendDescriptor_t dst, int grouped)
+{
+	cudnnBackendDescriptor_t full;
+
+	if (!grouped) {
+		matmul(g, a, b, dst);
+		return;
+	}
+	full = tensor(g, 0, CUDNN_DATA_BFLOAT16, x->qh);
+	matmul(g, a, b, full);
+	reduce(g, CUDNN_REDUCE_TENSOR_ADD, full, dst);
+}
+
+static void build_bwd(struct gb *g, const struct shapes *x, int grouped)
+{
+	cudnnBackendDescriptor_t q = tensor(g, U_Q, CUDNN_DATA_BFLOAT16, x->q);
+	cudnnBackendDescriptor_t kt = tensor(g, U_K, CUDNN_DATA_BFLOAT16, x->kt);
+	cudnnBackendDescriptor_t vt = tensor(g, U_V, CUDNN_DATA_BFLOAT16, x->vt);
+	cudnnBackendDescriptor_t o = tensor(g, U_O, CUDNN_DATA_BFLOAT16, x->o);
+	cudnnBackendDescriptor_t d_o = tensor(g, U_DO, CUDNN_DATA_BFLOAT16, x->o);
+	cudnnBackendDescriptor_t stats = tensor(g, U_STATS, CUDNN_DATA_FLOAT, x->stats);
+	cudnnBackendDescriptor_t dq = tensor(g, U_DQ, CUDNN_DATA_BFLOAT16, x->q);
+	cudnnBackendDescriptor_t dk = tensor(g, U_DK, CUDNN_DATA_BFLOAT16, x->kh);
+	cudnnBackendDescriptor_t dv = tensor(g, U_DV, CUDNN_DATA_BFLOAT16, x->kh);
+	cudnnBackendDescriptor_t sums = tensor(g, U_SUMS, CUDNN_DATA_FLOAT, x->stats);
+	cudnnBackendDescriptor_t dqacc = tensor(g, U_DQACC, CUDNN_DATA_FLOAT, x->qacc);
+	cudnnBackendDescriptor_t scale = scalar(g, U_SCALE, CUDNN_DATA_FLOAT);
+	cudnnBackendDescriptor_t neginf = scalar(g, U_NEGINF, CUDNN_DATA_FLOAT);
+	cudnnBackendDescriptor_t one = scalar(g, U_ONE, CUDNN_DATA_FLOAT);
+	cudnnBackendDescriptor_t t1 = tensor(g, 0, CUDNN_DATA_FLOAT, x->row1);
+	cudnnBackendDescriptor_t t2 = tensor(g, 0, CUDNN_DATA_FLOAT, x->stats);
+	cudnnBackendDescriptor_t s1 = tensor(g, 0, CUDNN_DATA_FLOAT, x->ss);
+	cudnnBackendDescriptor_t s2 = tensor(g, 0, CUDNN_DATA_FLOAT, x->ss);
+	cudnnBackendDescriptor_t s3 = tensor(g, 0, CUDNN_DATA_FLOAT, x->ss);
+	cudnnBackendDescriptor_t s4, p, pt, dp, t3, t4, ds, dst, kr;
+
+	/* the row sums of dO * O (the softmax backward's correction) */
+	pw(g, CUDNN_POINTWISE_MUL, CUDNN_DATA_FLOAT, d_o, o, NULL, t1, -1);
+	reduce(g, CUDNN_REDUCE_TENSOR_ADD, t1, t2);
+	pw(g, CUDNN_POINTWISE_MUL, CUDNN_DATA_FLOAT, t2, one, NULL, sums, -1);
+	/* the probabilities again, from the saved stats */
+	matmul(g, q, kt, s1);
+	pw(g, CUDNN_POINTWISE_MUL, CUDNN_DATA_FLOAT, s1, scale, NULL, s2, -1);
+	pw(g, CUDNN_POINTWISE_SUB, CUDNN_DATA_FLOAT, s2, stats, NULL, s3, -1);
+	s4 = causal(g, s3, x->ss, neginf);
+	p = tensor(g, 0, CUDNN_DATA_FLOAT, x->ss);
+	pw(g, CUDNN_POINTWISE_EXP, CUDNN_DATA_FLOAT, s4, NULL, NULL, p, -1);
+	pt = tensor(g, 0, CUDNN_DATA_BFLOAT16, x->sst);
+	reshape(g, p, pt);
+	grad_into(g, x, pt, d_o, dv, grouped); /* dV = P^T dO */
+	dp = tensor(g, 0, CUDNN_DATA_FLOAT, x->ss);
+	matmul(g, d_o, vt, dp);
+	t3 = tensor(g, 0, CUDNN_DATA_FLOAT, x->ss);
+	pw(g, CUDNN_POINTWISE_SUB, CUDNN_DATA_FLOAT, dp, sums, NULL, t3, -1);
+	t4 = tensor(g, 0, CUDNN_DATA_FLOAT, x->ss);
+	pw(g, CUDNN_POINTWISE_MUL, CUDNN_DATA_FLOAT, t3, p, NULL, t4, -1);
+	ds = tensor(g, 0, CUDNN_DATA_FLOAT, x->ss);
+	pw(g, CUDNN_POINTWISE_MUL, CUDNN_DATA_FLOAT, t4, scale, NULL, ds, -1);
+	dst = tensor(g, 0, CUDNN_DATA_BFLOAT16, x->sst);
+	reshape(g, ds, dst);
+	grad_into(g, x, dst, q, dk, grouped); /* dK = dS^T Q */
+	kr = tensor(g, 0, CUDNN_DATA_BFLOAT16, x->kr);
+	reshape(g, kt, kr);
+	matmul(g, ds, kr, dqacc); /* dQ = dS K, in fp32 */
+	pw(g, CUDNN_POINTWISE_IDENTITY, CUDNN_DATA_FLOAT, dqacc, NULL, NULL, dq, -1);
+}
+
+/* The operation graph, and a plan from the first of the heuristic's engine configurations
+ * that finalises (mode A, then the fallback list). */
+static cudnnBackendDescriptor_t plan_of(struct gb *g)
+{
+	static const cudnnBackendHeurMode_t modes[] = {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK};
+	cudnnBackendDescriptor_t og = make(g, CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
+	char tried[256] = "";
+
+	set(g, og, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &dnn.h);
+	set(g, og, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, g->nops, g->ops);
+	fin(g, og, "operation graph");
+	for (size_t mi = 0; mi < sizeof(modes) / sizeof(modes[0]) && !g->fail[0]; mi++) {
+		cudnnBackendDescriptor_t heur = make(g, CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR);
+		cudnnBackendDescriptor_t cfg[16];
+		int64_t n = 0;
+
+		set(g, heur, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+		    &og);
+		set(g, heur, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &modes[mi]);
+		fin(g, heur, "heuristics");
+		if (g->fail[0])
+			break;
+		for (int i = 0; i < 16; i++)
+			cfg[i] = make(g, CUDNN_BACKEND_ENGINECFG_DESCRIPTOR);
+		if (g->fail[0] || dnn.bget(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS,
+					   CUDNN_TYPE_BACKEND_DESCRIPTOR, 16, &n,
+					   cfg) != CUDNN_STATUS_SUCCESS)
+			n = 0;
+		for (int64_t i = 0; i < n; i++) {
+			cudnnBackendDescriptor_t plan = make(g, CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
+
+			if (!plan)
+				break;
+			if (dnn.bset(plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1,
+				     &dnn.h) == CUDNN_STATUS_SUCCESS &&
+			    dnn.bset(plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG,
+				     CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+				     &cfg[i]) == CUDNN_STATUS_SUCCESS &&
+			    dnn.bfinalize(plan) == CUDNN_STATUS_SUCCESS)
+				return plan;
+			dnn.last_error(tried, sizeof(tried));
+			dnn.bdestroy(plan);
+		}
+	}
+	if (!g->fail[0])
+		snprintf(g->fail, sizeof(g->fail), "no cuDNN engine runs this graph%s%s",
+			 tried[0] ? ": " : "", tried);
+	return NULL;
+}
+
+/* The graph of a problem, built on first use; every failure ends the run here. */
+static struct graph *graph_of(int bwd, int b, int s, int nh, int nkv, int d)
+{
+	struct graph *gr = NULL;
+	struct gb g;
+	struct shapes x;
+	int64_t cnt = 0;
+
+	if (load())
+		lb_fatal(__FILE__, __LINE__, "error", "--attention cudnn: %s; %s", dnn.why,
+			 NEED_FIX);
+	for (int i = 0; i < MAX_GRAPHS; i++) {
+		struct graph *c = &graphs[i];
+
+		if (c->used && c->bwd == bwd && c->b == b && c->s == s && c->nh == nh &&
+		    c->nkv == nkv && c->d == d)
+			return c;
+		if (!c->used && !gr)
+			gr = c;
+	}
+	if (!gr)
+		lb_fatal(__FILE__, __LINE__, "error",
+			 "--attention cudnn: more than %d attention shapes in one run", MAX_GRAPHS);
+	memset(&g, 0, sizeof(g));
+	g.uid = U_VIRTUAL;
+	g.what = bwd ? "backward" : "forward";
+	x = shapes_of(b, s, nh, nkv, d);
+	if (bwd)
+		build_bwd(&g, &x, nh != nkv);
+	else
+		build_fwd(&g, &x);
+	gr->plan = g.fail[0] ? NULL : plan_of(&g);
+	if (!gr->plan)
+		lb_fatal(__FILE__, __LINE__, "error",
+			 "--attention cudnn: cuDNN %zu cannot build the attention %s for B=%d S=%d "
+			 "heads=%d kv-heads=%d D=%d: %s; use --attention flash",
+			 dnn.version, g.what, b, s, nh, nkv, d, g.fail);
+	if (dnn.bget(gr->plan, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &cnt,
+		     &gr->ws) != CUDNN_STATUS_SUCCESS)
+		gr->ws = 0;
+	gr->used = 1;
+	gr->bwd = bwd;
+	gr->b = b;
+	gr->s = s;
+	gr->nh = nh;
+	gr->nkv = nkv;
+	gr->d = d;
+	gr->scale = 1.0f / sqrtf((float)d);
+	gr->neginf = -INFINITY;
+	gr->one = 1.0f;
+	return gr;
+}
+
+/* Bind the tensors and run the plan on the backend's current stream. */
+static void run(struct graph *gr, int n, const int64_t *uids, void *const *ptrs)
+{
+	cudnnBackendDescriptor_t vp = NULL;
+	void *ws = lbc_workspace((size_t)gr->ws);
+	cudnnStatus_t st;
+	const char *call = "cudnnSetStream";
+
+	st = dnn.set_stream(dnn.h, lbc_stream);
+	if (st == CUDNN_STATUS_SUCCESS) {
+		call = "variant pack";
+		st = dnn.bcreate(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, &vp);
+	}
+	if (st == CUDNN_STATUS_SUCCESS)
+		st = dnn.bset(vp, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, n, uids);
+	if (st == CUDNN_STATUS_SUCCESS)
+		st = dnn.bset(vp, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, n, ptrs);
+	if (st == CUDNN_STATUS_SUCCESS)
+		st = dnn.bset(vp, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &ws);
+	if (st == CUDNN_STATUS_SUCCESS)
+		st = dnn.bfinalize(vp);
+	if (st == CUDNN_STATUS_SUCCESS) {
+		call = "cudnnBackendExecute";
+		st = dnn.bexec(dnn.h, gr->plan, vp);
+	}
+	if (vp)
+		dnn.bdestroy(vp);
+	if (st != CUDNN_STATUS_SUCCESS) {
+		char last[256] = "";
+
+		dnn.last_error(last, sizeof(last));
+		lb_fatal(__FILE__, __LINE__, "error", "--attention cudnn: %s (%s%s%s)", call,
+			 dnn.err_string(st), last[0] ? ": " : "", last);
+	}
+}
+
+void lbc_attn_cudnn_fwd(void *out, void *lse, void *scratch, const void *qkv, int b, int s, int nh,
+			int nkv, int d)
+{
+	struct graph *gr = graph_of(0, b, s, nh, nkv, d);
+	const act_t *base = (const act_t *)qkv;
+	int64_t uids[] = {U_Q, U_K, U_V, U_O, U_STATS, U_SCALE, U_NEGINF};
+	void *ptrs[] = {(void *)base, (void *)(base + (size_t)nh * d),
+			(void *)(base + (size_t)(nh + nkv) * d), out, lse, &gr->scale, &gr->neginf};
+
+	(void)scratch;
+	run(gr, 7, uids, ptrs);
+}
+
+void lbc_attn_cudnn_bwd(void *dqkv, void *scratch, const void *dout, const void *out,
+			const void *lse, const void *qkv, int b, int s, int nh, int nkv, int d)
+{
+	struct graph *gr = graph_of(1, b, s, nh, nkv, d);
+	const act_t *base = (const act_t *)qkv;
+	act_t *dbase = (act_t *)dqkv;
+	float *dqacc = (float *)scratch; /* B*S*nh*D, then the row sums B*nh*S */
+	float *sums = dqacc + (size_t)b * s * nh * d;
+	int64_t uids[] = {U_Q,	U_K,  U_V,    U_O,     U_DO,	 U_STATS, U_DQ,
+			  U_DK, U_DV, U_SUMS, U_DQACC, U_SCALE, U_NEGINF, U_ONE};
+	void *ptrs[] = {(void *)base,
+			(void *)(base + (size_t)nh * d),
+			(void *)(base + (size_t)(nh + nkv) * d),
+			(void *)out,
+			(void *)dout,
+			(void *)lse,
+			dbase,
+			dbase + (size_t)nh * d,
+			dbase + (size_t)(nh + nkv) * d,
+			sums,
+			dqacc,
+			&gr->scale,
+			&gr->neginf,
+			&gr->one};
+
+	/* the accumulator starts at zero (cuDNN before 9.6 does not clear it itself; later
+	 * releases may, and the fill costs microseconds) */
+	LBC_CHECK(cudaMemsetAsync(dqacc, 0, (size_t)b * s * nh * d * sizeof(float),
+				  lbc_stream));
+	run(gr, 14, uids, ptrs);
+}
+
+#else /* built without cuDNN's headers */
+
+#define NO_CUDNN                                                                                   \
+	lb_fatal(__FILE__, __LINE__, "error",                                                      \
+		 "--attention cudnn: this layoutbench-train was built without cuDNN's headers "    \
+		 "(cudnn_graph.h was not found under CUDA_HOME/include or /usr/include); install " \
+		 "cuDNN 9 and rebuild, or use --attention flash")
+
+void lbc_attn_cudnn_fwd(void *out, void *lse, void *scratch, const void *qkv, int b, int s, int nh,
+			int nkv, int d)
+{
+	NO_CUDNN;
+}
+
+void lbc_attn_cudnn_bwd(void *dqkv, void *scratch, const void *dout, const void *out,
+			const void *lse, const void *qkv, int b, int s, int nh, int nkv, int d)
+{
+	NO_CUDNN;
+}
+#endif

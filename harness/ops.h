@@ -113,6 +113,11 @@ struct lb_ops {
 	 * own stream; wait_event(ev): the current stream waits, without blocking the host,
 	 * for ev's last record (a no-op on the CPU). */
 	void *(*side_stream)(void);
+	/* The pipeline's sends and receives (harness/pipestream.h): a third stream, so that a
+	 * send does not hold the compute stream until its peer receives, and never the side
+	 * stream (two communicators' calls on one stream, in different orders across ranks,
+	 * can deadlock). NULL on the CPU. */
+	void *(*p2p_stream)(void);
 	void (*use_stream)(void *s);
 	void (*wait_event)(void *ev);
 

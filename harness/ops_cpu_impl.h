@@ -856,8 +856,13 @@ static void FN(event_record)(void *ev)
 	*(double *)ev = lb_now_s();
 }
 
-/* one stream: the side stream is the same (NULL), waits are no-ops */
+/* one stream: the side and p2p streams are the same (NULL), waits are no-ops */
 static void *FN(side_stream)(void)
+{
+	return NULL;
+}
+
+static void *FN(p2p_stream)(void)
 {
 	return NULL;
 }
@@ -915,6 +920,7 @@ static const struct lb_ops FN(table) = {
     .event_record = FN(event_record),
     .event_elapsed = FN(event_elapsed),
     .side_stream = FN(side_stream),
+    .p2p_stream = FN(p2p_stream),
     .use_stream = FN(use_stream),
     .wait_event = FN(wait_event),
     .attn_scratch = FN(attn_scratch),

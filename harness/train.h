@@ -20,6 +20,7 @@
 #include "harness/model.h"
 #include "harness/ops.h"
 #include "harness/optim.h"
+#include "harness/pipestream.h"
 #include "harness/schedule.h"
 #include "harness/trainlog.h"
 
@@ -54,6 +55,9 @@ struct lb_train_opts {
 	int grad_overlap;	     /* --grad-overlap: 1 (default) reduce the buckets on the
 					side stream during the backward; 0 on the compute
 					stream */
+	int pipe_overlap;	     /* --pipe-overlap: 1 (default) the pipeline's sends and
+					receives on the p2p stream (harness/pipestream.h);
+					0 on the compute stream */
 };
 
 #define LB_TRAIN_DEFAULT_LR	      3e-3
@@ -92,6 +96,7 @@ struct lb_trainer {
 	void *tied_buf;	       /* pp > 1, tied: (V/tp, H) the other stage's embedding grad */
 	double comm_s;	       /* seconds in dp/tp/world collectives of the last step */
 	double bubble_s;       /* seconds waiting in pipeline send/recv of the last step */
+	struct lb_pipestream ps; /* the pipeline's sends and receives on their own stream */
 	struct lb_llama model;
 	struct lb_schedule sched; /* this stage's list (common/pipeline.h), built once */
 	struct lb_optim optim;

@@ -29,6 +29,7 @@ void lb_train_opts_init(struct lb_train_opts *o)
 	o->comm_timeout = LB_TRAIN_DEFAULT_COMM_TIMEOUT;
 	o->grad_bucket = LB_GRAD_BUCKET_DEFAULT;
 	o->grad_overlap = 1;
+	o->pipe_overlap = 1;
 }
 
 const char *lb_train_usage(void)
@@ -70,6 +71,8 @@ const char *lb_train_usage(void)
 	    "                          %u; K, M, G suffixes)\n"
 	    "  --grad-overlap 0|1      reduce each bucket during the backward, on a second\n"
 	    "                          stream (1, default), or on the compute stream (0)\n"
+	    "  --pipe-overlap 0|1      pipeline sends and receives on a stream of their own\n"
+	    "                          (1, default), or on the compute stream (0)\n"
 	    "  --dump-params FILE      testing aid: write the whole model's fp32 parameters\n"
 	    "                          after the last step (rank 0)\n"
 	    "  --quiet                 no progress line per step on stderr\n"
@@ -142,6 +145,7 @@ static const struct {
     {"--dump-params", 1},
     {"--grad-bucket", 1},
     {"--grad-overlap", 1},
+    {"--pipe-overlap", 1},
 };
 
 static int set_train_flag(struct lb_train_opts *o, const char *name, const char *v, char *err,
@@ -216,6 +220,10 @@ static int set_train_flag(struct lb_train_opts *o, const char *name, const char 
 		if (strcmp(v, "0") && strcmp(v, "1"))
 			goto bad_enum;
 		o->grad_overlap = v[0] == '1';
+	} else if (!strcmp(name, "--pipe-overlap")) {
+		if (strcmp(v, "0") && strcmp(v, "1"))
+			goto bad_enum;
+		o->pipe_overlap = v[0] == '1';
 	} else if (!strcmp(name, "--dump-params")) {
 		if (!*v || strlen(v) >= sizeof(o->dump_params))
 			goto bad;
@@ -231,6 +239,7 @@ bad_enum:
 		 : !strcmp(name, "--pipeline-schedule") ? "1f1b, gpipe or interleaved"
 		 : !strcmp(name, "--gpu-comm")		? "auto, nccl or staged"
 		 : !strcmp(name, "--grad-overlap")	? "0 or 1"
+		 : !strcmp(name, "--pipe-overlap")	? "0 or 1"
 		 : !strcmp(name, "--bootstrap")		? "auto, file or pmi2"
 							: "u16 or u32");
 	return -1;

@@ -164,6 +164,8 @@ int lb_trainer_init_par(struct lb_trainer *t, const struct lb_train_opts *o,
 	if (rc == 0) /* buckets, ZeRO's slices; NCCL time tag of the overlapped calls */
 		rc = lb_gradsync_init(&t->gs, ops, &t->model, t->dp, t->dp_rank, l->zero_stage,
 				      (size_t)o->grad_bucket, o->grad_overlap, t->n_ev / 2 + 3);
+	if (rc == 0) /* the pipeline's sends and receives on the p2p stream */
+		rc = lb_pipestream_init(&t->ps, ops, o->pipe_overlap, &t->sched);
 	if (rc == 0 && l->model.tied && l->pp > 1 && (t->model.first || t->model.last)) {
 		t->tied_buf = ops->alloc(t->model.tensors[t->model.t_embed].count, LB_K_F32);
 		if (!t->tied_buf)
@@ -230,6 +232,7 @@ void lb_trainer_free(struct lb_trainer *t)
 {
 	lb_optim_free(&t->optim);
 	lb_gradsync_free(&t->gs);
+	lb_pipestream_free(&t->ps);
 	if (t->ops && t->tied_buf)
 		t->ops->free_(t->tied_buf);
 	if (t->ops && t->stats)
@@ -342,6 +345,7 @@ static int exec_forward(void *ctx, const struct lb_step *st)
 	    lb_data_batch(&t->data, &t->opts.layout, x->step, t->dp_rank, st->micro, t->tokens,
 			  t->targets, t->err, sizeof(t->err)))
 		return LB_E_DATA;
+	lb_pipestream_compute(&t->ps, st); /* its input arrived, its output was sent */
 	compute_begin(x, st);
 	return compute_end(x, st,
 			   lb_llama_forward(&t->model, st->chunk, st->slot, t->tokens, t->targets,
@@ -357,6 +361,7 @@ static int exec_backward(void *ctx, const struct lb_step *st)
 	/* the data-parallel reduction hooks into the last backward of each model chunk
 	 * (every one with ZeRO-2): every schedule runs a chunk's backwards in micro-batch
 	 * order */
+	lb_pipestream_compute(&x->t->ps, st); /* its gradient arrived, the last one was sent */
 	lb_gradsync_backward(&x->t->gs, st->micro == 0, st->micro == x->t->accum - 1);
 	compute_begin(x, st);
 	return compute_end(x, st, lb_llama_backward(&x->t->model, st->chunk, st->slot, NULL));
@@ -373,6 +378,7 @@ static void *exec_buffer(void *ctx, const struct lb_step *st, size_t *count, enu
 	if (st->chunk < 0 || st->chunk >= m->n_chunks || st->slot < 0 ||
 	    st->slot >= m->chunks[st->chunk].n_slots)
 		return NULL;
+	lb_pipestream_note(&t->ps, st);
 	switch (st->kind) {
 	case LB_STEP_SEND_ACT:
 		return lb_llama_stage_output(m, st->chunk, st->slot);
@@ -387,7 +393,9 @@ static void *exec_buffer(void *ctx, const struct lb_step *st, size_t *count, enu
 	}
 }
 
-/* Time in pipeline send/recv groups is the bubble (waiting for the neighbours). */
+/* A send/recv group: on the p2p stream when overlapping (pipestream.h). The host's time
+ * in it is the bubble where the calls block the host (the CPU, the staged communicator);
+ * NCCL's is measured on the device (lb_trainer_step). */
 static void exec_group(void *ctx, const struct lb_step *first, int done)
 {
 	struct exec_ctx *x = ctx;
@@ -395,9 +403,11 @@ static void exec_group(void *ctx, const struct lb_step *first, int done)
 	(void)first;
 	if (!done) {
 		SET_TAG(TAG_PIPE(x->t));
+		lb_pipestream_group_begin(&x->t->ps);
 		x->t0 = lb_now_s();
 	} else {
 		x->t->bubble_s += lb_now_s() - x->t0;
+		lb_pipestream_group_end(&x->t->ps);
 	}
 }
 
@@ -428,7 +438,7 @@ int lb_trainer_run_steps(struct lb_trainer *t, int step, const struct lb_step *l
 					 .buffer = exec_buffer,
 					 .group = exec_group,
 					 .comm_failed = exec_comm_failed,
-					 .stream = t->ops->stream()};
+					 .stream = lb_pipestream_stream(&t->ps)};
 	struct exec_ctx x = {t, step, 0, -1, 0};
 	struct lb_schedule s = t->sched;
 	int rc;
@@ -439,7 +449,10 @@ int lb_trainer_run_steps(struct lb_trainer *t, int step, const struct lb_step *l
 	s.pp = t->pp ? t->pp->size : 1;
 	t->ops->zero(t->model.loss_acc, 1, LB_K_F64);
 	lb_gradsync_step_begin(&t->gs);
-	if ((rc = lb_schedule_execute(&s, t->pp, &pops, &x)))
+	lb_pipestream_step_begin(&t->ps);
+	rc = lb_schedule_execute(&s, t->pp, &pops, &x);
+	lb_pipestream_drain(&t->ps); /* before anything reads or rewrites what they moved */
+	if (rc)
 		return rc;
 	if (loss_sum) /* tests: read the forwards' loss sum (waits for the device) */
 		t->ops->read(loss_sum, t->model.loss_acc, 1, LB_K_F64);
@@ -549,7 +562,9 @@ static int device_comm_times(struct lb_trainer *t)
 		t->comm_s += t->tag_s[p];
 	}
 	t->opt_comm_s = opt_host + t->tag_s[TAG_OPT(t)];
-	t->bubble_s = t->tag_s[TAG_PIPE(t)];
+	/* the pipeline's calls: on the compute stream their time is the bubble; on the p2p
+	 * stream only the compute stream's waits for them are */
+	t->bubble_s = t->ps.on ? lb_pipestream_wait_s(&t->ps) : t->tag_s[TAG_PIPE(t)];
 	t->model.comm_s = 0;
 	return 1;
 #else
@@ -634,7 +649,8 @@ int lb_trainer_step(struct lb_trainer *t, int step, double *loss)
 	t->opt_comm_s = t->comm_s - cw;
 	SET_TAG(TAG_OTHER(t));
 	ops->event_elapsed(t->ev[n_opt], t->ev[n_opt + 1]); /* the step's end: times complete */
-	device_comm_times(t);
+	if (!device_comm_times(t)) /* host-timed groups (CPU, staged), and the device's waits */
+		t->bubble_s += lb_pipestream_wait_s(&t->ps);
 	step_phases(t); /* waits for the step's end */
 	t->comm_s += m->comm_s;
 	{ /* the compute stream's waits for the overlapped reduction are exposed */

@@ -555,13 +555,18 @@ static void cuda_event_record(void *ev)
 	LBC_CHECK(cudaEventRecord((cudaEvent_t)ev, lbc_stream));
 }
 
-/* The side stream (created at init) and the backend's own: lbc_stream is whichever the
- * following ops go to. */
-static cudaStream_t main_stream, side;
+/* The side stream and the pipeline's p2p stream (created at init) and the backend's own:
+ * lbc_stream is whichever the following ops go to. */
+static cudaStream_t main_stream, side, p2p;
 
 static void *cuda_side_stream(void)
 {
 	return (void *)side;
+}
+
+static void *cuda_p2p_stream(void)
+{
+	return (void *)p2p;
 }
 
 static void cuda_use_stream(void *s)
@@ -1303,6 +1308,8 @@ static int cuda_init(int local_rank, char *err, size_t errlen)
 		e = cudaStreamCreateWithFlags(&lbc_stream, cudaStreamNonBlocking);
 	if (e == cudaSuccess)
 		e = cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking);
+	if (e == cudaSuccess)
+		e = cudaStreamCreateWithFlags(&p2p, cudaStreamNonBlocking);
 	main_stream = lbc_stream;
 	if (e != cudaSuccess) {
 		cudaGetLastError();
@@ -1432,6 +1439,7 @@ static struct lb_ops cuda_table(void)
 	t.event_record = cuda_event_record;
 	t.event_elapsed = cuda_event_elapsed;
 	t.side_stream = cuda_side_stream;
+	t.p2p_stream = cuda_p2p_stream;
 	t.use_stream = cuda_use_stream;
 	t.wait_event = cuda_wait_event;
 

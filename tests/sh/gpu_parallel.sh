@@ -7,8 +7,10 @@
 # through the staged communicator (--gpu-comm auto picks it: NCCL refuses two ranks on
 # one GPU), on a machine with enough GPUs also through NCCL, one rank per GPU. Each run
 # ends ok and its loss at every step is within 2% (relative) of the single-rank GPU run's.
-# So does a one-rank NCCL world (--gpu-comm nccl: the NCCL path on one GPU), and ZeRO-2
-# with the reduction on the compute stream (--grad-overlap 0).
+# So does a one-rank NCCL world (--gpu-comm nccl: the NCCL path on one GPU), ZeRO-2
+# with the reduction on the compute stream (--grad-overlap 0), and pp 4 with the
+# pipeline's sends and receives on the compute stream (--pipe-overlap 0; the suite's pp
+# layouts run them on their own stream, the default).
 #
 # Why 2% holds, and why it still catches a fault: the layouts compute the same function;
 # they differ in where bf16 rounding happens (a tensor-parallel partial sum is rounded to
@@ -103,6 +105,8 @@ extra() {
 extra "nccl one rank" "$tmp/nccl1" --gpu-comm nccl
 extra "auto dp2 zero2 no overlap" "$tmp/noov" --dp 2 --zero-stage 2 --nproc-per-node 2 \
 	--grad-bucket 1 --grad-overlap 0
+extra "auto pp4 pipeline on the compute stream" "$tmp/nopipe" --pp 4 --nproc-per-node 4 \
+	--pipe-overlap 0
 
 # fault kind@rank:step, comm, want exit, want class, want rank, max seconds
 fault() {

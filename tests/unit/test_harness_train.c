@@ -76,6 +76,12 @@ static void test_parse_flags(void **state)
 	assert_int_equal(parse(&o, "--device tpu", err, sizeof(err)), -1);
 	assert_int_equal(parse(&o, "--lr", err, sizeof(err)), -1);
 	assert_non_null(strstr(err, "needs a value"));
+	assert_int_equal(parse(&o, "", err, sizeof(err)), 0);
+	assert_int_equal(o.pipe_overlap, 1); /* the default */
+	assert_int_equal(parse(&o, "--pipe-overlap 0", err, sizeof(err)), 0);
+	assert_int_equal(o.pipe_overlap, 0);
+	assert_int_equal(parse(&o, "--pipe-overlap 2", err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "--pipe-overlap: unknown value '2' (expected 0 or 1)"));
 
 	/* refusals: cuda in a CPU build (a CUDA build accepts it), a rank count that is not
 	 * tp*pp*dp, an impossible layout */

@@ -386,10 +386,14 @@ static void test_memory_cudnn_is_flash(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_preset_param_counts), cmocka_unit_test(test_tiny_presets),
-	    cmocka_unit_test(test_param_count_by_hand), cmocka_unit_test(test_flops),
-	    cmocka_unit_test(test_gpu_peaks),		cmocka_unit_test(test_memory_terms),
-	    cmocka_unit_test(test_memory_directions),	cmocka_unit_test(test_memory_uneven_stages),
+	    cmocka_unit_test(test_preset_param_counts),
+	    cmocka_unit_test(test_tiny_presets),
+	    cmocka_unit_test(test_param_count_by_hand),
+	    cmocka_unit_test(test_flops),
+	    cmocka_unit_test(test_gpu_peaks),
+	    cmocka_unit_test(test_memory_terms),
+	    cmocka_unit_test(test_memory_directions),
+	    cmocka_unit_test(test_memory_uneven_stages),
 	    cmocka_unit_test(test_memory_cudnn_is_flash),
 	};
 

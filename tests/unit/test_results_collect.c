@@ -568,13 +568,13 @@ static void test_cudnn_run(void **state)
 		for (int k = 0; k < 3; k++) {
 			if (!(at = strstr(line, from[k])))
 				continue;
-			snprintf(out_line, sizeof(out_line), "%.*s%s%s", (int)(at - line), line, to[k],
-				 at + strlen(from[k]));
+			snprintf(out_line, sizeof(out_line), "%.*s%s%s", (int)(at - line), line,
+				 to[k], at + strlen(from[k]));
 			snprintf(line, sizeof(line), "%s", out_line);
 		}
 		if (!id[0]) { /* the header: the id of the layout it now names */
-			assert_int_equal(runlog_parse_line(line, strlen(line), &r, err, sizeof(err)),
-					 0);
+			assert_int_equal(
+			    runlog_parse_line(line, strlen(line), &r, err, sizeof(err)), 0);
 			assert_int_equal(r.header.layout.attention, LB_ATTN_CUDNN);
 			snprintf(id, sizeof(id), "%s", r.header.layout_id_computed);
 			runlog_record_release(&r);
@@ -592,10 +592,10 @@ static void test_cudnn_run(void **state)
 	assert_int_equal(st.warnings, 0); /* the id the log names is the one its fields give */
 	assert_int_equal(collect(e->db, FIX "1001-ok.jsonl", &st), 0);
 	assert_int_equal(q_int(e->db, "SELECT count(*) FROM layouts"), 2);
-	assert_string_equal(q_text(e->db, "SELECT layout_id FROM runs WHERE run_uid LIKE '%%cudnn'"),
-			    id);
-	assert_string_equal(q_text(e->db, "SELECT attention FROM layouts WHERE attention <> 'flash'"),
-			    "cudnn");
+	assert_string_equal(
+	    q_text(e->db, "SELECT layout_id FROM runs WHERE run_uid LIKE '%%cudnn'"), id);
+	assert_string_equal(
+	    q_text(e->db, "SELECT attention FROM layouts WHERE attention <> 'flash'"), "cudnn");
 	assert_string_equal(
 	    q_text(e->db, "SELECT label FROM run_summary WHERE run_uid LIKE '%%cudnn'"),
 	    "cudnn+fused");

@@ -17,7 +17,8 @@
 
 struct lb_kernel_name {
 	const char *name;	/* verbatim, e.g. "flash_attention2 + RMS kernel" */
-	enum lb_attn attention; /* torch = naive, fused = fused softmax, flash_* = flash */
+	enum lb_attn attention; /* torch = naive, fused = fused softmax, flash_* = flash;
+				   none is cudnn (the paper ran no cuDNN attention) */
 	enum lb_norm norm;	/* fused only for "+ RMS kernel" */
 };
 

@@ -467,8 +467,8 @@ int lb_layout_set_flag(struct lb_layout *l, const char *name, const char *value,
 	case F_ATTN:
 		if (lb_attn_parse(value, &l->attention)) {
 			snprintf(err, errlen,
-				 "%s: expected naive, fused_softmax or flash, got '%s'", name,
-				 value);
+				 "%s: expected naive, fused_softmax, flash or cudnn, got '%s'",
+				 name, value);
 			return -1;
 		}
 		return 1;

@@ -114,7 +114,7 @@ int lb_layout_canonical(const struct lb_layout *l, char *buf, size_t len);
  * out must hold LB_ID_LEN + 1 bytes. */
 void lb_layout_id(const struct lb_layout *l, char out[LB_ID_LEN + 1]);
 
-/* Enum names ("none|full|selective", "naive|fused_softmax|flash", "unfused|fused").
+/* Enum names ("none|full|selective", "naive|fused_softmax|flash|cudnn", "unfused|fused").
  * _parse returns 0 on success, -1 on an unknown name. */
 const char *lb_ckpt_name(enum lb_ckpt c);
 const char *lb_attn_name(enum lb_attn a);

@@ -217,8 +217,8 @@ int lb_gpu_peak_tflops(const char *product, double *tflops)
 #endif
 /* Attention core, bytes per (head, query, key) element: the naive kernel keeps the raw
  * scores, the scaled and the masked scores and the softmax output (4 bf16 tensors);
- * the fused softmax kernel only its bf16 output; flash attention none (only an fp32
- * log-sum-exp per head and query, FLASH_LSE_BYTES). */
+ * the fused softmax kernel only its bf16 output; flash attention, ours or cuDNN's (cudnn),
+ * none (only an fp32 log-sum-exp per head and query, FLASH_LSE_BYTES). */
 #ifndef ATTN_NAIVE_BYTES
 #define ATTN_NAIVE_BYTES 8.0
 #endif
@@ -257,7 +257,10 @@ static double layer_activations(const struct lb_layout *l, enum lb_ckpt mode)
 		core = ATTN_FUSED_BYTES * a * s * s * b;
 	else
 		core = FLASH_LSE_BYTES * a * s * b;
-	if (mode == LB_CKPT_SELECTIVE && l->attention != LB_ATTN_FLASH)
+	/* flash and cudnn (cuDNN's fused flash attention, the same saved state) have no
+	 * (s, s) core to drop: their lse stays */
+	if (mode == LB_CKPT_SELECTIVE && l->attention != LB_ATTN_FLASH &&
+	    l->attention != LB_ATTN_CUDNN)
 		core = 0.0;
 	if (l->sequence_parallel)
 		return (repl + shard + core) / t;

@@ -49,7 +49,7 @@ struct report_run {
 	const char *label;	   /* series label: the paper's kernel string, or ours */
 	const char *model;	   /* preset name, e.g. "llama-13b" */
 	const char *checkpointing; /* "none" | "full" | "selective" */
-	const char *attention;	   /* "naive" | "fused_softmax" | "flash" */
+	const char *attention;	   /* "naive" | "fused_softmax" | "flash" | "cudnn" */
 	const char *norm;	   /* "unfused" | "fused" */
 	const char *failure_class; /* NULL when none (oom, nccl_error, ...) */
 	int paper;		   /* 1: imported from the paper (source = 'paper') */
@@ -112,7 +112,9 @@ int report_run_better(const struct report_run *a, const struct report_run *b);
 int report_runs_best(const struct report_runs *rs, struct report_runs *out);
 
 /* Kernel classes shared by the figures: imported runs match the paper's kernel string,
- * ours the attention and norm kernels. */
+ * ours the attention and norm kernels. Our cudnn (cuDNN's fused flash attention) is
+ * neither: the paper's figures keep to FlashAttention-2, and cudnn shows in the kernel
+ * comparison under its own labels (cudnn+unfused, cudnn+fused), after flash. */
 int report_run_is_flash_rms(const struct report_run *r); /* "flash_attention2 + RMS kernel" /
 							    flash + fused */
 int report_run_is_flash2(const struct report_run *r);	 /* "flash_attention2" /

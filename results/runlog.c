@@ -335,7 +335,7 @@ static int parse_layout(struct ctx *c, const cJSON *root, struct lb_layout *l)
 	if (get_str(c, lo, "attention", 1, 0, s, sizeof(s)))
 		return -1;
 	if (lb_attn_parse(s, &l->attention))
-		return fault(c, "attention", "naive, fused_softmax or flash",
+		return fault(c, "attention", "naive, fused_softmax, flash or cudnn",
 			     cJSON_GetObjectItemCaseSensitive(lo, "attention"));
 	if (get_str(c, lo, "norm", 1, 0, s, sizeof(s)))
 		return -1;

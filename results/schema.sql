@@ -41,7 +41,7 @@ CREATE TABLE layouts (
 	sequence_parallel INTEGER NOT NULL, -- 0/1
 	zero_stage INTEGER NOT NULL,
 	checkpointing TEXT NOT NULL,   -- none | full | selective
-	attention TEXT NOT NULL,       -- naive | fused_softmax | flash
+	attention TEXT NOT NULL,       -- naive | fused_softmax | flash | cudnn
 	norm TEXT NOT NULL,            -- unfused | fused
 	steps INTEGER,                 -- run settings of the first run seen (not in the id)
 	warmup INTEGER,

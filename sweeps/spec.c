@@ -314,7 +314,13 @@ static int kernel_index(struct ctx *c, const char *name, const char *jpath, long
 		}
 	if (strlen(name) >= sizeof(s->kernels[0].name) || lb_kernel_name_map(name, &a, &n)) {
 		char known[256];
+		enum lb_attn x;
 
+		if (!lb_attn_parse(name, &x)) /* ours, not the paper's: say where it goes */
+			return fail(c, jpath,
+				    "unknown kernel \"%s\" (known: %s); '%s' is an attention "
+				    "kernel: give it under 'attention' with 'norm'",
+				    name, lb_kernel_names_list(known, sizeof(known)), name);
 		return fail(c, jpath, "unknown kernel \"%.60s\" (known: %s)", name,
 			    lb_kernel_names_list(known, sizeof(known)));
 	}
@@ -442,7 +448,8 @@ static int field_value(struct ctx *c, int f, const cJSON *v, const char *jpath, 
 	case K_CKPT:
 		return fail(c, jpath, "expected \"none\", \"full\" or \"selective\", got %s", got);
 	case K_ATTN:
-		return fail(c, jpath, "expected \"naive\", \"fused_softmax\" or \"flash\", got %s",
+		return fail(c, jpath,
+			    "expected \"naive\", \"fused_softmax\", \"flash\" or \"cudnn\", got %s",
 			    got);
 	default:
 		return fail(c, jpath, "expected \"unfused\" or \"fused\", got %s", got);

@@ -119,6 +119,10 @@ static void test_enum_names(void **state)
 	assert_int_equal(c, LB_CKPT_FULL);
 	assert_int_equal(lb_attn_parse("naive", &a), 0);
 	assert_int_equal(a, LB_ATTN_NAIVE);
+	assert_int_equal(lb_attn_parse("cudnn", &a), 0);
+	assert_int_equal(a, LB_ATTN_CUDNN);
+	assert_string_equal(lb_attn_name(LB_ATTN_CUDNN), "cudnn");
+	assert_int_equal(lb_attn_parse("cuDNN", &a), -1);
 	assert_int_equal(lb_norm_parse("fused", &n), 0);
 	assert_int_equal(n, LB_NORM_FUSED);
 	assert_int_equal(lb_ckpt_parse("Full", &c), -1);
@@ -249,7 +253,7 @@ static void test_flag_errors(void **state)
 	assert_int_equal(lb_layout_set_flag(&l, "--tied", "2", err, sizeof(err)), -1);
 	assert_string_equal(err, "--tied: expected 0 or 1, got '2'");
 	assert_int_equal(lb_layout_set_flag(&l, "--attention", "xformers", err, sizeof(err)), -1);
-	assert_string_equal(err, "--attention: expected naive, fused_softmax or flash, got "
+	assert_string_equal(err, "--attention: expected naive, fused_softmax, flash or cudnn, got "
 				 "'xformers'");
 	assert_int_equal(lb_layout_set_flag(&l, "--seed", "-1", err, sizeof(err)), -1);
 	assert_int_equal(lb_layout_set_flag(&l, "--model", "gpt-2", err, sizeof(err)), -1);
@@ -468,7 +472,7 @@ static const struct rule_case rules[] = {
     {"tied=2 must be 0 or 1", m_tied2},
     {"sequence_parallel=2 must be 0 or 1", m_sp2},
     {"checkpointing=5 is not none, full or selective", m_ckpt},
-    {"attention=5 is not naive, fused_softmax or flash", m_attn},
+    {"attention=5 is not naive, fused_softmax, flash or cudnn", m_attn},
     {"norm=5 is not unfused or fused", m_norm},
     {"zero_stage=3 is not supported (0, 1 or 2)", m_zero3},
     {"40 heads do not divide hidden=5004", m_hidden},
@@ -777,6 +781,16 @@ static void test_kernel_map(void **state)
 		assert_int_equal(n, want[i].n);
 	}
 	assert_int_equal(lb_kernel_name_map("flash_attention3", &a, &n), -1);
+	/* the paper ran no cuDNN attention: no paper name stands for cudnn, and our own
+	 * attention names are not paper names */
+	for (i = 0; i < lb_n_kernel_names; i++)
+		assert_int_not_equal(lb_kernel_names[i].attention, LB_ATTN_CUDNN);
+	for (int k = LB_ATTN_NAIVE; k <= LB_ATTN_CUDNN; k++) {
+		assert_int_equal(lb_kernel_name_index(lb_attn_name((enum lb_attn)k)), -1);
+		assert_int_equal(lb_attn_parse(lb_attn_name((enum lb_attn)k), &a), 0);
+		assert_int_equal(a, k);
+	}
+	assert_int_equal(lb_kernel_name_map("cudnn", &a, &n), -1);
 	assert_int_equal(lb_kernel_name_map(NULL, &a, &n), -1);
 	/* the table is in the paper's order, slowest first */
 	assert_int_equal(lb_kernel_name_index("torch"), 0);

@@ -340,13 +340,61 @@ static void test_memory_uneven_stages(void **state)
 	assert_true(e.total == 0);
 }
 
+/* cudnn (cuDNN's fused flash attention) saves what flash saves: both memory models give
+ * it flash's bytes, term by term, under every checkpointing mode, sequence parallel or not;
+ * the (s, s) kernels differ. */
+static void test_memory_cudnn_is_flash(void **state)
+{
+	static const enum lb_ckpt modes[] = {LB_CKPT_NONE, LB_CKPT_SELECTIVE, LB_CKPT_FULL};
+	struct lb_layout f, c;
+	struct lb_mem_estimate ef, ec;
+
+	(void)state;
+	paper_layout(&f, "llama-13b");
+	f.tp = 2; /* sequence parallelism acts, two pipeline stages */
+	f.pp = 2;
+	f.dp = 8;
+	for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
+		for (int sp = 0; sp <= 1; sp++) {
+			f.checkpointing = modes[i];
+			f.sequence_parallel = sp;
+			f.attention = LB_ATTN_FLASH;
+			c = f;
+			c.attention = LB_ATTN_CUDNN;
+			lb_memory_estimate(&f, &ef);
+			lb_memory_estimate(&c, &ec);
+			assert_memory_equal(&ef, &ec, sizeof(ef));
+			assert_true(ef.total > 0);
+			for (int gpu = 0; gpu <= 1; gpu++) {
+				assert_int_equal(lb_memory_trainer(&f, gpu, 0, &ef), 0);
+				assert_int_equal(lb_memory_trainer(&c, gpu, 0, &ec), 0);
+				assert_memory_equal(&ef, &ec, sizeof(ef));
+			}
+		}
+	}
+	/* the probabilities kernels keep more */
+	c.checkpointing = f.checkpointing = LB_CKPT_NONE;
+	c.attention = LB_ATTN_FUSED_SOFTMAX;
+	lb_memory_estimate(&f, &ef);
+	lb_memory_estimate(&c, &ec);
+	assert_true(ec.activations > ef.activations);
+	assert_int_equal(lb_memory_trainer(&f, 1, 0, &ef), 0);
+	assert_int_equal(lb_memory_trainer(&c, 1, 0, &ec), 0);
+	assert_true(ec.activations > ef.activations);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_preset_param_counts), cmocka_unit_test(test_tiny_presets),
-	    cmocka_unit_test(test_param_count_by_hand), cmocka_unit_test(test_flops),
-	    cmocka_unit_test(test_gpu_peaks),		cmocka_unit_test(test_memory_terms),
-	    cmocka_unit_test(test_memory_directions),	cmocka_unit_test(test_memory_uneven_stages),
+	    cmocka_unit_test(test_preset_param_counts),
+	    cmocka_unit_test(test_tiny_presets),
+	    cmocka_unit_test(test_param_count_by_hand),
+	    cmocka_unit_test(test_flops),
+	    cmocka_unit_test(test_gpu_peaks),
+	    cmocka_unit_test(test_memory_terms),
+	    cmocka_unit_test(test_memory_directions),
+	    cmocka_unit_test(test_memory_uneven_stages),
+	    cmocka_unit_test(test_memory_cudnn_is_flash),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -221,6 +221,11 @@ static void test_row_layout(void **state)
 	/* unknown kernel or model */
 	snprintf(r.kernel, sizeof(r.kernel), "xformers");
 	assert_int_equal(paper_row_layout(&r, "llama-30b", 8192, 512, &l), -1);
+	/* the paper ran no cuDNN attention: our name is no paper kernel, and the row falls
+	 * back to flash, never to cudnn */
+	snprintf(r.kernel, sizeof(r.kernel), "cudnn");
+	assert_int_equal(paper_row_layout(&r, "llama-30b", 8192, 512, &l), -1);
+	assert_int_equal(l.attention, LB_ATTN_FLASH);
 	snprintf(r.kernel, sizeof(r.kernel), "torch");
 	assert_int_equal(paper_row_layout(&r, "llama-31b", 8192, 512, &l), -1);
 }

@@ -264,6 +264,11 @@ static void test_kernel_classes(void **state)
 	assert_true(report_run_is_flash2(&o));
 	o.attention = "naive";
 	assert_false(report_run_is_flash2(&o));
+	/* cuDNN's attention is its own kernel, not FlashAttention-2 */
+	o.attention = "cudnn";
+	assert_false(report_run_is_flash2(&o));
+	o.norm = "fused";
+	assert_false(report_run_is_flash_rms(&o));
 }
 
 static void test_kernels_order(void **state)
@@ -287,6 +292,15 @@ static void test_kernels_order(void **state)
 	r.norm = "unfused";
 	add(&rs, r);
 	add(&rs, mk("q", 0.5, 1));
+	r = mk("q", 0.6, 1); /* cuDNN's attention: its own bars, after flash */
+	r.label = "cudnn+fused";
+	r.attention = "cudnn";
+	add(&rs, r);
+	r = mk("q", 0.35, 1);
+	r.label = "cudnn+unfused";
+	r.attention = "cudnn";
+	r.norm = "unfused";
+	add(&rs, r);
 	r = mk("q", 0.4, 1);
 	r.label = "a, \"quoted\" label";
 	add(&rs, r);
@@ -298,6 +312,8 @@ static void test_kernels_order(void **state)
 				 "p,zzz,30.00,1,1,1,none\n"
 				 "q,naive+unfused,30.00,1,1,1,none\n"
 				 "q,flash+fused,50.00,1,1,1,none\n"
+				 "q,cudnn+unfused,35.00,1,1,1,none\n"
+				 "q,cudnn+fused,60.00,1,1,1,none\n"
 				 "q,\"a, \"\"quoted\"\" label\",40.00,1,1,1,none\n");
 	report_runs_release(&rs);
 }
@@ -323,6 +339,16 @@ static void test_checkpointing(void **state)
 	add(&rs, r);
 	csv_of(&rs, REPORT_CHECKPOINTING, NULL, csv, sizeof(csv));
 	assert_string_equal(csv, "s,disabled,55.00,2,1,1,none\n"
+				 "s,enabled,50.00,1,1,2,full\n");
+	/* cuDNN's attention with the RMS kernel is not FlashAttention-2 + RMS kernel: a
+	 * 'disabled' candidate like any other kernel */
+	r = mk("s", 0.60, 1);
+	r.label = "cudnn+fused";
+	r.attention = "cudnn";
+	r.tp = 2;
+	add(&rs, r);
+	csv_of(&rs, REPORT_CHECKPOINTING, NULL, csv, sizeof(csv));
+	assert_string_equal(csv, "s,disabled,60.00,1,2,1,none\n"
 				 "s,enabled,50.00,1,1,2,full\n");
 	report_runs_release(&rs);
 }
@@ -350,6 +376,9 @@ static void test_microbatch(void **state)
 	add(&rs, r);
 	r = mk("s", 0.90, 1); /* flash + fused: not a candidate */
 	r.micro_batch = 4;
+	add(&rs, r);
+	r.norm = "unfused"; /* nor cuDNN's attention */
+	r.attention = "cudnn";
 	add(&rs, r);
 	r = mk("s", 0.38, 1);
 	r.norm = "unfused";
@@ -391,6 +420,11 @@ static void test_tp_pp(void **state)
 	add(&rs, r);
 	r = mk("s", 0.99, 1); /* checkpointed: not a candidate */
 	r.checkpointing = "full";
+	add(&rs, r);
+	r = mk("s", 0.99, 1); /* cuDNN's attention: not FlashAttention-2 */
+	r.attention = "cudnn";
+	r.tp = 2;
+	r.pp = 4;
 	add(&rs, r);
 	r = mk("s", 0.30, 1);
 	r.tp = 10; /* numeric order: after 2 */
@@ -449,6 +483,10 @@ static void test_rms(void **state)
 	add(&rs, r);
 	r = mk("s", 0.99, 1); /* other kernels: no part in it */
 	r.attention = "naive";
+	add(&rs, r);
+	r.attention = "cudnn";
+	add(&rs, r);
+	r.norm = "unfused";
 	add(&rs, r);
 	/* a sweep whose RMS runs all failed: no at-layout bar */
 	add(&rs, failed("t", "oom"));

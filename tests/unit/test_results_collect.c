@@ -21,6 +21,7 @@
 #include "results/collect.h"
 #include "results/db.h"
 #include "results/jobs.h"
+#include "results/runlog.h"
 #include "tests/unit/sql_query.h"
 
 #define FIXDIR "tests/fixtures/runlogs"
@@ -540,6 +541,68 @@ static void test_layout_id_mismatch(void **state)
 	assert_int_equal(q_int(e->db, "SELECT tp FROM layouts"), 2);
 }
 
+/* The ok fixture with attention 'cudnn' (the field, the flags and the id the trainer
+ * would write): read and stored as cudnn under its own layout id and label, beside the
+ * flash original. */
+static void test_cudnn_run(void **state)
+{
+	struct env *e = *state;
+	struct collect_stats st;
+	char path[256], line[8192], out_line[8192], err[256];
+	struct runlog_record r;
+	FILE *in, *out;
+	char id[LB_ID_LEN + 1] = "";
+
+	snprintf(path, sizeof(path), "%s/run-20261202T120000Z-node1-1012-cudnn.jsonl", e->dir);
+	in = fopen(FIX "1001-ok.jsonl", "rb");
+	out = fopen(path, "wb");
+	assert_non_null(in);
+	assert_non_null(out);
+	while (fgets(line, sizeof(line), in)) {
+		static const char *const from[] = {"\"attention\":\"flash\"", "--attention flash",
+						   "1001-ok"};
+		static const char *const to[] = {"\"attention\":\"cudnn\"", "--attention cudnn",
+						 "1012-cudnn"};
+		char *at;
+
+		for (int k = 0; k < 3; k++) {
+			if (!(at = strstr(line, from[k])))
+				continue;
+			snprintf(out_line, sizeof(out_line), "%.*s%s%s", (int)(at - line), line,
+				 to[k], at + strlen(from[k]));
+			snprintf(line, sizeof(line), "%s", out_line);
+		}
+		if (!id[0]) { /* the header: the id of the layout it now names */
+			assert_int_equal(
+			    runlog_parse_line(line, strlen(line), &r, err, sizeof(err)), 0);
+			assert_int_equal(r.header.layout.attention, LB_ATTN_CUDNN);
+			snprintf(id, sizeof(id), "%s", r.header.layout_id_computed);
+			runlog_record_release(&r);
+			assert_string_not_equal(id, "92ce779f2d33830f");
+			at = strstr(line, "92ce779f2d33830f");
+			assert_non_null(at);
+			memcpy(at, id, LB_ID_LEN);
+		}
+		fputs(line, out);
+	}
+	fclose(in);
+	fclose(out);
+	assert_int_equal(collect(e->db, path, &st), 0);
+	assert_int_equal(st.runs_new, 1);
+	assert_int_equal(st.warnings, 0); /* the id the log names is the one its fields give */
+	assert_int_equal(collect(e->db, FIX "1001-ok.jsonl", &st), 0);
+	assert_int_equal(q_int(e->db, "SELECT count(*) FROM layouts"), 2);
+	assert_string_equal(
+	    q_text(e->db, "SELECT layout_id FROM runs WHERE run_uid LIKE '%%cudnn'"), id);
+	assert_string_equal(
+	    q_text(e->db, "SELECT attention FROM layouts WHERE attention <> 'flash'"), "cudnn");
+	assert_string_equal(
+	    q_text(e->db, "SELECT label FROM run_summary WHERE run_uid LIKE '%%cudnn'"),
+	    "cudnn+fused");
+	assert_string_equal(
+	    q_text(e->db, "SELECT status FROM run_summary WHERE run_uid LIKE '%%cudnn'"), "ok");
+}
+
 static void test_job_link(void **state)
 {
 	struct env *e = *state;
@@ -1023,6 +1086,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_idempotent_directory, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_grow, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_layout_id_mismatch, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_cudnn_run, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_batches_and_repeats, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_job_link, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_jobs_api, setup, teardown),

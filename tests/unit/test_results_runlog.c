@@ -180,6 +180,8 @@ static void test_header_layout_faults(void **state)
 	header_variant_fault("\"tp\":1,", "", "header: missing key 'layout.tp'");
 	header_variant_fault("\"checkpointing\":\"none\"", "\"checkpointing\":\"some\"",
 			     "'layout.checkpointing': expected none, full or selective");
+	header_variant_fault("\"attention\":\"flash\"", "\"attention\":\"cuDNN\"",
+			     "'layout.attention': expected naive, fused_softmax, flash or cudnn");
 	header_variant_fault("\"heads\":4", "\"heads\":0", "'model.heads': expected an integer in");
 	header_variant_fault("\"layout\":{\"model\":\"tiny\"", "\"layout\":{\"model\":\"big\"",
 			     "'layout.model': \"big\" differs from 'model.name'");

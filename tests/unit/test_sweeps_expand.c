@@ -433,6 +433,86 @@ static void test_load(void **state)
 	assert_non_null(strstr(err, "cannot open '/nonexistent/x.json'"));
 }
 
+/* The shipped attention comparison: 2 sequence lengths x 4 attention kernels, each
+ * planned ok on the H200; cudnn's estimate is flash's, its id its own. */
+static void test_attention_spec(void **state)
+{
+	struct sweep_plan p;
+	char err[512];
+	int seen[2][4] = {{0}};
+
+	(void)state;
+	assert_int_equal(sweep_plan_load("h200-attention", &p, err, sizeof(err)), 0);
+	assert_string_equal(p.name, "h200-attention");
+	assert_int_equal(p.n_entries, 8);
+	assert_int_equal(p.n_ok, 8);
+	for (size_t i = 0; i < p.n_entries; i++) {
+		const struct lb_layout *l = &p.entries[i].layout;
+		int s = l->seq_len == 8192;
+
+		assert_true(l->seq_len == 2048 || l->seq_len == 8192);
+		assert_int_equal(l->global_batch, s ? 4 : 16);
+		assert_int_equal(l->micro_batch, 1);
+		assert_int_equal(l->tp * l->pp * l->dp, 1);
+		assert_int_equal(l->checkpointing, LB_CKPT_NONE);
+		assert_int_equal(l->norm, LB_NORM_FUSED);
+		assert_int_equal(l->model.n_layers, 8);
+		assert_int_equal(l->model.hidden, 5120);
+		seen[s][l->attention]++;
+		for (size_t j = 0; j < i; j++)
+			assert_string_not_equal(p.entries[i].id, p.entries[j].id);
+		if (l->attention != LB_ATTN_CUDNN)
+			continue;
+		for (size_t j = 0; j < p.n_entries; j++)
+			if (p.entries[j].layout.seq_len == l->seq_len &&
+			    p.entries[j].layout.attention == LB_ATTN_FLASH)
+				assert_true(p.entries[j].mem_gib == p.entries[i].mem_gib);
+	}
+	for (int s = 0; s < 2; s++)
+		for (int a = 0; a < 4; a++)
+			assert_int_equal(seen[s][a], 1);
+	sweep_plan_free(&p);
+}
+
+/* cudnn in a spec: a value of the attention axis and of `where`; on the CPU backend its
+ * layouts are invalid with the reason (the trainer would refuse them). */
+static void test_attention_cudnn(void **state)
+{
+	static const char *const dev[] = {"cuda", "cpu"};
+	char text[512];
+
+	(void)state;
+	for (int d = 0; d < 2; d++) {
+		snprintf(text, sizeof(text),
+			 "{" HEAD "\"fixed\": {\"seq_len\": 64, \"global_batch\": 8},"
+			 "\"grid\": {\"attention\": [\"flash\", \"cudnn\"]},"
+			 "\"cluster\": {\"device\": \"%s\"}}",
+			 dev[d]);
+		struct sweep_plan p = plan_ok(text);
+
+		assert_int_equal(p.n_entries, 2);
+		assert_int_equal(p.entries[0].layout.attention, LB_ATTN_FLASH);
+		assert_int_equal(p.entries[1].layout.attention, LB_ATTN_CUDNN);
+		assert_int_equal(p.entries[0].status, PLAN_OK);
+		if (d == 0) {
+			assert_int_equal(p.entries[1].status, PLAN_OK);
+		} else {
+			assert_int_equal(p.entries[1].status, PLAN_INVALID);
+			assert_string_equal(p.entries[1].reason,
+					    "attention 'cudnn' needs the GPU backend (device "
+					    "\"cuda\"); the CPU backend runs 'flash'");
+		}
+		sweep_plan_free(&p);
+	}
+	struct sweep_plan p =
+	    plan_ok("{" HEAD "\"fixed\": {\"seq_len\": 64, \"global_batch\": 8},"
+		    "\"grid\": {\"attention\": [\"naive\", \"flash\", \"cudnn\"]},"
+		    "\"where\": \"attention != \\\"cudnn\\\"\"}");
+	assert_int_equal(p.n_entries, 2);
+	assert_int_equal(p.entries[1].layout.attention, LB_ATTN_FLASH);
+	sweep_plan_free(&p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -451,6 +531,8 @@ int main(void)
 	    cmocka_unit_test(test_cluster_fields),
 	    cmocka_unit_test(test_limit),
 	    cmocka_unit_test(test_load),
+	    cmocka_unit_test(test_attention_spec),
+	    cmocka_unit_test(test_attention_cudnn),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

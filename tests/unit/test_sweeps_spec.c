@@ -99,11 +99,16 @@ static void test_values(void **state)
 	    "fixed.checkpointing: expected \"none\", \"full\" or \"selective\", got "
 	    "\"every_layer\"");
 	bad("{" H ", \"grid\": {\"attention\": [\"flash\", \"flash3\"]}}",
-	    "grid.attention[1]: expected \"naive\", \"fused_softmax\" or \"flash\"");
+	    "grid.attention[1]: expected \"naive\", \"fused_softmax\", \"flash\" or "
+	    "\"cudnn\"");
 	bad("{" H ", \"fixed\": {\"norm\": 1}}",
 	    "fixed.norm: expected \"unfused\" or \"fused\", got 1");
 	bad("{" H ", \"grid\": {\"kernel\": [\"cudnn\"]}}",
 	    "grid.kernel[0]: unknown kernel \"cudnn\"");
+	bad("{" H ", \"grid\": {\"kernel\": [\"cudnn\"]}}",
+	    "; 'cudnn' is an attention kernel: give it under 'attention' with 'norm'");
+	bad("{" H ", \"grid\": {\"kernel\": [\"flash_attention2\", \"flash\"]}}",
+	    "grid.kernel[1]: unknown kernel \"flash\" (known: torch, fused, ");
 	bad("{" H ", \"fixed\": {\"sequence_parallel\": 2}}",
 	    "fixed.sequence_parallel: expected 0, 1, true or false, got 2");
 	bad("{" H ", \"fixed\": {\"zero_stage\": 4}}", "fixed.zero_stage: expected a ZeRO stage");

@@ -48,7 +48,7 @@ for set in "2048 16 flash" "2048 16 cudnn" "8192 4 flash" "8192 4 cudnn"; do
 	t0=$(date +%s)
 	timeout 300 "$BUILD/layoutbench-train" --model llama-13b --layers 8 --vocab 32000 \
 		--seq-len "$1" --global-batch "$2" --micro-batch 1 --attention "$3" --norm fused \
-		--steps 8 --warmup 3 --device cuda --quiet --run-dir "$d" >"$d.log" 2>&1
+		--lr 1e-4 --steps 8 --warmup 3 --device cuda --quiet --run-dir "$d" >"$d.log" 2>&1
 	st=$?
 	m=$(mfu "$d")
 	{ [ "$st" = 0 ] && [ -n "$m" ]; } || { rc=1; tail -n 3 "$d.log"; }

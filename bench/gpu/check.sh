@@ -56,7 +56,7 @@ fi
 t0=$(date +%s)
 d="$OUTD/s2k-mb1"
 "$BUILD/layoutbench-train" --model llama-13b --layers 8 --vocab 32000 --seq-len 2048 \
-	--global-batch 16 --micro-batch 1 --steps 8 --warmup 3 --device cuda --quiet \
+	--global-batch 16 --micro-batch 1 --steps 8 --warmup 3 --lr 1e-4 --device cuda --quiet \
 	--run-dir "$d" >"$d.log" 2>&1
 st=$?
 mfu=$(awk '

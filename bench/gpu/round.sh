@@ -15,7 +15,7 @@
 #     at seq 2048 micro-batch 1, and cuDNN's attention (cudnn/fused) at seq 2048 micro-batch
 #     1 and 2 and seq 8192) | kernels (every attention x norm at seq 2048
 #     micro-batch 1) | all (both),
-#   LB_BENCH_STEPS (default 8), LB_BENCH_WARMUP (default 3),
+#   LB_BENCH_STEPS (default 8), LB_BENCH_WARMUP (default 3), LB_BENCH_LR (default 1e-4),
 #   LB_BENCH_PEER: 1 (default) runs bench/peer_torch.py eager and compiled at seq 2048
 #     micro-batch 1 and seq 8192 micro-batch 1 when python3 has torch; 0 skips it.
 set -u
@@ -25,6 +25,9 @@ TRAIN="$BUILD/layoutbench-train"
 STEPS=${LB_BENCH_STEPS:-8}
 WARMUP=${LB_BENCH_WARMUP:-3}
 SET=${LB_BENCH_SET:-main}
+# a learning rate this width trains at (the trainer's default 0.003 diverges here on
+# random tokens, and the losses must fall for a run to count)
+LR=${LB_BENCH_LR:-1e-4}
 export NCCL_NVLS_ENABLE=0
 mkdir -p "$OUTD" || exit 1
 rows="$OUTD/rows.tsv"
@@ -43,7 +46,7 @@ one() {
 	dir="$OUTD/$name"
 	rm -rf "$dir"
 	"$TRAIN" $model --seq-len "$seq" --global-batch "$gbs" --micro-batch "$mbs" \
-		--attention "$attn" --norm "$norm" --checkpointing "$ckpt" --steps "$STEPS" \
+		--attention "$attn" --norm "$norm" --checkpointing "$ckpt" --steps "$STEPS" --lr "$LR" \
 		--warmup "$WARMUP" --device cuda --quiet --run-dir "$dir" >"$dir.log" 2>&1
 	st=$?
 	log=$(ls "$dir"/run-*.jsonl 2>/dev/null | head -n 1)

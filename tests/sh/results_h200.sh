@@ -4,7 +4,8 @@
 # from them must equal docs/results/h200/report.md, the tables of the published page
 # docs/results/h200/report/report.html must equal those of a fresh page (the plots, drawn
 # by whatever gnuplot is installed, are left out of the comparison), and the headline numbers quoted in
-# docs/results/h200/README.md and docs/performance.md must come out of the views.
+# docs/results/h200/README.md and docs/performance.md must come out of the views; likewise
+# the runs of cuDNN's attention in docs/results/h200/cudnn and the MFU its README quotes.
 # Regenerate after a deliberate change with LB_UPDATE_GOLDEN=1 (then read the diff).
 set -u
 BUILD=${BUILD:-build}
@@ -58,5 +59,29 @@ want 57.0 2048 1 none flash unfused
 want 56.8 2048 1 none fused_softmax unfused
 want 54.4 2048 1 none naive unfused
 want 45.6 2048 1 full flash fused
+# cuDNN's attention (docs/results/h200/cudnn): its runs, and the MFU its README quotes
+"$LB" collect --db "$tmp/c.db" "$D/cudnn/runs" >"$tmp/collect-c.out" 2>&1 ||
+	{ cat "$tmp/collect-c.out"; echo "FAIL: collect cudnn"; exit 1; }
+grep -q "13 new runs.*0 warnings, 0 errors" "$tmp/collect-c.out" ||
+	{ cat "$tmp/collect-c.out"; echo "FAIL: collect did not take all 13 cudnn runs cleanly"; fail=1; }
+wantc() { # value seq mbs ckpt norm
+	got=$("$LB" sql --db "$tmp/c.db" --format tsv "SELECT printf('%.1f', 100 * max(mfu))
+		FROM run_summary WHERE attention = 'cudnn' AND seq_len = $2 AND micro_batch = $3 AND
+		checkpointing = '$4' AND norm = '$5'" | tail -n 1)
+	[ "$got" = "$1" ] || { echo "FAIL: MFU of cudnn $2/$3/$4/$5 is $got, the docs say $1"; fail=1; }
+}
+wantc 63.9 2048 1 none fused
+wantc 63.0 2048 1 selective fused
+wantc 49.1 2048 1 full fused
+wantc 61.4 2048 1 none unfused
+wantc 65.0 2048 2 none fused
+wantc 64.0 2048 2 selective fused
+wantc 66.3 2048 4 none fused
+wantc 66.9 2048 8 none fused
+wantc 68.9 8192 1 none fused
+wantc 66.3 8192 1 selective fused
+wantc 53.1 8192 1 full fused
+wantc 67.5 8192 1 none unfused
+wantc 68.9 8192 2 none fused
 [ "$fail" = 0 ] && echo "ok: the published H200 results reproduce"
 exit "$fail"

@@ -93,6 +93,13 @@ static void test_parse_flags(void **state)
 		assert_non_null(strstr(err, "built without the CUDA backend"));
 		assert_non_null(strstr(err, "--device cpu"));
 	}
+	/* cuDNN's attention is the GPU backend's alone: the CPU refuses it, naming the fix */
+	assert_int_equal(parse(&o, "--attention cudnn", err, sizeof(err)), 0);
+	assert_int_equal(o.layout.attention, LB_ATTN_CUDNN);
+	assert_int_equal(lb_train_check(&o, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "add --device cuda, or use --attention flash"));
+	assert_int_equal(parse(&o, "--attention cudnn --device cuda", err, sizeof(err)), 0);
+	assert_int_equal(lb_train_check(&o, err, sizeof(err)), lb_ops_have_cuda() ? 0 : -1);
 	/* a parallel layout on the GPU runs through the GPU communicator (NCCL, or staged for
 	 * ranks that share a GPU); only a build without CUDA refuses it */
 	assert_int_equal(parse(&o, "--device cuda --tp 2 --gpus-per-node 2 --nproc-per-node 2", err,

@@ -225,6 +225,16 @@ const char *lb_attn_name(enum lb_attn a)
 	return (unsigned)a < NELEM(attn_names) ? attn_names[a] : "invalid";
 }
 
+int lb_attn_saves_lse(enum lb_attn a)
+{
+	return a == LB_ATTN_FLASH || a == LB_ATTN_CUDNN;
+}
+
+int lb_attn_gpu_only(enum lb_attn a)
+{
+	return a == LB_ATTN_CUDNN;
+}
+
 const char *lb_norm_name(enum lb_norm n)
 {
 	return (unsigned)n < NELEM(norm_names) ? norm_names[n] : "invalid";

@@ -121,6 +121,11 @@ const char *lb_attn_name(enum lb_attn a);
 const char *lb_norm_name(enum lb_norm n);
 int lb_ckpt_parse(const char *s, enum lb_ckpt *out);
 int lb_attn_parse(const char *s, enum lb_attn *out);
+/* The attention kernel's nature, one home for both: tiled with an online softmax, saving only
+ * the log-sum-exp and recomputing the probabilities in the backward (flash, cudnn); and
+ * existing on the GPU backend only (cudnn). */
+int lb_attn_saves_lse(enum lb_attn a);
+int lb_attn_gpu_only(enum lb_attn a);
 int lb_norm_parse(const char *s, enum lb_norm *out);
 
 /*

@@ -210,7 +210,7 @@ int lb_memory_trainer(const struct lb_layout *l, int gpu, int gpipe, struct lb_m
 	d.sp = l->sequence_parallel && tp > 1;
 	d.Tl = d.sp ? d.T / tp : d.T;
 	d.unfused = l->norm == LB_NORM_UNFUSED;
-	d.flash_like = l->attention != LB_ATTN_NAIVE && l->attention != LB_ATTN_FUSED_SOFTMAX;
+	d.flash_like = lb_attn_saves_lse(l->attention);
 	for (int s = 0; s < l->pp; s++) {
 		struct lb_mem_estimate st;
 

@@ -251,16 +251,14 @@ static double layer_activations(const struct lb_layout *l, enum lb_ckpt mode)
 	if (l->norm == LB_NORM_UNFUSED)
 		repl += ACT_NORM_UNFUSED_PER_H * sb * h;
 	shard = 2.0 * sb * (h + 2.0 * kv_dim) + 2.0 * sb * h + ACT_MLP_PER_FFN * sb * f;
-	if (l->attention == LB_ATTN_NAIVE)
-		core = ATTN_NAIVE_BYTES * a * s * s * b;
-	else if (l->attention == LB_ATTN_FUSED_SOFTMAX)
-		core = ATTN_FUSED_BYTES * a * s * s * b;
-	else
+	if (lb_attn_saves_lse(l->attention))
 		core = FLASH_LSE_BYTES * a * s * b;
-	/* flash and cudnn (cuDNN's fused flash attention, the same saved state) have no
-	 * (s, s) core to drop: their lse stays */
-	if (mode == LB_CKPT_SELECTIVE && l->attention != LB_ATTN_FLASH &&
-	    l->attention != LB_ATTN_CUDNN)
+	else if (l->attention == LB_ATTN_NAIVE)
+		core = ATTN_NAIVE_BYTES * a * s * s * b;
+	else
+		core = ATTN_FUSED_BYTES * a * s * s * b;
+	/* flash and cudnn have no (s, s) core to drop: their lse stays */
+	if (mode == LB_CKPT_SELECTIVE && !lb_attn_saves_lse(l->attention))
 		core = 0.0;
 	if (l->sequence_parallel)
 		return (repl + shard + core) / t;

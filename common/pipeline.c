@@ -43,6 +43,24 @@ int lb_sched_parse(const char *s, enum lb_sched_kind *out)
 	return 0;
 }
 
+int lb_step_is_compute(enum lb_step_kind k)
+{
+	return k == LB_STEP_FORWARD || k == LB_STEP_BACKWARD;
+}
+
+int lb_step_is_send(enum lb_step_kind k)
+{
+	return k == LB_STEP_SEND_ACT || k == LB_STEP_SEND_GRAD;
+}
+
+int lb_schedule_group_last(const struct lb_schedule *s, int i)
+{
+	const struct lb_step *st = &s->steps[i];
+
+	return st->group < 0 || i + 1 == s->n_steps || s->steps[i + 1].group != st->group ||
+	       lb_step_is_compute(s->steps[i + 1].kind);
+}
+
 const char *lb_step_name(enum lb_step_kind k)
 {
 	static const char *const names[] = {"forward",	"backward",  "send_act",

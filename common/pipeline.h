@@ -90,6 +90,13 @@ const char *lb_sched_name(enum lb_sched_kind k);
 int lb_sched_parse(const char *s, enum lb_sched_kind *out);
 /* "forward", "backward", "send_act", "recv_act", "send_grad", "recv_grad". */
 const char *lb_step_name(enum lb_step_kind k);
+/* A forward or a backward (every other step is a send or a receive); a send. */
+int lb_step_is_compute(enum lb_step_kind k);
+int lb_step_is_send(enum lb_step_kind k);
+/* Send/recv step i of s is the last of its group: the groups the executor posts at once
+ * are runs of adjacent sends and receives with one group number (one without a number is
+ * a group of its own). */
+int lb_schedule_group_last(const struct lb_schedule *s, int i);
 
 /* One line per stage-list, for logs and golden tests: compute steps as F3 / B3, sends and
  * receives as sa3 ra3 sg3 rg3, a group in brackets: "ra0 F0 [sa0 rg0] B0 [sg0 ra1] ...";

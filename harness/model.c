@@ -248,7 +248,7 @@ static int build_tensors(struct lb_llama *m)
 /* flash and cudnn: tiled attention that saves the log-sum-exp, not the probabilities */
 static int flash_like(const struct lb_llama *m)
 {
-	return m->layout.attention == LB_ATTN_FLASH || m->layout.attention == LB_ATTN_CUDNN;
+	return lb_attn_saves_lse(m->layout.attention);
 }
 
 /* The attention core's saved state: the log-sum-exp (f32) for flash, else the

@@ -26,17 +26,12 @@ int lb_pipestream_init(struct lb_pipestream *p, const struct lb_ops *ops, int ov
 	for (int i = 0; s && i < s->n_steps; i++) {
 		const struct lb_step *st = &s->steps[i];
 
-		if (st->kind == LB_STEP_FORWARD || st->kind == LB_STEP_BACKWARD) {
+		if (lb_step_is_compute(st->kind)) {
 			compute++;
 			continue;
 		}
-		if (st->kind == LB_STEP_SEND_ACT || st->kind == LB_STEP_SEND_GRAD)
-			sends++;
-		/* a group of its own when ungrouped or when the group number changes */
-		if (st->group < 0 || i == 0 || s->steps[i - 1].group != st->group ||
-		    s->steps[i - 1].kind == LB_STEP_FORWARD ||
-		    s->steps[i - 1].kind == LB_STEP_BACKWARD)
-			groups++;
+		sends += lb_step_is_send(st->kind);
+		groups += lb_schedule_group_last(s, i);
 	}
 	p->n_done = groups > 0 ? groups : 1;
 	p->cap_send = sends > 0 ? sends : 1;
@@ -181,7 +176,7 @@ void lb_pipestream_note(struct lb_pipestream *p, const struct lb_step *st)
 		p->cur_recv = 1;
 		return;
 	}
-	if (st->kind != LB_STEP_SEND_ACT && st->kind != LB_STEP_SEND_GRAD)
+	if (!lb_step_is_send(st->kind))
 		return;
 	if (p->n_send == p->cap_send) { /* more sends pending than the list had */
 		struct lb_pipe_send *a =

@@ -60,12 +60,7 @@ static int group_stop(const struct lb_schedule *sc, int i)
 
 static int is_comm(const struct lb_step *st)
 {
-	return st->kind != LB_STEP_FORWARD && st->kind != LB_STEP_BACKWARD;
-}
-
-static int is_send(enum lb_step_kind k)
-{
-	return k == LB_STEP_SEND_ACT || k == LB_STEP_SEND_GRAD;
+	return !lb_step_is_compute(st->kind);
 }
 
 static enum lb_step_kind partner_kind(enum lb_step_kind k)
@@ -146,7 +141,7 @@ static int match_group(struct sim *s, int a)
 		/* the earliest unfinished op of this direction to this peer goes first */
 		for (j = start; j < i; j++)
 			if (!s->ok[s->ofs[a] + j] &&
-			    is_send(sa->steps[j].kind) == is_send(op->kind) &&
+			    lb_step_is_send(sa->steps[j].kind) == lb_step_is_send(op->kind) &&
 			    sa->steps[j].peer == b)
 				break;
 		if (j < i)
@@ -160,7 +155,7 @@ static int match_group(struct sim *s, int a)
 			const struct lb_step *x = &sb->steps[j];
 
 			if (!s->ok[s->ofs[b] + j] && x->peer == a &&
-			    is_send(x->kind) != is_send(op->kind)) {
+			    lb_step_is_send(x->kind) != lb_step_is_send(op->kind)) {
 				po = x;
 				break;
 			}
@@ -408,9 +403,8 @@ int lb_schedule_execute(const struct lb_schedule *s, struct lb_comm *pp,
 		return comm_fail(ops, ctx, NULL, LB_COMM_EFAIL);
 	while (i < s->n_steps) {
 		const struct lb_step *st = &s->steps[i];
-		int g = st->group;
 
-		if (st->kind == LB_STEP_FORWARD || st->kind == LB_STEP_BACKWARD) {
+		if (lb_step_is_compute(st->kind)) {
 			rc = st->kind == LB_STEP_FORWARD ? ops->forward(ctx, st)
 							 : ops->backward(ctx, st);
 			if (rc)
@@ -424,8 +418,7 @@ int lb_schedule_execute(const struct lb_schedule *s, struct lb_comm *pp,
 			ops->group(ctx, st, 0);
 		at = st;
 		rc = pp->ops->group_start(pp);
-		/* a step without a group number is a group of its own */
-		while (rc == 0) {
+		while (rc == 0) { /* the group: lb_schedule_group_last says where it ends */
 			const struct lb_step *x = &s->steps[i];
 			size_t count = 0;
 			enum lb_dtype dtype = LB_F32;
@@ -434,7 +427,7 @@ int lb_schedule_execute(const struct lb_schedule *s, struct lb_comm *pp,
 			at = x;
 			if (!buf)
 				rc = LB_COMM_EFAIL;
-			else if (x->kind == LB_STEP_SEND_ACT || x->kind == LB_STEP_SEND_GRAD)
+			else if (lb_step_is_send(x->kind))
 				rc = pp->ops->send(pp, buf, count, dtype, x->peer, ops->stream);
 			else
 				rc = pp->ops->recv(pp, buf, count, dtype, x->peer, ops->stream);
@@ -442,10 +435,7 @@ int lb_schedule_execute(const struct lb_schedule *s, struct lb_comm *pp,
 				pp->ops->group_end(pp);
 				break;
 			}
-			i++;
-			if (g < 0 || i == s->n_steps || s->steps[i].group != g ||
-			    s->steps[i].kind == LB_STEP_FORWARD ||
-			    s->steps[i].kind == LB_STEP_BACKWARD) {
+			if (lb_schedule_group_last(s, i++)) {
 				at = st;
 				rc = pp->ops->group_end(pp);
 				break;

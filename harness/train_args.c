@@ -348,7 +348,7 @@ int lb_train_check(const struct lb_train_opts *o, char *err, size_t errlen)
 			 "where DIR holds bin/nvcc, or run with --device cpu");
 		return -1;
 	}
-	if (l->attention == LB_ATTN_CUDNN && !o->device_cuda) {
+	if (lb_attn_gpu_only(l->attention) && !o->device_cuda) {
 		snprintf(err, errlen,
 			 "--attention cudnn: cuDNN's fused attention runs on the GPU backend only; "
 			 "add --device cuda, or use --attention flash (the same math) on the CPU");

@@ -317,7 +317,7 @@ static int judge_point(struct worker *w, const struct merged *m, int model, stru
 		snprintf(e->reason, sizeof(e->reason), "%s", derr);
 	} else if (lb_layout_check(l, e->reason, sizeof(e->reason))) {
 		e->status = PLAN_INVALID;
-	} else if (l->attention == LB_ATTN_CUDNN && !strcmp(cl->device, "cpu")) {
+	} else if (lb_attn_gpu_only(l->attention) && !strcmp(cl->device, "cpu")) {
 		/* cuDNN's attention exists on the GPU backend only; the trainer refuses it */
 		e->status = PLAN_INVALID;
 		snprintf(e->reason, sizeof(e->reason),

@@ -17,9 +17,11 @@
  * attention scratch (lbc_attn_scratch, the same room flash's backward uses); the plans'
  * workspace is the backend's shared one (lbc_workspace).
  *
- * Each distinct problem (direction, B, S, nh, nkv, D) gets its graph and plan once (the
- * first of cuDNN's heuristic candidates that finalises), cached for the run; the first
- * step pays for that, as it does for the GEMM tuning.
+ * Each distinct problem (direction, B, S, nh, nkv, D) gets its graph once, cached for the
+ * run, and its plan is the fastest of cuDNN's heuristic candidates that finalise (up to
+ * MAX_CANDS, mode A's list, else the fallback list), timed on the first call's own operands
+ * as the GEMMs are (tune); the first step pays for that. LAYOUTBENCH_CUDNN_TUNE=0 keeps the
+ * first candidate; LAYOUTBENCH_TUNE_LOG=1 prints each choice to stderr.
  *
  * cuDNN is loaded at run time (dlopen of libcudnn.so.9): a node without it runs every other
  * attention kernel, and this one stops the run with a message naming the fix. A build whose
@@ -28,6 +30,7 @@
 #include <dlfcn.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "harness/cuda/cuda_common.cuh"
@@ -336,11 +339,18 @@ static cudnnBackendDescriptor_t causal(struct gb *g, cudnnBackendDescriptor_t x,
 	return y;
 }
 
-/* One cached graph: its plan, workspace need and the host values of its scalars. */
+#define MAX_CANDS 8 /* engine configurations timed per problem */
+#define TUNE_RUNS 3 /* timed runs of each, after one warm-up */
+
+/* One cached graph: its plan (while cands > 1, not yet chosen: the candidates, timed on
+ * the first call), the plan's workspace need and the host values of its scalars. */
 struct graph {
 	int used, bwd, b, s, nh, nkv, d;
 	cudnnBackendDescriptor_t plan;
 	int64_t ws;
+	int ncand;
+	cudnnBackendDescriptor_t cand[MAX_CANDS];
+	int64_t cand_ws[MAX_CANDS];
 	float scale, neginf, one;
 };
 
@@ -476,18 +486,31 @@ static void build_bwd(struct gb *g, const struct shapes *x, int grouped)
 	pw(g, CUDNN_POINTWISE_IDENTITY, CUDNN_DATA_FLOAT, dqacc, NULL, NULL, dq, -1);
 }
 
-/* The operation graph, and a plan from the first of the heuristic's engine configurations
- * that finalises (mode A, then the fallback list). */
-static cudnnBackendDescriptor_t plan_of(struct gb *g)
+static int cudnn_tune_on(void)
+{
+	const char *v = getenv("LAYOUTBENCH_CUDNN_TUNE");
+
+	return !(v && !strcmp(v, "0"));
+}
+
+/* The operation graph, and into gr the execution plans of the heuristic's engine
+ * configurations that finalise (mode A's list, or the fallback list when none of mode A's
+ * does): up to MAX_CANDS (1 without tuning), each with a workspace no larger than the
+ * first's or 64 MiB, so that timing them never grows the memory the run holds. 0 when
+ * there is one, else -1 with the reason in g->fail. */
+static int plans_of(struct gb *g, struct graph *gr)
 {
 	static const cudnnBackendHeurMode_t modes[] = {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK};
 	cudnnBackendDescriptor_t og = make(g, CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
+	int want = cudnn_tune_on() ? MAX_CANDS : 1;
 	char tried[256] = "";
 
+	gr->ncand = 0;
 	set(g, og, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &dnn.h);
 	set(g, og, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, g->nops, g->ops);
 	fin(g, og, "operation graph");
-	for (size_t mi = 0; mi < sizeof(modes) / sizeof(modes[0]) && !g->fail[0]; mi++) {
+	for (size_t mi = 0; mi < sizeof(modes) / sizeof(modes[0]) && !g->fail[0] && !gr->ncand;
+	     mi++) {
 		cudnnBackendDescriptor_t heur = make(g, CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR);
 		cudnnBackendDescriptor_t cfg[16];
 		int64_t n = 0;
@@ -504,8 +527,9 @@ static cudnnBackendDescriptor_t plan_of(struct gb *g)
 					   CUDNN_TYPE_BACKEND_DESCRIPTOR, 16, &n,
 					   cfg) != CUDNN_STATUS_SUCCESS)
 			n = 0;
-		for (int64_t i = 0; i < n; i++) {
+		for (int64_t i = 0; i < n && gr->ncand < want; i++) {
 			cudnnBackendDescriptor_t plan = make(g, CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
+			int64_t ws = 0, cnt = 0;
 
 			if (!plan)
 				break;
@@ -514,16 +538,33 @@ static cudnnBackendDescriptor_t plan_of(struct gb *g)
 			    dnn.bset(plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG,
 				     CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
 				     &cfg[i]) == CUDNN_STATUS_SUCCESS &&
-			    dnn.bfinalize(plan) == CUDNN_STATUS_SUCCESS)
-				return plan;
-			dnn.last_error(tried, sizeof(tried));
+			    dnn.bfinalize(plan) == CUDNN_STATUS_SUCCESS) {
+				if (dnn.bget(plan, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
+					     CUDNN_TYPE_INT64, 1, &cnt, &ws) != CUDNN_STATUS_SUCCESS)
+					ws = 0;
+				if (!gr->ncand ||
+				    ws <= (gr->cand_ws[0] > (64 << 20) ? gr->cand_ws[0] : (64 << 20))) {
+					gr->cand[gr->ncand] = plan;
+					gr->cand_ws[gr->ncand++] = ws;
+					continue;
+				}
+			} else {
+				dnn.last_error(tried, sizeof(tried));
+			}
 			dnn.bdestroy(plan);
 		}
 	}
-	if (!g->fail[0])
+	if (!gr->ncand && !g->fail[0])
 		snprintf(g->fail, sizeof(g->fail), "no cuDNN engine runs this graph%s%s",
 			 tried[0] ? ": " : "", tried);
-	return NULL;
+	if (!gr->ncand)
+		return -1;
+	gr->plan = gr->cand[0];
+	gr->ws = gr->cand_ws[0];
+	for (int i = 1; i < gr->ncand; i++)
+		if (gr->cand_ws[i] > gr->ws)
+			gr->ws = gr->cand_ws[i];
+	return 0;
 }
 
 /* The graph of a problem, built on first use; every failure ends the run here. */
@@ -532,7 +573,6 @@ static struct graph *graph_of(int bwd, int b, int s, int nh, int nkv, int d)
 	struct graph *gr = NULL;
 	struct gb g;
 	struct shapes x;
-	int64_t cnt = 0;
 
 	if (load())
 		lb_fatal(__FILE__, __LINE__, "error", "--attention cudnn: %s; %s", dnn.why,
@@ -557,15 +597,11 @@ static struct graph *graph_of(int bwd, int b, int s, int nh, int nkv, int d)
 		build_bwd(&g, &x, nh != nkv);
 	else
 		build_fwd(&g, &x);
-	gr->plan = g.fail[0] ? NULL : plan_of(&g);
-	if (!gr->plan)
+	if (g.fail[0] || plans_of(&g, gr))
 		lb_fatal(__FILE__, __LINE__, "error",
 			 "--attention cudnn: cuDNN %zu cannot build the attention %s for B=%d S=%d "
 			 "heads=%d kv-heads=%d D=%d: %s; use --attention flash",
 			 dnn.version, g.what, b, s, nh, nkv, d, g.fail);
-	if (dnn.bget(gr->plan, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &cnt,
-		     &gr->ws) != CUDNN_STATUS_SUCCESS)
-		gr->ws = 0;
 	gr->used = 1;
 	gr->bwd = bwd;
 	gr->b = b;
@@ -579,8 +615,75 @@ static struct graph *graph_of(int bwd, int b, int s, int nh, int nkv, int d)
 	return gr;
 }
 
-/* Bind the tensors and run the plan on the backend's current stream. */
-static void run(struct graph *gr, int n, const int64_t *uids, void *const *ptrs)
+/* Runs plan with the variant pack vp on the backend's current stream, the backward's
+ * accumulator (acc, bytes; NULL for the forward) cleared first: cuDNN before 9.6 does not
+ * clear it itself, later releases may, and the fill costs microseconds. */
+static cudnnStatus_t exec(cudnnBackendDescriptor_t plan, cudnnBackendDescriptor_t vp, void *acc,
+			  size_t acc_bytes)
+{
+	if (acc && cudaMemsetAsync(acc, 0, acc_bytes, lbc_stream) != cudaSuccess)
+		return CUDNN_STATUS_EXECUTION_FAILED;
+	return dnn.bexec(dnn.h, plan, vp);
+}
+
+/*
+ * Chooses gr's plan among its candidates on the first call: each runs once to warm up and
+ * then TUNE_RUNS times between two events, on this call's operands (every candidate writes
+ * the same outputs, and the chosen one runs again after), and the least time wins; the
+ * others are destroyed. A candidate that fails to run is left out; when none runs, the
+ * first is kept and the real call reports its error.
+ */
+static void tune(struct graph *gr, cudnnBackendDescriptor_t vp, void *acc, size_t acc_bytes)
+{
+	cudaEvent_t ev[2 * MAX_CANDS];
+	int ok[MAX_CANDS], best = 0, last = -1;
+	float ms, best_ms = -1, first_ms = -1;
+
+	memset(ev, 0, sizeof(ev));
+	for (int i = 0; i < gr->ncand; i++) {
+		ok[i] = cudaEventCreate(&ev[2 * i]) == cudaSuccess &&
+			cudaEventCreate(&ev[2 * i + 1]) == cudaSuccess &&
+			exec(gr->cand[i], vp, acc, acc_bytes) == CUDNN_STATUS_SUCCESS &&
+			cudaEventRecord(ev[2 * i], lbc_stream) == cudaSuccess;
+		for (int r = 0; r < TUNE_RUNS && ok[i]; r++)
+			ok[i] = exec(gr->cand[i], vp, acc, acc_bytes) == CUDNN_STATUS_SUCCESS;
+		ok[i] = ok[i] && cudaEventRecord(ev[2 * i + 1], lbc_stream) == cudaSuccess;
+		if (ok[i])
+			last = i;
+	}
+	if (last >= 0 && cudaEventSynchronize(ev[2 * last + 1]) == cudaSuccess)
+		for (int i = 0; i < gr->ncand; i++)
+			if (ok[i] && cudaEventElapsedTime(&ms, ev[2 * i], ev[2 * i + 1]) == cudaSuccess) {
+				if (!i)
+					first_ms = ms;
+				if (best_ms < 0 || ms < best_ms) {
+					best_ms = ms;
+					best = i;
+				}
+			}
+	cudaStreamSynchronize(lbc_stream);
+	cudaGetLastError(); /* a candidate's failure is no error of the run */
+	for (int i = 0; i < 2 * gr->ncand; i++)
+		if (ev[i])
+			cudaEventDestroy(ev[i]);
+	if (getenv("LAYOUTBENCH_TUNE_LOG"))
+		fprintf(stderr,
+			"cudnn %s B=%d S=%d heads=%d kv-heads=%d D=%d: candidate %d of %d, %.3f ms "
+			"(the first: %.3f ms)\n",
+			gr->bwd ? "backward" : "forward", gr->b, gr->s, gr->nh, gr->nkv, gr->d, best,
+			gr->ncand, best_ms / TUNE_RUNS, first_ms / TUNE_RUNS);
+	for (int i = 0; i < gr->ncand; i++)
+		if (i != best)
+			dnn.bdestroy(gr->cand[i]);
+	gr->plan = gr->cand[best];
+	gr->ws = gr->cand_ws[best];
+	gr->ncand = 1;
+}
+
+/* Bind the tensors and run the plan (chosen on the first call) on the backend's current
+ * stream; acc as for exec. */
+static void run(struct graph *gr, int n, const int64_t *uids, void *const *ptrs, void *acc,
+		size_t acc_bytes)
 {
 	cudnnBackendDescriptor_t vp = NULL;
 	void *ws = lbc_workspace((size_t)gr->ws);
@@ -600,9 +703,11 @@ static void run(struct graph *gr, int n, const int64_t *uids, void *const *ptrs)
 		st = dnn.bset(vp, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &ws);
 	if (st == CUDNN_STATUS_SUCCESS)
 		st = dnn.bfinalize(vp);
+	if (st == CUDNN_STATUS_SUCCESS && gr->ncand > 1)
+		tune(gr, vp, acc, acc_bytes);
 	if (st == CUDNN_STATUS_SUCCESS) {
 		call = "cudnnBackendExecute";
-		st = dnn.bexec(dnn.h, gr->plan, vp);
+		st = exec(gr->plan, vp, acc, acc_bytes);
 	}
 	if (vp)
 		dnn.bdestroy(vp);
@@ -625,7 +730,7 @@ void lbc_attn_cudnn_fwd(void *out, void *lse, void *scratch, const void *qkv, in
 			(void *)(base + (size_t)(nh + nkv) * d), out, lse, &gr->scale, &gr->neginf};
 
 	(void)scratch;
-	run(gr, 7, uids, ptrs);
+	run(gr, 7, uids, ptrs, NULL, 0);
 }
 
 void lbc_attn_cudnn_bwd(void *dqkv, void *scratch, const void *dout, const void *out,
@@ -653,11 +758,7 @@ void lbc_attn_cudnn_bwd(void *dqkv, void *scratch, const void *dout, const void 
 			&gr->neginf,
 			&gr->one};
 
-	/* the accumulator starts at zero (cuDNN before 9.6 does not clear it itself; later
-	 * releases may, and the fill costs microseconds) */
-	LBC_CHECK(cudaMemsetAsync(dqacc, 0, (size_t)b * s * nh * d * sizeof(float),
-				  lbc_stream));
-	run(gr, 14, uids, ptrs);
+	run(gr, 14, uids, ptrs, dqacc, (size_t)b * s * nh * d * sizeof(float));
 }
 
 #else /* built without cuDNN's headers */

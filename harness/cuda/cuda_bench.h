@@ -18,16 +18,18 @@ extern "C" {
 #endif
 
 /* Seconds per call of C (m, n) = op(A) op(B), row-major, natural leading dims, batch 1,
- * bf16 A and B (random, allocated and freed here), C bf16 or, when c_f32, float, beta 0:
+ * bf16 A and B (random, allocated and freed here), C bf16 or, when c_f32, float; beta 1
+ * when accum (C += op(A) op(B), as the model's weight gradients accumulate), else 0:
  * the algo-th result of the heuristic list (0 = the heuristic's first choice), or the one
  * lbc_gemm caches and uses when algo is -1. Mean over iters calls timed with events
  * after 3 warm-up calls. The product is checked afterwards (sampled entries against a
- * direct dot product): -2 when it is wrong; -1 when that index does not exist or an
- * allocation or the call fails. */
-double lb_cuda_gemm_seconds(int m, int n, int k, int ta, int tb, int c_f32, int algo, int iters);
+ * direct dot product; when accumulating, of one more call into a zeroed C): -2 when it is
+ * wrong; -1 when that index does not exist or an allocation or the call fails. */
+double lb_cuda_gemm_seconds(int m, int n, int k, int ta, int tb, int c_f32, int accum, int algo,
+			    int iters);
 
 /* How many candidates the heuristic returns for that problem (asked for up to 16). */
-int lb_cuda_gemm_n_algos(int m, int n, int k, int ta, int tb, int c_f32);
+int lb_cuda_gemm_n_algos(int m, int n, int k, int ta, int tb, int c_f32, int accum);
 
 /* Device-to-device cudaMemcpyAsync of `bytes`, timed over iters copies after a warm-up:
  * bytes read plus written per second (2 * bytes / seconds per copy). */

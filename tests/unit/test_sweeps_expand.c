@@ -474,6 +474,44 @@ static void test_attention_spec(void **state)
 	sweep_plan_free(&p);
 }
 
+/* The memory probe covers the one-GPU grid: for each of h200-1gpu's points (ok or oom)
+ * exactly one probe layout with the same sequence, micro-batch and kernels, one
+ * micro-batch per step (global batch = micro-batch), 2 steps, and none pruned for memory
+ * (the device says what fits). */
+static void test_memory_probe_spec(void **state)
+{
+	struct sweep_plan g, m;
+	char err[512];
+
+	(void)state;
+	assert_int_equal(sweep_plan_load("h200-1gpu", &g, err, sizeof(err)), 0);
+	assert_int_equal(sweep_plan_load("h200-1gpu-memory", &m, err, sizeof(err)), 0);
+	assert_int_equal(m.n_entries, g.n_entries);
+	assert_int_equal(m.n_ok, m.n_entries);
+	for (size_t i = 0; i < g.n_entries; i++) {
+		const struct lb_layout *a = &g.entries[i].layout;
+		int found = 0;
+
+		for (size_t j = 0; j < m.n_entries; j++) {
+			const struct lb_layout *b = &m.entries[j].layout;
+
+			if (b->seq_len == a->seq_len && b->micro_batch == a->micro_batch &&
+			    b->checkpointing == a->checkpointing && b->attention == a->attention &&
+			    b->norm == a->norm) {
+				found++;
+				assert_int_equal(b->global_batch, b->micro_batch);
+				assert_int_equal(b->steps, 2);
+				assert_int_equal(b->model.n_layers, a->model.n_layers);
+				assert_int_equal(b->model.hidden, a->model.hidden);
+				assert_int_equal(b->model.vocab, a->model.vocab);
+			}
+		}
+		assert_int_equal(found, 1);
+	}
+	sweep_plan_free(&m);
+	sweep_plan_free(&g);
+}
+
 /* cudnn in a spec: a value of the attention axis and of `where`; on the CPU backend its
  * layouts are invalid with the reason (the trainer would refuse them). */
 static void test_attention_cudnn(void **state)
@@ -532,6 +570,7 @@ int main(void)
 	    cmocka_unit_test(test_limit),
 	    cmocka_unit_test(test_load),
 	    cmocka_unit_test(test_attention_spec),
+	    cmocka_unit_test(test_memory_probe_spec),
 	    cmocka_unit_test(test_attention_cudnn),
 	};
 

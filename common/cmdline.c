@@ -110,7 +110,13 @@ static const struct lb_option resubmit_opts[] = {
 
 static const struct lb_option cancel_opts[] = {OPT_DB, OPT_SWEEP, END};
 
-static const struct lb_option collect_opts[] = {OPT_DB, END};
+static const struct lb_option collect_opts[] = {
+    OPT_DB,
+    TEXT(LB_OPT_SWEEP, "sweep", "NAME", NULL,
+	 "file runs whose log names no sweep (started by hand, not by a job script) under "
+	 "sweep NAME rather than 'adhoc'"),
+    END,
+};
 
 static const struct lb_option import_opts[] = {
     CHOICE(LB_OPT_FORMAT, "format", NULL, "paper", NULL, LB_OPT_REQUIRED,

@@ -317,3 +317,19 @@ fail:
 	snprintf(err, errlen, "cannot create '%s': %s", buf, strerror(errno));
 	return -1;
 }
+
+int lb_name_ok(const char *s, size_t max)
+{
+	size_t n = 0;
+
+	if (!s || !*s)
+		return 0;
+	for (; s[n]; n++) {
+		char c = s[n];
+
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		      c == '_' || c == '.' || c == '-'))
+			return 0;
+	}
+	return n < max;
+}

@@ -20,6 +20,9 @@ int lb_parse_u64(const char *s, uint64_t *out);
 /* Parse a whole string as a finite double in [min, max]. Returns 0 or -1. */
 int lb_parse_double(const char *s, double min, double max, double *out);
 
+/* The name rule for sweep names and Slurm names: [A-Za-z0-9_.-]+, shorter than max. */
+int lb_name_ok(const char *s, size_t max);
+
 /* Create path and its missing parents (mkdir -p, mode 0777 less the umask). 0, or -1 with
  * err naming the folder that could not be made and why. */
 int lb_mkdir_p(const char *path, char *err, size_t errlen);

@@ -10,6 +10,8 @@
 #include <unistd.h>
 
 #include "common/cmdline.h"
+#include "common/layout.h"
+#include "common/util.h"
 #include "results/cmd.h"
 #include "results/collect.h"
 #include "results/db.h"
@@ -26,6 +28,15 @@ int cmd_collect(int argc, char **argv)
 
 	if ((rc = lb_args_parse("collect", argc, argv, &a)))
 		goto out_release_args;
+	st.sweep = a.str[LB_OPT_SWEEP];
+	if (st.sweep && !lb_name_ok(st.sweep, LB_NAME_MAX)) {
+		fprintf(stderr,
+			"error: --sweep '%s': a sweep name is 1 to 63 letters, digits, '.', '_' or "
+			"'-' (as a spec's \"name\")\n",
+			st.sweep);
+		rc = 2;
+		goto out_release_args;
+	}
 	if (results_open(a.str[LB_OPT_DB], &db, err, sizeof(err))) {
 		fprintf(stderr, "error: %s\n", err);
 		rc = 1;

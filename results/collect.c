@@ -165,7 +165,7 @@ static int run_all_bound(sqlite3_stmt *s)
 static long long insert_run(struct collector *c, const char *file, const struct runlog_header *h,
 			    const char *abspath)
 {
-	const char *sweep = h->sweep[0] ? h->sweep : "adhoc";
+	const char *sweep = h->sweep[0] ? h->sweep : c->st->sweep ? c->st->sweep : "adhoc";
 	sqlite3_stmt *s;
 	long long job = -1;
 	int rc;
@@ -177,7 +177,7 @@ static long long insert_run(struct collector *c, const char *file, const struct 
 		     file, h->layout_id, h->layout_id_computed, h->layout_id);
 	s = c->q[Q_SWEEP];
 	sqlite3_bind_text(s, 1, sweep, -1, SQLITE_STATIC);
-	sqlite3_bind_text(s, 2, h->sweep[0] ? "spec" : "adhoc", -1, SQLITE_STATIC);
+	sqlite3_bind_text(s, 2, h->sweep[0] || c->st->sweep ? "spec" : "adhoc", -1, SQLITE_STATIC);
 	if (run(s) != SQLITE_DONE)
 		return -1;
 	if (results_upsert_layout_id(c->db, &h->layout, h->layout_id, NULL) != SQLITE_OK)

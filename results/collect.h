@@ -21,6 +21,9 @@ struct collect_stats {
 	int warnings;	    /* corrupt lines skipped, id mismatches, empty logs */
 	int errors;	    /* files refused (no header, newer version, unreadable) */
 	int quiet;	    /* input: 1 = print no warnings or errors to stderr */
+	const char *sweep;  /* input: the sweep of a run whose header names none (a run
+			     * started by hand); NULL: 'adhoc'. Taken when a run is first
+			     * collected: a run already in the database keeps its sweep. */
 };
 
 /*

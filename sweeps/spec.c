@@ -18,6 +18,7 @@
 
 #include "common/kernel_names.h"
 #include "common/model.h"
+#include "common/util.h"
 
 /* Field table: name, value kind. */
 enum field_kind { K_POS, K_BOOL, K_ZERO, K_CKPT, K_ATTN, K_NORM, K_KERNEL, K_VSTAGES, K_SPLIT };
@@ -138,22 +139,6 @@ static int where_enum_value(int var, const char *s, long long *out)
 	default:
 		return -1;
 	}
-}
-
-int spec_name_ok(const char *s, size_t max)
-{
-	size_t n = 0;
-
-	if (!s || !*s)
-		return 0;
-	for (; s[n]; n++) {
-		char c = s[n];
-
-		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-		      c == '_' || c == '.' || c == '-'))
-			return 0;
-	}
-	return n < max;
 }
 
 /* Parse context. */
@@ -847,7 +832,7 @@ static int get_name(struct ctx *c, const cJSON *v, const char *jpath, char *out,
 
 	if (get_string(c, v, jpath, &s))
 		return -1;
-	if (!spec_name_ok(s, len))
+	if (!lb_name_ok(s, len))
 		return name_fail(c, v, jpath, "", len);
 	snprintf(out, len, "%s", s);
 	return 0;
@@ -918,7 +903,7 @@ static int get_partitions(struct ctx *c, const cJSON *v, char *out, size_t len)
 		size_t n = strcspn(p, ",");
 
 		snprintf(one, sizeof(one), "%.*s", (int)(n < sizeof(one) ? n : 0), p);
-		ok = n < sizeof(one) && spec_name_ok(one, sizeof(one));
+		ok = n < sizeof(one) && lb_name_ok(one, sizeof(one));
 		if (!p[n])
 			break;
 	}
@@ -1160,7 +1145,7 @@ static int parse_cluster(struct ctx *c, const cJSON *obj)
 		if (get_string(c, v, "cluster.gpu_request", &s))
 			return -1;
 		if (strcmp(s, "gpus-per-node") && strcmp(s, "gres") &&
-		    (strncmp(s, "gres:", 5) || !spec_name_ok(s + 5, 48))) {
+		    (strncmp(s, "gres:", 5) || !lb_name_ok(s + 5, 48))) {
 			show(v, got, sizeof(got));
 			return fail(
 			    c, "cluster.gpu_request",

@@ -119,7 +119,4 @@ void spec_free(struct sweep_spec *s);
 /* Free the heap parts of a cluster (sbatch_extra, env, setup). */
 void spec_cluster_release(struct sweep_cluster *c);
 
-/* The name rule for sweep names and Slurm names: [A-Za-z0-9_.-]+, shorter than max. */
-int spec_name_ok(const char *s, size_t max);
-
 #endif

@@ -2,7 +2,8 @@
 # End-to-end test of `layoutbench collect` on the run-log fixtures: the summary line, the
 # warnings' FILE:LINE form, the refused newer version (exit 1), idempotency (a second
 # collect reports every run unchanged and leaves the tables as they were), a log that
-# grows between collects, and the default run directory ./runs.
+# grows between collects, the default run directory ./runs, and --sweep for runs started
+# by hand.
 BUILD=${BUILD:-build}
 LB="$(pwd)/$BUILD/layoutbench"
 FIX=tests/fixtures/runlogs
@@ -56,6 +57,16 @@ grep -q '^collected 10 files: 9 new runs' "$tmp/out4" || { cat "$tmp/out4"; echo
 [ $? = 1 ] && grep -q "^error: 'runs': no such directory" "$tmp/err5" || { echo "FAIL: missing ./runs"; fail=1; }
 "$LB" collect --db "$db" --bogus >/dev/null 2>&1
 [ $? = 2 ] || { echo "FAIL: an unknown option is not a usage error"; fail=1; }
+
+# --sweep: a run whose log names no sweep (started by hand) is filed under NAME; a run
+# of a job script keeps its own; a bad name is a usage error
+"$LB" collect --db "$tmp/s.db" --sweep by-hand "$tmp/runs" >/dev/null 2>&1
+got=$("$LB" sql --db "$tmp/s.db" --format csv "SELECT sweep, count(*) FROM runs GROUP BY sweep ORDER BY sweep" | tr '\n' ' ')
+[ "$got" = "sweep,count(*) by-hand,1 fixture-sweep,8 " ] ||
+	{ echo "FAIL: collect --sweep: runs by sweep: $got"; fail=1; }
+"$LB" collect --db "$tmp/s.db" --sweep 'no spaces' "$tmp/runs" >/dev/null 2>"$tmp/err6"
+[ $? = 2 ] && grep -q "^error: --sweep 'no spaces': a sweep name is" "$tmp/err6" ||
+	{ cat "$tmp/err6"; echo "FAIL: collect --sweep with a bad name"; fail=1; }
 
 [ $fail = 0 ] && echo "collect cli: ok"
 exit $fail

@@ -34,7 +34,7 @@
 
 #define EXECUTORS "slurm|rest|local"
 #define CLASSES	  "oom|timeout|node_fail|preempted|cancelled|launch_error|failed|unknown"
-#define FIGURES	  "kernels|checkpointing|microbatch|tp-pp|seqpar|rms|best|phases|all"
+#define FIGURES	  "kernels|checkpointing|microbatch|tp-pp|seqpar|rms|best|phases|memory|all"
 
 /* The options several commands share, spelled once. */
 #define OPT_DB                                                                                     \

@@ -110,7 +110,7 @@ static int render_page(struct lb_strbuf *page, const struct report_figure *figs,
 
 		if (!kinds[k])
 			continue;
-		if (figs[k].n) {
+		if (figs[k].n && k != REPORT_MEMORY) { /* the memory figure is a table */
 			plot_script(&script, &figs[k]);
 			int prc = script.failed
 				      ? PLOT_ERR_FAILED

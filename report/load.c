@@ -6,7 +6,11 @@
 #include "report/load.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "common/layout.h"
+#include "common/model.h"
 
 #define COLUMNS                                                                                    \
 	"run_id, sweep, source, label, model, seq_len, gpus, micro_batch, tp, pp, dp, "            \
@@ -42,6 +46,7 @@ static int load(sqlite3 *db, const char *view, const char *sweep, struct report_
 		const char *source = text(st, 2);
 
 		memset(&r, 0, sizeof(r));
+		r.model_mem = -1;
 		r.run_id = (long)sqlite3_column_int64(st, 0);
 		r.sweep = text(st, 1);
 		r.paper = source && !strcmp(source, "paper");
@@ -99,10 +104,90 @@ static int load(sqlite3 *db, const char *view, const char *sweep, struct report_
 	return 0;
 }
 
+/* The trainer's memory model for a run's layout flags on its backend (the planner's
+ * figure without the GPU reserve); -1 when the flags do not parse or the trainer could
+ * not build the layout. */
+static long long model_mem(const char *flags, const char *backend)
+{
+	char buf[2048], *argv[128], *rest[128], err[256], *save = NULL;
+	struct lb_layout l;
+	struct lb_mem_estimate est;
+	int argc = 0, nrest = 0;
+
+	if (!flags || snprintf(buf, sizeof(buf), "%s", flags) >= (int)sizeof(buf))
+		return -1;
+	for (char *tok = strtok_r(buf, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {
+		if (argc == (int)(sizeof(argv) / sizeof(argv[0])))
+			return -1;
+		argv[argc++] = tok;
+	}
+	lb_layout_init(&l);
+	if (lb_layout_parse_args(&l, argc, argv, rest, &nrest, err, sizeof(err)) || nrest ||
+	    lb_memory_trainer(&l, backend && !strcmp(backend, "cuda"), 0, &est))
+		return -1;
+	return (long long)est.total;
+}
+
+static int by_run_id(const void *pa, const void *pb)
+{
+	const struct report_run *a = *(const struct report_run *const *)pa;
+	const struct report_run *b = *(const struct report_run *const *)pb;
+
+	return a->run_id < b->run_id ? -1 : a->run_id > b->run_id;
+}
+
+/* Fill model_mem for the runs of ours in rs (the memory figure's model column) from the
+ * runs table's flags and backend; a database without that table leaves them unknown. */
+static int load_model_mem(sqlite3 *db, const char *sweep, struct report_runs *rs, char *err,
+			  size_t errlen)
+{
+	const struct report_run **idx;
+	sqlite3_stmt *st = NULL;
+	int rc;
+
+	if (!rs->n)
+		return 0;
+	idx = malloc(rs->n * sizeof(*idx));
+	if (!idx) {
+		snprintf(err, errlen, "out of memory reading the runs' flags");
+		return -1;
+	}
+	for (size_t i = 0; i < rs->n; i++)
+		idx[i] = &rs->v[i];
+	qsort(idx, rs->n, sizeof(*idx), by_run_id);
+	if (sqlite3_prepare_v2(db,
+			       sweep ? "SELECT id, flags, backend FROM runs WHERE source = 'run' "
+				       "AND flags IS NOT NULL AND sweep = ?1"
+				     : "SELECT id, flags, backend FROM runs WHERE source = 'run' "
+				       "AND flags IS NOT NULL",
+			       -1, &st, NULL) != SQLITE_OK) {
+		/* a database of the views alone (docs/schema.md's contract): no model figures */
+		free(idx);
+		return 0;
+	}
+	if (sweep)
+		sqlite3_bind_text(st, 1, sweep, -1, SQLITE_STATIC);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		struct report_run key = {.run_id = (long)sqlite3_column_int64(st, 0)};
+		const struct report_run *kp = &key, **hit;
+
+		hit = bsearch(&kp, idx, rs->n, sizeof(*idx), by_run_id);
+		if (hit)
+			((struct report_run *)*hit)->model_mem = model_mem(text(st, 1), text(st, 2));
+	}
+	if (rc != SQLITE_DONE)
+		snprintf(err, errlen, "cannot read the runs' flags: %s", sqlite3_errmsg(db));
+	sqlite3_finalize(st);
+	free(idx);
+	return rc == SQLITE_DONE ? 0 : -1;
+}
+
 int report_load_runs(sqlite3 *db, const char *sweep, struct report_runs *rs, char *err,
 		     size_t errlen)
 {
-	return load(db, "run_summary", sweep, rs, err, errlen);
+	if (load(db, "run_summary", sweep, rs, err, errlen))
+		return -1;
+	return load_model_mem(db, sweep, rs, err, errlen);
 }
 
 int report_load_best(sqlite3 *db, const char *sweep, struct report_runs *rs, char *err,

@@ -16,7 +16,10 @@
 /* Append every row of run_summary (sweep: only that sweep; NULL: all) to rs, whose
  * caller initialised it (report_runs_init) and releases it. The MFU read is
  * COALESCE(mfu_reported, mfu); the spread is the view's step_time_std over n_steps
- * steady-state steps. Returns 0, or -1 with err set. */
+ * steady-state steps; model_mem is the planner's model of the trainer
+ * (lb_memory_trainer, 1F1B, the default gradient bucket) for the layout in the runs
+ * table's flags on its backend (unknown where the database has only the views).
+ * Returns 0, or -1 with err set. */
 int report_load_runs(sqlite3 *db, const char *sweep, struct report_runs *rs, char *err,
 		     size_t errlen);
 

@@ -40,6 +40,12 @@ static const char *const definitions[REPORT_KIND_COUNT] = {
 		      "standard deviation over the steps, mean phase times of rank 0 in seconds "
 		      "(forward, backward, optimizer, exposed communication, pipeline bubble), "
 		      "peak memory and the per-rank peaks (min-max MiB over the ranks).",
+    [REPORT_MEMORY] = "Per sweep, model, sequence length and GPU count, each run of ours that "
+		      "fit or ran out of memory: its peak (the most loaded rank's, counted by "
+		      "the trainer's allocator) against the planner's model of the trainer "
+		      "(memory_model \"trainer\", without the 1 GiB the planner adds on a GPU "
+		      "for the CUDA runtime; the 1F1B schedule and the default gradient bucket "
+		      "assumed).",
 };
 
 static const char *const series_headers[REPORT_KIND_COUNT] = {
@@ -51,6 +57,7 @@ static const char *const series_headers[REPORT_KIND_COUNT] = {
     [REPORT_RMS] = "bar",
     [REPORT_BEST] = "kernel",
     [REPORT_PHASES] = "label",
+    [REPORT_MEMORY] = "label",
 };
 
 const char *render_kind_definition(enum report_kind k)
@@ -555,12 +562,83 @@ static void table_phases(struct table *t, const struct report_figure *f)
 	}
 }
 
+/*
+ * Memory: one row per run, a table per group. CSV: group, run_id, label, micro_batch, tp,
+ * pp, dp, sequence_parallel, checkpointing, attention, norm, peak_mem_mib (empty: out of
+ * memory), model_mem_mib, error_pct (measured less model, percent of the measured),
+ * status (ok or oom), model, seq_len, gpus.
+ */
+static void table_memory(struct table *t, const struct report_figure *f)
+{
+	char num[32], csv[32];
+
+	table_col(t, NULL, "group", 0, 0);
+	table_col(t, "run", "run_id", 1, 1);
+	table_col(t, "label", "label", 2, 0);
+	table_col(t, "mbs", "micro_batch", 3, 1);
+	table_col(t, "TP", "tp", 4, 1);
+	table_col(t, "PP", "pp", 5, 1);
+	table_col(t, "DP", "dp", 6, 1);
+	table_col(t, "SP", "sequence_parallel", 7, 0);
+	table_col(t, "ckpt", "checkpointing", 8, 0);
+	table_col(t, NULL, "attention", 9, 0);
+	table_col(t, NULL, "norm", 10, 0);
+	table_col(t, "peak MiB", "peak_mem_mib", 11, 1);
+	table_col(t, "model MiB", "model_mem_mib", 12, 1);
+	table_col(t, "peak - model", "error_pct", 13, 1);
+	table_col(t, NULL, "status", 14, 0);
+	table_col(t, NULL, "model", 15, 0);
+	table_col(t, NULL, "seq_len", 16, 1);
+	table_col(t, NULL, "gpus", 17, 1);
+	table_columns_done(t);
+	for (size_t i = 0; i < f->n; i++) {
+		const struct report_bar *b = &f->bars[i];
+		const struct report_run *r = b->run;
+		int fit = b->state == REPORT_BAR_VALUE;
+
+		table_row(t, b->group);
+		table_cell(t, NULL, b->sweep, CELL_TEXT);
+		snprintf(num, sizeof(num), "%ld", r->run_id);
+		table_cell(t, num, NULL, CELL_NUM);
+		table_cell(t, r->label, NULL, CELL_TEXT);
+		table_int(t, r->micro_batch);
+		table_int(t, r->tp);
+		table_int(t, r->pp);
+		table_int(t, r->dp);
+		table_sp(t, r->sequence_parallel);
+		table_cell(t, r->checkpointing, NULL, CELL_TEXT);
+		table_cell(t, NULL, r->attention, CELL_TEXT);
+		table_cell(t, NULL, r->norm, CELL_TEXT);
+		if (fit)
+			table_mib(t, r->peak_mem, 1, 1);
+		else
+			table_cell(t, "OOM", "", CELL_FAIL);
+		table_mib(t, r->model_mem, 1, 1);
+		if (fit && r->peak_mem > 0) {
+			double e = 100.0 * ((double)r->peak_mem - (double)r->model_mem) /
+				   (double)r->peak_mem;
+
+			snprintf(num, sizeof(num), "%+.2f%%", e);
+			snprintf(csv, sizeof(csv), "%.4f", e);
+			table_cell(t, num, csv, CELL_NUM);
+		} else {
+			table_cell(t, "-", "", CELL_NUM);
+		}
+		table_cell(t, NULL, fit ? "ok" : "oom", CELL_TEXT);
+		table_cell(t, NULL, b->model, CELL_TEXT);
+		table_csv_int(t, b->seq_len);
+		table_csv_int(t, b->gpus);
+	}
+}
+
 /* Build f's table (caller releases it); 0, or -1 when out of memory. */
 static int table_build(struct table *t, const struct report_figure *f)
 {
 	table_init(t);
 	if (f->kind == REPORT_PHASES)
 		table_phases(t, f);
+	else if (f->kind == REPORT_MEMORY)
+		table_memory(t, f);
 	else
 		table_bars(t, f);
 	return t->failed || t->arena.failed ? -1 : 0;

@@ -27,6 +27,7 @@ static const struct {
     [REPORT_RMS] = {"rms", "The RMSNorm kernel"},
     [REPORT_BEST] = {"best", "Best layouts per model, sequence length and GPU count"},
     [REPORT_PHASES] = {"phases", "Step phases and peak memory per rank"},
+    [REPORT_MEMORY] = {"memory", "Peak memory against the planner's model"},
 };
 
 const char *report_kind_name(enum report_kind k)
@@ -618,6 +619,36 @@ static void build_phases(struct builder *b, const char *group, const struct repo
 	}
 }
 
+/* 1 when the memory figure shows r: a run of ours with a model figure that fit (a peak) or
+ * ran out of memory. */
+static int memory_shown(const struct report_run *r)
+{
+	if (r->paper || r->model_mem < 0)
+		return 0;
+	if (r->status == REPORT_RUN_OK)
+		return r->peak_mem >= 0;
+	return r->status == REPORT_RUN_FAILED && r->failure_class &&
+	       !strcmp(r->failure_class, "oom");
+}
+
+static void build_memory(struct builder *b, const char *group, const struct report_run **g,
+			 size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (!memory_shown(g[i]))
+			continue;
+		struct report_bar *bar = bar_new(b, group, g[i], g[i]->label);
+		if (!bar)
+			return;
+		bar->state = g[i]->status == REPORT_RUN_OK ? REPORT_BAR_VALUE : REPORT_BAR_OOM;
+		bar->run = g[i];
+		bar->micro_batch = g[i]->micro_batch;
+		bar->tp = g[i]->tp;
+		bar->pp = g[i]->pp;
+		bar->checkpointing = g[i]->checkpointing;
+	}
+}
+
 static void build_best(struct builder *b, const struct report_run **v, size_t n)
 {
 	char group[256];
@@ -679,6 +710,8 @@ int report_figure_build(struct report_runs *rs, enum report_kind kind, const cha
 			build_rms(&b, group, v + i, j - i);
 		else if (kind == REPORT_PHASES)
 			build_phases(&b, group, v + i, j - i);
+		else if (kind == REPORT_MEMORY)
+			build_memory(&b, group, v + i, j - i);
 		else
 			build_keyed(&b, kind, group, v + i, j - i);
 	}

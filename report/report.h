@@ -20,6 +20,8 @@ enum report_kind {
 	REPORT_RMS,	      /* the RMSNorm kernel comparison */
 	REPORT_BEST,	      /* the best_layout view: per model, seq_len and GPU count */
 	REPORT_PHASES,	      /* per sweep, each ok run of ours: phase times, peak memory */
+	REPORT_MEMORY,	      /* per sweep, each run of ours that fit or ran out of memory:
+				 its peak against the planner's model of the trainer */
 	REPORT_KIND_COUNT
 };
 
@@ -71,6 +73,9 @@ struct report_run {
 	long long peak_mem;		  /* bytes, max over steps; < 0 unknown */
 	long long rank_mem_min, rank_mem_max; /* per-rank peaks, bytes; valid when rank_n */
 	int rank_n;			      /* ranks in rank_peak_mem; 0 unknown */
+	long long model_mem; /* the planner's model of the trainer (lb_memory_trainer) for the
+				run's layout and backend, bytes, without the GPU reserve; < 0
+				unknown (an imported run, no flags, a layout it cannot build) */
 };
 
 /* 1 when the run has at least one phase time. */
@@ -141,7 +146,8 @@ struct report_bar {
 	int seq_len, gpus;
 	const char *series; /* the bar's name within its group; pool string */
 	enum report_bar_state state;
-	const struct report_run *run; /* the winner when state is VALUE, else NULL */
+	const struct report_run *run; /* the winner when state is VALUE, else NULL (memory:
+					 the run, also when OOM) */
 	const char *failure_class;    /* FAILED: the most frequent class among candidates */
 	int order1, order2;	      /* the series' place among the figure's series (kernel rank,
 					 micro-batch size, TP and PP, ...); see report_figure_series */
@@ -159,6 +165,8 @@ struct report_figure {
 /*
  * Build one figure from a set of runs: REPORT_BEST turns each run (a best_layout row) into
  * one bar; REPORT_PHASES makes one bar per ok run of ours (not imported) in run_id order,
+ * REPORT_MEMORY one bar per run of ours with a model figure that ended ok with a peak
+ * (state VALUE) or out of memory (state OOM), in run_id order,
  * series its label, leaving out groups where no run has phase times; every other kind
  * selects per group. sweep: only that sweep (NULL: all). Groups come in the order of
  * model name, sequence length, GPU count, then sweep name; a group with no candidates for

@@ -65,9 +65,17 @@ grep -q "^error: no sweep 'nope' in database '$db' (known: cpu-sweep)$" "$tmp/s.
 "$LB" report --db "$db" --sweep=cpu-sweep --figure=kernels --format=csv >"$tmp/s2.csv" || fail=1
 cmp -s "$tmp/s2.csv" "$tmp/k.csv" || { echo "FAIL: --sweep cpu-sweep"; fail=1; }
 
-# --figure all as CSV on stdout: eight sections (phases last)
+# --figure all as CSV on stdout: nine sections (phases, then memory, last)
 "$LB" report --db "$db" --figure all --format csv >"$tmp/all.csv" || fail=1
-[ "$(grep -c '^# figure: ' "$tmp/all.csv")" = 8 ] || { echo "FAIL: csv sections"; fail=1; }
+[ "$(grep -c '^# figure: ' "$tmp/all.csv")" = 9 ] || { echo "FAIL: csv sections"; fail=1; }
+# the memory figure: every run of ours that fit or ran out of memory, its peak against the
+# trainer's model for its layout (these fixtures' peaks are made up: the model's figure is
+# what is checked, and the OOM run's row)
+"$LB" report --db "$db" --figure memory --format csv >"$tmp/mem.csv" || fail=1
+head -n 1 "$tmp/mem.csv" | grep -qx 'group,run_id,label,micro_batch,tp,pp,dp,sequence_parallel,checkpointing,attention,norm,peak_mem_mib,model_mem_mib,error_pct,status,model,seq_len,gpus' ||
+	{ head -n 1 "$tmp/mem.csv"; echo "FAIL: memory csv header"; fail=1; }
+grep -q ',flash,fused,,8.737,,oom,tiny,128,2$' "$tmp/mem.csv" ||
+	{ cat "$tmp/mem.csv"; echo "FAIL: memory: the OOM run's row (no peak, the model's 8.737 MiB)"; fail=1; }
 [ "$(grep -c '^group,series,mfu,micro_batch,tp,pp,checkpointing,dp,sequence_parallel,model,seq_len,gpus,tflops_per_gpu,mfu_sd,step_time_s,step_time_sd_s,steps$' "$tmp/all.csv")" = 7 ] ||
 	{ echo "FAIL: csv section headers"; fail=1; }
 

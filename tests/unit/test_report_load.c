@@ -3,7 +3,7 @@
  * holding the contract's columns as plain tables (run_summary, best_layout), and against
  * the real schema (results_open) with runs and steps inserted directly, where MFU comes
  * from the view: known peak -> MFU from the mean steady-state step time; unknown peak (CPU)
- * -> MFU n/a, ranked by TFLOP/s per GPU.
+ * -> MFU n/a, ranked by TFLOP/s per GPU; the memory figure's model from the runs' flags.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "common/layout.h"
+#include "common/model.h"
 #include "report/load.h"
 #include "report/render.h"
 #include "report/report.h"
@@ -279,6 +280,46 @@ static void test_real_schema(void **state)
 			    "tiny,128,1,2,0,2\n"
 			    "s,flash+fused,8,1,1,1,0,1000,,,,,,,,,,none,tiny,128,1,4,0,2\n");
 	free(csv);
+	report_runs_release(&rs);
+
+	/* memory: the model of a run with flags (run 2 on the CPU backend, run 3 out of memory on
+	 * the GPU backend) is the trainer's for that layout and backend; runs without flags have
+	 * none and are not in the figure */
+	struct lb_mem_estimate est2, est3;
+	char flags[1024], sql[1400];
+	lb_layout_init(&l);
+	l.micro_batch = 2;
+	l.global_batch = 8;
+	assert_int_equal(lb_memory_trainer(&l, 0, 0, &est2), 0);
+	lb_layout_to_flags(&l, flags, sizeof(flags));
+	snprintf(sql, sizeof(sql), "UPDATE runs SET flags = '%s', backend = 'cpu' WHERE id = 2",
+		 flags);
+	exec(db, sql);
+	l.micro_batch = 4;
+	assert_int_equal(lb_memory_trainer(&l, 1, 0, &est3), 0);
+	assert_true(est3.total != est2.total);
+	lb_layout_to_flags(&l, flags, sizeof(flags));
+	snprintf(sql, sizeof(sql), "UPDATE runs SET flags = '%s', backend = 'cuda' WHERE id = 3",
+		 flags);
+	exec(db, sql);
+	exec(db, "UPDATE runs SET flags = '--tp two', backend = 'cpu' WHERE id = 4"); /* unreadable */
+	report_runs_init(&rs);
+	assert_int_equal(report_load_runs(db, NULL, &rs, err, sizeof(err)), 0);
+	for (size_t i = 0; i < rs.n; i++) {
+		const struct report_run *r = &rs.v[i];
+		long long want = r->run_id == 2   ? (long long)est2.total
+				 : r->run_id == 3 ? (long long)est3.total
+						  : -1;
+		assert_true(r->model_mem == want);
+	}
+	struct report_figure f;
+	assert_int_equal(report_figure_build(&rs, REPORT_MEMORY, NULL, &f), 0);
+	assert_int_equal(f.n, 2);
+	assert_int_equal(f.bars[0].run->run_id, 2);
+	assert_int_equal(f.bars[0].state, REPORT_BAR_VALUE);
+	assert_int_equal(f.bars[1].run->run_id, 3);
+	assert_int_equal(f.bars[1].state, REPORT_BAR_OOM);
+	report_figure_release(&f);
 	report_runs_release(&rs);
 
 	results_close(db);

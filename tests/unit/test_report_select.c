@@ -684,6 +684,56 @@ static void test_phases(void **state)
 	report_runs_release(&rs);
 }
 
+/* The memory figure: a row per run of ours with a model figure that fit (its peak against
+ * the model, the difference in percent of the peak) or ran out of memory (OOM, the model's
+ * figure); other failures, imported runs and runs without a model figure are left out. */
+static void test_memory(void **state)
+{
+	(void)state;
+	struct report_runs rs;
+	struct report_figure f;
+	struct lb_strbuf sb = LB_STRBUF_INIT;
+	char csv[1024];
+
+	report_runs_init(&rs);
+	struct report_run a = mk("m", 0.5, 100);
+	a.run_id = 201;
+	a.peak_mem = 100 * 1048576LL;
+	a.model_mem = 99 * 1048576LL;
+	add(&rs, a);
+	struct report_run o = failed("m", "oom");
+	o.run_id = 202;
+	o.peak_mem = -1;
+	o.model_mem = 300 * 1048576LL;
+	add(&rs, o);
+	struct report_run t = failed("m", "timeout"); /* not a memory outcome */
+	t.model_mem = 1048576;
+	add(&rs, t);
+	struct report_run u = mk("m", 0.5, 100); /* no model figure (no flags) */
+	u.peak_mem = 1048576;
+	u.model_mem = -1;
+	add(&rs, u);
+	struct report_run p = mk("m", 0.5, 100); /* imported */
+	p.paper = 1;
+	p.peak_mem = p.model_mem = 1048576;
+	add(&rs, p);
+
+	csv_all(&rs, REPORT_MEMORY, NULL, csv, sizeof(csv));
+	assert_string_equal(csv, "m,201,flash+fused,1,1,1,8,0,none,flash,fused,100.000,99.000,"
+				 "1.0000,ok,tiny,128,8\n"
+				 "m,202,flash+fused,1,1,1,8,0,none,flash,fused,,300.000,,oom,tiny,"
+				 "128,8\n");
+	assert_int_equal(report_figure_build(&rs, REPORT_MEMORY, NULL, &f), 0);
+	render_md(&sb, &f);
+	assert_non_null(strstr(lb_strbuf_str(&sb), "| 201 | flash+fused | 1 | 1 | 1 | 8 | off | "
+						   "none | 100.0 | 99.0 | +1.00% |\n"));
+	assert_non_null(strstr(lb_strbuf_str(&sb), "| 202 | flash+fused | 1 | 1 | 1 | 8 | off | "
+						   "none | OOM | 300.0 | - |\n"));
+	lb_strbuf_release(&sb);
+	report_figure_release(&f);
+	report_runs_release(&rs);
+}
+
 /* Groups: one per sweep, model, sequence length and GPU count (runs of one sweep on
  * different GPU counts never share a group), ordered by model, sequence length, GPUs,
  * then sweep; the plot names a group by its model, sequence length and GPUs, and adds the
@@ -791,6 +841,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_kind_names),
+	    cmocka_unit_test(test_memory),
 	    cmocka_unit_test(test_intern),
 	    cmocka_unit_test(test_ranking_and_ties),
 	    cmocka_unit_test(test_failed_bars),

@@ -429,7 +429,9 @@ static void check_attn(void)
 			      : v == 1 ? K_ATTN_FUSED_FWD
 			      : v == 2 ? K_ATTN_FLASH_FWD
 				       : K_ATTN_CUDNN_FWD;
-		enum kid bk = v < 2 ? K_ATTN_PROBS_BWD : v == 2 ? K_ATTN_FLASH_BWD : K_ATTN_CUDNN_BWD;
+		enum kid bk = v < 2    ? K_ATTN_PROBS_BWD
+			      : v == 2 ? K_ATTN_FLASH_BWD
+				       : K_ATTN_CUDNN_BWD;
 
 		if (v == 0) {
 			G->attn_naive_fwd(out->g, pr->g, scr->g, qkv->g, b, s, nh, nkv, d);
@@ -1065,8 +1067,9 @@ static void print_attn_pairs(void)
 
 			if (strcmp(b->name, want) || strcmp(b->shape, f->shape))
 				continue;
-			printf("RESULT\tattention fwd+bwd %.*s %s\t%.1f\tTFLOP/s\t%s\n", (int)(n - 9),
-			       f->name + 5, f->shape, (f->work + b->work) / ((f->us + b->us) * 1e-6) / 1e12,
+			printf("RESULT\tattention fwd+bwd %.*s %s\t%.1f\tTFLOP/s\t%s\n",
+			       (int)(n - 9), f->name + 5, f->shape,
+			       (f->work + b->work) / ((f->us + b->us) * 1e-6) / 1e12,
 			       f->wrong || b->wrong ? "FAIL" : "INFO");
 		}
 	}
@@ -1162,7 +1165,8 @@ int main(int argc, char **argv)
 	printf("work: GEMM 2mnk FLOPs, time and ceiling (the best heuristic candidate for the "
 	       "same problem, f32 C accumulated where marked +=) the least over 3 rounds of the "
 	       "mean of %d back-to-back calls; attention causal 4*B*nh*S^2*D/2 FLOPs forward, "
-	       "2.5x backward; memory-bound kernels compulsory bytes read + written; median of %d calls after %d warm-ups\n",
+	       "2.5x backward; memory-bound kernels compulsory bytes read + written; median of %d "
+	       "calls after %d warm-ups\n",
 	       iters, iters, WARMUP);
 	for (int i = 0; i < nrows; i++) {
 		double ach, ceil, pct;

@@ -179,8 +179,7 @@ void lb_pipestream_note(struct lb_pipestream *p, const struct lb_step *st)
 	if (!lb_step_is_send(st->kind))
 		return;
 	if (p->n_send == p->cap_send) { /* more sends pending than the list had */
-		struct lb_pipe_send *a =
-		    realloc(p->send, (size_t)(2 * p->cap_send) * sizeof(*a));
+		struct lb_pipe_send *a = realloc(p->send, (size_t)(2 * p->cap_send) * sizeof(*a));
 
 		if (!a) { /* the next compute step waits for every group */
 			p->lost = 1;

@@ -47,14 +47,14 @@ struct lb_pipestream {
 	void *ev_ready; /* compute stream: the work before a group */
 	void **ev_done; /* (n_done) p2p stream: the end of each group of the step */
 	int n_done, used;
-	int cur;	    /* group being issued (index into ev_done), -1 none */
-	int cur_recv;	    /* 1: the group being issued has a receive */
-	int *recv;	    /* (n_done) groups with a receive not waited for */
+	int cur;      /* group being issued (index into ev_done), -1 none */
+	int cur_recv; /* 1: the group being issued has a receive */
+	int *recv;    /* (n_done) groups with a receive not waited for */
 	int n_recv;
-	void **wait_ev;	    /* (n_done) scratch: the events one wait covers */
+	void **wait_ev;		   /* (n_done) scratch: the events one wait covers */
 	struct lb_pipe_send *send; /* (cap_send) sends not waited for */
 	int n_send, cap_send;
-	int lost; /* 1: a send the table could not hold (out of memory): wait for all */
+	int lost;	 /* 1: a send the table could not hold (out of memory): wait for all */
 	void **ev_stall; /* pairs around the compute stream's waits of this step */
 	int n_stall, cap_stall;
 };

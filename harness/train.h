@@ -91,11 +91,11 @@ struct lb_trainer {
 	struct lb_comm *world; /* every rank (NULL: one rank); the loss, the gradient norm
 				  and the peak memory are summed or gathered over it */
 	int world_rank;
-	int stage;	       /* pipeline stage (pp rank) */
-	struct lb_gradsync gs; /* the data-parallel gradient reduction, ZeRO's slices */
-	void *tied_buf;	       /* pp > 1, tied: (V/tp, H) the other stage's embedding grad */
-	double comm_s;	       /* seconds in dp/tp/world collectives of the last step */
-	double bubble_s;       /* seconds waiting in pipeline send/recv of the last step */
+	int stage;		 /* pipeline stage (pp rank) */
+	struct lb_gradsync gs;	 /* the data-parallel gradient reduction, ZeRO's slices */
+	void *tied_buf;		 /* pp > 1, tied: (V/tp, H) the other stage's embedding grad */
+	double comm_s;		 /* seconds in dp/tp/world collectives of the last step */
+	double bubble_s;	 /* seconds waiting in pipeline send/recv of the last step */
 	struct lb_pipestream ps; /* the pipeline's sends and receives on their own stream */
 	struct lb_llama model;
 	struct lb_schedule sched; /* this stage's list (common/pipeline.h), built once */

@@ -173,7 +173,8 @@ static int load_model_mem(sqlite3 *db, const char *sweep, struct report_runs *rs
 
 		hit = bsearch(&kp, idx, rs->n, sizeof(*idx), by_run_id);
 		if (hit)
-			((struct report_run *)*hit)->model_mem = model_mem(text(st, 1), text(st, 2));
+			((struct report_run *)*hit)->model_mem =
+			    model_mem(text(st, 1), text(st, 2));
 	}
 	if (rc != SQLITE_DONE)
 		snprintf(err, errlen, "cannot read the runs' flags: %s", sqlite3_errmsg(db));

@@ -495,6 +495,26 @@ static void table_bars(struct table *t, const struct report_figure *f)
 	}
 }
 
+/* A row of a per-run figure (phases, memory), up to its layout: the group (CSV: the sweep),
+ * the run's id, label, mbs, TP, PP, DP, SP and checkpointing. */
+static void run_cells(struct table *t, const struct report_bar *b)
+{
+	const struct report_run *r = b->run;
+	char num[32];
+
+	table_row(t, b->group);
+	table_cell(t, NULL, b->sweep, CELL_TEXT);
+	snprintf(num, sizeof(num), "%ld", r->run_id);
+	table_cell(t, num, NULL, CELL_NUM);
+	table_cell(t, r->label, NULL, CELL_TEXT);
+	table_int(t, r->micro_batch);
+	table_int(t, r->tp);
+	table_int(t, r->pp);
+	table_int(t, r->dp);
+	table_sp(t, r->sequence_parallel);
+	table_cell(t, r->checkpointing, NULL, CELL_TEXT);
+}
+
 /*
  * The phases: one row per run, a table per group. CSV: the seventeen columns it always had
  * (group ... ranks), then checkpointing, model, seq_len, gpus, run_id, step_time_sd_s,
@@ -506,7 +526,7 @@ static void table_phases(struct table *t, const struct report_figure *f)
 	    "forward s", "backward s", "optimizer s", "exposed comm s", "bubble s"};
 	static const char *const csvs[REPORT_PHASE_COUNT] = {
 	    "forward_s", "backward_s", "optimizer_s", "comm_exposed_s", "bubble_s"};
-	char ranks[96], num[32];
+	char ranks[96];
 
 	table_col(t, NULL, "group", 0, 0);
 	table_col(t, "run", "run_id", 21, 1);
@@ -534,17 +554,7 @@ static void table_phases(struct table *t, const struct report_figure *f)
 	for (size_t i = 0; i < f->n; i++) {
 		const struct report_bar *b = &f->bars[i];
 		const struct report_run *r = b->run;
-		table_row(t, b->group);
-		table_cell(t, NULL, b->sweep, CELL_TEXT);
-		snprintf(num, sizeof(num), "%ld", r->run_id);
-		table_cell(t, num, NULL, CELL_NUM);
-		table_cell(t, r->label, NULL, CELL_TEXT);
-		table_int(t, r->micro_batch);
-		table_int(t, r->tp);
-		table_int(t, r->pp);
-		table_int(t, r->dp);
-		table_sp(t, r->sequence_parallel);
-		table_cell(t, r->checkpointing, NULL, CELL_TEXT);
+		run_cells(t, b);
 		table_secs(t, r->step_time);
 		table_step_sd(t, report_bar_step_sd(b));
 		for (int k = 0; k < REPORT_PHASE_COUNT; k++)
@@ -596,17 +606,7 @@ static void table_memory(struct table *t, const struct report_figure *f)
 		const struct report_run *r = b->run;
 		int fit = b->state == REPORT_BAR_VALUE;
 
-		table_row(t, b->group);
-		table_cell(t, NULL, b->sweep, CELL_TEXT);
-		snprintf(num, sizeof(num), "%ld", r->run_id);
-		table_cell(t, num, NULL, CELL_NUM);
-		table_cell(t, r->label, NULL, CELL_TEXT);
-		table_int(t, r->micro_batch);
-		table_int(t, r->tp);
-		table_int(t, r->pp);
-		table_int(t, r->dp);
-		table_sp(t, r->sequence_parallel);
-		table_cell(t, r->checkpointing, NULL, CELL_TEXT);
+		run_cells(t, b);
 		table_cell(t, NULL, r->attention, CELL_TEXT);
 		table_cell(t, NULL, r->norm, CELL_TEXT);
 		if (fit)

@@ -304,14 +304,14 @@ int exec_slurm_open(const struct exec_opts *o, struct executor **out, char *err,
 		return -1;
 	}
 	pv->o = *o;
-	*x = (struct executor){
-	    .name = "slurm",
-	    .max_array = conf->max_array_sz > 0 ? (int)conf->max_array_sz : SLURM_DEFAULT_MAX_ARRAY,
-	    .submit = ss_submit,
-	    .poll = ss_poll,
-	    .cancel = ss_cancel,
-	    .close = ss_close,
-	    .priv = pv};
+	*x = (struct executor){.name = "slurm",
+			       .max_array = conf->max_array_sz > 0 ? (int)conf->max_array_sz
+								   : SLURM_DEFAULT_MAX_ARRAY,
+			       .submit = ss_submit,
+			       .poll = ss_poll,
+			       .cancel = ss_cancel,
+			       .close = ss_close,
+			       .priv = pv};
 	slurm_free_ctl_conf(conf);
 	*out = x;
 	return 0;

@@ -815,15 +815,15 @@ static int get_positive(struct ctx *c, const cJSON *obj, const char *key, const 
 }
 
 /* A name the spec got wrong: what a name is (more: what else may be given), the limit. */
-static int name_fail(struct ctx *c, const cJSON *v, const char *jpath, const char *more,
-		     size_t len)
+static int name_fail(struct ctx *c, const cJSON *v, const char *jpath, const char *more, size_t len)
 {
 	char got[64];
 
 	show(v, got, sizeof(got));
-	return fail(c, jpath,
-		    "expected a name of letters, digits, '_', '.' and '-'%s (at most %zu%s), got %s",
-		    more, len - 1, *more ? " in all" : "", got);
+	return fail(
+	    c, jpath,
+	    "expected a name of letters, digits, '_', '.' and '-'%s (at most %zu%s), got %s", more,
+	    len - 1, *more ? " in all" : "", got);
 }
 
 static int get_name(struct ctx *c, const cJSON *v, const char *jpath, char *out, size_t len)

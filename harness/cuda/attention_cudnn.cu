@@ -65,7 +65,7 @@ static struct {
 	do {                                                                                       \
 		*(void **)&dnn.field = dlsym(lib, name);                                           \
 		if (!dnn.field) {                                                                  \
-			snprintf(dnn.why, sizeof(dnn.why), "%s: no symbol %s", soname, name);     \
+			snprintf(dnn.why, sizeof(dnn.why), "%s: no symbol %s", soname, name);      \
 			return -1;                                                                 \
 		}                                                                                  \
 	} while (0)
@@ -98,8 +98,8 @@ static int load(void)
 	SYM(bexec, "cudnnBackendExecute");
 	dnn.version = dnn.get_version();
 	if (dnn.version < 90000) {
-		snprintf(dnn.why, sizeof(dnn.why), "%s is cuDNN %zu; the graph API needs 9.0 or later",
-			 soname, dnn.version);
+		snprintf(dnn.why, sizeof(dnn.why),
+			 "%s is cuDNN %zu; the graph API needs 9.0 or later", soname, dnn.version);
 		return -1;
 	}
 	st = dnn.create(&dnn.h);
@@ -201,15 +201,14 @@ struct dims4 {
 };
 
 static struct dims4 D4(int64_t d0, int64_t d1, int64_t d2, int64_t d3, int64_t s0, int64_t s1,
-		       int64_t s2, int64_t s3)
-{
+		       int64_t s2, int64_t s3) {
 	struct dims4 x = {{d0, d1, d2, d3}, {s0, s1, s2, s3}};
 	return x;
 }
 
 /* A tensor: uid 0 makes an inner (virtual) one with the next free id. */
-static cudnnBackendDescriptor_t tensor_ex(struct gb *g, int64_t uid, cudnnDataType_t type,
-					  struct dims4 x, bool by_value)
+static cudnnBackendDescriptor_t
+tensor_ex(struct gb *g, int64_t uid, cudnnDataType_t type, struct dims4 x, bool by_value)
 {
 	cudnnBackendDescriptor_t t = make(g, CUDNN_BACKEND_TENSOR_DESCRIPTOR);
 	bool virt = uid == 0;
@@ -515,20 +514,21 @@ static int plans_of(struct gb *g, struct graph *gr)
 		cudnnBackendDescriptor_t cfg[16];
 		int64_t n = 0;
 
-		set(g, heur, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
-		    &og);
+		set(g, heur, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR,
+		    1, &og);
 		set(g, heur, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &modes[mi]);
 		fin(g, heur, "heuristics");
 		if (g->fail[0])
 			break;
 		for (int i = 0; i < 16; i++)
 			cfg[i] = make(g, CUDNN_BACKEND_ENGINECFG_DESCRIPTOR);
-		if (g->fail[0] || dnn.bget(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS,
-					   CUDNN_TYPE_BACKEND_DESCRIPTOR, 16, &n,
-					   cfg) != CUDNN_STATUS_SUCCESS)
+		if (g->fail[0] ||
+		    dnn.bget(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 16,
+			     &n, cfg) != CUDNN_STATUS_SUCCESS)
 			n = 0;
 		for (int64_t i = 0; i < n && gr->ncand < want; i++) {
-			cudnnBackendDescriptor_t plan = make(g, CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
+			cudnnBackendDescriptor_t plan =
+			    make(g, CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
 			int64_t ws = 0, cnt = 0;
 
 			if (!plan)
@@ -540,10 +540,12 @@ static int plans_of(struct gb *g, struct graph *gr)
 				     &cfg[i]) == CUDNN_STATUS_SUCCESS &&
 			    dnn.bfinalize(plan) == CUDNN_STATUS_SUCCESS) {
 				if (dnn.bget(plan, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
-					     CUDNN_TYPE_INT64, 1, &cnt, &ws) != CUDNN_STATUS_SUCCESS)
+					     CUDNN_TYPE_INT64, 1, &cnt,
+					     &ws) != CUDNN_STATUS_SUCCESS)
 					ws = 0;
 				if (!gr->ncand ||
-				    ws <= (gr->cand_ws[0] > (64 << 20) ? gr->cand_ws[0] : (64 << 20))) {
+				    ws <= (gr->cand_ws[0] > (64 << 20) ? gr->cand_ws[0]
+								       : (64 << 20))) {
 					gr->cand[gr->ncand] = plan;
 					gr->cand_ws[gr->ncand++] = ws;
 					continue;
@@ -653,7 +655,8 @@ static void tune(struct graph *gr, cudnnBackendDescriptor_t vp, void *acc, size_
 	}
 	if (last >= 0 && cudaEventSynchronize(ev[2 * last + 1]) == cudaSuccess)
 		for (int i = 0; i < gr->ncand; i++)
-			if (ok[i] && cudaEventElapsedTime(&ms, ev[2 * i], ev[2 * i + 1]) == cudaSuccess) {
+			if (ok[i] &&
+			    cudaEventElapsedTime(&ms, ev[2 * i], ev[2 * i + 1]) == cudaSuccess) {
 				if (!i)
 					first_ms = ms;
 				if (best_ms < 0 || ms < best_ms) {
@@ -670,8 +673,8 @@ static void tune(struct graph *gr, cudnnBackendDescriptor_t vp, void *acc, size_
 		fprintf(stderr,
 			"cudnn %s B=%d S=%d heads=%d kv-heads=%d D=%d: candidate %d of %d, %.3f ms "
 			"(the first: %.3f ms)\n",
-			gr->bwd ? "backward" : "forward", gr->b, gr->s, gr->nh, gr->nkv, gr->d, best,
-			gr->ncand, best_ms / TUNE_RUNS, first_ms / TUNE_RUNS);
+			gr->bwd ? "backward" : "forward", gr->b, gr->s, gr->nh, gr->nkv, gr->d,
+			best, gr->ncand, best_ms / TUNE_RUNS, first_ms / TUNE_RUNS);
 	for (int i = 0; i < gr->ncand; i++)
 		if (i != best)
 			dnn.bdestroy(gr->cand[i]);
@@ -698,7 +701,8 @@ static void run(struct graph *gr, int n, const int64_t *uids, void *const *ptrs,
 	if (st == CUDNN_STATUS_SUCCESS)
 		st = dnn.bset(vp, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, n, uids);
 	if (st == CUDNN_STATUS_SUCCESS)
-		st = dnn.bset(vp, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, n, ptrs);
+		st = dnn.bset(vp, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, n,
+			      ptrs);
 	if (st == CUDNN_STATUS_SUCCESS)
 		st = dnn.bset(vp, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &ws);
 	if (st == CUDNN_STATUS_SUCCESS)
@@ -726,8 +730,13 @@ void lbc_attn_cudnn_fwd(void *out, void *lse, void *scratch, const void *qkv, in
 	struct graph *gr = graph_of(0, b, s, nh, nkv, d);
 	const act_t *base = (const act_t *)qkv;
 	int64_t uids[] = {U_Q, U_K, U_V, U_O, U_STATS, U_SCALE, U_NEGINF};
-	void *ptrs[] = {(void *)base, (void *)(base + (size_t)nh * d),
-			(void *)(base + (size_t)(nh + nkv) * d), out, lse, &gr->scale, &gr->neginf};
+	void *ptrs[] = {(void *)base,
+			(void *)(base + (size_t)nh * d),
+			(void *)(base + (size_t)(nh + nkv) * d),
+			out,
+			lse,
+			&gr->scale,
+			&gr->neginf};
 
 	(void)scratch;
 	run(gr, 7, uids, ptrs, NULL, 0);
@@ -741,7 +750,7 @@ void lbc_attn_cudnn_bwd(void *dqkv, void *scratch, const void *dout, const void 
 	act_t *dbase = (act_t *)dqkv;
 	float *dqacc = (float *)scratch; /* B*S*nh*D, then the row sums B*nh*S */
 	float *sums = dqacc + (size_t)b * s * nh * d;
-	int64_t uids[] = {U_Q,	U_K,  U_V,    U_O,     U_DO,	 U_STATS, U_DQ,
+	int64_t uids[] = {U_Q,	U_K,  U_V,    U_O,     U_DO,	U_STATS,  U_DQ,
 			  U_DK, U_DV, U_SUMS, U_DQACC, U_SCALE, U_NEGINF, U_ONE};
 	void *ptrs[] = {(void *)base,
 			(void *)(base + (size_t)nh * d),

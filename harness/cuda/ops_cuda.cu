@@ -33,9 +33,10 @@ cublasLtHandle_t lbc_lt;
 #define RING_N	    8		/* pinned chunks of write_i32 */
 #define RING_MIN_B  (64u << 10) /* smallest chunk, bytes */
 #define GEMM_ALGOS  16		/* heuristic candidates asked for by the benchmarks */
-#define TUNE_ALGOS  16		/* heuristic candidates lbc_gemm times on a new problem (all the
-				 * benchmarks ask for: the ceiling is the best of the same list) */
-#define TUNE_RUNS   3		/* timed runs of each candidate, after one warm-up */
+#define TUNE_ALGOS                                                                                 \
+	16	    /* heuristic candidates lbc_gemm times on a new problem (all the               \
+		     * benchmarks ask for: the ceiling is the best of the same list) */
+#define TUNE_RUNS 3 /* timed runs of each candidate, after one warm-up */
 
 static const size_t kind_size[LB_NKINDS] = {sizeof(act_t), sizeof(float), sizeof(double),
 					    sizeof(int32_t)};
@@ -45,7 +46,7 @@ static struct {
 	int inited;
 	int device;
 	int sm_count;
-	void *workspace;  /* ws_bytes (at least WORKSPACE_B), counted by the allocator */
+	void *workspace; /* ws_bytes (at least WORKSPACE_B), counted by the allocator */
 	size_t ws_bytes;
 	double *red;	  /* one device double: sum / sum_sq accumulate here */
 	double *red_host; /* one pinned double: its value read back */
@@ -1545,6 +1546,24 @@ static __global__ void bench_check_kernel(int *bad, const void *c, int c_f32, co
 
 #define BENCH_SAMPLES 256
 
+/* One call of the benchmarks' GEMM: through lbc_gemm (algo NULL) or with algo; 0, or -1
+ * when cuBLASLt refused it. */
+static int bench_call(const struct gemm_plan *p, const cublasLtMatmulAlgo_t *algo, const void *a,
+		      const void *b, void *c, float alpha, float beta)
+{
+	const struct gemm_key *q = &p->key;
+
+	if (!algo) {
+		lbc_gemm(c, q->c_f32, a, b, q->m, q->n, q->k, q->ta, q->tb, q->lda, q->ldb, q->ldc,
+			 0, 0, 0, 1, alpha, beta);
+		return 0;
+	}
+	return cublasLtMatmul(lbc_lt, p->op, &alpha, b, p->la, a, p->lb, &beta, c, p->lc, c, p->lc,
+			      algo, lbc.workspace, WORKSPACE_B, lbc_stream) == CUBLAS_STATUS_SUCCESS
+		   ? 0
+		   : -1;
+}
+
 /* Mean seconds per call of one plan (algo NULL: through lbc_gemm, with the algorithm it
  * caches and uses, tuned by gemm_tune in the first warm-up call when the problem is new)
  * on fresh random operands, over iters calls after 3 warm-ups; -1 on a failed allocation
@@ -1574,12 +1593,7 @@ static double bench_gemm(const struct gemm_plan *p, const cublasLtMatmulAlgo_t *
 	for (int it = -3; it < iters; it++) {
 		if (it == 0 && cudaEventRecord(e0, lbc_stream) != cudaSuccess)
 			goto out_free;
-		if (!algo)
-			lbc_gemm(c, q->c_f32, a, b, q->m, q->n, q->k, q->ta, q->tb, q->lda, q->ldb,
-				 q->ldc, 0, 0, 0, 1, alpha, beta);
-		else if (cublasLtMatmul(lbc_lt, p->op, &alpha, b, p->la, a, p->lb, &beta, c, p->lc,
-					c, p->lc, algo, lbc.workspace, WORKSPACE_B,
-					lbc_stream) != CUBLAS_STATUS_SUCCESS)
+		if (bench_call(p, algo, a, b, c, alpha, beta))
 			goto out_free;
 	}
 	if (cudaEventRecord(e1, lbc_stream) != cudaSuccess)
@@ -1588,12 +1602,7 @@ static double bench_gemm(const struct gemm_plan *p, const cublasLtMatmulAlgo_t *
 	if (beta != 0.0f) {
 		if (cudaMemsetAsync(c, 0, nc * ces, lbc_stream) != cudaSuccess)
 			goto out_free;
-		if (!algo)
-			lbc_gemm(c, q->c_f32, a, b, q->m, q->n, q->k, q->ta, q->tb, q->lda, q->ldb,
-				 q->ldc, 0, 0, 0, 1, alpha, beta);
-		else if (cublasLtMatmul(lbc_lt, p->op, &alpha, b, p->la, a, p->lb, &beta, c, p->lc,
-					c, p->lc, algo, lbc.workspace, WORKSPACE_B,
-					lbc_stream) != CUBLAS_STATUS_SUCCESS)
+		if (bench_call(p, algo, a, b, c, alpha, beta))
 			goto out_free;
 	}
 	bench_check_kernel<<<grid_for(BENCH_SAMPLES), THREADS, 0, lbc_stream>>>(

@@ -846,18 +846,17 @@ static const char *const attn_name[4] = {"naive", "fused", "flash", "cudnn"};
 /*
  * One shape, the four variants (naive and fused_softmax with the probs backward, flash
  * and cuDNN's fused attention with their own; cudnn against the reference's flash, the same
- * math, and only at head dims 64 and up, what its engines are built for), on qkv with q and k in [-1.5, 1.5) (scaled scores of std 0.75, a
- * softmax peaked enough that single keys matter) and v in [-1, 1).
- * Tolerances, with eps_p the relative error of a probability as the GPU uses it: U for
- * its bf16 rounding (the saved probs; flash's P fed to the tensor-core P V), plus, for
- * naive and fused, 2 U smax for scores rounded to bf16 before the softmax (fused keeps
- * them in the act probs buffer by contract; naive may): out: eps_p on sum_j p_ij |v_j|
- * and U |out| (the output rounding); probs: eps_p relative, exactly 0 above the diagonal
- * (the buffer is prefilled with 0.5); lse (f32): (s + d + 16) E (1 + smax). Backward, given
- * the GPU's saved tensors: 3 U on the magnitudes of attn_mags (dS rounded to bf16 for the
- * dQ, dK products, dP and its row sum possibly so) and U |r|; end to end against the fp64
- * chain, 2 eps_p more (the forward's error, through P and D_i = dO.O). Flash and naive
- * must agree within the sum of their end-to-end tolerances.
+ * math, and only at head dims 64 and up, what its engines are built for), on qkv with q and k in
+ * [-1.5, 1.5) (scaled scores of std 0.75, a softmax peaked enough that single keys matter) and v in
+ * [-1, 1). Tolerances, with eps_p the relative error of a probability as the GPU uses it: U for its
+ * bf16 rounding (the saved probs; flash's P fed to the tensor-core P V), plus, for naive and fused,
+ * 2 U smax for scores rounded to bf16 before the softmax (fused keeps them in the act probs buffer
+ * by contract; naive may): out: eps_p on sum_j p_ij |v_j| and U |out| (the output rounding); probs:
+ * eps_p relative, exactly 0 above the diagonal (the buffer is prefilled with 0.5); lse (f32): (s +
+ * d + 16) E (1 + smax). Backward, given the GPU's saved tensors: 3 U on the magnitudes of attn_mags
+ * (dS rounded to bf16 for the dQ, dK products, dP and its row sum possibly so) and U |r|; end to
+ * end against the fp64 chain, 2 eps_p more (the forward's error, through P and D_i = dO.O). Flash
+ * and naive must agree within the sum of their end-to-end tolerances.
  */
 static int attn_case_run(const struct attn_case *c)
 {
@@ -980,8 +979,8 @@ static int attn_case_run(const struct attn_case *c)
 		bad += check(say("attn %s vs naive out b%d s%d nh%d kv%d d%d", attn_name[v], b, s,
 				 nh, nkv, d),
 			     got_out[v], got_out[0], no, 0, tol_out[v], 0);
-		bad += check(say("attn %s vs naive dqkv b%d s%d nh%d kv%d d%d", attn_name[v], b,
-				 s, nh, nkv, d),
+		bad += check(say("attn %s vs naive dqkv b%d s%d nh%d kv%d d%d", attn_name[v], b, s,
+				 nh, nkv, d),
 			     got_dq[v], got_dq[0], nq, 0, tol_dq[v], 0);
 	}
 	release();

@@ -62,11 +62,11 @@ static struct fake {
 	char race[256];
 	/* the executor's side */
 	int pp, stage, v, nm;
-	int p2p_on_compute, p2p_on_p2p;	   /* sends/recvs by their stream argument */
-	int last_recv;			   /* p2p index + 1 of the latest receive, 0 none */
-	int compute_after_recv_unordered;  /* compute ops issued before a receive's wait */
-	int compute_with_send_in_flight;   /* compute ops while a send was not waited for */
-	int last_send;			   /* p2p index + 1 of the latest send */
+	int p2p_on_compute, p2p_on_p2p;	  /* sends/recvs by their stream argument */
+	int last_recv;			  /* p2p index + 1 of the latest receive, 0 none */
+	int compute_after_recv_unordered; /* compute ops issued before a receive's wait */
+	int compute_with_send_in_flight;  /* compute ops while a send was not waited for */
+	int last_send;			  /* p2p index + 1 of the latest send */
 	struct lb_pipestream ps;
 } F;
 
@@ -298,8 +298,7 @@ static int c_send(struct lb_comm *c, const void *buf, size_t n, enum lb_dtype t,
 	return c_p2p((void *)buf, stream, 1);
 }
 
-static int c_recv(struct lb_comm *c, void *buf, size_t n, enum lb_dtype t, int peer,
-		  void *stream)
+static int c_recv(struct lb_comm *c, void *buf, size_t n, enum lb_dtype t, int peer, void *stream)
 {
 	(void)c;
 	(void)n;
@@ -314,11 +313,8 @@ static int c_group(struct lb_comm *c)
 	return 0;
 }
 
-static const struct lb_comm_ops comm_ops = {.name = "record",
-					    .send = c_send,
-					    .recv = c_recv,
-					    .group_start = c_group,
-					    .group_end = c_group};
+static const struct lb_comm_ops comm_ops = {
+    .name = "record", .send = c_send, .recv = c_recv, .group_start = c_group, .group_end = c_group};
 
 /* --- a run --- */
 
@@ -387,9 +383,8 @@ static void run_stage(const struct run_case *c, int stage, int overlap)
 	struct lb_schedule s, sized;
 	char err[256];
 
-	assert_int_equal(lb_schedule_build(c->kind, c->pp, c->v, stage, c->nm, &s, err,
-					   sizeof(err)),
-			 0);
+	assert_int_equal(
+	    lb_schedule_build(c->kind, c->pp, c->v, stage, c->nm, &s, err, sizeof(err)), 0);
 	assert_int_equal(lb_schedule_build(c->kind, c->pp, c->v, stage,
 					   c->sized_nm ? c->sized_nm : c->nm, &sized, err,
 					   sizeof(err)),
@@ -489,10 +484,9 @@ static void test_cpu_off(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_1f1b),	 cmocka_unit_test(test_gpipe),
+	    cmocka_unit_test(test_1f1b),	cmocka_unit_test(test_gpipe),
 	    cmocka_unit_test(test_interleaved), cmocka_unit_test(test_longer_list),
-	    cmocka_unit_test(test_slot_reuse),
-	    cmocka_unit_test(test_cpu_off),
+	    cmocka_unit_test(test_slot_reuse),	cmocka_unit_test(test_cpu_off),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

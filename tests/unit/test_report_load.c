@@ -302,12 +302,13 @@ static void test_real_schema(void **state)
 	snprintf(sql, sizeof(sql), "UPDATE runs SET flags = '%s', backend = 'cuda' WHERE id = 3",
 		 flags);
 	exec(db, sql);
-	exec(db, "UPDATE runs SET flags = '--tp two', backend = 'cpu' WHERE id = 4"); /* unreadable */
+	exec(db,
+	     "UPDATE runs SET flags = '--tp two', backend = 'cpu' WHERE id = 4"); /* unreadable */
 	report_runs_init(&rs);
 	assert_int_equal(report_load_runs(db, NULL, &rs, err, sizeof(err)), 0);
 	for (size_t i = 0; i < rs.n; i++) {
 		const struct report_run *r = &rs.v[i];
-		long long want = r->run_id == 2   ? (long long)est2.total
+		long long want = r->run_id == 2	  ? (long long)est2.total
 				 : r->run_id == 3 ? (long long)est3.total
 						  : -1;
 		assert_true(r->model_mem == want);

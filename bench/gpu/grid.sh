@@ -12,9 +12,14 @@
 # whole; the indices left are listed so that the next call can take them. A task that
 # fails (out of memory included: the run log's end record says why) does not stop the rest.
 #
-# Writes $OUT/grid.tsv (index, exit status, wall seconds) and $OUT/grid-left.txt (the
-# indices not started); prints a short table last. Exit 0 when every started task ran,
-# whatever its status (the run logs are the result).
+# LB_GRID_DONE names folders of run logs already made (the layout-id folders a job script
+# writes, e.g. an earlier call's $LAYOUTBENCH_RUNS/SWEEP, or published runs): an index whose
+# layout has a run log there that ended ok is skipped, so a grid larger than one call's
+# time is finished over several calls by giving each the whole index list.
+#
+# Writes $OUT/grid.tsv (index, exit status, wall seconds; "done" for a skipped index) and
+# $OUT/grid-left.txt (the indices not started); prints a short table last. Exit 0 when
+# every started task ran, whatever its status (the run logs are the result).
 set -u
 [ $# -ge 3 ] || { echo "usage: sh bench/gpu/grid.sh SCRIPT BUDGET_S EST_S INDEX..." >&2; exit 2; }
 script=$1 budget=$2 est=$3
@@ -26,9 +31,26 @@ mkdir -p "$OUTD" || exit 1
 tsv="$OUTD/grid.tsv"
 : >"$tsv"
 : >"$OUTD/grid-left.txt"
+# 1 when the layout of index $1 already has a run log that ended ok in LB_GRID_DONE
+done_before() {
+	[ -n "${LB_GRID_DONE:-}" ] || return 1
+	id=$(sed -n "s/^$1) layout=\([0-9a-f]*\)$/\1/p" "$script")
+	[ -n "$id" ] || return 1
+	for d in $LB_GRID_DONE; do
+		for f in "$d/$id"/run-*.jsonl; do
+			[ -f "$f" ] && tail -n 1 "$f" | grep -q '"type":"end","status":"ok"' && return 0
+		done
+	done
+	return 1
+}
 t0=$(date +%s)
-ran=0 ok=0 left=0
+ran=0 ok=0 left=0 skipped=0
 for i in "$@"; do
+	if done_before "$i"; then
+		printf '%s\tdone\t0\n' "$i" >>"$tsv"
+		skipped=$((skipped + 1))
+		continue
+	fi
 	now=$(date +%s)
 	if [ $((now - t0 + est)) -gt "$budget" ]; then
 		echo "$i" >>"$OUTD/grid-left.txt"
@@ -43,7 +65,7 @@ for i in "$@"; do
 	[ "$st" = 0 ] && ok=$((ok + 1))
 done
 echo
-echo "| tasks run | exit 0 | not started (time) | wall s |"
-echo "|---|---|---|---|"
-echo "| $ran | $ok | $left | $(($(date +%s) - t0)) |"
+echo "| tasks run | exit 0 | done before | not started (time) | wall s |"
+echo "|---|---|---|---|---|"
+echo "| $ran | $ok | $skipped | $left | $(($(date +%s) - t0)) |"
 exit 0

@@ -192,6 +192,12 @@ int cmd_report(int argc, char **argv)
 		fprintf(stderr, "error: database '%s': %s\n", path, err);
 		goto out_release;
 	}
+	/* the memory figure's model column, only when it is wanted (a model per layout) */
+	if (o.kinds[REPORT_MEMORY] &&
+	    report_load_model_mem(db, o.sweep, &runs, err, sizeof(err))) {
+		fprintf(stderr, "error: database '%s': %s\n", path, err);
+		goto out_release;
+	}
 	if (o.kinds[REPORT_BEST]) {
 		int brc = need_runs ? report_runs_best(&runs, &best)
 				    : report_load_best(db, NULL, &best, err, sizeof(err));

@@ -136,13 +136,13 @@ static int by_run_id(const void *pa, const void *pb)
 	return a->run_id < b->run_id ? -1 : a->run_id > b->run_id;
 }
 
-/* Fill model_mem for the runs of ours in rs (the memory figure's model column) from the
- * runs table's flags and backend; a database without that table leaves them unknown. */
-static int load_model_mem(sqlite3 *db, const char *sweep, struct report_runs *rs, char *err,
+int report_load_model_mem(sqlite3 *db, const char *sweep, struct report_runs *rs, char *err,
 			  size_t errlen)
 {
 	const struct report_run **idx;
 	sqlite3_stmt *st = NULL;
+	char *prev_flags = NULL, *prev_backend = NULL;
+	long long prev = -1;
 	int rc;
 
 	if (!rs->n)
@@ -156,10 +156,11 @@ static int load_model_mem(sqlite3 *db, const char *sweep, struct report_runs *rs
 		idx[i] = &rs->v[i];
 	qsort(idx, rs->n, sizeof(*idx), by_run_id);
 	if (sqlite3_prepare_v2(db,
-			       sweep ? "SELECT id, flags, backend FROM runs WHERE source = 'run' "
-				       "AND flags IS NOT NULL AND sweep = ?1"
-				     : "SELECT id, flags, backend FROM runs WHERE source = 'run' "
-				       "AND flags IS NOT NULL",
+			       sweep ? "SELECT id, flags, coalesce(backend, '') FROM runs WHERE "
+				       "source = 'run' AND flags IS NOT NULL AND sweep = ?1 ORDER BY "
+				       "flags, backend"
+				     : "SELECT id, flags, coalesce(backend, '') FROM runs WHERE "
+				       "source = 'run' AND flags IS NOT NULL ORDER BY flags, backend",
 			       -1, &st, NULL) != SQLITE_OK) {
 		/* a database of the views alone (docs/schema.md's contract): no model figures */
 		free(idx);
@@ -171,14 +172,31 @@ static int load_model_mem(sqlite3 *db, const char *sweep, struct report_runs *rs
 		struct report_run key = {.run_id = (long)sqlite3_column_int64(st, 0)};
 		const struct report_run *kp = &key, **hit;
 
+		const char *flags = text(st, 1), *backend = text(st, 2);
+
 		hit = bsearch(&kp, idx, rs->n, sizeof(*idx), by_run_id);
-		if (hit)
-			((struct report_run *)*hit)->model_mem =
-			    model_mem(text(st, 1), text(st, 2));
+		if (!hit)
+			continue;
+		/* rows come by layout: the model once per distinct flags and backend */
+		if (!prev_flags || strcmp(prev_flags, flags) || strcmp(prev_backend, backend)) {
+			free(prev_flags);
+			free(prev_backend);
+			prev_flags = strdup(flags);
+			prev_backend = strdup(backend);
+			if (!prev_flags || !prev_backend) {
+				rc = SQLITE_NOMEM;
+				break;
+			}
+			prev = model_mem(flags, backend);
+		}
+		((struct report_run *)*hit)->model_mem = prev;
 	}
 	if (rc != SQLITE_DONE)
-		snprintf(err, errlen, "cannot read the runs' flags: %s", sqlite3_errmsg(db));
+		snprintf(err, errlen, "cannot read the runs' flags: %s",
+			 rc == SQLITE_NOMEM ? "out of memory" : sqlite3_errmsg(db));
 	sqlite3_finalize(st);
+	free(prev_flags);
+	free(prev_backend);
 	free(idx);
 	return rc == SQLITE_DONE ? 0 : -1;
 }
@@ -186,9 +204,7 @@ static int load_model_mem(sqlite3 *db, const char *sweep, struct report_runs *rs
 int report_load_runs(sqlite3 *db, const char *sweep, struct report_runs *rs, char *err,
 		     size_t errlen)
 {
-	if (load(db, "run_summary", sweep, rs, err, errlen))
-		return -1;
-	return load_model_mem(db, sweep, rs, err, errlen);
+	return load(db, "run_summary", sweep, rs, err, errlen);
 }
 
 int report_load_best(sqlite3 *db, const char *sweep, struct report_runs *rs, char *err,

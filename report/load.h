@@ -16,12 +16,18 @@
 /* Append every row of run_summary (sweep: only that sweep; NULL: all) to rs, whose
  * caller initialised it (report_runs_init) and releases it. The MFU read is
  * COALESCE(mfu_reported, mfu); the spread is the view's step_time_std over n_steps
- * steady-state steps; model_mem is the planner's model of the trainer
- * (lb_memory_trainer, 1F1B, the default gradient bucket) for the layout in the runs
- * table's flags on its backend (unknown where the database has only the views).
- * Returns 0, or -1 with err set. */
+ * steady-state steps; model_mem is left unknown (-1). Returns 0, or -1 with err set. */
 int report_load_runs(sqlite3 *db, const char *sweep, struct report_runs *rs, char *err,
 		     size_t errlen);
+
+/* The memory figure's model column: set model_mem of rs's runs of ours (loaded by
+ * report_load_runs with the same sweep) to the planner's model of the trainer
+ * (lb_memory_trainer, 1F1B, the default gradient bucket) for the layout in the runs
+ * table's flags on its backend, computed once per distinct layout and backend; where the
+ * database has only the views (no runs table) they stay unknown. Returns 0, or -1 with
+ * err set. */
+int report_load_model_mem(sqlite3 *db, const char *sweep, struct report_runs *rs, char *err,
+			  size_t errlen);
 
 /* The same for the best_layout view (sweep: only rows won by that sweep). */
 int report_load_best(sqlite3 *db, const char *sweep, struct report_runs *rs, char *err,

@@ -306,6 +306,9 @@ static void test_real_schema(void **state)
 	     "UPDATE runs SET flags = '--tp two', backend = 'cpu' WHERE id = 4"); /* unreadable */
 	report_runs_init(&rs);
 	assert_int_equal(report_load_runs(db, NULL, &rs, err, sizeof(err)), 0);
+	for (size_t i = 0; i < rs.n; i++)
+		assert_true(rs.v[i].model_mem == -1); /* only when asked for */
+	assert_int_equal(report_load_model_mem(db, NULL, &rs, err, sizeof(err)), 0);
 	for (size_t i = 0; i < rs.n; i++) {
 		const struct report_run *r = &rs.v[i];
 		long long want = r->run_id == 2	  ? (long long)est2.total

@@ -110,7 +110,7 @@ static int render_page(struct lb_strbuf *page, const struct report_figure *figs,
 
 		if (!kinds[k])
 			continue;
-		if (figs[k].n && k != REPORT_MEMORY) { /* the memory figure is a table */
+		if (figs[k].n && report_kind_plotted((enum report_kind)k)) {
 			plot_script(&script, &figs[k]);
 			int prc = script.failed
 				      ? PLOT_ERR_FAILED
@@ -193,8 +193,7 @@ int cmd_report(int argc, char **argv)
 		goto out_release;
 	}
 	/* the memory figure's model column, only when it is wanted (a model per layout) */
-	if (o.kinds[REPORT_MEMORY] &&
-	    report_load_model_mem(db, o.sweep, &runs, err, sizeof(err))) {
+	if (o.kinds[REPORT_MEMORY] && report_load_model_mem(db, o.sweep, &runs, err, sizeof(err))) {
 		fprintf(stderr, "error: database '%s': %s\n", path, err);
 		goto out_release;
 	}

@@ -156,11 +156,12 @@ int report_load_model_mem(sqlite3 *db, const char *sweep, struct report_runs *rs
 		idx[i] = &rs->v[i];
 	qsort(idx, rs->n, sizeof(*idx), by_run_id);
 	if (sqlite3_prepare_v2(db,
-			       sweep ? "SELECT id, flags, coalesce(backend, '') FROM runs WHERE "
-				       "source = 'run' AND flags IS NOT NULL AND sweep = ?1 ORDER BY "
-				       "flags, backend"
-				     : "SELECT id, flags, coalesce(backend, '') FROM runs WHERE "
-				       "source = 'run' AND flags IS NOT NULL ORDER BY flags, backend",
+			       sweep
+				   ? "SELECT id, flags, coalesce(backend, '') FROM runs WHERE "
+				     "source = 'run' AND flags IS NOT NULL AND sweep = ?1 ORDER BY "
+				     "flags, backend"
+				   : "SELECT id, flags, coalesce(backend, '') FROM runs WHERE "
+				     "source = 'run' AND flags IS NOT NULL ORDER BY flags, backend",
 			       -1, &st, NULL) != SQLITE_OK) {
 		/* a database of the views alone (docs/schema.md's contract): no model figures */
 		free(idx);

@@ -857,7 +857,7 @@ void render_html_figure(struct lb_strbuf *sb, const struct report_figure *f, con
 		return;
 	}
 	lb_strbuf_adds(sb, "<div class=\"fig\">\n");
-	if (!svg && !note) /* a figure without a plot (phases) */
+	if (!svg && !note) /* a figure without a plot (report_kind_plotted) */
 		goto tables;
 	lb_strbuf_adds(sb, "<div class=\"plot\">\n");
 	if (svg) {

@@ -18,16 +18,17 @@
 static const struct {
 	const char *name;
 	const char *title;
+	int table_only; /* 1: the figure is its tables, without a plot */
 } kinds[REPORT_KIND_COUNT] = {
-    [REPORT_KERNELS] = {"kernels", "Figure 1: attention and RMSNorm kernels"},
-    [REPORT_CHECKPOINTING] = {"checkpointing", "Figure 2: activation checkpointing"},
-    [REPORT_MICROBATCH] = {"microbatch", "Figure 3: micro-batch size"},
-    [REPORT_TP_PP] = {"tp-pp", "Figure 4: tensor vs pipeline parallelism"},
-    [REPORT_SEQPAR] = {"seqpar", "Figure 5: sequence parallelism"},
-    [REPORT_RMS] = {"rms", "The RMSNorm kernel"},
-    [REPORT_BEST] = {"best", "Best layouts per model, sequence length and GPU count"},
-    [REPORT_PHASES] = {"phases", "Step phases and peak memory per rank"},
-    [REPORT_MEMORY] = {"memory", "Peak memory against the planner's model"},
+    [REPORT_KERNELS] = {"kernels", "Figure 1: attention and RMSNorm kernels", 0},
+    [REPORT_CHECKPOINTING] = {"checkpointing", "Figure 2: activation checkpointing", 0},
+    [REPORT_MICROBATCH] = {"microbatch", "Figure 3: micro-batch size", 0},
+    [REPORT_TP_PP] = {"tp-pp", "Figure 4: tensor vs pipeline parallelism", 0},
+    [REPORT_SEQPAR] = {"seqpar", "Figure 5: sequence parallelism", 0},
+    [REPORT_RMS] = {"rms", "The RMSNorm kernel", 0},
+    [REPORT_BEST] = {"best", "Best layouts per model, sequence length and GPU count", 0},
+    [REPORT_PHASES] = {"phases", "Step phases and peak memory per rank", 0},
+    [REPORT_MEMORY] = {"memory", "Peak memory against the planner's model", 1},
 };
 
 const char *report_kind_name(enum report_kind k)
@@ -38,6 +39,11 @@ const char *report_kind_name(enum report_kind k)
 const char *report_kind_title(enum report_kind k)
 {
 	return k < REPORT_KIND_COUNT ? kinds[k].title : "?";
+}
+
+int report_kind_plotted(enum report_kind k)
+{
+	return k < REPORT_KIND_COUNT && !kinds[k].table_only;
 }
 
 int report_kind_parse(const char *s, enum report_kind *k)
@@ -310,6 +316,18 @@ static struct report_bar *bar_new(struct builder *b, const char *group, const st
 	return bar;
 }
 
+/* The bar shows run r, in the given state: the run and the layout fields it defines. */
+static void bar_take(struct report_bar *bar, const struct report_run *r,
+		     enum report_bar_state state)
+{
+	bar->state = state;
+	bar->run = r;
+	bar->micro_batch = r->micro_batch;
+	bar->tp = r->tp;
+	bar->pp = r->pp;
+	bar->checkpointing = r->checkpointing;
+}
+
 /* Decide a bar from its candidates c[0..n). */
 static void pick(struct report_bar *bar, const struct cand *c, size_t n)
 {
@@ -346,12 +364,7 @@ static void pick(struct report_bar *bar, const struct cand *c, size_t n)
 			counts[k]++;
 	}
 	if (best) {
-		bar->state = REPORT_BAR_VALUE;
-		bar->run = best;
-		bar->micro_batch = best->micro_batch;
-		bar->tp = best->tp;
-		bar->pp = best->pp;
-		bar->checkpointing = best->checkpointing;
+		bar_take(bar, best, REPORT_BAR_VALUE);
 	} else if (oom) {
 		bar->state = REPORT_BAR_OOM;
 	} else if (failed) {
@@ -594,6 +607,18 @@ int report_runs_best(const struct report_runs *rs, struct report_runs *out)
 }
 
 /* The phases figure for one group: a row per ok run of ours, when any has phase times. */
+/* A bar of the per-run figures (phases, memory): the run itself, in the given state, with
+ * its label as the series and its layout fields. NULL when out of memory. */
+static struct report_bar *run_bar(struct builder *b, const char *group, const struct report_run *r,
+				  enum report_bar_state state)
+{
+	struct report_bar *bar = bar_new(b, group, r, r->label);
+
+	if (bar)
+		bar_take(bar, r, state);
+	return bar;
+}
+
 static void build_phases(struct builder *b, const char *group, const struct report_run **g,
 			 size_t n)
 {
@@ -607,15 +632,8 @@ static void build_phases(struct builder *b, const char *group, const struct repo
 	for (size_t i = 0; i < n; i++) {
 		if (g[i]->paper || g[i]->status != REPORT_RUN_OK)
 			continue;
-		struct report_bar *bar = bar_new(b, group, g[i], g[i]->label);
-		if (!bar)
+		if (!run_bar(b, group, g[i], REPORT_BAR_VALUE))
 			return;
-		bar->state = REPORT_BAR_VALUE;
-		bar->run = g[i];
-		bar->micro_batch = g[i]->micro_batch;
-		bar->tp = g[i]->tp;
-		bar->pp = g[i]->pp;
-		bar->checkpointing = g[i]->checkpointing;
 	}
 }
 
@@ -637,15 +655,9 @@ static void build_memory(struct builder *b, const char *group, const struct repo
 	for (size_t i = 0; i < n; i++) {
 		if (!memory_shown(g[i]))
 			continue;
-		struct report_bar *bar = bar_new(b, group, g[i], g[i]->label);
-		if (!bar)
+		if (!run_bar(b, group, g[i],
+			     g[i]->status == REPORT_RUN_OK ? REPORT_BAR_VALUE : REPORT_BAR_OOM))
 			return;
-		bar->state = g[i]->status == REPORT_RUN_OK ? REPORT_BAR_VALUE : REPORT_BAR_OOM;
-		bar->run = g[i];
-		bar->micro_batch = g[i]->micro_batch;
-		bar->tp = g[i]->tp;
-		bar->pp = g[i]->pp;
-		bar->checkpointing = g[i]->checkpointing;
 	}
 }
 

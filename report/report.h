@@ -25,12 +25,16 @@ enum report_kind {
 	REPORT_KIND_COUNT
 };
 
-/* "kernels", "checkpointing", "microbatch", "tp-pp", "seqpar", "rms", "best", "phases". */
+/* "kernels", "checkpointing", "microbatch", "tp-pp", "seqpar", "rms", "best", "phases",
+ * "memory". */
 const char *report_kind_name(enum report_kind k);
 /* Returns 0 and sets *k, or -1 for an unknown name ("all" is not a kind). */
 int report_kind_parse(const char *s, enum report_kind *k);
 /* The paper's name for the figure, e.g. "Figure 1: attention and RMSNorm kernels". */
 const char *report_kind_title(enum report_kind k);
+/* 1 when the figure has a plot on the HTML page; 0 for a figure that is its tables alone
+ * (memory). */
+int report_kind_plotted(enum report_kind k);
 
 /* Phases of a step (docs/run-log.md), in the order of run_summary's columns. */
 enum report_phase {

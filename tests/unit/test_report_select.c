@@ -123,6 +123,9 @@ static void test_kind_names(void **state)
 		assert_int_equal(k, i);
 	}
 	assert_int_equal(report_kind_parse("all", &k), -1);
+	assert_true(report_kind_plotted(REPORT_KERNELS));
+	assert_true(report_kind_plotted(REPORT_PHASES));
+	assert_false(report_kind_plotted(REPORT_MEMORY));
 	assert_int_equal(report_kind_parse("tp_pp", &k), -1);
 }
 

@@ -12,6 +12,10 @@
 # whole; the indices left are listed so that the next call can take them. A task that
 # fails (out of memory included: the run log's end record says why) does not stop the rest.
 #
+# LB_GRID_EST names a file of "INDEX SECONDS" lines, each index's own expected wall (e.g.
+# from a short probe of the same layouts: 3 s + steps x its step time); an index it does
+# not list expects EST_S. Long and short layouts then pack a call's budget closely.
+#
 # LB_GRID_DONE names folders of run logs already made (the layout-id folders a job script
 # writes, e.g. an earlier call's $LAYOUTBENCH_RUNS/SWEEP, or published runs): an index whose
 # layout has a run log there that ended ok is skipped, so a grid larger than one call's
@@ -25,6 +29,8 @@ set -u
 script=$1 budget=$2 est=$3
 shift 3
 [ -f "$script" ] || { echo "error: no job script '$script' (render it with layoutbench plan SPEC --render DIR)" >&2; exit 2; }
+[ -z "${LB_GRID_EST:-}" ] || [ -r "$LB_GRID_EST" ] ||
+	{ echo "error: LB_GRID_EST '$LB_GRID_EST' is not a readable file of 'INDEX SECONDS' lines" >&2; exit 2; }
 OUTD=${OUT:-.}
 export NCCL_NVLS_ENABLE=0
 mkdir -p "$OUTD" || exit 1
@@ -52,7 +58,11 @@ for i in "$@"; do
 		continue
 	fi
 	now=$(date +%s)
-	if [ $((now - t0 + est)) -gt "$budget" ]; then
+	e=$est
+	if [ -n "${LB_GRID_EST:-}" ]; then
+		e=$(awk -v i="$i" -v d="$est" '$1 == i { v = $2 } END { print (v == "" ? d : int(v + 0.999)) }' "$LB_GRID_EST")
+	fi
+	if [ $((now - t0 + e)) -gt "$budget" ]; then
 		echo "$i" >>"$OUTD/grid-left.txt"
 		left=$((left + 1))
 		continue

@@ -4,7 +4,8 @@
 # takes a second, writes a run log ending ok, or fails for one layout): every index given
 # runs in order while its expected wall fits the budget, the rest are listed as left; a
 # failing task does not stop the others; LB_GRID_DONE skips an index whose layout already
-# has a run log that ended ok, and only those; a missing script is a usage error.
+# has a run log that ended ok, and only those; LB_GRID_EST's per-index estimates replace
+# EST_S; a missing script (or estimates file) is a usage error.
 BUILD=${BUILD:-build}
 LB="$BUILD/layoutbench"
 [ -x "$LB" ] || { echo "no $LB (make BUILD=$BUILD first)"; exit 1; }
@@ -50,6 +51,17 @@ LB_GRID_DONE="$tmp/runs/gpu-tiny" OUT="$tmp/o3" sh bench/gpu/grid.sh "$script" 6
 	>/dev/null 2>&1
 [ "$(cut -f1,2 "$tmp/o3/grid.tsv")" = "$(printf '3\t3')" ] ||
 	{ cat "$tmp/o3/grid.tsv"; echo "FAIL: a failed layout counted as done"; fail=1; }
+
+# per-index estimates: with 4 s of budget, index 1 (listed at 1 s) starts after index 0 (4 s
+# by EST_S) where the default alone would stop; index 2 (listed at 30 s) never fits
+printf '1 1\n2 30\n' >"$tmp/est"
+LB_GRID_EST="$tmp/est" OUT="$tmp/o5" sh bench/gpu/grid.sh "$script" 4 4 0 1 2 >/dev/null 2>&1
+[ "$(cut -f1,2 "$tmp/o5/grid.tsv" | tr '\t\n' ': ')" = "0:0 1:0 " ] &&
+	[ "$(tr '\n' ' ' <"$tmp/o5/grid-left.txt")" = "2 " ] ||
+	{ cat "$tmp/o5/grid.tsv" "$tmp/o5/grid-left.txt"; echo "FAIL: per-index estimates"; fail=1; }
+LB_GRID_EST="$tmp/nofile" OUT="$tmp/o6" sh bench/gpu/grid.sh "$script" 4 3 0 >/dev/null 2>"$tmp/o6.err"
+[ $? = 2 ] && grep -q "^error: LB_GRID_EST" "$tmp/o6.err" ||
+	{ cat "$tmp/o6.err"; echo "FAIL: an unreadable LB_GRID_EST"; fail=1; }
 
 OUT="$tmp/o4" sh bench/gpu/grid.sh "$tmp/none.sbatch" 10 1 0 >/dev/null 2>"$tmp/o4.err"
 [ $? = 2 ] && grep -q "^error: no job script '$tmp/none.sbatch'" "$tmp/o4.err" ||

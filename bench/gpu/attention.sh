@@ -4,8 +4,13 @@
 # attention kernels alone (bench_kernels --only attn: forward, backward and both together,
 # B 1, 40 heads of 128, causal, seq 2048 and 8192) and the trainer end to end with our flash
 # kernel and with cuDNN's (Llama-13B width, 8 layers: seq 2048 micro-batch 1 global batch 16,
-# seq 8192 micro-batch 1 global batch 4). Full logs under $OUT (or $BUILD/attention); a
-# short table last. Exit 0 when every part passed.
+# seq 8192 micro-batch 1 global batch 4). Beside them, in the same call, PyTorch's own
+# attention kernels at the same shapes (bench/gpu/attn_peer.py: SDPA with its cuDNN and its
+# FlashAttention-2 backend), when python3 has torch. LB_ALT_CUDNN=DIR times the cudnn rows
+# once more with the libcudnn.so.9 in DIR (another cuDNN release, e.g. the one PyTorch
+# bundles); LB_ATTN_QUICK=1 leaves out test_gpu_ops and the trainer runs (bench_kernels checks
+# each kernel against the fp64 reference before timing it). Full logs under $OUT (or
+# $BUILD/attention); a short table last. Exit 0 when every part passed.
 set -u
 BUILD=${BUILD:-build}
 OUTD=${OUT:-$BUILD/attention}
@@ -16,20 +21,45 @@ rows="$OUTD/table.tsv"
 : >"$rows"
 rc=0
 
-t0=$(date +%s)
-timeout 300 "$BUILD/tests/test_gpu_ops" >"$OUTD/test_gpu_ops.log" 2>&1
-st=$?
-[ "$st" = 0 ] || rc=1
-printf 'test_gpu_ops\t%s\texit %s: %s\n' "$(($(date +%s) - t0))" "$st" \
-	"$(grep -E '^\[  (PASSED|FAILED)' "$OUTD/test_gpu_ops.log" | tr '\n' ' ')" >>"$rows"
-grep -i "cudnn" "$OUTD/test_gpu_ops.log" | grep -i "fail\|error" | head -n 5
+quick=${LB_ATTN_QUICK:-0}
+if [ "$quick" != 1 ]; then
+	t0=$(date +%s)
+	timeout 300 "$BUILD/tests/test_gpu_ops" >"$OUTD/test_gpu_ops.log" 2>&1
+	st=$?
+	[ "$st" = 0 ] || rc=1
+	printf 'test_gpu_ops\t%s\texit %s: %s\n' "$(($(date +%s) - t0))" "$st" \
+		"$(grep -E '^\[  (PASSED|FAILED)' "$OUTD/test_gpu_ops.log" | tr '\n' ' ')" >>"$rows"
+	grep -i "cudnn" "$OUTD/test_gpu_ops.log" | grep -i "fail\|error" | head -n 5
+fi
 
 t0=$(date +%s)
 timeout 300 "$BUILD/bench/bench_kernels" --only attn --csv "$OUTD/kernels.csv" \
 	>"$OUTD/kernels.log" 2>&1 || rc=1
-grep '^RESULT' "$OUTD/kernels.log" | sed 's/^RESULT\t//' | while IFS='	' read -r what v unit check; do
-	printf '%s\t-\t%s %s %s\n' "$what" "$v" "$unit" "$check" >>"$rows"
-done
+results() { # log, suffix: its RESULT lines as table rows
+	grep '^RESULT' "$1" | sed 's/^RESULT\t//' | while IFS='	' read -r what v unit check; do
+		printf '%s%s\t-\t%s %s %s\n' "$what" "$2" "$v" "$unit" "$check" >>"$rows"
+	done
+}
+results "$OUTD/kernels.log" ""
+if [ -n "${LB_ALT_CUDNN:-}" ]; then
+	if [ -f "$LB_ALT_CUDNN/libcudnn.so.9" ]; then
+		LD_LIBRARY_PATH="$LB_ALT_CUDNN:${LD_LIBRARY_PATH:-}" timeout 300 \
+			"$BUILD/bench/bench_kernels" --only attn.cudnn --csv "$OUTD/kernels-alt.csv" \
+			>"$OUTD/kernels-alt.log" 2>&1 || rc=1
+		results "$OUTD/kernels-alt.log" " (cuDNN of LB_ALT_CUDNN)"
+	else
+		echo "LB_ALT_CUDNN: no libcudnn.so.9 in '$LB_ALT_CUDNN'" >&2
+		rc=1
+	fi
+fi
+if python3 -c 'import torch' 2>/dev/null; then
+	t0=$(date +%s)
+	timeout 300 python3 "$(dirname "$0")/attn_peer.py" >"$OUTD/peer.log" 2>&1 || rc=1
+	results "$OUTD/peer.log" ""
+else
+	printf 'torch sdpa\t-\tskip: python3 has no torch\n' >>"$rows"
+fi
+[ "$quick" = 1 ] && set --
 
 mfu() { # run dir -> MFU line
 	awk '
@@ -42,7 +72,8 @@ mfu() { # run dir -> MFU line
 	END { if (c) printf "%.1f%% MFU (%.3f s/step over %d steps; loss %.4f -> %.4f)",
 		100 * flops / (s / c) / (peak * 1e12), s / c, c, l[1], l[n] }' "$1"/run-*.jsonl 2>/dev/null
 }
-for set in "2048 16 flash" "2048 16 cudnn" "8192 4 flash" "8192 4 cudnn"; do
+[ "$quick" = 1 ] || set -- "2048 16 flash" "2048 16 cudnn" "8192 4 flash" "8192 4 cudnn"
+for set in "$@"; do
 	set -- $set
 	d="$OUTD/s$1-$3"
 	t0=$(date +%s)

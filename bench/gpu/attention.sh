@@ -53,13 +53,11 @@ if [ -n "${LB_ALT_CUDNN:-}" ]; then
 	fi
 fi
 if python3 -c 'import torch' 2>/dev/null; then
-	t0=$(date +%s)
 	timeout 300 python3 "$(dirname "$0")/attn_peer.py" >"$OUTD/peer.log" 2>&1 || rc=1
 	results "$OUTD/peer.log" ""
 else
 	printf 'torch sdpa\t-\tskip: python3 has no torch\n' >>"$rows"
 fi
-[ "$quick" = 1 ] && set --
 
 mfu() { # run dir -> MFU line
 	awk '
@@ -72,7 +70,11 @@ mfu() { # run dir -> MFU line
 	END { if (c) printf "%.1f%% MFU (%.3f s/step over %d steps; loss %.4f -> %.4f)",
 		100 * flops / (s / c) / (peak * 1e12), s / c, c, l[1], l[n] }' "$1"/run-*.jsonl 2>/dev/null
 }
-[ "$quick" = 1 ] || set -- "2048 16 flash" "2048 16 cudnn" "8192 4 flash" "8192 4 cudnn"
+if [ "$quick" = 1 ]; then
+	set --
+else
+	set -- "2048 16 flash" "2048 16 cudnn" "8192 4 flash" "8192 4 cudnn"
+fi
 for set in "$@"; do
 	set -- $set
 	d="$OUTD/s$1-$3"

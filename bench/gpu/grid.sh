@@ -29,8 +29,13 @@ set -u
 script=$1 budget=$2 est=$3
 shift 3
 [ -f "$script" ] || { echo "error: no job script '$script' (render it with layoutbench plan SPEC --render DIR)" >&2; exit 2; }
-[ -z "${LB_GRID_EST:-}" ] || [ -r "$LB_GRID_EST" ] ||
-	{ echo "error: LB_GRID_EST '$LB_GRID_EST' is not a readable file of 'INDEX SECONDS' lines" >&2; exit 2; }
+if [ -n "${LB_GRID_EST:-}" ]; then
+	[ -r "$LB_GRID_EST" ] ||
+		{ echo "error: LB_GRID_EST '$LB_GRID_EST' is not a readable file of 'INDEX SECONDS' lines" >&2; exit 2; }
+	bad=$(awk 'NF && (NF != 2 || $1 !~ /^[0-9]+$/ || $2 !~ /^[0-9]+([.][0-9]+)?$/) { print NR ": " $0; exit }' "$LB_GRID_EST")
+	[ -z "$bad" ] ||
+		{ echo "error: LB_GRID_EST '$LB_GRID_EST' line $bad: want 'INDEX SECONDS' (an array index, a number of seconds)" >&2; exit 2; }
+fi
 OUTD=${OUT:-.}
 export NCCL_NVLS_ENABLE=0
 mkdir -p "$OUTD" || exit 1

@@ -5,7 +5,7 @@
 # runs in order while its expected wall fits the budget, the rest are listed as left; a
 # failing task does not stop the others; LB_GRID_DONE skips an index whose layout already
 # has a run log that ended ok, and only those; LB_GRID_EST's per-index estimates replace
-# EST_S; a missing script (or estimates file) is a usage error.
+# EST_S; a missing script or an unreadable or malformed estimates file is a usage error.
 BUILD=${BUILD:-build}
 LB="$BUILD/layoutbench"
 [ -x "$LB" ] || { echo "no $LB (make BUILD=$BUILD first)"; exit 1; }
@@ -62,6 +62,10 @@ LB_GRID_EST="$tmp/est" OUT="$tmp/o5" sh bench/gpu/grid.sh "$script" 4 4 0 1 2 >/
 LB_GRID_EST="$tmp/nofile" OUT="$tmp/o6" sh bench/gpu/grid.sh "$script" 4 3 0 >/dev/null 2>"$tmp/o6.err"
 [ $? = 2 ] && grep -q "^error: LB_GRID_EST" "$tmp/o6.err" ||
 	{ cat "$tmp/o6.err"; echo "FAIL: an unreadable LB_GRID_EST"; fail=1; }
+printf '1 1\n2 ten\n' >"$tmp/est-bad"
+LB_GRID_EST="$tmp/est-bad" OUT="$tmp/o7" sh bench/gpu/grid.sh "$script" 4 3 0 >/dev/null 2>"$tmp/o7.err"
+[ $? = 2 ] && grep -q "line 2: 2 ten: want 'INDEX SECONDS'" "$tmp/o7.err" && [ ! -s "$tmp/o7/grid.tsv" ] ||
+	{ cat "$tmp/o7.err"; echo "FAIL: a malformed LB_GRID_EST line"; fail=1; }
 
 OUT="$tmp/o4" sh bench/gpu/grid.sh "$tmp/none.sbatch" 10 1 0 >/dev/null 2>"$tmp/o4.err"
 [ $? = 2 ] && grep -q "^error: no job script '$tmp/none.sbatch'" "$tmp/o4.err" ||

@@ -399,6 +399,22 @@ static void table_csv_int(struct table *t, int v)
 	table_cell(t, NULL, csv, CELL_NUM);
 }
 
+/* The CSV-only columns that name a bar's scope: model, seq_len, gpus (their sources src,
+ * src + 1, src + 2), and a row's cells for them. */
+static void scope_cols(struct table *t, int src)
+{
+	table_col(t, NULL, "model", src, 0);
+	table_col(t, NULL, "seq_len", src + 1, 1);
+	table_col(t, NULL, "gpus", src + 2, 1);
+}
+
+static void scope_cells(struct table *t, const struct report_bar *b)
+{
+	table_cell(t, NULL, b->model, CELL_TEXT);
+	table_csv_int(t, b->seq_len);
+	table_csv_int(t, b->gpus);
+}
+
 /*
  * The bar figures' columns. CSV: the first seven as they always were (group, series, mfu,
  * micro_batch, tp, pp, checkpointing), then dp, sequence_parallel, model, seq_len, gpus,
@@ -434,9 +450,7 @@ static void bar_columns(struct table *t, enum report_kind kind)
 	if (best) {
 		table_col(t, "sweep", NULL, -1, 0);
 	} else {
-		table_col(t, NULL, "model", 9, 0);
-		table_col(t, NULL, "seq_len", 10, 1);
-		table_col(t, NULL, "gpus", 11, 1);
+		scope_cols(t, 9);
 	}
 	table_col(t, NULL, "steps", 16, 1);
 	table_columns_done(t);
@@ -487,9 +501,7 @@ static void table_bars(struct table *t, const struct report_figure *f)
 		if (best) {
 			table_cell(t, b->sweep, NULL, CELL_TEXT);
 		} else {
-			table_cell(t, NULL, b->model, CELL_TEXT);
-			table_csv_int(t, b->seq_len);
-			table_csv_int(t, b->gpus);
+			scope_cells(t, b);
 		}
 		table_csv_int(t, r && r->n_steps > 0 ? r->n_steps : -1);
 	}
@@ -546,9 +558,7 @@ static void table_phases(struct table *t, const struct report_figure *f)
 	table_col(t, NULL, "rank_peak_mem_min_mib", 14, 1);
 	table_col(t, NULL, "rank_peak_mem_max_mib", 15, 1);
 	table_col(t, NULL, "ranks", 16, 1);
-	table_col(t, NULL, "model", 18, 0);
-	table_col(t, NULL, "seq_len", 19, 1);
-	table_col(t, NULL, "gpus", 20, 1);
+	scope_cols(t, 18);
 	table_col(t, NULL, "steps", 23, 1);
 	table_columns_done(t);
 	for (size_t i = 0; i < f->n; i++) {
@@ -565,9 +575,7 @@ static void table_phases(struct table *t, const struct report_figure *f)
 		table_mib(t, r->rank_n ? r->rank_mem_min : -1, 0, 1);
 		table_mib(t, r->rank_n ? r->rank_mem_max : -1, 0, 1);
 		table_csv_int(t, r->rank_n ? r->rank_n : -1);
-		table_cell(t, NULL, b->model, CELL_TEXT);
-		table_csv_int(t, b->seq_len);
-		table_csv_int(t, b->gpus);
+		scope_cells(t, b);
 		table_csv_int(t, r->n_steps > 0 ? r->n_steps : -1);
 	}
 }
@@ -597,9 +605,7 @@ static void table_memory(struct table *t, const struct report_figure *f)
 	table_col(t, "model MiB", "model_mem_mib", 12, 1);
 	table_col(t, "peak - model", "error_pct", 13, 1);
 	table_col(t, NULL, "status", 14, 0);
-	table_col(t, NULL, "model", 15, 0);
-	table_col(t, NULL, "seq_len", 16, 1);
-	table_col(t, NULL, "gpus", 17, 1);
+	scope_cols(t, 15);
 	table_columns_done(t);
 	for (size_t i = 0; i < f->n; i++) {
 		const struct report_bar *b = &f->bars[i];
@@ -625,9 +631,7 @@ static void table_memory(struct table *t, const struct report_figure *f)
 			table_cell(t, "-", "", CELL_NUM);
 		}
 		table_cell(t, NULL, fit ? "ok" : "oom", CELL_TEXT);
-		table_cell(t, NULL, b->model, CELL_TEXT);
-		table_csv_int(t, b->seq_len);
-		table_csv_int(t, b->gpus);
+		scope_cells(t, b);
 	}
 }
 

@@ -28,15 +28,8 @@ if ! "$LB" import --format paper --db "$db" "$DATA"/*.csv >"$tmp/import.out" 2>&
 	exit 1
 fi
 
-check_golden() { # name file
-	if [ "${LB_UPDATE_GOLDEN:-0}" = 1 ]; then
-		cp "$2" "$GOLDEN/$1"
-		echo "updated $GOLDEN/$1"
-	elif ! diff -u "$GOLDEN/$1" "$2"; then
-		echo "FAIL: $1 differs from $GOLDEN/$1 (LB_UPDATE_GOLDEN=1 regenerates it)"
-		fail=1
-	fi
-}
+. tests/sh/lib/golden.sh
+check_golden() { golden "$GOLDEN/$1" "$2" "$1"; } # name file
 
 for fig in $FIGURES; do
 	if ! "$LB" report --db "$db" --figure "$fig" --format csv >"$tmp/$fig.csv"; then

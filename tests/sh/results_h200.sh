@@ -15,6 +15,7 @@ D=docs/results/h200
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail=0
+. tests/sh/lib/golden.sh
 "$LB" collect --db "$tmp/r.db" "$D/runs" >"$tmp/collect.out" 2>&1 ||
 	{ cat "$tmp/collect.out"; echo "FAIL: collect"; exit 1; }
 grep -q "55 new runs.*0 warnings, 0 errors" "$tmp/collect.out" ||
@@ -31,14 +32,10 @@ done
 	{ cat "$tmp/collect-c1.out"; echo "FAIL: collect cudnn into the grid"; exit 1; }
 "$LB" report --db "$tmp/r.db" --sweep h200-1gpu --figure all --format md >"$tmp/report.md" ||
 	{ echo "FAIL: report"; exit 1; }
+golden "$D/report.md" "$tmp/report.md" "the report from the published runs"
 if [ "${LB_UPDATE_GOLDEN:-0}" = 1 ]; then
-	cp "$tmp/report.md" "$D/report.md"
-	echo "updated $D/report.md"
 	"$LB" report --db "$tmp/r.db" --sweep h200-1gpu --figure all --format html --out "$D/report" ||
 		{ echo "FAIL: report --format html"; exit 1; }
-elif ! diff -u "$D/report.md" "$tmp/report.md"; then
-	echo "FAIL: the report from the published runs differs from $D/report.md"
-	fail=1
 fi
 # the page without its plots: each <div class="plot"> ... </div> dropped
 tables() { awk '/^<div class="plot">$/ { skip = 1; next } skip && /^<\/div>$/ { skip = 0; next } !skip' "$1"; }
@@ -195,12 +192,6 @@ awk -F '\t' -v reserve=1.0 '
 	echo "| ---: | ---: | --- | --- | --- | ---: | ---: | ---: | --- | --- |"
 	cat "$tmp/memory-rows.md"
 } >"$tmp/memory-table.md"
-if [ "${LB_UPDATE_GOLDEN:-0}" = 1 ]; then
-	cp "$tmp/memory-table.md" "$M/table.md"
-	echo "updated $M/table.md"
-elif ! diff -u "$M/table.md" "$tmp/memory-table.md"; then
-	echo "FAIL: the memory table from the probe's runs differs from $M/table.md"
-	fail=1
-fi
+golden "$M/table.md" "$tmp/memory-table.md" "the memory table from the probe's runs"
 [ "$fail" = 0 ] && echo "ok: the published H200 results reproduce"
 exit "$fail"

@@ -5,36 +5,128 @@
  *   out[t] = table[tokens[t] - v0]   when v0 <= tokens[t] < v0 + V, else a zero row,
  *   dtable[tokens[t] - v0] += dout[t]   for the tokens in the shard.
  * Operands: out, table, dout act (bf16); dtable f32 (main gradients, accumulated); tokens i32
- * device memory. Same semantics as harness/ops_cpu_impl.h. Decomposition: elementwise over
- * the (T, H) output, one thread per vector of columns of one token row, grid-striding with
- * 64-bit indices: the forward copies 16 bytes (8 bf16, no conversion) per thread when H is a
- * multiple of 8 and the buffers are 16-byte aligned, one element otherwise; the backward adds
- * 4 columns per thread with one float4 atomicAdd (sm_90) when H is a multiple of 4 and the
- * buffers are aligned, one float atomicAdd per element otherwise. Atomics because tokens
- * repeat within a micro-batch and no scratch is given to sort them: the order in which
- * repeated tokens' rows are added varies between runs, so dtable is nondeterministic in its
- * last bits (fp32 rounding), not in value beyond that.
+ * device memory. Same semantics as harness/ops_cpu_impl.h. Decomposition: when H is a
+ * multiple of 8 and the buffers are 16-byte aligned, one block per token row (grid T): the
+ * block reads its token once and its threads walk the row in 16-byte vectors of 8 bf16, two
+ * vectors per thread with both loads issued before their use (no per-element index
+ * arithmetic, two loads in flight per thread); the forward copies them (no conversion), the
+ * backward widens each to 8 floats and adds them into the table row with two 16-byte vector
+ * atomics (red.global.add.v4.f32, sm_90; four float atomics each before). Otherwise
+ * elementwise over the (T, H) output, grid-striding with 64-bit indices: the backward 4
+ * columns per thread with one float4 atomicAdd (sm_90) when H is a multiple of 4 and the
+ * buffers are aligned, one element per thread otherwise. Atomics because tokens repeat
+ * within a micro-batch and no scratch is given to sort them: the order in which repeated
+ * tokens' rows are added varies between runs, so dtable is nondeterministic in its last
+ * bits (fp32 rounding), not in value beyond that.
  */
 #include "harness/cuda/cuda_common.cuh"
 
-template <int VEC>
+/* 16-byte vectors per thread of the row kernels: their loads are all issued before use. */
+#define EMBED_U 2
+
+/* Threads of a row kernel's block: EMBED_U vectors of 8 each, whole warps, at most 1024
+ * (wider rows loop). */
+static unsigned embed_threads(int h)
+{
+	unsigned n = (unsigned)((h / 8 + EMBED_U - 1) / EMBED_U + 31) / 32 * 32;
+
+	return n > 1024 ? 1024 : n;
+}
+
+/* Block = token row; thread j copies the vectors j + u * blockDim.x (u < EMBED_U). */
+static __global__ void __launch_bounds__(1024)
+    embed_fwd_row_kernel(act_t *__restrict__ out, const act_t *__restrict__ table,
+			 const int32_t *__restrict__ tokens, int h, int v0, int v)
+{
+	int row = blockIdx.x, nv = h / 8, r = tokens[row] - v0;
+	bool in = r >= 0 && r < v;
+	const uint4 *src = reinterpret_cast<const uint4 *>(table + (size_t)(in ? r : 0) * h);
+	uint4 *dst = reinterpret_cast<uint4 *>(out + (size_t)row * h);
+
+	for (int q0 = threadIdx.x; q0 < nv; q0 += blockDim.x * EMBED_U) {
+		uint4 a[EMBED_U];
+
+#pragma unroll
+		for (int u = 0; u < EMBED_U; u++) {
+			int q = q0 + u * blockDim.x;
+
+			a[u] = in && q < nv ? src[q] : make_uint4(0, 0, 0, 0);
+		}
+#pragma unroll
+		for (int u = 0; u < EMBED_U; u++) {
+			int q = q0 + u * blockDim.x;
+
+			if (q < nv)
+				dst[q] = a[u];
+		}
+	}
+}
+
+/* One element per thread (rows not in 16-byte vectors). */
 static __global__ void embed_fwd_kernel(act_t *__restrict__ out, const act_t *__restrict__ table,
 					const int32_t *__restrict__ tokens, int h, int v0, int v,
-					size_t nv)
+					size_t n)
 {
-	for (size_t e = (size_t)blockIdx.x * blockDim.x + threadIdx.x; e < nv;
+	for (size_t e = (size_t)blockIdx.x * blockDim.x + threadIdx.x; e < n;
 	     e += (size_t)gridDim.x * blockDim.x) {
-		size_t idx = e * VEC, row = idx / h, col = idx - row * h;
+		size_t row = e / h, col = e - row * h;
 		int r = tokens[row] - v0;
-		int in = r >= 0 && r < v;
 
-		if constexpr (VEC == 8) {
-			uint4 z = make_uint4(0, 0, 0, 0);
+		out[e] = r >= 0 && r < v ? table[(size_t)r * h + col] : __float2bfloat16_rn(0.0f);
+	}
+}
 
-			*reinterpret_cast<uint4 *>(out + idx) =
-			    in ? *reinterpret_cast<const uint4 *>(table + (size_t)r * h + col) : z;
-		} else {
-			out[idx] = in ? table[(size_t)r * h + col] : __float2bfloat16_rn(0.0f);
+/* dst[0..3] += (a, b, c, d): one 16-byte vector atomic where the device has it (sm_90),
+ * without the returned value; four float atomics otherwise. dst 16-byte aligned. */
+static __device__ __forceinline__ void red_add4(float *dst, float a, float b, float c, float d)
+{
+#if __CUDA_ARCH__ >= 900
+	asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};"
+		     :
+		     : "l"(dst), "f"(a), "f"(b), "f"(c), "f"(d)
+		     : "memory");
+#else
+	atomicAdd(dst, a);
+	atomicAdd(dst + 1, b);
+	atomicAdd(dst + 2, c);
+	atomicAdd(dst + 3, d);
+#endif
+}
+
+/* Block = token row; thread j adds the vectors j + u * blockDim.x (u < EMBED_U) of dout. */
+static __global__ void __launch_bounds__(1024)
+    embed_bwd_row_kernel(float *__restrict__ dtable, const act_t *__restrict__ dout,
+			 const int32_t *__restrict__ tokens, int h, int v0, int v)
+{
+	int row = blockIdx.x, nv = h / 8, r = tokens[row] - v0;
+
+	if (r < 0 || r >= v)
+		return;
+	const uint4 *src = reinterpret_cast<const uint4 *>(dout + (size_t)row * h);
+	float *dst = dtable + (size_t)r * h;
+
+	for (int q0 = threadIdx.x; q0 < nv; q0 += blockDim.x * EMBED_U) {
+		uint4 a[EMBED_U];
+
+#pragma unroll
+		for (int u = 0; u < EMBED_U; u++) {
+			int q = q0 + u * blockDim.x;
+
+			if (q < nv)
+				a[u] = src[q];
+		}
+#pragma unroll
+		for (int u = 0; u < EMBED_U; u++) {
+			int q = q0 + u * blockDim.x;
+			const __nv_bfloat162 *b = reinterpret_cast<const __nv_bfloat162 *>(&a[u]);
+
+			if (q >= nv)
+				break;
+			float2 f0 = __bfloat1622float2(b[0]), f1 = __bfloat1622float2(b[1]);
+			float2 f2 = __bfloat1622float2(b[2]), f3 = __bfloat1622float2(b[3]);
+
+			red_add4(dst + (size_t)q * 8, f0.x, f0.y, f1.x, f1.y);
+			red_add4(dst + (size_t)q * 8 + 4, f2.x, f2.y, f3.x, f3.y);
 		}
 	}
 }
@@ -60,14 +152,7 @@ static __global__ void embed_bwd_kernel(float *__restrict__ dtable, const act_t 
 			float2 b =
 			    __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162 *>(&u.y));
 
-#if __CUDA_ARCH__ >= 900
-			atomicAdd(reinterpret_cast<float4 *>(dst), make_float4(a.x, a.y, b.x, b.y));
-#else
-			atomicAdd(dst, a.x);
-			atomicAdd(dst + 1, a.y);
-			atomicAdd(dst + 2, b.x);
-			atomicAdd(dst + 3, b.y);
-#endif
+			red_add4(dst, a.x, a.y, b.x, b.y);
 		} else {
 			atomicAdd(dst, __bfloat162float(dout[idx]));
 		}
@@ -86,10 +171,10 @@ void lbc_embed_fwd(void *out, const void *table, const int32_t *tokens, int t, i
 	if (t <= 0 || h <= 0)
 		return;
 	if (h % 8 == 0 && aligned(out, 16) && aligned(table, 16))
-		embed_fwd_kernel<8><<<lbc_blocks(n / 8, 256), 256, 0, lbc_stream>>>(
-		    (act_t *)out, (const act_t *)table, tokens, h, v0, v, n / 8);
+		embed_fwd_row_kernel<<<t, embed_threads(h), 0, lbc_stream>>>(
+		    (act_t *)out, (const act_t *)table, tokens, h, v0, v);
 	else
-		embed_fwd_kernel<1><<<lbc_blocks(n, 256), 256, 0, lbc_stream>>>(
+		embed_fwd_kernel<<<lbc_blocks(n, 256), 256, 0, lbc_stream>>>(
 		    (act_t *)out, (const act_t *)table, tokens, h, v0, v, n);
 	LBC_LAUNCHED();
 }
@@ -101,7 +186,10 @@ void lbc_embed_bwd(void *dtable, const void *dout, const int32_t *tokens, int t,
 
 	if (t <= 0 || h <= 0 || v <= 0)
 		return;
-	if (h % 4 == 0 && aligned(dtable, 16) && aligned(dout, 8))
+	if (h % 8 == 0 && aligned(dtable, 16) && aligned(dout, 16))
+		embed_bwd_row_kernel<<<t, embed_threads(h), 0, lbc_stream>>>(
+		    (float *)dtable, (const act_t *)dout, tokens, h, v0, v);
+	else if (h % 4 == 0 && aligned(dtable, 16) && aligned(dout, 8))
 		embed_bwd_kernel<4><<<lbc_blocks(n / 4, 256), 256, 0, lbc_stream>>>(
 		    (float *)dtable, (const act_t *)dout, tokens, h, v0, v, n / 4);
 	else

@@ -160,9 +160,8 @@ void lbc_attn_cudnn_fwd(void *out, void *lse, void *scratch, const void *qkv, in
 			int nkv, int d);
 void lbc_attn_cudnn_bwd(void *dqkv, void *scratch, const void *dout, const void *out,
 			const void *lse, const void *qkv, int b, int s, int nh, int nkv, int d);
-/* The backend's shared workspace (the GEMMs', cuDNN's plans' and the fused RMSNorm backward's
- * dw partials, on the one stream), grown to at least bytes if it is smaller (ops_cuda.cu;
- * counted by the allocator). */
+/* The backend's shared workspace (the GEMMs' and cuDNN's plans', on the one stream), grown to
+ * at least bytes if it is smaller (ops_cuda.cu; counted by the allocator). */
 void *lbc_workspace(size_t bytes);
 
 #endif

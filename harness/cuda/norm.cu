@@ -14,16 +14,13 @@
  * block taking groups of R rows, blockIdx.x, blockIdx.x + gridDim.x, ...: it issues the
  * loads of dy, x and dx of a whole group, so that 4 vectors of each operand per thread are
  * in flight, before one block reduction of the group's R dot products for c; every thread
- * keeps its partial sums of dw in registers and at the end stores them, plain 16-byte stores, into
- * a (grid, H) f32 array in the backend's shared workspace (lbc_workspace, on the same stream: a few
- * hundred blocks of at most 16384 columns fit its 32 MiB, so it does not grow); a second kernel
- * sums each column of that array over the blocks in a fixed order and adds the sum into dw: no
- * block ends with H atomics into the same H addresses as every other block, and dw is
- * deterministic. Wider rows fall back to one block per row (forward) and to dw partials in shared
- * memory added with atomics (backward). The unfused variant runs each step of the formula as its
- * own kernel, one full pass over memory each, as an eager framework does (the cost the paper's
- * fused kernel removes). Rows are read in 16-byte vectors (8 bf16) when H is a multiple of 8 and
- * the operands are 16-byte aligned, element by element otherwise.
+ * keeps its partial sums of dw in registers and adds them into dw with (16-byte, on sm_90)
+ * atomics at the end: the order in which blocks arrive makes dw nondeterministic in its last
+ * bits. Wider rows fall back to one block per row (forward) and to dw partials in shared
+ * memory (backward). The unfused variant runs each step of the formula as its own kernel,
+ * one full pass over memory each, as an eager framework does (the cost the paper's fused
+ * kernel removes). Rows are read in 16-byte vectors (8 bf16) when H is a multiple of 8 and the
+ * operands are 16-byte aligned, element by element otherwise.
  */
 #include "harness/cuda/cuda_common.cuh"
 
@@ -277,15 +274,15 @@ static __global__ void __launch_bounds__(REG_MAX_THREADS)
  * every row, keeps its partial sums of dw for those columns in registers (w is re-read, from
  * L1, for each group: registers are what limits two blocks per SM), and issues the loads of
  * dy, x and dx of all R rows before the one block reduction of the R dot products. At the
- * end each thread stores its partials into row blockIdx.x of dwpart (gridDim.x, h): the
- * block's threads together write the whole row.
+ * end each thread adds its partials into dw: 16-byte vector atomics where the device has
+ * them (sm_90) and dw is aligned (vec_atomics), one float at a time otherwise.
  */
 template <int VEC, int C, int R>
 static __global__ void __maxnreg__(BWD_REGS(C))
-    rmsnorm_bwd_reg_kernel(act_t *__restrict__ dx, float *__restrict__ dwpart,
+    rmsnorm_bwd_reg_kernel(act_t *__restrict__ dx, float *__restrict__ dw,
 			   const act_t *__restrict__ dy, const act_t *__restrict__ x,
 			   const act_t *__restrict__ w, const float *__restrict__ rstd, int t,
-			   int h)
+			   int h, int vec_atomics)
 {
 	__shared__ float part[2][R * 32];
 	int nv = h / VEC, ngroups = (t + R - 1) / R, buf = 0;
@@ -380,70 +377,31 @@ static __global__ void __maxnreg__(BWD_REGS(C))
 			}
 		}
 	}
-	float *p = dwpart + (size_t)blockIdx.x * h;
-
 #pragma unroll
 	for (int i = 0; i < C; i++) {
 		int q = threadIdx.x + i * blockDim.x;
+		float *d = dw + (size_t)q * VEC;
 
 		if (q >= nv)
 			break;
-		st_f32<VEC>(p + (size_t)q * VEC, dwp[i]);
-	}
-}
-
-/* Threads of a dw_colsum_kernel block. */
-#define COLSUM_THREADS 256
-
-/*
- * dw[col] += sum over b < nb of part[b][col] (part (nb, h) f32): a block takes 32 columns,
- * as L = 32 / W lanes of W columns (W 4: 16-byte accesses, h a multiple of 4 and dw
- * aligned) and COLSUM_THREADS / L row slices; slice s sums rows s, s + S, ... and the slices
- * are then summed in order, so the result does not depend on timing. One thread adds each
- * column's sum into dw (no atomics).
- */
-template <int W>
-static __global__ void __launch_bounds__(COLSUM_THREADS)
-    dw_colsum_kernel(float *__restrict__ dw, const float *__restrict__ part, int nb, int h)
-{
-	constexpr int L = 32 / W, S = COLSUM_THREADS / L;
-	__shared__ float sums[S][32];
-	int c = threadIdx.x % L, sl = threadIdx.x / L, col = (blockIdx.x * L + c) * W;
-	float acc[W];
-
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+		if constexpr (VEC % 4 == 0) {
+			if (vec_atomics) { /* atomicAdd(float4 *) without the returned value */
 #pragma unroll
-	for (int k = 0; k < W; k++)
-		acc[k] = 0.0f;
-	if (col < h) {
-#pragma unroll 8
-		for (int b = sl; b < nb; b += S) {
-			float v[W];
-
-			ld_f32<W>(v, part + (size_t)b * h + col);
-#pragma unroll
-			for (int k = 0; k < W; k++)
-				acc[k] += v[k];
+				for (int k = 0; k < VEC; k += 4)
+					asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};"
+						     :
+						     : "l"(d + k), "f"(dwp[i][k]),
+						       "f"(dwp[i][k + 1]), "f"(dwp[i][k + 2]),
+						       "f"(dwp[i][k + 3])
+						     : "memory");
+				continue;
+			}
 		}
-	}
+#endif
 #pragma unroll
-	for (int k = 0; k < W; k++)
-		sums[sl][c * W + k] = acc[k];
-	__syncthreads();
-	if (sl == 0 && col < h) {
-		float tot[W], d[W];
-
-#pragma unroll
-		for (int k = 0; k < W; k++)
-			tot[k] = 0.0f;
-		for (int j = 0; j < S; j++)
-#pragma unroll
-			for (int k = 0; k < W; k++)
-				tot[k] += sums[j][c * W + k];
-		ld_f32<W>(d, dw + col);
-#pragma unroll
-		for (int k = 0; k < W; k++)
-			d[k] += tot[k];
-		st_f32<W>(dw + col, d);
+		for (int k = 0; k < VEC; k++)
+			atomicAdd(d + k, dwp[i][k]);
 	}
 }
 
@@ -810,8 +768,8 @@ static unsigned reg_threads(int nv, int c)
 	return n < 32 ? 32 : n;
 }
 
-/* Fewest rows per backward block: its h partial sums of dw (written, then read by the column
- * sum: 8 h bytes) stay at most 1/8 of the bytes its rows move (8 h per row). */
+/* Fewest rows per backward block: its dw flush (h atomics) stays below 1/16 of the bytes its
+ * rows move (8 h per row). */
 #define BWD_MIN_ROWS 8
 
 template <int VEC, int C, int R>
@@ -854,20 +812,8 @@ void lbc_rmsnorm_fwd(void *y, void *rstd, const void *x, const void *w, int t, i
 		fused_fwd<1>((act_t *)y, (float *)rstd, (const act_t *)x, (const act_t *)w, t, h);
 }
 
-/* dw += the column sums of part (nb, h). */
-static void dw_colsum(float *dw, const float *part, int nb, int h)
-{
-	unsigned blocks = (unsigned)((h + 31) / 32);
-
-	if (h % 4 == 0 && aligned16(dw) && aligned16(part))
-		dw_colsum_kernel<4><<<blocks, COLSUM_THREADS, 0, lbc_stream>>>(dw, part, nb, h);
-	else
-		dw_colsum_kernel<1><<<blocks, COLSUM_THREADS, 0, lbc_stream>>>(dw, part, nb, h);
-	LBC_LAUNCHED();
-}
-
 /* Blocks: as many as the device holds at once (a persistent grid), no more than leave each
- * at least BWD_MIN_ROWS rows, at least one; their dw partials in the shared workspace. */
+ * at least BWD_MIN_ROWS rows, at least one. */
 template <int VEC, int C, int R>
 static void fused_bwd_reg(act_t *dx, float *dw, const act_t *dy, const act_t *x, const act_t *w,
 			  const float *rstd, int t, int h)
@@ -876,17 +822,13 @@ static void fused_bwd_reg(act_t *dx, float *dw, const act_t *dy, const act_t *x,
 	long long n = (long long)sm_count() *
 		      occupancy((const void *)rmsnorm_bwd_reg_kernel<VEC, C, R>, threads, 0);
 	long long cap = ((long long)t + BWD_MIN_ROWS - 1) / BWD_MIN_ROWS;
-	float *part;
+	int vec_atomics = VEC % 4 == 0 && aligned16(dw);
 
 	if (n > cap)
 		n = cap;
-	if (n < 1)
-		n = 1;
-	part = (float *)lbc_workspace((size_t)n * h * sizeof(float));
-	rmsnorm_bwd_reg_kernel<VEC, C, R>
-	    <<<(unsigned)n, threads, 0, lbc_stream>>>(dx, part, dy, x, w, rstd, t, h);
+	rmsnorm_bwd_reg_kernel<VEC, C, R><<<(unsigned)(n > 0 ? n : 1), threads, 0, lbc_stream>>>(
+	    dx, dw, dy, x, w, rstd, t, h, vec_atomics);
 	LBC_LAUNCHED();
-	dw_colsum(dw, part, (int)n, h);
 }
 
 template <int VEC>

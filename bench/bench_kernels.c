@@ -10,6 +10,10 @@
  * own row is (gemm_times: least of 3 rounds of back-to-back calls), for a memory-bound kernel the
  * device-to-device copy bandwidth of 2 GiB (lb_cuda_copy_bandwidth), for attention the best
  * candidate's rate on an 8192^3 bf16 GEMM (the dense tensor-core rate this device reaches).
+ * A memory-bound row also gets a second ceiling, the size copy: a device-to-device copy of
+ * half its bytes (so that the bytes read and written equal the row's), timed as the row
+ * (time_job), which shows what a transfer of that size costs on its own: at the 10-30 us of
+ * the smaller rows, launch and ramp-up keep even a copy well below the 2 GiB rate.
  * Work: GEMMs 2 m n k FLOPs; causal attention 4 B nh S^2 D / 2 FLOPs forward (Q K^T and
  * P V, half the pairs masked) and 2.5 times that backward (the count of Dao 2023), the same
  * useful FLOPs for every variant though naive and fused compute all S^2 scores;
@@ -20,7 +24,11 @@
  * wrong kernel prints "#wrong" in its row and the benchmark exits 1 after the table.
  * Prints RESULT lines (bench/run.sh), then the table, last. Flags: --csv FILE (the table as
  * CSV as well), --iters N (timed calls, default 20), --only SUBSTR (rows whose kernel name
- * contains SUBSTR). Without the CUDA backend or a GPU it says why and exits 0.
+ * contains SUBSTR). CSV columns: kernel, shape, time_us, work (FLOPs or bytes), unit,
+ * achieved, ceiling, pct_of_ceiling (of the GEMM ceiling or of the 2 GiB copy), check (ok or
+ * wrong), then size_copy_gbps and pct_of_size_copy (the size copy; empty for the GEMM and
+ * attention rows, and when it was not measured): new columns go last, so that readers by
+ * position keep working. Without the CUDA backend or a GPU it says why and exits 0.
  */
 #include <math.h>
 #include <stdarg.h>
@@ -169,6 +177,7 @@ enum kid {
 	K_ATTN_FLASH_BWD,
 	K_ATTN_CUDNN_FWD,
 	K_ATTN_CUDNN_BWD,
+	K_COPY, /* the size copy of a memory-bound row (not a kernel of the backend) */
 	K_COUNT
 };
 
@@ -558,6 +567,9 @@ static void run(const struct job *j)
 		G->attn_cudnn_bwd(p[0], p[1], p[2], p[3], p[4], p[5], j->b, j->s, j->nh, j->nkv,
 				  j->d);
 		break;
+	case K_COPY: /* dst, src: n_el act elements */
+		G->copy(p[0], p[1], j->n_el, LB_K_ACT);
+		break;
 	default:
 		break;
 	}
@@ -643,10 +655,11 @@ static double copy_bandwidth(void)
 struct row {
 	char name[32];
 	char shape[48];
-	double us;   /* median per call */
-	double work; /* FLOPs or bytes per call */
-	int flops;   /* 1: work is FLOPs (TFLOP/s), 0: bytes (GB/s) */
-	double ceil; /* FLOP/s or bytes/s; <= 0: unknown */
+	double us;	  /* median per call */
+	double work;	  /* FLOPs or bytes per call */
+	int flops;	  /* 1: work is FLOPs (TFLOP/s), 0: bytes (GB/s) */
+	double ceil;	  /* FLOP/s or bytes/s; <= 0: unknown */
+	double size_copy; /* bytes/s of the size copy (memory-bound rows); <= 0: not measured */
 	int wrong;
 };
 
@@ -658,6 +671,33 @@ static double attn_ceiling = -1, mem_ceiling = -1;
 static int wanted(const char *name)
 {
 	return !only || strstr(name, only);
+}
+
+/*
+ * Bytes per second of a device-to-device copy of bytes / 2 (read + written: bytes), timed as
+ * a row is (time_job); -1 when the two buffers cannot be allocated (the row itself is still
+ * measured) or bytes is below one element.
+ */
+static double size_copy_rate(double bytes)
+{
+	size_t n = (size_t)(bytes / 4); /* act elements of 2 bytes: bytes / 2 copied */
+	struct job j = {.k = K_COPY, .n_el = n};
+	double t;
+
+	if (!n)
+		return -1;
+	j.p[0] = G->alloc(n, LB_K_ACT);
+	j.p[1] = G->alloc(n, LB_K_ACT);
+	if (!j.p[0] || !j.p[1]) {
+		if (j.p[0])
+			G->free_(j.p[0]);
+		if (j.p[1])
+			G->free_(j.p[1]);
+		return -1;
+	}
+	t = time_job(&j);
+	G->free_(j.p[0]), G->free_(j.p[1]);
+	return t > 0 ? 4.0 * n / t : -1;
 }
 
 static void add_row(const char *name, const char *shape, const struct job *j, double work,
@@ -676,6 +716,7 @@ static void add_row(const char *name, const char *shape, const struct job *j, do
 	r->wrong = is_wrong;
 	fprintf(stderr, "bench: %-22s %s\n", name, shape);
 	r->us = time_job(j) * 1e6;
+	r->size_copy = flops ? -1 : size_copy_rate(work);
 }
 
 /* One GEMM row: C (m, n) = op(A) op(B), A scaled 1, B scaled 1/64 (the pattern's
@@ -1019,11 +1060,11 @@ static void row_rates(const struct row *r, double *ach, double *ceil, double *pc
 
 static void print_table(FILE *csv)
 {
-	printf("\n%-22s %-36s %10s %9s %-7s %9s %7s  %s\n", "kernel", "shape", "time_us",
-	       "achieved", "unit", "ceiling", "of_ceil", "check");
+	printf("\n%-22s %-36s %10s %9s %-7s %9s %7s %9s  %s\n", "kernel", "shape", "time_us",
+	       "achieved", "unit", "ceiling", "of_ceil", "size_copy", "check");
 	if (csv)
 		fprintf(csv, "kernel,shape,time_us,work,unit,achieved,ceiling,pct_of_ceiling,"
-			     "check\n");
+			     "check,size_copy_gbps,pct_of_size_copy\n");
 	for (int i = 0; i < nrows; i++) {
 		const struct row *r = &rows[i];
 		const char *unit = r->flops ? "TFLOP/s" : "GB/s";
@@ -1035,6 +1076,10 @@ static void print_table(FILE *csv)
 			printf("%9.1f %6.1f%%", ceil, pct);
 		else
 			printf("%9s %7s", "-", "-");
+		if (r->size_copy > 0)
+			printf(" %9.1f", r->size_copy / 1e9);
+		else
+			printf(" %9s", "-");
 		printf("  %s\n", r->wrong ? "#wrong" : "ok");
 		if (csv) {
 			fprintf(csv, "%s,%s,%.3f,%.6g,%s,%.3f,", r->name, r->shape, r->us, r->work,
@@ -1043,7 +1088,12 @@ static void print_table(FILE *csv)
 				fprintf(csv, "%.3f,%.2f,", ceil, pct);
 			else
 				fprintf(csv, ",,");
-			fprintf(csv, "%s\n", r->wrong ? "wrong" : "ok");
+			fprintf(csv, "%s,", r->wrong ? "wrong" : "ok");
+			if (r->size_copy > 0)
+				fprintf(csv, "%.3f,%.2f\n", r->size_copy / 1e9,
+					100.0 * r->work / (r->us * 1e-6) / r->size_copy);
+			else
+				fprintf(csv, ",\n");
 		}
 	}
 }
@@ -1160,7 +1210,8 @@ int main(int argc, char **argv)
 	       info.driver, info.runtime, info.libs);
 	printf("ceilings: copy %.1f GB/s (read + written, 2 GiB device to device); dense GEMM "
 	       "%.1f TFLOP/s (best cuBLASLt candidate, 8192^3 bf16; the attention rows' "
-	       "ceiling); <= 0: not measured\n",
+	       "ceiling); <= 0: not measured; size_copy: a memory-bound row's own size copied "
+	       "device to device (half its bytes, read + written), timed as the row\n",
 	       mem_ceiling / 1e9, attn_ceiling / 1e12);
 	printf("work: GEMM 2mnk FLOPs, time and ceiling (the best heuristic candidate for the "
 	       "same problem, f32 C accumulated where marked +=) the least over 3 rounds of the "

@@ -1131,6 +1131,8 @@ static void test_embed(void **state)
 	bad += embed_case(400, 64, 100, 256);
 	bad += embed_case(16, 64, 3, 256);
 	bad += embed_case(512, 512, 37, 1000); /* medium */
+	/* past the backward's scan limit (8192 tokens): the grid-stride atomics */
+	bad += embed_case(8200, 64, 5, 3000);
 	assert_int_equal(bad, 0);
 }
 

@@ -54,6 +54,23 @@ extern cublasLtHandle_t lbc_lt;
 /* After a kernel launch: a bad configuration is caught here, not at the next sync. */
 #define LBC_LAUNCHED() LBC_CHECK(cudaGetLastError())
 
+/* dst[0..3] += (a, b, c, d): one 16-byte vector atomic where the device has it (sm_90),
+ * without the returned value; four float atomics otherwise. dst 16-byte aligned. */
+static __device__ __forceinline__ void lbc_red_add4(float *dst, float a, float b, float c, float d)
+{
+#if __CUDA_ARCH__ >= 900
+	asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};"
+		     :
+		     : "l"(dst), "f"(a), "f"(b), "f"(c), "f"(d)
+		     : "memory");
+#else
+	atomicAdd(dst, a);
+	atomicAdd(dst + 1, b);
+	atomicAdd(dst + 2, c);
+	atomicAdd(dst + 3, d);
+#endif
+}
+
 /* Blocks of `threads` covering n items (at most 65535 * 32 blocks; kernels grid-stride). */
 static inline unsigned lbc_blocks(size_t n, unsigned threads)
 {

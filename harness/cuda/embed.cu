@@ -84,23 +84,6 @@ static __global__ void embed_fwd_kernel(act_t *__restrict__ out, const act_t *__
 	}
 }
 
-/* dst[0..3] += (a, b, c, d): one 16-byte vector atomic where the device has it (sm_90),
- * without the returned value; four float atomics otherwise. dst 16-byte aligned. */
-static __device__ __forceinline__ void red_add4(float *dst, float a, float b, float c, float d)
-{
-#if __CUDA_ARCH__ >= 900
-	asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};"
-		     :
-		     : "l"(dst), "f"(a), "f"(b), "f"(c), "f"(d)
-		     : "memory");
-#else
-	atomicAdd(dst, a);
-	atomicAdd(dst + 1, b);
-	atomicAdd(dst + 2, c);
-	atomicAdd(dst + 3, d);
-#endif
-}
-
 /*
  * Longest micro-batch (tokens) whose backward scans for repeated tokens: every block reads
  * all T tokens (16-byte loads from L1/L2), T^2 * 4 bytes in all; at 8192 that is 256 MiB
@@ -173,8 +156,8 @@ static __global__ void __launch_bounds__(1024)
 			float2 f2 = __bfloat1622float2(b[2]), f3 = __bfloat1622float2(b[3]);
 
 			if (dup) {
-				red_add4(dst + (size_t)q * 8, f0.x, f0.y, f1.x, f1.y);
-				red_add4(dst + (size_t)q * 8 + 4, f2.x, f2.y, f3.x, f3.y);
+				lbc_red_add4(dst + (size_t)q * 8, f0.x, f0.y, f1.x, f1.y);
+				lbc_red_add4(dst + (size_t)q * 8 + 4, f2.x, f2.y, f3.x, f3.y);
 			} else {
 				d[u][0].x += f0.x, d[u][0].y += f0.y, d[u][0].z += f1.x;
 				d[u][0].w += f1.y, d[u][1].x += f2.x, d[u][1].y += f2.y;
@@ -207,7 +190,7 @@ static __global__ void embed_bwd_kernel(float *__restrict__ dtable, const act_t 
 			float2 b =
 			    __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162 *>(&u.y));
 
-			red_add4(dst, a.x, a.y, b.x, b.y);
+			lbc_red_add4(dst, a.x, a.y, b.x, b.y);
 		} else {
 			atomicAdd(dst, __bfloat162float(dout[idx]));
 		}

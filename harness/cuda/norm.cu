@@ -419,11 +419,7 @@ static __global__ void __maxnreg__(BWD_REGS(C))
 
 					s.x += o.x, s.y += o.y, s.z += o.z, s.w += o.w;
 				}
-				asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};"
-					     :
-					     : "l"(dw + 4 * f), "f"(s.x), "f"(s.y), "f"(s.z),
-					       "f"(s.w)
-					     : "memory");
+				lbc_red_add4(dw + 4 * f, s.x, s.y, s.z, s.w);
 			}
 		} else {
 			int per = (h + cs - 1) / cs, e1 = (rank + 1) * per;

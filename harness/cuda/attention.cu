@@ -1034,8 +1034,8 @@ static __global__ void __launch_bounds__(FA_THREADS, 1)
 
 #pragma unroll
 				for (int n = 0; n < HT; n++)
-					atomicAdd(reinterpret_cast<float2 *>(dst + 8 * n),
-						  make_float2(dq[n][2 * r], dq[n][2 * r + 1]));
+					lbc_atomic_add2(dst + 8 * n, dq[n][2 * r],
+							dq[n][2 * r + 1]);
 			}
 		}
 	}

@@ -71,6 +71,18 @@ static __device__ __forceinline__ void lbc_red_add4(float *dst, float a, float b
 #endif
 }
 
+/* dst[0..1] += (a, b): one 8-byte vector atomic where the device has it (sm_90), two float
+ * atomics otherwise. dst 8-byte aligned. */
+static __device__ __forceinline__ void lbc_atomic_add2(float *dst, float a, float b)
+{
+#if __CUDA_ARCH__ >= 900
+	atomicAdd(reinterpret_cast<float2 *>(dst), make_float2(a, b));
+#else
+	atomicAdd(dst, a);
+	atomicAdd(dst + 1, b);
+#endif
+}
+
 /* Blocks of `threads` covering n items (at most 65535 * 32 blocks; kernels grid-stride). */
 static inline unsigned lbc_blocks(size_t n, unsigned threads)
 {

@@ -49,14 +49,12 @@ NR == 1 { if ($1 != "kernel" || $3 != "time_us") { print "breakdown.sh: " FILENA
 	if ($1 == "adamw") gbs = $6 + 0
 }
 END {
-	if (bad) exit 2
 	L = 8; N = 2865320960
-	split("2048 8192", T, " "); split("16 4", mbs, " ")
+	split("2048 8192", T, " "); split("16 4", mbs, " "); split("qkv out gateup down", lay, " ")
 	nk = split("GEMMs (cuBLASLt)|attention|RMSNorm, SwiGLU, RoPE, adds|embedding, cross-entropy|optimizer (AdamW; gradient norm and zeroing estimated)", kind, "|")
 	for (i = 1; i <= 2; i++) {
 		t = T[i]; m = mbs[i]
 		g = 0
-		split("qkv out gateup down", lay, " ")
 		for (l = 1; l <= 4; l++)
 			g += L * (need("gemm." lay[l] ".fwd", t) + need("gemm." lay[l] ".dgrad", t) + need("gemm." lay[l] ".wgrad", t))
 		g += need("gemm.head.fwd", t) + need("gemm.head.dgrad", t) + need("gemm.head.wgrad", t)

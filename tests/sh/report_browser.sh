@@ -175,9 +175,9 @@ if look h200 "$tmp/h200/report.html"; then
 	# two groups per figure: the two sequence lengths are not set side by side as one
 	grep -qxF 'text kernels seq 2048' "$tmp/h200.probe" && grep -qxF 'text kernels seq 8192' "$tmp/h200.probe" ||
 		{ echo "FAIL: h200 kernels: the sequence lengths are not two groups"; fail=1; }
-	# 132 runs, 132 names (two runs of one layout included)
+	# 162 runs, 162 names (two runs each of two layouts included)
 	grep '^text phases .* #[0-9]*$' "$tmp/h200.probe" | sort >"$tmp/runs"
-	[ "$(wc -l <"$tmp/runs")" = 132 ] || { cat "$tmp/runs"; echo "FAIL: h200 phases: not 132 run names"; fail=1; }
+	[ "$(wc -l <"$tmp/runs")" = 162 ] || { cat "$tmp/runs"; echo "FAIL: h200 phases: not 162 run names"; fail=1; }
 	[ -z "$(uniq -d "$tmp/runs")" ] || { uniq -d "$tmp/runs"; echo "FAIL: h200 phases: two runs share a name"; fail=1; }
 fi
 

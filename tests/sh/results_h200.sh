@@ -18,8 +18,8 @@ fail=0
 . tests/sh/lib/golden.sh
 "$LB" collect --db "$tmp/r.db" "$D/runs" >"$tmp/collect.out" 2>&1 ||
 	{ cat "$tmp/collect.out"; echo "FAIL: collect"; exit 1; }
-grep -q "132 new runs.*0 warnings, 0 errors" "$tmp/collect.out" ||
-	{ cat "$tmp/collect.out"; echo "FAIL: collect did not take all 132 runs cleanly"; fail=1; }
+grep -q "162 new runs.*0 warnings, 0 errors" "$tmp/collect.out" ||
+	{ cat "$tmp/collect.out"; echo "FAIL: collect did not take all 162 runs cleanly"; fail=1; }
 # the runs of cuDNN's attention, started by hand, are layouts of the same grid: those whose
 # layout has no job-script run in runs/ would be filed under the grid (a job-script run of the
 # layout supersedes them there); every one of them now has one
@@ -113,6 +113,14 @@ done <<EOF
 56.0 2048 2 selective fused_softmax unfused
 54.0 2048 2 selective naive fused
 52.5 2048 2 selective naive unfused
+52.6 2048 4 full cudnn fused
+50.7 2048 4 full cudnn unfused
+48.2 2048 4 full flash fused
+46.6 2048 4 full flash unfused
+48.4 2048 4 full fused_softmax fused
+46.3 2048 4 full fused_softmax unfused
+45.0 2048 4 full naive fused
+44.0 2048 4 full naive unfused
 66.1 2048 4 none cudnn fused
 64.5 2048 4 none cudnn unfused
 59.9 2048 4 none flash fused
@@ -129,6 +137,14 @@ done <<EOF
 57.2 2048 4 selective fused_softmax unfused
 55.4 2048 4 selective naive fused
 53.7 2048 4 selective naive unfused
+52.8 2048 8 full cudnn fused
+51.1 2048 8 full cudnn unfused
+48.4 2048 8 full flash fused
+47.7 2048 8 full flash unfused
+48.2 2048 8 full fused_softmax fused
+47.2 2048 8 full fused_softmax unfused
+45.8 2048 8 full naive fused
+44.2 2048 8 full naive unfused
 67.3 2048 8 none cudnn fused
 65.4 2048 8 none cudnn unfused
 61.4 2048 8 none flash fused
@@ -137,6 +153,11 @@ done <<EOF
 60.9 2048 8 none fused_softmax unfused
 61.0 2048 8 none naive fused
 58.4 2048 8 none naive unfused
+68.5 2048 8 selective cudnn fused
+66.1 2048 8 selective cudnn unfused
+61.1 2048 8 selective flash fused
+59.1 2048 8 selective flash unfused
+59.8 2048 8 selective fused_softmax fused
 58.2 2048 8 selective fused_softmax unfused
 56.6 2048 8 selective naive fused
 54.5 2048 8 selective naive unfused
@@ -184,6 +205,14 @@ done <<EOF
 45.4 8192 2 selective fused_softmax unfused
 38.3 8192 2 selective naive fused
 38.1 8192 2 selective naive unfused
+55.5 8192 4 full cudnn fused
+53.8 8192 4 full cudnn unfused
+42.4 8192 4 full flash fused
+42.6 8192 4 full flash unfused
+40.5 8192 4 full fused_softmax fused
+40.0 8192 4 full fused_softmax unfused
+34.7 8192 4 full naive fused
+33.8 8192 4 full naive unfused
 70.3 8192 4 none cudnn fused
 68.8 8192 4 none cudnn unfused
 52.9 8192 4 none flash fused
@@ -199,7 +228,7 @@ done <<EOF
 EOF
 n=$("$LB" sql --db "$tmp/r.db" --format tsv "SELECT count(DISTINCT layout_id) || ' ' || count(*)
 	FROM run_summary WHERE sweep = 'h200-1gpu'" | tail -n 1)
-[ "$n" = "131 132" ] || { echo "FAIL: the grid has $n layouts and runs, the docs say 131 and 132"; fail=1; }
+[ "$n" = "160 162" ] || { echo "FAIL: the grid has $n layouts and runs, the docs say 160 and 162"; fail=1; }
 # cuDNN's attention (docs/results/h200/cudnn): its runs, and the MFU its README quotes
 "$LB" collect --db "$tmp/c.db" "$D/cudnn/runs" >"$tmp/collect-c.out" 2>&1 ||
 	{ cat "$tmp/collect-c.out"; echo "FAIL: collect cudnn"; exit 1; }

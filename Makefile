@@ -76,9 +76,9 @@ endif
 
 # cuDNN's headers, for the `cudnn` attention kernel (the library itself is loaded at run time,
 # so the trainer does not depend on it); without them that kernel says so when chosen.
+CUDNN_CPPFLAGS := $(if $(CUDNN_INC),-DLB_WITH_CUDNN=1 $(if $(filter /usr/include,$(CUDNN_INC)),,-I$(CUDNN_INC)))
 ifeq ($(WITH_CUDA),1)
-$(BUILD)/obj/harness/cuda/attention_cudnn.o: CPPFLAGS += $(if $(CUDNN_INC),-DLB_WITH_CUDNN=1 \
-	$(if $(filter /usr/include,$(CUDNN_INC)),,-I$(CUDNN_INC)))
+$(BUILD)/obj/harness/cuda/attention_cudnn.o: CPPFLAGS += $(CUDNN_CPPFLAGS)
 endif
 
 # Sources: every .c of a stage's folder belongs to that stage's library.
@@ -96,6 +96,9 @@ COMMON_OBJ  := $(call obj,$(COMMON_SRC))
 CLI_OBJ     := $(call obj,$(CLI_SRC)) $(BUILD)/obj/gen/embed.o
 HARNESS_OBJ := $(call obj,$(HARNESS_SRC)) $(patsubst %.cu,$(BUILD)/obj/%.o,$(CUDA_SRC))
 
+NVCC_CMD = $(NVCC) $(CPPFLAGS) -std=c++17 $(NVCCFLAGS) \
+	-Xcompiler -Wall,-Wextra,-Wno-unused-parameter,-fno-threadsafe-statics -MMD -MP
+
 LB      := $(BUILD)/layoutbench
 TRAIN   := $(BUILD)/layoutbench-train
 LIBCOMMON  := $(BUILD)/libcommon.a
@@ -108,7 +111,7 @@ FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
 BENCH_SRC := $(wildcard bench/bench_*.c)
 BENCH_BIN := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 
-.PHONY: all test test-run test-gpu asan bench bench-gpu fuzz deps quickstart clean format test-slurm
+.PHONY: all test test-run test-gpu asan bench bench-gpu fuzz deps quickstart clean format test-slurm cuda-arch
 all: $(LB) $(TRAIN)
 
 $(BUILD)/obj/%.o: %.c $(CONFIG_STAMP)
@@ -119,8 +122,20 @@ $(BUILD)/obj/%.o: %.c $(CONFIG_STAMP)
 $(BUILD)/obj/%.o: %.cu $(CONFIG_STAMP)
 	@mkdir -p $(@D)
 	@$(if $(filter 0,$(V)),echo "  NVCC    $<")
-	$(Q)$(NVCC) $(CPPFLAGS) -std=c++17 -arch=sm_$(CUDA_ARCH) $(NVCCFLAGS) \
-		-Xcompiler -Wall,-Wextra,-Wno-unused-parameter,-fno-threadsafe-statics -MMD -MP -c -o $@ $<
+	$(Q)$(NVCC_CMD) -arch=sm_$(CUDA_ARCH) -c -o $@ $<
+
+# make cuda-arch: the CUDA code compiled (to a cubin, ptxas included) for the other
+# architecture the trainer is built for, CUDA_ALT_ARCH (default 80: A100), so that code for
+# Hopper alone outside its guard fails here rather than on an A100 cluster's first build
+# (tests/sh/cuda_arch.sh runs it in a build folder of its own).
+CUDA_ALT_ARCH ?= 80
+ALT_CUBIN := $(patsubst %.cu,$(BUILD)/cubin/sm_$(CUDA_ALT_ARCH)/%.cubin,$(CUDA_SRC))
+$(BUILD)/cubin/sm_$(CUDA_ALT_ARCH)/harness/cuda/attention_cudnn.cubin: CPPFLAGS += $(CUDNN_CPPFLAGS)
+$(BUILD)/cubin/sm_$(CUDA_ALT_ARCH)/%.cubin: %.cu $(CONFIG_STAMP)
+	@mkdir -p $(@D)
+	@$(if $(filter 0,$(V)),echo "  NVCC    $< (sm_$(CUDA_ALT_ARCH))")
+	$(Q)$(NVCC_CMD) -arch=sm_$(CUDA_ALT_ARCH) -cubin -o $@ $<
+cuda-arch: $(ALT_CUBIN)
 
 $(BUILD)/gen/embed.c: $(EMBED_FILES) scripts/embed.sh
 	@mkdir -p $(@D)
@@ -207,4 +222,4 @@ format:
 clean:
 	rm -rf build build-asan build-fuzz
 
--include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
+-include $(shell find $(BUILD)/obj $(BUILD)/cubin -name '*.d' 2>/dev/null)

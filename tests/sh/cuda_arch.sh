@@ -1,0 +1,23 @@
+#!/bin/sh
+# The CUDA code builds for the A100 (sm_80) as well as for the H100/H200 (sm_90a, which
+# `make` builds): `make cuda-arch` compiles every .cu file to an sm_80 cubin, ptxas
+# included, in a build folder of its own (the main build's configuration stays as it is).
+# Hopper-only code outside its __CUDA_ARCH__ guard (a vector atomic, a cluster intrinsic,
+# an sm_90 PTX instruction) fails here, on a machine without a GPU, rather than on an
+# A100 cluster's first build. Skips where there is no nvcc.
+set -u
+BUILD=${BUILD:-build}
+NVCC=${NVCC:-${CUDA_HOME:-/usr/local/cuda}/bin/nvcc}
+if ! [ -x "$NVCC" ]; then
+	echo "skip: no nvcc at $NVCC (set CUDA_HOME): the CUDA code is not built here"
+	exit 77
+fi
+# a make of its own: none of the calling make's settings (make asan's SAN=1 leaves CUDA out)
+env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -s --no-print-directory \
+	-j "$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)" \
+	BUILD="$BUILD/arch-check" CUDA_ALT_ARCH=80 cuda-arch 2>&1 ||
+	{ echo "FAIL: the CUDA code does not build for sm_80 (A100); see the errors above"; exit 1; }
+n=$(find "$BUILD/arch-check/cubin/sm_80" -name '*.cubin' | wc -l)
+want=$(ls harness/cuda/*.cu | wc -l)
+[ "$n" = "$want" ] || { echo "FAIL: $n sm_80 cubins, want one per .cu file ($want)"; exit 1; }
+echo "ok: $n CUDA sources build for sm_80"

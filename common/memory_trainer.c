@@ -97,7 +97,7 @@ static int stage_bytes(const struct lb_layout *l, const struct dims *d, int stag
 		       struct lb_mem_estimate *out)
 {
 	const struct lb_model *m = &l->model;
-	struct lb_schedule sched;
+	int n_slots[LB_MAX_VIRTUAL_STAGES];
 	char err[256];
 	int first = stage == 0, last = stage == l->pp - 1, v = lb_layout_chunks(l), lo, hi;
 	double nl, n_alloc, dp = l->dp > 0 ? l->dp : 1, tlh = d->Tl * d->H, act = 0;
@@ -144,21 +144,18 @@ static int stage_bytes(const struct lb_layout *l, const struct dims *d, int stag
 		out->optimizer += d->V * d->H * 4.0; /* the tied gradient exchange buffer */
 
 	/* the activation slots of each chunk: as many as its schedule holds at once */
-	if (lb_schedule_for_layout(l, gpipe ? LB_SCHED_GPIPE : LB_SCHED_1F1B, stage, &sched, err,
-				   sizeof(err)))
+	if (lb_schedule_slots_for_layout(l, gpipe ? LB_SCHED_GPIPE : LB_SCHED_1F1B, stage, n_slots,
+					 err, sizeof(err)))
 		return -1;
 	for (int c = 0; c < v; c++) {
 		double logits, a;
 
-		if (lb_chunk_layers(l, stage, c, &lo, &hi)) {
-			lb_schedule_release(&sched);
+		if (lb_chunk_layers(l, stage, c, &lo, &hi))
 			return -1;
-		}
 		a = slot_bytes(l, d, hi - lo, first && c == 0, last && c == v - 1, &logits);
-		act += sched.n_slots[c] * a;
-		out->logits += sched.n_slots[c] * logits;
+		act += n_slots[c] * a;
+		out->logits += n_slots[c] * logits;
 	}
-	lb_schedule_release(&sched);
 	/* alloc_all: the recompute workspace, the backward's buffers, scratch */
 	if (l->checkpointing == LB_CKPT_FULL)
 		work += layer_bytes(d, 0, 1);

@@ -444,12 +444,10 @@ out:
 	return rc;
 }
 
-int lb_schedule_build(enum lb_sched_kind kind, int pp, int chunks, int stage, int n_micro,
-		      struct lb_schedule *out, char *err, size_t errlen)
+/* The arguments of a schedule: 0, or -1 with err set (lb_schedule_build's contract). */
+static int check_args(enum lb_sched_kind kind, int pp, int chunks, int stage, int n_micro,
+		      char *err, size_t errlen)
 {
-	struct builder b;
-
-	memset(out, 0, sizeof(*out));
 	if (pp < 1 || pp > LB_SCHED_MAX_PP) {
 		snprintf(err, errlen, "pipeline of %d stages: expected 1 to %d", pp,
 			 LB_SCHED_MAX_PP);
@@ -493,6 +491,17 @@ int lb_schedule_build(enum lb_sched_kind kind, int pp, int chunks, int stage, in
 			 lb_sched_name(kind), chunks);
 		return -1;
 	}
+	return 0;
+}
+
+int lb_schedule_build(enum lb_sched_kind kind, int pp, int chunks, int stage, int n_micro,
+		      struct lb_schedule *out, char *err, size_t errlen)
+{
+	struct builder b;
+
+	memset(out, 0, sizeof(*out));
+	if (check_args(kind, pp, chunks, stage, n_micro, err, errlen))
+		return -1;
 	out->kind = kind;
 	out->pp = pp;
 	out->stage = stage;
@@ -550,6 +559,39 @@ int lb_schedule_for_layout(const struct lb_layout *l, enum lb_sched_kind asked, 
 	}
 	return lb_schedule_build(lb_schedule_effective(l, asked), l->pp, lb_layout_chunks(l), stage,
 				 accum, out, err, errlen);
+}
+
+int lb_schedule_slots(enum lb_sched_kind kind, int pp, int chunks, int stage, int n_micro,
+		      int n_slots[LB_MAX_VIRTUAL_STAGES], char *err, size_t errlen)
+{
+	struct lb_schedule s;
+	int n = n_micro;
+
+	if (check_args(kind, pp, chunks, stage, n_micro, err, errlen))
+		return -1;
+	/* 1F1B and the interleaved schedule hold no more once n reaches 2 * pp: a margin
+	 * of twice that (a multiple of pp, as the interleaved schedule needs) */
+	if (kind != LB_SCHED_GPIPE && n > LB_SCHED_SLOTS_CAP * pp)
+		n = LB_SCHED_SLOTS_CAP * pp;
+	if (lb_schedule_build(kind, pp, chunks, stage, n, &s, err, errlen))
+		return -1;
+	memcpy(n_slots, s.n_slots, sizeof(s.n_slots));
+	lb_schedule_release(&s);
+	return 0;
+}
+
+int lb_schedule_slots_for_layout(const struct lb_layout *l, enum lb_sched_kind asked, int stage,
+				 int n_slots[LB_MAX_VIRTUAL_STAGES], char *err, size_t errlen)
+{
+	int accum = lb_layout_accum_steps(l);
+
+	if (accum < 1) {
+		snprintf(err, errlen, "global_batch=%d is not divisible by micro_batch*dp=%lld",
+			 l->global_batch, (long long)l->micro_batch * l->dp);
+		return -1;
+	}
+	return lb_schedule_slots(lb_schedule_effective(l, asked), l->pp, lb_layout_chunks(l), stage,
+				 accum, n_slots, err, errlen);
 }
 
 int lb_schedule_format(const struct lb_schedule *s, char *buf, size_t len)

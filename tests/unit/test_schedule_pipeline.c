@@ -9,7 +9,10 @@
  * chunk, Megatron-LM's in-flight bound (2*(pp - stage - 1) + (chunks - 1)*pp + 1 chunk
  * passes, all of them when n_micro == pp) and the theory's bubble, (pp - 1) /
  * (chunks * n_micro) of the compute (Narayanan et al. 2021). Every list's activation
- * slots cover what it holds. Broken lists are caught.
+ * slots cover what it holds. Broken lists are caught. lb_schedule_slots, which builds at
+ * most LB_SCHED_SLOTS_CAP * pp micro-batches of 1F1B and interleaved lists, gives the
+ * whole list's slots for pp 1..16 and every micro-batch count up to 12 * pp (and some far
+ * larger), and refuses what lb_schedule_build refuses.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -449,6 +452,58 @@ static void test_large(void **state)
 	release_all(16, st);
 }
 
+/* The slots without the whole list equal the whole list's, past the cap and below it. */
+static void expect_slots(enum lb_sched_kind kind, int pp, int v, int s, int nm)
+{
+	struct lb_schedule whole;
+	int got[LB_MAX_VIRTUAL_STAGES];
+	char err[256];
+
+	if (lb_schedule_build(kind, pp, v, s, nm, &whole, err, sizeof(err)))
+		fail_msg("build %s pp=%d v=%d stage %d n_micro=%d: %s", lb_sched_name(kind), pp, v,
+			 s, nm, err);
+	if (lb_schedule_slots(kind, pp, v, s, nm, got, err, sizeof(err)))
+		fail_msg("slots %s pp=%d v=%d stage %d n_micro=%d: %s", lb_sched_name(kind), pp, v,
+			 s, nm, err);
+	for (int c = 0; c < LB_MAX_VIRTUAL_STAGES; c++)
+		if (got[c] != whole.n_slots[c])
+			fail_msg("%s pp=%d v=%d stage %d n_micro=%d chunk %d: %d slots, the whole "
+				 "list holds %d",
+				 lb_sched_name(kind), pp, v, s, nm, c, got[c], whole.n_slots[c]);
+	lb_schedule_release(&whole);
+}
+
+static void test_slots_capped(void **state)
+{
+	int got[LB_MAX_VIRTUAL_STAGES];
+	char err[256];
+
+	(void)state;
+	for (int pp = 1; pp <= 16; pp++)
+		for (int s = 0; s < pp; s++) {
+			for (int nm = 1; nm <= 12 * pp; nm++)
+				expect_slots(LB_SCHED_1F1B, pp, 1, s, nm);
+			expect_slots(LB_SCHED_1F1B, pp, 1, s, 1000 * pp + 7);
+			expect_slots(LB_SCHED_GPIPE, pp, 1, s, 3 * pp + 1);
+			if (pp < 2)
+				continue;
+			for (int v = 2; v <= 4; v++) {
+				for (int nm = pp; nm <= 12 * pp; nm += pp)
+					expect_slots(LB_SCHED_INTERLEAVED, pp, v, s, nm);
+				expect_slots(LB_SCHED_INTERLEAVED, pp, v, s, 500 * pp);
+			}
+		}
+	/* refused as the whole list would be, however far past the cap */
+	assert_int_equal(lb_schedule_slots(LB_SCHED_INTERLEAVED, 4, 2, 0, 4001, got, err,
+					   sizeof(err)),
+			 -1);
+	assert_non_null(strstr(err, "multiple of pp=4"));
+	assert_int_equal(lb_schedule_slots(LB_SCHED_1F1B, 4, 1, 0, (1 << 20) + 1, got, err,
+					   sizeof(err)),
+			 -1);
+	assert_int_equal(lb_schedule_slots(LB_SCHED_1F1B, 4, 1, 4, 8, got, err, sizeof(err)), -1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -460,6 +515,7 @@ int main(void)
 	    cmocka_unit_test(test_large),
 	    cmocka_unit_test(test_interleaved_sweep),
 	    cmocka_unit_test(test_interleaved_rules),
+	    cmocka_unit_test(test_slots_capped),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -12,8 +12,9 @@ if ! [ -x "$NVCC" ]; then
 	echo "skip: no nvcc at $NVCC (set CUDA_HOME): the CUDA code is not built here"
 	exit 77
 fi
-# a make of its own: none of the calling make's settings (make asan's SAN=1 leaves CUDA out)
-env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -s --no-print-directory \
+# a make of its own: none of the calling make's settings, which reach here through MAKEFLAGS
+# and the environment (make asan's SAN=1 leaves CUDA out)
+env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL -u SAN -u CFLAGS -u WITH_CUDA make -s --no-print-directory \
 	-j "$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)" \
 	BUILD="$BUILD/arch-check" CUDA_ALT_ARCH=80 cuda-arch 2>&1 ||
 	{ echo "FAIL: the CUDA code does not build for sm_80 (A100); see the errors above"; exit 1; }

@@ -195,6 +195,10 @@ static int open_log(struct lb_trainlog *lg, const struct lb_train_opts *o,
 	info.backend = "cpu";
 	info.world_size = lb_layout_world(&o->layout);
 	info.pipeline_schedule = lb_sched_name(lb_schedule_effective(&o->layout, o->schedule));
+	info.has_optimizer = 1;
+	info.lr = o->lr;
+	info.weight_decay = o->weight_decay;
+	info.clip = o->clip;
 	if (dev && dev->sm_count > 0) {
 		info.gpu = dev->name;
 		info.backend = "cuda";

@@ -140,6 +140,10 @@ int lb_trainlog_open(struct lb_trainlog *lg, const char *run_dir, const struct l
 		lb_strbuf_adds(&sb, ",\"pipeline_schedule\":");
 		lb_strbuf_add_json(&sb, info->pipeline_schedule);
 	}
+	if (info->has_optimizer)
+		lb_strbuf_addf(&sb,
+			       ",\"optimizer\":{\"lr\":%.9g,\"weight_decay\":%.9g,\"clip\":%.9g}",
+			       info->lr, info->weight_decay, info->clip);
 	lb_strbuf_addf(&sb,
 		       ",\"params\":%lld,\"tokens_per_step\":%lld,\"flops_per_step\":%.17g,"
 		       "\"hw_flops_per_step\":%.17g,\"gpu\":",

@@ -43,6 +43,8 @@ struct lb_runinfo {
 	const struct lb_device_info *device; /* the GPU's facts (harness/ops.h); NULL: none */
 	const char *pipeline_schedule;	     /* the schedule run ("1f1b", "gpipe", "interleaved");
 						NULL: not written */
+	int has_optimizer; /* 1: write "optimizer" with the three below */
+	double lr, weight_decay, clip;
 };
 
 /* Phase times of a step, seconds; < 0: not known (omitted). */

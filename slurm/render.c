@@ -246,14 +246,23 @@ static int add_flags(struct lb_strbuf *sb, const struct plan_entry *e, char *err
 	return 0;
 }
 
-/* The cluster's trainer flags: --device, and --peak-tflops for a GPU the peak table
- * lacks. */
-static void add_device_flags(struct lb_strbuf *sb, const struct sweep_cluster *c)
+/* The sweep's trainer flags beside the layout's: the cluster's --device, and
+ * --peak-tflops for a GPU the peak table lacks; the optimizer settings the spec's run
+ * gives (--lr, --weight-decay, --clip). */
+static void add_device_flags(struct lb_strbuf *sb, const struct sweep_plan *p)
 {
+	const struct sweep_cluster *c = &p->cluster;
+
 	if (c->device[0])
 		lb_strbuf_addf(sb, " --device %s", c->device);
 	if (c->peak_tflops > 0)
 		lb_strbuf_addf(sb, " --peak-tflops %.9g", c->peak_tflops);
+	if (p->optim.given & SWEEP_OPTIM_LR)
+		lb_strbuf_addf(sb, " --lr %.9g", p->optim.lr);
+	if (p->optim.given & SWEEP_OPTIM_WD)
+		lb_strbuf_addf(sb, " --weight-decay %.9g", p->optim.weight_decay);
+	if (p->optim.given & SWEEP_OPTIM_CLIP)
+		lb_strbuf_addf(sb, " --clip %.9g", p->optim.clip);
 }
 
 static int render_script(const struct sweep_plan *p, const struct slurm_render_opts *o,
@@ -364,7 +373,7 @@ static int render_script(const struct sweep_plan *p, const struct slurm_render_o
 	 * hand on a host without Slurm (bash a0.sbatch) lets the trainer start its own */
 	lb_strbuf_adds(&sb, "if [ -n \"${LB_SRUN:-}\" ] || [ -n \"${SLURM_JOB_ID:-}\" ]; then\n   "
 			    "\"${LB_SRUN:-srun}\" --kill-on-bad-exit=1 \"$train\" \"$@\"");
-	add_device_flags(&sb, c);
+	add_device_flags(&sb, p);
 	lb_strbuf_adds(&sb, " --run-dir \"$run_dir\"\n   rc=$?\n");
 	if (a->nodes > 1) {
 		lb_strbuf_addf(&sb,
@@ -376,7 +385,7 @@ static int render_script(const struct sweep_plan *p, const struct slurm_render_o
 			       "else # no Slurm: this host runs the %d rank(s)\n   "
 			       "\"$train\" \"$@\" --nproc-per-node %d",
 			       a->ntasks_per_node, a->ntasks_per_node);
-		add_device_flags(&sb, c);
+		add_device_flags(&sb, p);
 		lb_strbuf_adds(&sb, " --run-dir \"$run_dir\"\n   rc=$?\n");
 	}
 	lb_strbuf_adds(&sb, "fi\n"

@@ -1161,13 +1161,42 @@ static int parse_cluster(struct ctx *c, const cJSON *obj)
 
 static int parse_run(struct ctx *c, const cJSON *obj)
 {
-	static const char *const keys[] = {"steps", "warmup", "seed", NULL};
+	static const char *const keys[] = {"steps",	   "warmup", "seed", "lr",
+					   "weight_decay", "clip",   NULL};
+	static const struct {
+		const char *key, *want;
+		double max;
+		size_t off;
+		unsigned bit;
+	} optim[] = {
+	    {"lr", "a learning rate >= 0 (e.g. 1e-4)", 1e6, offsetof(struct sweep_optim, lr),
+	     SWEEP_OPTIM_LR},
+	    {"weight_decay", "a weight decay >= 0 (the trainer's default is 0.1)", 1e6,
+	     offsetof(struct sweep_optim, weight_decay), SWEEP_OPTIM_WD},
+	    {"clip", "a gradient-norm clip >= 0 (0 turns it off)", 1e6,
+	     offsetof(struct sweep_optim, clip), SWEEP_OPTIM_CLIP},
+	};
 	struct sweep_spec *s = c->spec;
 	const cJSON *v;
 	long long x;
 
 	if (want_object(c, obj, "run") || check_keys(c, obj, "run", keys, NULL))
 		return -1;
+	for (size_t i = 0; i < sizeof(optim) / sizeof(optim[0]); i++) {
+		char got[64], path[64];
+
+		if (!(v = cJSON_GetObjectItemCaseSensitive(obj, optim[i].key)))
+			continue;
+		snprintf(path, sizeof(path), "run.%s", optim[i].key);
+		if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || v->valuedouble < 0 ||
+		    v->valuedouble > optim[i].max) {
+			show(v, got, sizeof(got));
+			return fail(c, path, "expected %s, at most %g, got %s", optim[i].want,
+				    optim[i].max, got);
+		}
+		*(double *)((char *)&s->optim + optim[i].off) = v->valuedouble;
+		s->optim.given |= optim[i].bit;
+	}
 	if ((v = cJSON_GetObjectItemCaseSensitive(obj, "steps"))) {
 		if (get_int(c, v, "run.steps", 1, 1000000000, "a positive integer", &x))
 			return -1;

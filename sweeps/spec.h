@@ -105,6 +105,7 @@ struct sweep_spec {
 	int nsplits;
 	int steps, warmup;
 	unsigned long long seed;
+	struct sweep_optim optim; /* run.lr, run.weight_decay, run.clip */
 	double step_time_guess_s;
 	struct sweep_cluster cluster;
 };

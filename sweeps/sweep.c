@@ -711,6 +711,7 @@ int sweep_plan_text_opts(const char *path, const char *text, size_t len,
 	snprintf(out->name, sizeof(out->name), "%s", spec.name);
 	snprintf(out->description, sizeof(out->description), "%s", spec.description);
 	out->step_time_guess_s = spec.step_time_guess_s;
+	out->optim = spec.optim;
 	out->cluster = spec.cluster; /* the plan takes the cluster's heap parts */
 	memset(&spec.cluster, 0, sizeof(spec.cluster));
 	rc = 0;

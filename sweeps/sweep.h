@@ -53,9 +53,20 @@ struct sweep_cluster {
 				 (--gres=gpu:TYPE:N) */
 };
 
+/* The trainer's optimizer settings a sweep asks for (spec "run": lr, weight_decay, clip),
+ * given to every task as --lr, --weight-decay, --clip; a setting whose bit is not in
+ * `given` is left to the trainer's default (a zeroed struct gives none). Not part of the
+ * layout id: they change the losses, not the work of a step. */
+enum { SWEEP_OPTIM_LR = 1, SWEEP_OPTIM_WD = 2, SWEEP_OPTIM_CLIP = 4 };
+struct sweep_optim {
+	double lr, weight_decay, clip;
+	unsigned given; /* SWEEP_OPTIM_* bits */
+};
+
 struct sweep_plan {
 	char name[LB_NAME_MAX];
 	struct sweep_cluster cluster;
+	struct sweep_optim optim;
 	double step_time_guess_s;   /* 0 = none given */
 	struct plan_entry *entries; /* every grid point, in expansion order */
 	size_t n_entries;

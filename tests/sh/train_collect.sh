@@ -3,7 +3,8 @@
 # run directory, `layoutbench collect` it, and find the run in `report --figure best`;
 # a peak given with --peak-tflops is recorded and gives MFU; a pipeline of two stages with
 # an explicit split and two virtual stages each is collected under its own layout id,
-# with no warning.
+# with no warning; a spec's run.lr and run.clip reach the trainer through its job script
+# and the run log's header.
 BUILD=${BUILD:-build}
 LB="$(pwd)/$BUILD/layoutbench"
 TRAIN="$(pwd)/$BUILD/layoutbench-train"
@@ -38,6 +39,21 @@ grep -q '"peak_tflops":0.5,' "$tmp"/peak/run-*.jsonl || { echo "FAIL: the run lo
 got=$("$LB" sql --db "$tmp/r.db" --format csv \
 	"SELECT peak_tflops, mfu > 0 FROM run_summary WHERE sweep = 'train-peak'" | tail -n 1)
 [ "$got" = "0.5,1" ] || { echo "FAIL: with --peak-tflops 0.5, run_summary has '$got'"; fail=1; }
+
+# a spec's optimizer settings (run.lr, run.clip) reach the trainer through the job script
+# (run by hand, without Slurm) and its run log's header says what it trained with; the
+# weight decay not given stays the trainer's default
+cat >"$tmp/optim.json" <<'EOF2'
+{"name": "optim", "model": "tiny", "fixed": {"seq_len": 32, "global_batch": 4, "micro_batch": 2},
+ "run": {"steps": 3, "warmup": 1, "lr": 0.0005, "clip": 0},
+ "cluster": {"device": "cpu", "gpus_per_node": 1}}
+EOF2
+LAYOUTBENCH_RUNS="$tmp/lbruns" "$LB" plan "$tmp/optim.json" --render "$tmp/optim" >/dev/null 2>&1 ||
+	{ echo "FAIL: plan --render of a spec with run.lr"; fail=1; }
+LAYOUTBENCH_TRAIN="$TRAIN" SLURM_ARRAY_TASK_ID=0 bash "$tmp/optim/a0.sbatch" >"$tmp/optim.out" 2>&1 ||
+	{ cat "$tmp/optim.out"; echo "FAIL: the job script with run.lr exited $?"; fail=1; }
+head -n 1 "$tmp"/lbruns/optim/*/run-*.jsonl | grep -q '"optimizer":{"lr":0.0005,"weight_decay":0.1,"clip":0}' ||
+	{ head -c 600 "$tmp"/lbruns/optim/*/run-*.jsonl; echo "FAIL: the run log does not carry run.lr and run.clip"; fail=1; }
 got=$("$LB" sql --db "$tmp/r.db" --format csv \
 	"SELECT mfu IS NULL FROM run_summary WHERE sweep = 'train-collect'" | tail -n 1)
 [ "$got" = 1 ] || { echo "FAIL: without a peak the CPU run's MFU is '$got', want NULL"; fail=1; }

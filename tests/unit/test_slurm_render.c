@@ -131,6 +131,36 @@ static void test_grouping(void **state)
 	sweep_plan_free(&p);
 }
 
+/* The spec's optimizer settings reach the trainer in both branches of a script (srun and
+ * by hand); settings not given are left out, so the trainer keeps its defaults. */
+static void test_optim_flags(void **state)
+{
+	struct sweep_plan p;
+	struct slurm_batch b;
+	char err[256];
+	const char *s, *hit;
+	int n = 0;
+	(void)state;
+
+	make_plan(&p, 2, 1);
+	assert_int_equal(slurm_render_batch(&p, NULL, 0, &opts, &b, err, sizeof(err)), 0);
+	assert_null(strstr(b.arrays[0].script, "--lr"));
+	assert_null(strstr(b.arrays[0].script, "--clip"));
+	slurm_batch_free(&b);
+	p.optim.lr = 1e-4;
+	p.optim.weight_decay = 0.25;
+	p.optim.clip = 0;
+	p.optim.given = SWEEP_OPTIM_LR | SWEEP_OPTIM_CLIP;
+	assert_int_equal(slurm_render_batch(&p, NULL, 0, &opts, &b, err, sizeof(err)), 0);
+	s = b.arrays[0].script;
+	for (hit = s; (hit = strstr(hit, " --lr 0.0001 --clip 0 --run-dir ")); hit++)
+		n++;
+	assert_int_equal(n, 2);
+	assert_null(strstr(s, "--weight-decay"));
+	slurm_batch_free(&b);
+	sweep_plan_free(&p);
+}
+
 static void test_split_and_throttle(void **state)
 {
 	struct sweep_plan p;
@@ -432,7 +462,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_quote),	  cmocka_unit_test(test_safe),
-	    cmocka_unit_test(test_grouping),	  cmocka_unit_test(test_split_and_throttle),
+	    cmocka_unit_test(test_grouping),
+	    cmocka_unit_test(test_optim_flags),	  cmocka_unit_test(test_split_and_throttle),
 	    cmocka_unit_test(test_hostile),	  cmocka_unit_test(test_spec_nvls),
 	    cmocka_unit_test(test_classify),	  cmocka_unit_test(test_env_secrets),
 	    cmocka_unit_test(test_cpus_per_task), cmocka_unit_test(test_gpu_request),

@@ -116,6 +116,26 @@ static void test_values(void **state)
 	bad("{" H ", \"run\": {\"steps\": 0}}", "run.steps: expected a positive integer, got 0");
 	bad("{" H ", \"run\": {\"warmup\": -1}}", "run.warmup: expected a non-negative integer");
 	bad("{" H ", \"run\": {\"seeds\": 1}}", "run.seeds: unknown key 'seeds'");
+	/* the optimizer settings the job scripts pass to the trainer */
+	bad("{" H ", \"run\": {\"lr\": -0.001}}",
+	    "run.lr: expected a learning rate >= 0 (e.g. 1e-4), at most 1e+06, got -0.001");
+	bad("{" H ", \"run\": {\"lr\": \"1e-4\"}}", "run.lr: expected a learning rate >= 0");
+	bad("{" H ", \"run\": {\"weight_decay\": -1}}", "run.weight_decay: expected a weight decay");
+	bad("{" H ", \"run\": {\"clip\": 1e7}}", "run.clip: expected a gradient-norm clip >= 0");
+	{
+		struct sweep_plan p;
+		char err[512];
+		const char *t = "{" H ", \"run\": {\"lr\": 1e-4, \"clip\": 0}}";
+
+		assert_int_equal(sweep_plan_text("x.json", t, strlen(t), &p, err, sizeof(err)), 0);
+		assert_int_equal(p.optim.given, SWEEP_OPTIM_LR | SWEEP_OPTIM_CLIP);
+		assert_true(p.optim.lr == 1e-4 && p.optim.clip == 0);
+		sweep_plan_free(&p);
+		t = "{" H "}";
+		assert_int_equal(sweep_plan_text("x.json", t, strlen(t), &p, err, sizeof(err)), 0);
+		assert_int_equal(p.optim.given, 0);
+		sweep_plan_free(&p);
+	}
 	good("{" H ", \"fixed\": {\"sequence_parallel\": true, \"tied\": false, \"tp\": 2}}");
 	/* the pipeline's shape: model chunks per stage, an explicit split */
 	bad("{" H ", \"grid\": {\"virtual_stages\": [2, 0]}}",

@@ -546,15 +546,26 @@ enum lb_sched_kind lb_schedule_effective(const struct lb_layout *l, enum lb_sche
 	return asked;
 }
 
-int lb_schedule_for_layout(const struct lb_layout *l, enum lb_sched_kind asked, int stage,
-			   struct lb_schedule *out, char *err, size_t errlen)
+/* The micro-batches per step of layout l (its accumulation steps), or -1 with err set. */
+static int layout_micro(const struct lb_layout *l, char *err, size_t errlen)
 {
 	int accum = lb_layout_accum_steps(l);
 
 	if (accum < 1) {
-		memset(out, 0, sizeof(*out));
 		snprintf(err, errlen, "global_batch=%d is not divisible by micro_batch*dp=%lld",
 			 l->global_batch, (long long)l->micro_batch * l->dp);
+		return -1;
+	}
+	return accum;
+}
+
+int lb_schedule_for_layout(const struct lb_layout *l, enum lb_sched_kind asked, int stage,
+			   struct lb_schedule *out, char *err, size_t errlen)
+{
+	int accum = layout_micro(l, err, errlen);
+
+	if (accum < 0) {
+		memset(out, 0, sizeof(*out));
 		return -1;
 	}
 	return lb_schedule_build(lb_schedule_effective(l, asked), l->pp, lb_layout_chunks(l), stage,
@@ -583,13 +594,10 @@ int lb_schedule_slots(enum lb_sched_kind kind, int pp, int chunks, int stage, in
 int lb_schedule_slots_for_layout(const struct lb_layout *l, enum lb_sched_kind asked, int stage,
 				 int n_slots[LB_MAX_VIRTUAL_STAGES], char *err, size_t errlen)
 {
-	int accum = lb_layout_accum_steps(l);
+	int accum = layout_micro(l, err, errlen);
 
-	if (accum < 1) {
-		snprintf(err, errlen, "global_batch=%d is not divisible by micro_batch*dp=%lld",
-			 l->global_batch, (long long)l->micro_batch * l->dp);
+	if (accum < 0)
 		return -1;
-	}
 	return lb_schedule_slots(lb_schedule_effective(l, asked), l->pp, lb_layout_chunks(l), stage,
 				 accum, n_slots, err, errlen);
 }

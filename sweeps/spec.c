@@ -1159,44 +1159,43 @@ static int parse_cluster(struct ctx *c, const cJSON *obj)
 	return check_gpu_extra(c, cl);
 }
 
+/* run.KEY, an optimizer setting, when given: a number from 0 to 1e6 into *out, and its
+ * bit into the spec's optim.given. */
+static int get_optim(struct ctx *c, const cJSON *obj, const char *key, const char *want,
+		     unsigned bit, double *out)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+	char got[64], path[64];
+
+	if (!v)
+		return 0;
+	if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || v->valuedouble < 0 ||
+	    v->valuedouble > 1e6) {
+		show(v, got, sizeof(got));
+		snprintf(path, sizeof(path), "run.%s", key);
+		return fail(c, path, "expected %s, at most 1e+06, got %s", want, got);
+	}
+	*out = v->valuedouble;
+	c->spec->optim.given |= bit;
+	return 0;
+}
+
 static int parse_run(struct ctx *c, const cJSON *obj)
 {
 	static const char *const keys[] = {"steps",	   "warmup", "seed", "lr",
 					   "weight_decay", "clip",   NULL};
-	static const struct {
-		const char *key, *want;
-		double max;
-		size_t off;
-		unsigned bit;
-	} optim[] = {
-	    {"lr", "a learning rate >= 0 (e.g. 1e-4)", 1e6, offsetof(struct sweep_optim, lr),
-	     SWEEP_OPTIM_LR},
-	    {"weight_decay", "a weight decay >= 0 (the trainer's default is 0.1)", 1e6,
-	     offsetof(struct sweep_optim, weight_decay), SWEEP_OPTIM_WD},
-	    {"clip", "a gradient-norm clip >= 0 (0 turns it off)", 1e6,
-	     offsetof(struct sweep_optim, clip), SWEEP_OPTIM_CLIP},
-	};
 	struct sweep_spec *s = c->spec;
+	struct sweep_optim *o = &s->optim;
 	const cJSON *v;
 	long long x;
 
-	if (want_object(c, obj, "run") || check_keys(c, obj, "run", keys, NULL))
+	if (want_object(c, obj, "run") || check_keys(c, obj, "run", keys, NULL) ||
+	    get_optim(c, obj, "lr", "a learning rate >= 0 (e.g. 1e-4)", SWEEP_OPTIM_LR, &o->lr) ||
+	    get_optim(c, obj, "weight_decay", "a weight decay >= 0 (the trainer's default is 0.1)",
+		      SWEEP_OPTIM_WD, &o->weight_decay) ||
+	    get_optim(c, obj, "clip", "a gradient-norm clip >= 0 (0 turns it off)",
+		      SWEEP_OPTIM_CLIP, &o->clip))
 		return -1;
-	for (size_t i = 0; i < sizeof(optim) / sizeof(optim[0]); i++) {
-		char got[64], path[64];
-
-		if (!(v = cJSON_GetObjectItemCaseSensitive(obj, optim[i].key)))
-			continue;
-		snprintf(path, sizeof(path), "run.%s", optim[i].key);
-		if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || v->valuedouble < 0 ||
-		    v->valuedouble > optim[i].max) {
-			show(v, got, sizeof(got));
-			return fail(c, path, "expected %s, at most %g, got %s", optim[i].want,
-				    optim[i].max, got);
-		}
-		*(double *)((char *)&s->optim + optim[i].off) = v->valuedouble;
-		s->optim.given |= optim[i].bit;
-	}
 	if ((v = cJSON_GetObjectItemCaseSensitive(obj, "steps"))) {
 		if (get_int(c, v, "run.steps", 1, 1000000000, "a positive integer", &x))
 			return -1;

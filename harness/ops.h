@@ -96,6 +96,12 @@ struct lb_ops {
 	void (*set_mem_limit)(uint64_t bytes);
 	void (*mem_stats)(uint64_t *live, uint64_t *peak);
 	void (*reset_peak)(void);
+	/* The device's own reading, beside the allocator's count: the most device memory seen
+	 * in use (total - free, as cudaMemGetInfo and nvidia-smi report it: this process's
+	 * buffers, its CUDA context, library workspaces and lazily loaded kernels, and any
+	 * other process on the device) since reset_peak, sampled after every allocation and
+	 * at each call. Optional: NULL where the device reports nothing (the CPU). */
+	uint64_t (*device_mem_peak)(void);
 
 	/* --- ordering and time --- */
 	/* The stream handle given to comm calls (NULL on the CPU). */

@@ -283,7 +283,7 @@ static int rank_main(const struct lb_rank_env *env, void *arg)
 	struct lb_groups g;
 	struct lb_trainer *t = NULL;
 	struct sigaction sa;
-	uint64_t *peaks = NULL;
+	uint64_t *peaks = NULL, *counted = NULL, *dev_peaks = NULL, mine[2];
 	char err[1024], msg[1400], cls[32];
 	double flops = lb_flops_per_step(l);
 	int64_t tokens = (int64_t)l->global_batch * l->seq_len;
@@ -374,7 +374,9 @@ static int rank_main(const struct lb_rank_env *env, void *arg)
 #endif
 	}
 	t = calloc(1, sizeof(*t));
-	peaks = calloc((size_t)n, sizeof(*peaks));
+	peaks = calloc((size_t)n * 4, sizeof(*peaks));
+	counted = peaks ? peaks + 2 * n : NULL;
+	dev_peaks = peaks ? peaks + 3 * n : NULL;
 	if (!t || !peaks) {
 		code = rank_fail(x, lg, world, rank, 1, "oom", rank, "out of host memory");
 		goto out;
@@ -405,18 +407,28 @@ static int rank_main(const struct lb_rank_env *env, void *arg)
 		}
 		dt = lb_now_s() - t0;
 		ops->mem_stats(NULL, &peak);
-		peaks[0] = peak;
-		if (world) { /* each rank's peak, as two 32-bit words */
-			rc = world->ops->all_gather(world, &peak, peaks, 2, LB_I32, NULL);
-			if (rc) {
-				comm_failure(world, lb_comm_rc_status(rc), &culprit, cls,
-					     sizeof(cls), msg, sizeof(msg), "peak memory gather");
-				code = rank_fail(x, lg, world, rank, 0, cls, culprit, msg);
-				goto out;
-			}
+		/* each rank's two readings, the allocator's and the device's (a uint64 as two
+		 * 32-bit words each), gathered at once: rank r's at peaks[2r], peaks[2r + 1] */
+		mine[0] = peak;
+		mine[1] = ops->device_mem_peak ? ops->device_mem_peak() : 0;
+		rc = 0;
+		if (world)
+			rc = world->ops->all_gather(world, mine, peaks, 4, LB_I32, NULL);
+		else
+			memcpy(peaks, mine, sizeof(mine));
+		if (rc) {
+			comm_failure(world, lb_comm_rc_status(rc), &culprit, cls, sizeof(cls), msg,
+				     sizeof(msg), "peak memory gather");
+			code = rank_fail(x, lg, world, rank, 0, cls, culprit, msg);
+			goto out;
+		}
+		for (int r = 0; r < n; r++) {
+			counted[r] = peaks[2 * r];
+			dev_peaks[r] = peaks[2 * r + 1];
 		}
 		if (rank == 0)
-			lb_trainlog_step_ranks(lg, step, step < l->warmup, dt, tokens, loss, peaks,
+			lb_trainlog_step_ranks(lg, step, step < l->warmup, dt, tokens, loss, counted,
+					       ops->device_mem_peak ? dev_peaks : NULL,
 					       world ? n : -1, &t->phases);
 		if (!isfinite(loss)) { /* every rank sees the same summed loss */
 			snprintf(msg, sizeof(msg), "loss is %s at step %d (lower --lr or --clip)",

@@ -222,7 +222,8 @@ int lb_trainlog_open(struct lb_trainlog *lg, const char *run_dir, const struct l
 void lb_trainlog_step(struct lb_trainlog *lg, int step, int warmup, double time_s, int64_t tokens,
 		      double loss, uint64_t peak_mem_bytes, const struct lb_phases *ph)
 {
-	lb_trainlog_step_ranks(lg, step, warmup, time_s, tokens, loss, &peak_mem_bytes, -1, ph);
+	lb_trainlog_step_ranks(lg, step, warmup, time_s, tokens, loss, &peak_mem_bytes, NULL, -1,
+			       ph);
 }
 
 int lb_trainlog_append(struct lb_trainlog *lg, const char *path)
@@ -233,19 +234,37 @@ int lb_trainlog_append(struct lb_trainlog *lg, const char *path)
 	return lg->f ? 0 : -1;
 }
 
-/* n_ranks < 0: rank_peak is the single peak_mem_bytes, no per-rank array. */
+/* The largest of n entries (one when n < 0). */
+static uint64_t max_of(const uint64_t *v, int n)
+{
+	uint64_t m = 0;
+
+	for (int i = 0; i < (n < 0 ? 1 : n); i++)
+		if (v[i] > m)
+			m = v[i];
+	return m;
+}
+
+/* ,"key":[a,b,...] */
+static void add_u64_array(struct lb_strbuf *sb, const char *key, const uint64_t *v, int n)
+{
+	lb_strbuf_addf(sb, ",\"%s\":[", key);
+	for (int i = 0; i < n; i++)
+		lb_strbuf_addf(sb, "%s%llu", i ? "," : "", (unsigned long long)v[i]);
+	lb_strbuf_adds(sb, "]");
+}
+
+/* n_ranks < 0: rank_peak (and rank_dev_peak) hold one entry, no per-rank arrays. */
 void lb_trainlog_step_ranks(struct lb_trainlog *lg, int step, int warmup, double time_s,
-			    int64_t tokens, double loss, const uint64_t *rank_peak, int n_ranks,
-			    const struct lb_phases *ph)
+			    int64_t tokens, double loss, const uint64_t *rank_peak,
+			    const uint64_t *rank_dev_peak, int n_ranks, const struct lb_phases *ph)
 {
 	struct lb_strbuf sb = LB_STRBUF_INIT;
-	uint64_t peak_mem_bytes = 0;
+	uint64_t peak_mem_bytes;
 
 	if (!lg || !lg->f)
 		return;
-	for (int i = 0; i < (n_ranks < 0 ? 1 : n_ranks); i++)
-		if (rank_peak[i] > peak_mem_bytes)
-			peak_mem_bytes = rank_peak[i];
+	peak_mem_bytes = max_of(rank_peak, n_ranks);
 	lb_strbuf_addf(&sb,
 		       "{\"type\":\"step\",\"step\":%d,\"warmup\":%s,\"time_s\":%.9g,"
 		       "\"tokens\":%lld,\"loss\":",
@@ -255,12 +274,13 @@ void lb_trainlog_step_ranks(struct lb_trainlog *lg, int step, int warmup, double
 	else
 		lb_strbuf_adds(&sb, "null"); /* diverged: JSON has no NaN */
 	lb_strbuf_addf(&sb, ",\"peak_mem_bytes\":%llu", (unsigned long long)peak_mem_bytes);
-	if (n_ranks > 0) {
-		lb_strbuf_adds(&sb, ",\"rank_peak_mem_bytes\":[");
-		for (int i = 0; i < n_ranks; i++)
-			lb_strbuf_addf(&sb, "%s%llu", i ? "," : "",
-				       (unsigned long long)rank_peak[i]);
-		lb_strbuf_adds(&sb, "]");
+	if (n_ranks > 0)
+		add_u64_array(&sb, "rank_peak_mem_bytes", rank_peak, n_ranks);
+	if (rank_dev_peak) {
+		lb_strbuf_addf(&sb, ",\"device_peak_mem_bytes\":%llu",
+			       (unsigned long long)max_of(rank_dev_peak, n_ranks));
+		if (n_ranks > 0)
+			add_u64_array(&sb, "rank_device_peak_mem_bytes", rank_dev_peak, n_ranks);
 	}
 	if (ph) {
 		const char *names[] = {"forward_s", "backward_s", "optimizer_s", "comm_exposed_s",

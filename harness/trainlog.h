@@ -59,10 +59,13 @@ int lb_trainlog_open(struct lb_trainlog *lg, const char *run_dir, const struct l
 void lb_trainlog_step(struct lb_trainlog *lg, int step, int warmup, double time_s, int64_t tokens,
 		      double loss, uint64_t peak_mem_bytes, const struct lb_phases *ph);
 /* The same with each rank's peak memory (n_ranks entries, world rank order) written as
- * rank_peak_mem_bytes; peak_mem_bytes is their maximum. */
+ * rank_peak_mem_bytes; peak_mem_bytes is their maximum. rank_dev_peak (NULL: the device
+ * reports none) holds each rank's device reading (lb_ops.device_mem_peak), written as
+ * device_peak_mem_bytes (their maximum) and rank_device_peak_mem_bytes. n_ranks < 0: one
+ * entry in each, and no per-rank arrays. */
 void lb_trainlog_step_ranks(struct lb_trainlog *lg, int step, int warmup, double time_s,
-			    int64_t tokens, double loss, const uint64_t *rank_peak, int n_ranks,
-			    const struct lb_phases *ph);
+			    int64_t tokens, double loss, const uint64_t *rank_peak,
+			    const uint64_t *rank_dev_peak, int n_ranks, const struct lb_phases *ph);
 /* Open an existing log at path for appending (the end record of a run whose rank 0 is
  * gone: written by the launcher, or by rank 1 under srun). 0, or -1 with errno. */
 int lb_trainlog_append(struct lb_trainlog *lg, const char *path);

@@ -86,6 +86,7 @@ static struct {
 	size_t used; /* live plus tombstone slots */
 	size_t count;
 	uint64_t limit, live, peak;
+	uint64_t dev_peak; /* the device's used memory, most seen since reset_peak (bytes) */
 } mem;
 
 static size_t mem_hash(const void *p, size_t cap)
@@ -148,6 +149,8 @@ static struct mem_slot *mem_find(const void *p)
 }
 
 /* bytes of zero-filled device memory (the fill is enqueued on lbc_stream), or NULL. */
+static void mem_sample_device(void);
+
 static void *mem_alloc_bytes(size_t bytes)
 {
 	void *p = NULL;
@@ -167,6 +170,7 @@ static void *mem_alloc_bytes(size_t bytes)
 	mem.live += bytes;
 	if (mem.live > mem.peak)
 		mem.peak = mem.live;
+	mem_sample_device();
 	return p;
 }
 
@@ -232,6 +236,28 @@ static void cuda_mem_stats(uint64_t *live, uint64_t *peak)
 static void cuda_reset_peak(void)
 {
 	mem.peak = mem.live;
+	mem.dev_peak = 0;
+	mem_sample_device();
+}
+
+/* The device's used memory now (total - free), folded into dev_peak. cudaMemGetInfo
+ * neither synchronizes nor enqueues work; a failure leaves the reading as it was. */
+static void mem_sample_device(void)
+{
+	size_t free_b = 0, total_b = 0;
+
+	if (cudaMemGetInfo(&free_b, &total_b) != cudaSuccess) {
+		cudaGetLastError();
+		return;
+	}
+	if (total_b >= free_b && total_b - free_b > mem.dev_peak)
+		mem.dev_peak = total_b - free_b;
+}
+
+static uint64_t cuda_device_mem_peak(void)
+{
+	mem_sample_device();
+	return mem.dev_peak;
 }
 
 /* ------------------------------------------------------------------------------------------
@@ -1433,6 +1459,7 @@ static struct lb_ops cuda_table(void)
 	t.set_mem_limit = cuda_set_mem_limit;
 	t.mem_stats = cuda_mem_stats;
 	t.reset_peak = cuda_reset_peak;
+	t.device_mem_peak = cuda_device_mem_peak;
 
 	t.stream = cuda_stream;
 	t.sync = cuda_sync;

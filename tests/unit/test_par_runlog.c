@@ -42,6 +42,7 @@ static void test_rank_peaks_and_phases_parse(void **state)
 	struct lb_trainlog lg, app;
 	struct lb_phases ph = {0.1, 0.2, 0.05, 0.03, 0.01};
 	uint64_t peaks[4] = {1000, 4000, 3000, 2000};
+	uint64_t dev[4] = {9000, 8000, 9500, 7000}; /* the device's own readings */
 	struct runlog_record rec;
 	char err[256], path[4096], lines[4][4096];
 
@@ -55,7 +56,8 @@ static void test_rank_peaks_and_phases_parse(void **state)
 	info.backend = "cpu";
 	info.world_size = 4;
 	assert_int_equal(lb_trainlog_open(&lg, dir, &info, err, sizeof(err)), 0);
-	lb_trainlog_step_ranks(&lg, 0, 0, 0.5, 1024, 5.5, peaks, 4, &ph);
+	lb_trainlog_step_ranks(&lg, 0, 0, 0.5, 1024, 5.5, peaks, NULL, 4, &ph);
+	lb_trainlog_step_ranks(&lg, 1, 0, 0.5, 1024, 5.4, peaks, dev, 4, &ph);
 	snprintf(path, sizeof(path), "%s", lg.path);
 	lb_trainlog_close(&lg);
 	/* a failed run's end record, appended by another process */
@@ -63,7 +65,11 @@ static void test_rank_peaks_and_phases_parse(void **state)
 	lb_trainlog_end(&app, "oom", "out of memory", 3, LB_EXIT_OOM);
 	lb_trainlog_close(&app);
 
-	assert_int_equal(read_lines(path, lines, 4), 3);
+	assert_int_equal(read_lines(path, lines, 4), 4);
+	/* no device reading: no device keys; with one, the most loaded rank and each rank's */
+	assert_null(strstr(lines[1], "device_peak_mem_bytes"));
+	assert_non_null(strstr(lines[2], ",\"device_peak_mem_bytes\":9500,"));
+	assert_non_null(strstr(lines[2], "\"rank_device_peak_mem_bytes\":[9000,8000,9500,7000]"));
 	assert_int_equal(runlog_parse_line(lines[0], strlen(lines[0]), &rec, err, sizeof(err)), 0);
 	assert_int_equal(rec.header.world_size, 4);
 	runlog_record_release(&rec);
@@ -75,7 +81,7 @@ static void test_rank_peaks_and_phases_parse(void **state)
 	assert_true(fabs(rec.step.comm_exposed_s - 0.03) < 1e-12);
 	assert_true(fabs(rec.step.bubble_s - 0.01) < 1e-12);
 	runlog_record_release(&rec);
-	assert_int_equal(runlog_parse_line(lines[2], strlen(lines[2]), &rec, err, sizeof(err)), 0);
+	assert_int_equal(runlog_parse_line(lines[3], strlen(lines[3]), &rec, err, sizeof(err)), 0);
 	assert_int_equal(rec.type, RUNLOG_END);
 	assert_int_equal(rec.end.ok, 0);
 	assert_string_equal(rec.end.failure_class, "oom");

@@ -92,19 +92,32 @@ struct collector {
 	struct stats_acc acc; /* one run's statistics, reused */
 };
 
+/* Format a message with what a terminal would act on made visible: run logs hold what
+ * anyone wrote (a run_uid, a sweep name, a value quoted in a fault). */
+static void vformat_visible(char *buf, size_t len, const char *fmt, va_list ap)
+{
+	struct lb_strbuf vis = LB_STRBUF_INIT;
+	char raw[2048];
+
+	vsnprintf(raw, sizeof(raw), fmt, ap);
+	lb_strbuf_add_visible(&vis, raw, strlen(raw), 0);
+	snprintf(buf, len, "%s", vis.failed ? raw : lb_strbuf_str(&vis));
+	lb_strbuf_release(&vis);
+}
+
 static void warn(struct collector *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void warn(struct collector *c, const char *fmt, ...)
 {
+	char msg[2048];
 	va_list ap;
 
 	c->st->warnings++;
 	if (c->st->quiet)
 		return;
-	fputs("warning: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vformat_visible(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
+	fprintf(stderr, "warning: %s\n", msg);
 }
 
 /* A refused file or a database failure: count, print, keep as the last error. */
@@ -116,7 +129,7 @@ static void fail(struct collector *c, const char *fmt, ...)
 	c->st->errors++;
 	c->failed = 1;
 	va_start(ap, fmt);
-	vsnprintf(c->err, c->errlen, fmt, ap);
+	vformat_visible(c->err, c->errlen, fmt, ap);
 	va_end(ap);
 	if (!c->st->quiet)
 		fprintf(stderr, "error: %s\n", c->err);

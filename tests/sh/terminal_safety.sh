@@ -1,7 +1,8 @@
 #!/bin/sh
 # What run logs and specs hold never acts on a terminal or breaks JSON: a run log's label
 # and message with escape sequences are shown as \xHH by `sql` (a table always; CSV on a
-# terminal, kept exact in a file) and by `report` on a terminal; a spec description with
+# terminal, kept exact in a file), by `report` on a terminal and in the collector's
+# warnings; a spec description with
 # bytes that are not UTF-8 gives valid JSON from `plan --format json` (\ufffd).
 BUILD=${BUILD:-build}
 LB="$BUILD/layoutbench"
@@ -21,11 +22,18 @@ sed -e 's/"job_id":"4242_3"}/"job_id":"4242_3","label":"\\u001b[2J\\u001b[31mred
 	"$ok" >"$tmp/run-evil.jsonl"
 grep -q 'u001b\[31mred' "$tmp/run-evil.jsonl" || { echo "FAIL: the test log was not made"; exit 1; }
 "$LB" collect --db "$tmp/r.db" "$tmp/run-evil.jsonl" >/dev/null 2>"$tmp/err" || { cat "$tmp/err"; echo "FAIL: collect"; exit 1; }
-raw=$("$LB" sql --db "$tmp/r.db" --format csv "SELECT label FROM runs" | tail -n 1)
+raw=$("$LB" sql --db "$tmp/r.db" --format csv "SELECT label FROM runs WHERE run_uid LIKE '%1001-ok'" | tail -n 1)
 case "$raw" in *"$esc[31m"*) ;; *) echo "FAIL: the label was not stored as written"; fail=1 ;; esac
 
+# the collector's warnings quote what a log holds: shown, not done
+sed 's/node1-1001-ok/node1-1002-ok/' "$ok" >"$tmp/run-evil2.jsonl"
+printf '%s\n' '{"type":"step","step":9,"warmup":false,"time_s":"\u001b[2Jx"}' >>"$tmp/run-evil2.jsonl"
+"$LB" collect --db "$tmp/r.db" "$tmp/run-evil2.jsonl" >/dev/null 2>"$tmp/err"
+grep -q "$esc" "$tmp/err" && { echo "FAIL: collect's warning holds a raw ESC"; fail=1; }
+grep -qF "'time_s': expected a number, got \"\x1b[2Jx\"" "$tmp/err" || { cat "$tmp/err"; echo "FAIL: collect's warning: value not shown"; fail=1; }
+
 # sql's table: escaped, whatever the output is
-"$LB" sql --db "$tmp/r.db" "SELECT label, message FROM runs" >"$tmp/table" 2>&1
+"$LB" sql --db "$tmp/r.db" "SELECT label, message FROM runs WHERE label IS NOT NULL" >"$tmp/table" 2>&1
 grep -q "$esc" "$tmp/table" && { echo "FAIL: sql's table holds a raw ESC"; od -c "$tmp/table" | head; fail=1; }
 grep -qF '\x1b[2J\x1b[31mred\x07' "$tmp/table" || { cat "$tmp/table"; echo "FAIL: sql's table: label not shown as \\x1b"; fail=1; }
 grep -qF '\x1b]0;owned\x07done' "$tmp/table" || { cat "$tmp/table"; echo "FAIL: sql's table: message not shown"; fail=1; }

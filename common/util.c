@@ -82,9 +82,10 @@ int lb_parse_double(const char *s, double min, double max, double *out)
 	return 0;
 }
 
-uint64_t lb_fnv1a64_more(uint64_t h, const void *data, size_t len)
+uint64_t lb_fnv1a64(const void *data, size_t len)
 {
 	const unsigned char *p = data;
+	uint64_t h = 14695981039346656037ULL;
 	size_t i;
 
 	for (i = 0; i < len; i++) {
@@ -92,11 +93,6 @@ uint64_t lb_fnv1a64_more(uint64_t h, const void *data, size_t len)
 		h *= 1099511628211ULL;
 	}
 	return h;
-}
-
-uint64_t lb_fnv1a64(const void *data, size_t len)
-{
-	return lb_fnv1a64_more(14695981039346656037ULL, data, len);
 }
 
 void lb_strbuf_init(struct lb_strbuf *sb)

@@ -61,8 +61,6 @@ double lb_now_s(void);
 
 /* 64-bit FNV-1a of len bytes, starting from the standard offset basis. */
 uint64_t lb_fnv1a64(const void *data, size_t len);
-/* FNV-1a continued from h (the hash of the bytes before): the hash of a file in pieces. */
-uint64_t lb_fnv1a64_more(uint64_t h, const void *data, size_t len);
 
 /* Growable NUL-terminated string. Initialise with LB_STRBUF_INIT or lb_strbuf_init;
  * release with lb_strbuf_release (which frees buf). On allocation failure the buffer

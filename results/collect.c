@@ -592,8 +592,8 @@ struct job {
 	struct item *items;	   /* parse output */
 	size_t n_items, cap_items; /* */
 	size_t consumed;	   /* offset after the last line read */
-	uint64_t hash_off;	   /* FNV-1a of buf[0, off) */
-	uint64_t hash_consumed;	   /* FNV-1a of buf[0, consumed) */
+	uint64_t hash_off;	   /* log_hash of buf[0, off) */
+	uint64_t hash_consumed;	   /* log_hash of buf[0, consumed) */
 	int oom;		   /* parse ran out of memory */
 };
 
@@ -713,6 +713,47 @@ out_done:
 	j->state = JOB_DONE;
 }
 
+/*
+ * runs.log_hash, the identity of a log's first n bytes: a 64-bit multiply-xorshift mix of
+ * its little-endian 8-byte words, then of the last n % 8 bytes as one word and of n. A
+ * word at a time (about a cycle a byte, where FNV-1a takes four) so that hashing every
+ * byte read costs little beside parsing it; the state over whole words continues from a
+ * prefix to a longer one, so one pass gives the hash of both. Not a cryptographic hash: it
+ * tells a copied or edited log from the one that was read, not an attacker who aims at a
+ * collision.
+ */
+#define HASH_SEED 0x9e3779b97f4a7c15ULL
+
+static uint64_t hash_mix(uint64_t h, uint64_t w)
+{
+	h = (h ^ w) * 0xff51afd7ed558ccdULL;
+	return h ^ (h >> 32);
+}
+
+static uint64_t load_le(const char *p, size_t n)
+{
+	uint64_t w = 0;
+
+	for (size_t i = 0; i < n; i++)
+		w |= (uint64_t)(unsigned char)p[i] << (8 * i);
+	return w;
+}
+
+/* The state after nwords more whole words from p. */
+static uint64_t hash_words(uint64_t h, const char *p, size_t nwords)
+{
+	for (size_t i = 0; i < nwords; i++)
+		h = hash_mix(h, load_le(p + 8 * i, 8));
+	return h;
+}
+
+/* The hash of buf[0, n) from the state over its n / 8 whole words. */
+static uint64_t hash_final(uint64_t h, const char *buf, size_t n)
+{
+	h = hash_mix(h, load_le(buf + n / 8 * 8, n % 8));
+	return hash_mix(h, (uint64_t)n);
+}
+
 /* Pure: the lines of j->buf from j->off into j->items, and the hashes of what was read
  * before them and up to the last complete line. */
 static void parse_job(struct job *j)
@@ -720,7 +761,8 @@ static void parse_job(struct job *j)
 	size_t pos;
 	int lineno = j->lineno0;
 
-	j->hash_off = lb_fnv1a64(j->buf, j->off);
+	uint64_t words = hash_words(HASH_SEED, j->buf, j->off / 8);
+	j->hash_off = hash_final(words, j->buf, j->off);
 	for (pos = j->off; pos < j->len;) {
 		const char *nl = memchr(j->buf + pos, '\n', j->len - pos);
 		size_t llen = nl ? (size_t)(nl - (j->buf + pos)) + 1 : j->len - pos;
@@ -762,7 +804,8 @@ static void parse_job(struct job *j)
 		pos += llen;
 	}
 	j->consumed = pos;
-	j->hash_consumed = lb_fnv1a64_more(j->hash_off, j->buf + j->off, pos - j->off);
+	words = hash_words(words, j->buf + j->off / 8 * 8, pos / 8 - j->off / 8);
+	j->hash_consumed = hash_final(words, j->buf, pos);
 }
 
 static void *parse_thread(void *arg)

@@ -76,6 +76,16 @@ if [ "$(id -u)" = 0 ] && mkdir "$tmp/tmpfs" && mount -t tmpfs -o size=256k tmpfs
 		fi
 	done
 	[ "$(ls "$mnt/rep")" = report.md ] || { ls "$mnt/rep"; echo "FAIL: tmpfs: files left behind"; fail=1; }
+	# the disk full to the last block: the markdown fails too, the one written stays
+	cp "$mnt/rep/report.md" "$tmp/report.md"
+	dd if=/dev/zero of="$mnt/filler2" bs=1k 2>/dev/null
+	"$LB" report --db "$db" --figure all --format md --out "$mnt/rep" >/dev/null 2>"$tmp/err"
+	rc=$?
+	expect_fail "tmpfs: full: md"
+	grep -q "^error: cannot write '$mnt/rep/report.md': No space left on device$" "$tmp/err" ||
+		{ cat "$tmp/err"; echo "FAIL: tmpfs: full: md: message"; fail=1; }
+	cmp -s "$tmp/report.md" "$mnt/rep/report.md" || { echo "FAIL: tmpfs: full: the older report.md changed"; fail=1; }
+	[ "$(ls "$mnt/rep")" = report.md ] || { ls "$mnt/rep"; echo "FAIL: tmpfs: full: files left behind"; fail=1; }
 	umount "$mnt" && mnt=""
 fi
 

@@ -1,8 +1,8 @@
 /*
  * Unit tests of the shared helpers (common/util.c): checked number parsing, FNV-1a, the
  * growable string buffer, JSON string escaping (invalid UTF-8 included), text made safe
- * for a terminal, the sweep-name rule, reading a whole file (never blocking on a FIFO)
- * and writing one whole or not at all (a full disk, a file-size limit).
+ * for a terminal, reading a whole file (never blocking on a FIFO) and writing one whole
+ * or not at all (a full disk, a file-size limit).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -203,26 +203,6 @@ static void test_visible(void **state)
 	assert_int_equal(lb_text_needs_escape("\x1b", 1, 1), 1);
 }
 
-static void test_sweep_name(void **state)
-{
-	char err[256];
-
-	assert_int_equal(lb_sweep_name_check("paper-13b_v1.2", err, sizeof(err)), 0);
-	assert_int_equal(lb_sweep_name_check("../../etc", err, sizeof(err)), -1);
-	assert_string_equal(err, "sweep name '../../etc' is not valid: a sweep name is 1 to 63 "
-				 "letters, digits, '.', '_' or '-'");
-	assert_int_equal(lb_sweep_name_check("a'b", err, sizeof(err)), -1);
-	assert_int_equal(lb_sweep_name_check("", err, sizeof(err)), -1);
-	assert_int_equal(lb_sweep_name_check("x\x1b[2J", err, sizeof(err)), -1);
-	assert_non_null(strstr(err, "'x\\x1b[2J'"));
-	char longname[80];
-	memset(longname, 'a', 64);
-	longname[64] = 0;
-	assert_int_equal(lb_sweep_name_check(longname, err, sizeof(err)), -1);
-	longname[63] = 0;
-	assert_int_equal(lb_sweep_name_check(longname, err, sizeof(err)), 0);
-}
-
 /* A FIFO is refused at once (EINVAL), never waited on; nothing is read from it. */
 static void test_read_fifo(void **state)
 {
@@ -307,12 +287,11 @@ static void test_write_atomic(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_parse_long),	 cmocka_unit_test(test_parse_u64_double),
-	    cmocka_unit_test(test_fnv),		 cmocka_unit_test(test_strbuf),
-	    cmocka_unit_test(test_json),	 cmocka_unit_test(test_read_file),
-	    cmocka_unit_test(test_json_utf8),	 cmocka_unit_test(test_visible),
-	    cmocka_unit_test(test_sweep_name),	 cmocka_unit_test(test_read_fifo),
-	    cmocka_unit_test(test_write_atomic),
+	    cmocka_unit_test(test_parse_long), cmocka_unit_test(test_parse_u64_double),
+	    cmocka_unit_test(test_fnv),	       cmocka_unit_test(test_strbuf),
+	    cmocka_unit_test(test_json),       cmocka_unit_test(test_read_file),
+	    cmocka_unit_test(test_json_utf8),  cmocka_unit_test(test_visible),
+	    cmocka_unit_test(test_read_fifo),  cmocka_unit_test(test_write_atomic),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

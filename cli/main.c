@@ -3,6 +3,7 @@
  * the table in common/cmdline.c; this file maps each name to its function, and prints
  * `help` from the same table.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -109,5 +110,14 @@ int main(int argc, char **argv)
 			return 0;
 		}
 	}
-	return fn(argc - 1, argv + 1);
+	int rc = fn(argc - 1, argv + 1);
+	/* what a command printed must have reached stdout (a full disk, a quota): a command
+	 * that did not say so itself does not exit 0 (git's check in its main) */
+	errno = 0;
+	if (!rc && (fflush(stdout) || ferror(stdout))) {
+		fprintf(stderr, "error: cannot write to standard output: %s\n",
+			errno ? strerror(errno) : "a write failed");
+		return 1;
+	}
+	return rc;
 }

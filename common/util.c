@@ -1,6 +1,7 @@
 /*
- * Small shared helpers: checked number parsing, FNV-1a, a growable string buffer and
- * JSON string escaping. libc only.
+ * Small shared helpers: checked number parsing, FNV-1a, a growable string buffer, JSON
+ * string escaping, UTF-8 checks and terminal-safe text, whole-file reads and all-or-nothing
+ * writes. libc only.
  */
 #include "common/util.h"
 
@@ -10,7 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <sys/stat.h>
 
@@ -219,42 +222,163 @@ static int json_escape_byte(unsigned char c, char out[8])
 	}
 }
 
-void lb_strbuf_add_json(struct lb_strbuf *sb, const char *s)
+size_t lb_utf8_len(const char *s, size_t n)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	unsigned c = n ? p[0] : 0;
+	size_t len;
+	unsigned cp;
+
+	if (!n)
+		return 0;
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf) {
+		len = 2;
+		cp = c & 0x1f;
+	} else if (c >= 0xe0 && c <= 0xef) {
+		len = 3;
+		cp = c & 0x0f;
+	} else if (c >= 0xf0 && c <= 0xf4) {
+		len = 4;
+		cp = c & 0x07;
+	} else {
+		return 0; /* a continuation byte, 0xc0/0xc1 (overlong), or 0xf5.. */
+	}
+	if (n < len)
+		return 0;
+	for (size_t i = 1; i < len; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+		cp = (cp << 6) | (p[i] & 0x3f);
+	}
+	if ((len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) || cp > 0x10ffff ||
+	    (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return len;
+}
+
+/* The JSON text of s, quotes included, handed to put(bytes, n, arg) piece by piece. */
+static void json_string(const char *s, void (*put)(const char *, size_t, void *), void *arg)
 {
 	char e[8];
-	int n;
+	size_t n = s ? strlen(s) : 0, k;
 
-	lb_strbuf_add(sb, "\"", 1);
-	for (; s && *s; s++) {
-		n = json_escape_byte((unsigned char)*s, e);
-		lb_strbuf_add(sb, e, (size_t)n);
+	put("\"", 1, arg);
+	for (size_t i = 0; i < n; i += k) {
+		k = lb_utf8_len(s + i, n - i);
+		if (k > 1) {
+			put(s + i, k, arg);
+		} else if (k == 1) {
+			put(e, (size_t)json_escape_byte((unsigned char)s[i], e), arg);
+		} else {
+			put("\\ufffd", 6, arg); /* not UTF-8: the replacement character */
+			k = 1;
+		}
 	}
-	lb_strbuf_add(sb, "\"", 1);
+	put("\"", 1, arg);
+}
+
+static void put_strbuf(const char *p, size_t n, void *arg)
+{
+	lb_strbuf_add(arg, p, n);
+}
+
+void lb_strbuf_add_json(struct lb_strbuf *sb, const char *s)
+{
+	json_string(s, put_strbuf, sb);
+}
+
+struct fixed_buf {
+	char *buf;
+	size_t len, need;
+};
+
+static void put_fixed(const char *p, size_t n, void *arg)
+{
+	struct fixed_buf *b = arg;
+
+	for (size_t i = 0; i < n; i++, b->need++)
+		if (b->need + 1 < b->len)
+			b->buf[b->need] = p[i];
 }
 
 size_t lb_json_escape(const char *s, char *buf, size_t len)
 {
-	char e[8];
-	size_t need = 0;
-	int n, i;
+	struct fixed_buf b = {buf, len, 0};
 
-#define PUT(ch)                                                                                    \
-	do {                                                                                       \
-		if (need + 1 < len)                                                                \
-			buf[need] = (ch);                                                          \
-		need++;                                                                            \
-	} while (0)
-	PUT('"');
-	for (; s && *s; s++) {
-		n = json_escape_byte((unsigned char)*s, e);
-		for (i = 0; i < n; i++)
-			PUT(e[i]);
-	}
-	PUT('"');
-#undef PUT
+	json_string(s, put_fixed, &b);
 	if (len)
-		buf[need < len ? need : len - 1] = '\0';
-	return need;
+		buf[b.need < len ? b.need : len - 1] = '\0';
+	return b.need;
+}
+
+char *lb_json_utf8_fix(const char *text)
+{
+	struct lb_strbuf sb = LB_STRBUF_INIT;
+	size_t n = strlen(text), k;
+
+	for (size_t i = 0; i < n; i += k) {
+		k = lb_utf8_len(text + i, n - i);
+		if (k) {
+			lb_strbuf_add(&sb, text + i, k);
+		} else {
+			lb_strbuf_add(&sb, "\\ufffd", 6);
+			k = 1;
+		}
+	}
+	return lb_strbuf_detach(&sb);
+}
+
+/* What lb_strbuf_add_visible does with the sequence of k bytes at s (k from lb_utf8_len,
+ * 0: not UTF-8): 0 keep, 1 escape byte by byte. */
+static int needs_escape(const unsigned char *s, size_t k, int keep_lines)
+{
+	if (!k)
+		return 1;
+	if (k == 1)
+		return (s[0] < 0x20 || s[0] == 0x7f) &&
+		       !(keep_lines && (s[0] == '\n' || s[0] == '\t'));
+	return k == 2 && s[0] == 0xc2 && s[1] < 0xa0; /* C1: U+0080..U+009F */
+}
+
+int lb_text_needs_escape(const char *s, size_t n, int keep_lines)
+{
+	size_t k;
+
+	for (size_t i = 0; i < n; i += k ? k : 1) {
+		k = lb_utf8_len(s + i, n - i);
+		if (needs_escape((const unsigned char *)s + i, k, keep_lines))
+			return 1;
+	}
+	return 0;
+}
+
+void lb_strbuf_add_visible(struct lb_strbuf *sb, const char *s, size_t n, int keep_lines)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t k;
+
+	for (size_t i = 0; i < n; i += k) {
+		const unsigned char *p = (const unsigned char *)s + i;
+
+		k = lb_utf8_len(s + i, n - i);
+		if (!needs_escape(p, k, keep_lines)) {
+			lb_strbuf_add(sb, s + i, k);
+			continue;
+		}
+		if (!k)
+			k = 1;
+		for (size_t j = 0; j < k; j++) {
+			char e[4] = {'\\', 'x', hex[p[j] >> 4], hex[p[j] & 15]};
+			if (p[j] == '\t' || p[j] == '\n' || p[j] == '\r') {
+				e[1] = p[j] == '\t' ? 't' : p[j] == '\n' ? 'n' : 'r';
+				lb_strbuf_add(sb, e, 2);
+			} else {
+				lb_strbuf_add(sb, e, 4);
+			}
+		}
+	}
 }
 
 double lb_now_s(void)
@@ -267,30 +391,108 @@ double lb_now_s(void)
 
 int lb_read_file(const char *path, char **buf, size_t *len)
 {
-	FILE *f = fopen(path, "rb");
+	/* O_NONBLOCK: opening a FIFO for reading would wait for a writer */
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC), e;
 	struct stat sb;
-	char *b;
+	size_t got = 0;
+	char *b = NULL;
 
 	*buf = NULL;
 	*len = 0;
-	if (!f)
+	if (fd < 0)
 		return -1;
-	if (fstat(fileno(f), &sb) || !S_ISREG(sb.st_mode)) {
-		fclose(f);
-		errno = EINVAL;
-		return -1;
+	if (fstat(fd, &sb)) {
+		e = errno;
+		goto out_close;
+	}
+	if (!S_ISREG(sb.st_mode)) {
+		e = EINVAL;
+		goto out_close;
 	}
 	b = malloc((size_t)sb.st_size + 1);
 	if (!b) {
-		fclose(f);
-		errno = ENOMEM;
+		e = ENOMEM;
+		goto out_close;
+	}
+	while (got < (size_t)sb.st_size) {
+		ssize_t r = read(fd, b + got, (size_t)sb.st_size - got);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			e = errno;
+			goto out_close;
+		}
+		if (r == 0)
+			break; /* truncated meanwhile: what is there */
+		got += (size_t)r;
+	}
+	close(fd);
+	b[got] = 0;
+	*buf = b;
+	*len = got;
+	return 0;
+out_close:
+	free(b);
+	close(fd);
+	errno = e;
+	return -1;
+}
+
+int lb_write_all(int fd, const void *data, size_t len)
+{
+	const char *p = data;
+
+	while (len) {
+		ssize_t w = write(fd, p, len);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return -1;
+		if (w == 0) {
+			errno = EIO;
+			return -1;
+		}
+		p += w;
+		len -= (size_t)w;
+	}
+	return 0;
+}
+
+int lb_write_file_atomic(const char *path, const void *data, size_t len, char *err, size_t errlen)
+{
+	char tmp[4200];
+	mode_t mask;
+	int fd, e;
+
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp-XXXXXX", path) >= sizeof(tmp)) {
+		snprintf(err, errlen, "cannot write '%s': the path is too long", path);
 		return -1;
 	}
-	*len = fread(b, 1, (size_t)sb.st_size, f);
-	b[*len] = 0;
-	fclose(f);
-	*buf = b;
+	fd = mkstemp(tmp);
+	if (fd < 0) {
+		snprintf(err, errlen, "cannot write '%s': %s", path, strerror(errno));
+		return -1;
+	}
+	mask = umask(0);
+	umask(mask);
+	if (fchmod(fd, 0666 & ~mask) || lb_write_all(fd, data, len) || fsync(fd)) {
+		e = errno;
+		close(fd);
+		goto out_unlink;
+	}
+	if (close(fd)) {
+		e = errno;
+		goto out_unlink;
+	}
+	if (rename(tmp, path)) {
+		e = errno;
+		goto out_unlink;
+	}
 	return 0;
+out_unlink:
+	unlink(tmp);
+	snprintf(err, errlen, "cannot write '%s': %s", path, strerror(e));
+	return -1;
 }
 
 int lb_mkdir_p(const char *path, char *err, size_t errlen)
@@ -332,4 +534,20 @@ int lb_name_ok(const char *s, size_t max)
 			return 0;
 	}
 	return n < max;
+}
+
+int lb_sweep_name_check(const char *name, char *err, size_t errlen)
+{
+	struct lb_strbuf shown = LB_STRBUF_INIT;
+
+	if (lb_name_ok(name, 64))
+		return 0;
+	if (name)
+		lb_strbuf_add_visible(&shown, name, strnlen(name, 200), 0);
+	snprintf(err, errlen,
+		 "sweep name '%s%s' is not valid: a sweep name is 1 to 63 letters, digits, '.', "
+		 "'_' or '-'",
+		 lb_strbuf_str(&shown), name && strlen(name) > 200 ? "..." : "");
+	lb_strbuf_release(&shown);
+	return -1;
 }

@@ -1,8 +1,9 @@
 /*
  * Small shared helpers for every stage (libc only; the trainer links them on compute
  * nodes): checked number parsing (strtol/strtod with range checks, never atoi), JSON
- * string escaping for writers that do not use cJSON, a growable string buffer, and the
- * FNV-1a hash behind the layout id, and the monotonic clock.
+ * string escaping for writers that do not use cJSON, a growable string buffer, the
+ * FNV-1a hash behind the layout id, the monotonic clock, making text from files safe to
+ * show on a terminal, and writing a file whole or not at all.
  */
 #ifndef LB_UTIL_H
 #define LB_UTIL_H
@@ -23,14 +24,37 @@ int lb_parse_double(const char *s, double min, double max, double *out);
 /* The name rule for sweep names and Slurm names: [A-Za-z0-9_.-]+, shorter than max. */
 int lb_name_ok(const char *s, size_t max);
 
+/*
+ * The one rule for a sweep name, wherever one is read (a spec's "name", --sweep, a run
+ * log's header): 1 to 63 letters, digits, '.', '_' or '-' (lb_name_ok with 64), so that it
+ * is safe as a folder name, in a job name and in SQL text. Returns 0, or -1 with err
+ * naming the name (control characters made visible) and the rule.
+ */
+int lb_sweep_name_check(const char *name, char *err, size_t errlen);
+
 /* Create path and its missing parents (mkdir -p, mode 0777 less the umask). 0, or -1 with
  * err naming the folder that could not be made and why. */
 int lb_mkdir_p(const char *path, char *err, size_t errlen);
 
 /* Read the whole regular file at path into *buf (malloc'd, NUL-terminated; the caller
- * frees) and its length into *len. Returns 0, or -1 with errno set (EINVAL: not a regular
- * file) and *buf NULL. */
+ * frees) and its length into *len: the bytes it had when opened (a file that grows
+ * meanwhile is read to that size). Never blocks on a FIFO or a device: anything but a
+ * regular file fails with EINVAL without being read. Returns 0, or -1 with errno set
+ * (EINVAL: not a regular file; EIO and others: the read failed) and *buf NULL. */
 int lb_read_file(const char *path, char **buf, size_t *len);
+
+/*
+ * Write len bytes to path whole or not at all: into a new temporary file beside it
+ * (PATH.tmp-XXXXXX, mode 0666 less the umask), every write checked, flushed to the disk,
+ * then renamed over path. On failure (a full disk, a quota, an I/O error) the temporary
+ * file is removed, path is left as it was, and err says "cannot write 'PATH': <the OS's
+ * reason>". Returns 0 or -1.
+ */
+int lb_write_file_atomic(const char *path, const void *data, size_t len, char *err, size_t errlen);
+
+/* Write len bytes to the open descriptor fd, retrying short writes and EINTR. Returns 0, or
+ * -1 with errno set (ENOSPC, EDQUOT, EFBIG, EIO, ...). */
+int lb_write_all(int fd, const void *data, size_t len);
 
 /* Seconds of CLOCK_MONOTONIC (for intervals). */
 double lb_now_s(void);
@@ -63,10 +87,33 @@ const char *lb_strbuf_str(const struct lb_strbuf *sb);
 /* Detach the text: the caller frees it with free(). sb is left empty. NULL on failure. */
 char *lb_strbuf_detach(struct lb_strbuf *sb);
 
-/* Append s as a JSON string literal, quotes included (escapes ", \, control bytes). */
+/* Append s as a JSON string literal, quotes included (escapes ", \, control bytes; a byte
+ * that is not part of valid UTF-8 becomes \ufffd, so the result is always valid JSON). */
 void lb_strbuf_add_json(struct lb_strbuf *sb, const char *s);
 /* Write s as a JSON string literal into buf (snprintf semantics: returns the length the
  * full literal needs, writes at most len bytes including the NUL). */
 size_t lb_json_escape(const char *s, char *buf, size_t len);
+
+/* Length of the valid UTF-8 sequence that starts s (1 to 4 bytes, at most n), or 0 when
+ * the bytes there are not valid UTF-8 (a stray continuation byte, a cut-off sequence, an
+ * overlong form, a surrogate, a code point above U+10FFFF). */
+size_t lb_utf8_len(const char *s, size_t n);
+
+/* JSON text (as cJSON prints it: structure in ASCII, strings as the caller gave them) with
+ * every byte that is not valid UTF-8 replaced by the escape \ufffd, so that JSON readers
+ * accept it. Returns a malloc'd copy (the caller frees), or NULL when out of memory. */
+char *lb_json_utf8_fix(const char *text);
+
+/*
+ * Append n bytes of s to sb with what a terminal would act on made visible: control
+ * characters (C0, DEL, and C1 as UTF-8 U+0080..U+009F) and bytes that are not valid
+ * UTF-8 become \xHH (tab, newline and carriage return \t, \n, \r). keep_lines: newline
+ * and tab pass as they are (a whole rendered table or page). Text from run logs, specs
+ * and the database goes through this before it reaches a terminal.
+ */
+void lb_strbuf_add_visible(struct lb_strbuf *sb, const char *s, size_t n, int keep_lines);
+
+/* 1 when s (n bytes) holds something lb_strbuf_add_visible would change, else 0. */
+int lb_text_needs_escape(const char *s, size_t n, int keep_lines);
 
 #endif

@@ -175,7 +175,7 @@ int lb_launch(int nproc, lb_rank_main_fn fn, void *arg, const struct lb_launch_o
 	      struct lb_launch_result *res)
 {
 	struct lb_launch_opts o = LB_LAUNCH_OPTS_INIT;
-	struct sigaction sa, old_int, old_term, old_chld;
+	struct sigaction sa, old_int, old_term, old_hup, old_chld;
 	pid_t parent = getpid(), *pids;
 	struct reaped *round;
 	double t0 = lb_now_s(), stop_at = -1;
@@ -210,6 +210,7 @@ int lb_launch(int nproc, lb_rank_main_fn fn, void *arg, const struct lb_launch_o
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, &old_int);
 	sigaction(SIGTERM, &sa, &old_term);
+	sigaction(SIGHUP, &sa, &old_hup); /* a closed terminal, a stopped session */
 	sa.sa_handler = SIG_DFL; /* SIG_IGN would reap the ranks before we see their status */
 	sigaction(SIGCHLD, &sa, &old_chld);
 	sa.sa_handler = on_signal;
@@ -229,6 +230,7 @@ int lb_launch(int nproc, lb_rank_main_fn fn, void *arg, const struct lb_launch_o
 
 			signal(SIGINT, SIG_DFL);
 			signal(SIGTERM, SIG_DFL);
+			signal(SIGHUP, SIG_DFL);
 			prctl(PR_SET_PDEATHSIG, SIGKILL);
 			if (getppid() != parent)
 				_exit(128 + SIGKILL);
@@ -303,6 +305,7 @@ int lb_launch(int nproc, lb_rank_main_fn fn, void *arg, const struct lb_launch_o
 	}
 	sigaction(SIGINT, &old_int, NULL);
 	sigaction(SIGTERM, &old_term, NULL);
+	sigaction(SIGHUP, &old_hup, NULL);
 	sigaction(SIGCHLD, &old_chld, NULL);
 	shm_unlink(res->rdzv_name); /* rank 0 did if it got that far; a no-op then */
 	res->elapsed_s = lb_now_s() - t0;

@@ -68,9 +68,9 @@ struct lb_launch_result {
 /*
  * Fork nproc ranks (1..LB_LAUNCH_MAX_RANKS); rank r runs fn(env, arg) with env.rank = r
  * and exits with its return value (0..255). The children die with the launcher
- * (PR_SET_PDEATHSIG) and restore default SIGINT/SIGTERM. While they run, SIGINT/SIGTERM
- * to the launcher stops them too. On the first failure the others get SIGTERM, then
- * SIGKILL after grace_s; the rendezvous segment is unlinked at the end. opts may be
+ * (PR_SET_PDEATHSIG) and restore default SIGINT/SIGTERM/SIGHUP. While they run, SIGINT,
+ * SIGTERM or SIGHUP to the launcher stops them too. On the first failure the others get
+ * SIGTERM, then SIGKILL after grace_s; the rendezvous segment is unlinked at the end. opts may be
  * NULL. Returns 0 when every rank exited 0, 1 when one failed (res says which and why),
  * -1 when the launcher could not start them (res->message says why).
  */

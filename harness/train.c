@@ -60,7 +60,8 @@ struct run_ctx {
 
 static int is_class(const char *s, size_t n)
 {
-	static const char *cls[] = {"oom", "nccl_error", "timeout", "killed", "diverged", "error"};
+	static const char *cls[] = {"oom",	"nccl_error", "timeout", "killed",
+				    "diverged", "io_error",   "error"};
 
 	for (size_t i = 0; i < sizeof(cls) / sizeof(cls[0]); i++)
 		if (strlen(cls[i]) == n && !strncmp(s, cls[i], n))
@@ -296,6 +297,7 @@ static int rank_main(const struct lb_rank_env *env, void *arg)
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL); /* a closed terminal: the run ends as killed, logged */
 	if (x->lg) { /* launcher mode: the log is the launcher's; rank 0 writes the steps */
 		if (rank == 0)
 			lg = x->lg;
@@ -314,7 +316,9 @@ static int rank_main(const struct lb_rank_env *env, void *arg)
 	if (!x->lg && rank == 0) {
 		if (open_log(&own_log, o, &dev, err, sizeof(err))) {
 			fprintf(stderr, "error: %s\n", err);
-			return LB_EXIT_ERROR;
+			if (own_log.f)
+				lb_trainlog_close(&own_log);
+			return own_log.werr ? LB_EXIT_IO : LB_EXIT_ERROR;
 		}
 		lg = &own_log;
 		fprintf(stderr, "layoutbench-train: run log %s\n", lg->path);
@@ -426,10 +430,16 @@ static int rank_main(const struct lb_rank_env *env, void *arg)
 			counted[r] = peaks[2 * r];
 			dev_peaks[r] = peaks[2 * r + 1];
 		}
-		if (rank == 0)
+		if (rank == 0) {
 			lb_trainlog_step_ranks(lg, step, step < l->warmup, dt, tokens, loss, counted,
 					       ops->device_mem_peak ? dev_peaks : NULL,
 					       world ? n : -1, &t->phases);
+			if (lg && lg->werr) { /* a full disk: stop rather than train unlogged */
+				lb_trainlog_error(lg, msg, sizeof(msg));
+				code = rank_fail(x, lg, world, rank, 1, "io_error", rank, msg);
+				goto out;
+			}
+		}
 		if (!isfinite(loss)) { /* every rank sees the same summed loss */
 			snprintf(msg, sizeof(msg), "loss is %s at step %d (lower --lr or --clip)",
 				 isnan(loss) ? "nan" : "inf", step);
@@ -451,6 +461,7 @@ static int rank_main(const struct lb_rank_env *env, void *arg)
 		snprintf(msg, sizeof(msg), "stopped by signal %d (%s)", sig,
 			 sig == SIGTERM	 ? "SIGTERM"
 			 : sig == SIGINT ? "SIGINT"
+			 : sig == SIGHUP ? "SIGHUP"
 					 : "signal");
 		fprintf(stderr, "error: rank %d: %s (class killed)\n", rank, msg);
 		code = 128 + sig;
@@ -485,6 +496,11 @@ static int rank_main(const struct lb_rank_env *env, void *arg)
 	if (rank == 0) {
 		snprintf(msg, sizeof(msg), "%d steps", l->steps);
 		lb_trainlog_end(lg, NULL, msg, -1, LB_EXIT_OK);
+		if (lg && lg->werr) { /* the end record did not fit: not an ok run */
+			lb_trainlog_error(lg, msg, sizeof(msg));
+			code = rank_fail(x, lg, world, rank, 1, "io_error", rank, msg);
+			goto out;
+		}
 		if (x->sh)
 			__atomic_store_n(&x->sh->end_written, 1, __ATOMIC_RELEASE);
 	}
@@ -582,7 +598,9 @@ int lb_train_main(const struct lb_train_opts *o)
 	 * record of a failed run from the failing rank's report */
 	if (open_log(&lg, o, NULL, err, sizeof(err))) {
 		fprintf(stderr, "error: %s\n", err);
-		return LB_EXIT_ERROR;
+		if (lg.f)
+			lb_trainlog_close(&lg);
+		return lg.werr ? LB_EXIT_IO : LB_EXIT_ERROR;
 	}
 	fprintf(stderr, "layoutbench-train: run log %s (%d ranks)\n", lg.path, world);
 	x.sh = mmap(NULL, sizeof(*x.sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);

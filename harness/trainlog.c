@@ -1,11 +1,13 @@
 /*
  * The run-log writer (docs/run-log.md, format version 1). Hand-written JSON, strings
- * escaped by common/util.h's escaper; numbers in the C locale; one flush per line.
+ * escaped by common/util.h's escaper; numbers in the C locale; one checked write(2) per
+ * line, a failed one cut back to the last whole line.
  */
 #include "harness/trainlog.h"
 
 #include <errno.h>
 #include <math.h>
+#include <sys/stat.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,14 +63,39 @@ static void add_str_or_null(struct lb_strbuf *sb, const char *s)
 		lb_strbuf_adds(sb, "null");
 }
 
-static void write_line(struct lb_trainlog *lg, struct lb_strbuf *sb)
+/*
+ * One line (sb and its '\n') with one checked write. A line that did not fit (a full
+ * disk, a quota) is cut off again, so the log stays whole lines: a reader would take a
+ * cut-off last line for one still being written. retry: write even after an earlier
+ * failure (the end record); else a log that failed once takes nothing more (no gap in the
+ * steps). Returns 0, or -1 (lg->werr holds the first failure's errno).
+ */
+static int write_line(struct lb_trainlog *lg, struct lb_strbuf *sb, int retry)
 {
-	if (lg->f && !sb->failed) {
-		fputs(lb_strbuf_str(sb), lg->f);
-		fputc('\n', lg->f);
-		fflush(lg->f);
+	int rc = 0;
+
+	if (!lg->f || sb->failed || (lg->werr && !retry)) {
+		lb_strbuf_release(sb);
+		return lg->f && !sb->failed ? -1 : 0;
+	}
+	lb_strbuf_add(sb, "\n", 1);
+	if (!sb->failed && lb_write_all(fileno(lg->f), sb->buf, sb->len)) {
+		if (!lg->werr)
+			lg->werr = errno ? errno : EIO;
+		if (ftruncate(fileno(lg->f), (off_t)lg->good) == 0)
+			lseek(fileno(lg->f), (off_t)lg->good, SEEK_SET);
+		rc = -1;
+	} else if (!sb->failed) {
+		lg->good += (long long)sb->len;
 	}
 	lb_strbuf_release(sb);
+	return rc;
+}
+
+void lb_trainlog_error(const struct lb_trainlog *lg, char *buf, size_t len)
+{
+	snprintf(buf, len, "cannot write run log '%s': %s", lg->path,
+		 strerror(lg->werr ? lg->werr : EIO));
 }
 
 int lb_trainlog_open(struct lb_trainlog *lg, const char *run_dir, const struct lb_runinfo *info,
@@ -215,7 +242,10 @@ int lb_trainlog_open(struct lb_trainlog *lg, const char *run_dir, const struct l
 		snprintf(err, errlen, "run log: out of host memory");
 		return -1;
 	}
-	write_line(lg, &sb);
+	if (write_line(lg, &sb, 0)) {
+		lb_trainlog_error(lg, err, errlen);
+		return -1;
+	}
 	return 0;
 }
 
@@ -228,9 +258,13 @@ void lb_trainlog_step(struct lb_trainlog *lg, int step, int warmup, double time_
 
 int lb_trainlog_append(struct lb_trainlog *lg, const char *path)
 {
+	struct stat sb;
+
 	memset(lg, 0, sizeof(*lg));
 	snprintf(lg->path, sizeof(lg->path), "%s", path);
 	lg->f = fopen(path, "a");
+	if (lg->f && !fstat(fileno(lg->f), &sb))
+		lg->good = (long long)sb.st_size;
 	return lg->f ? 0 : -1;
 }
 
@@ -297,7 +331,7 @@ void lb_trainlog_step_ranks(struct lb_trainlog *lg, int step, int warmup, double
 		lb_strbuf_adds(&sb, "}");
 	}
 	lb_strbuf_adds(&sb, "}");
-	write_line(lg, &sb);
+	write_line(lg, &sb, 0);
 }
 
 void lb_trainlog_end(struct lb_trainlog *lg, const char *cls, const char *message, int rank,
@@ -308,7 +342,6 @@ void lb_trainlog_end(struct lb_trainlog *lg, const char *cls, const char *messag
 
 	if (!lg || !lg->f || lg->ended)
 		return;
-	lg->ended = 1;
 	iso_now(ts, sizeof(ts));
 	lb_strbuf_addf(&sb,
 		       "{\"type\":\"end\",\"status\":\"%s\",\"class\":", cls ? "failed" : "ok");
@@ -322,7 +355,8 @@ void lb_trainlog_end(struct lb_trainlog *lg, const char *cls, const char *messag
 	lb_strbuf_addf(&sb, ",\"exit_code\":%d,\"end_time\":", exit_code);
 	lb_strbuf_add_json(&sb, ts);
 	lb_strbuf_adds(&sb, "}");
-	write_line(lg, &sb);
+	if (write_line(lg, &sb, 1) == 0)
+		lg->ended = 1;
 }
 
 void lb_trainlog_close(struct lb_trainlog *lg)
@@ -347,6 +381,8 @@ int lb_class_exit_code(const char *cls)
 		return LB_EXIT_DIVERGED;
 	if (!strcmp(cls, "timeout"))
 		return LB_EXIT_TIMEOUT;
+	if (!strcmp(cls, "io_error"))
+		return LB_EXIT_IO;
 	return LB_EXIT_ERROR;
 }
 

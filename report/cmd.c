@@ -9,8 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "common/cmdline.h"
+#include "common/util.h"
 #include "results/db.h"
 #include "report/cmd.h"
 #include "report/load.h"
@@ -63,11 +65,18 @@ out_release_args:
 	return rc;
 }
 
-/* Write text to dir/name (dir NULL: stdout). Returns 0 or -1 (reported). */
+/* Write text to dir/name (dir NULL: stdout). A file is written whole or not at all (a
+ * temporary file renamed over it: a full disk leaves no cut-off report that looks
+ * complete); on a terminal, control characters from run logs and specs (a label's
+ * escape sequence) are shown as \xHH, not done. Returns 0 or -1 (reported, with the OS's
+ * reason and the path). */
 static int emit(const char *dir, const char *name, const struct lb_strbuf *sb)
 {
-	char path[4096];
-	FILE *f = stdout;
+	struct lb_strbuf vis = LB_STRBUF_INIT;
+	const char *text = lb_strbuf_str(sb);
+	size_t len = sb->len;
+	char path[4096], err[4400];
+	int rc = 0;
 
 	if (sb->failed) {
 		fprintf(stderr, "error: out of memory rendering the report\n");
@@ -75,24 +84,29 @@ static int emit(const char *dir, const char *name, const struct lb_strbuf *sb)
 	}
 	if (dir) {
 		snprintf(path, sizeof(path), "%s/%s", dir, name);
-		f = fopen(path, "w");
-		if (!f) {
-			fprintf(stderr, "error: cannot write '%s': %s\n", path, strerror(errno));
-			return -1;
-		}
-	}
-	fwrite(lb_strbuf_str(sb), 1, sb->len, f);
-	if (dir) {
-		if (fclose(f)) {
-			fprintf(stderr, "error: cannot write '%s': %s\n", path, strerror(errno));
+		if (lb_write_file_atomic(path, text, len, err, sizeof(err))) {
+			fprintf(stderr, "error: %s\n", err);
 			return -1;
 		}
 		fprintf(stderr, "wrote %s\n", path);
-	} else if (fflush(stdout) || ferror(stdout)) {
-		fprintf(stderr, "error: cannot write the report to stdout\n");
-		return -1;
+		return 0;
 	}
-	return 0;
+	if (isatty(fileno(stdout)) && lb_text_needs_escape(text, len, 1)) {
+		lb_strbuf_add_visible(&vis, text, len, 1);
+		if (vis.failed) {
+			fprintf(stderr, "error: out of memory rendering the report\n");
+			return -1;
+		}
+		text = lb_strbuf_str(&vis);
+		len = vis.len;
+	}
+	if (fwrite(text, 1, len, stdout) != len || fflush(stdout) || ferror(stdout)) {
+		fprintf(stderr, "error: cannot write the report to standard output: %s\n",
+			strerror(errno));
+		rc = -1;
+	}
+	lb_strbuf_release(&vis);
+	return rc;
 }
 
 /* The HTML page: every figure with its plot. Returns 0, or 1 when a plot failed (the page

@@ -146,8 +146,20 @@ int cmd_sql(int argc, char **argv)
 		goto out_release_args;
 	}
 	rc = 0;
-	if (sql_print(db, a.operands[0], fmt, stdout, err, sizeof(err))) {
-		fprintf(stderr, "error: query: %s\n", err);
+	switch (sql_print(db, a.operands[0], fmt, stdout, err, sizeof(err))) {
+	case 0:
+		break;
+	case -2: /* the rows did not all reach stdout: a full disk, a closed pipe */
+		fprintf(stderr, "error: cannot write the result to standard output: %s\n", err);
+		rc = 1;
+		break;
+	default:
+		if (a.given[LB_OPT_WRITE] &&
+		    (sqlite3_extended_errcode(db) & 0xff) == SQLITE_READONLY &&
+		    results_db_write_problem(db_path, err, sizeof(err)))
+			fprintf(stderr, "error: %s\n", err);
+		else
+			fprintf(stderr, "error: query: %s\n", err);
 		rc = 1;
 	}
 	results_close(db);

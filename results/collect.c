@@ -5,8 +5,8 @@
  */
 #include "results/collect.h"
 
+#include <dirent.h>
 #include <errno.h>
-#include <ftw.h>
 #include <limits.h>
 #include <math.h>
 #include <pthread.h>
@@ -38,8 +38,9 @@ enum {
 #define STEP_BATCH 32 /* steps per multi-row INSERT */
 
 static const char *const queries[Q_COUNT] = {
-    [Q_FIND_PATH] = "SELECT id, log_bytes, bytes_ingested FROM runs WHERE log_path = ?1",
-    [Q_FIND_UID] = "SELECT id, log_bytes, bytes_ingested FROM runs WHERE run_uid = ?1",
+    [Q_FIND_PATH] = "SELECT log_bytes FROM runs WHERE log_path = ?1",
+    [Q_FIND_UID] = "SELECT id, log_path, bytes_ingested, log_hash, layout_id, start_time, hosts, "
+		   "source FROM runs WHERE run_uid = ?1",
     [Q_SWEEP] = "INSERT INTO sweeps (name, source) VALUES (?1, ?2) ON CONFLICT (name) DO NOTHING",
     [Q_JOB] = "SELECT id FROM jobs WHERE job_id = ?1 OR (array_job_id IS NOT NULL AND "
 	      "array_job_id || '_' || array_index = ?1) ORDER BY id DESC LIMIT 1",
@@ -61,7 +62,7 @@ static const char *const queries[Q_COUNT] = {
 		      "optimizer_s, comm_exposed_s, bubble_s, rank_peak_mem) VALUES (?1, ?2, ?3, "
 		      "?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
     [Q_FINISH] = "UPDATE runs SET log_path = ?2, log_bytes = ?3, bytes_ingested = ?4, "
-		 "collected = strftime('%Y-%m-%dT%H:%M:%SZ', 'now') WHERE id = ?1",
+		 "log_hash = ?5, collected = strftime('%Y-%m-%dT%H:%M:%SZ', 'now') WHERE id = ?1",
 };
 
 #define N_PHASES 5 /* forward, backward, optimizer, comm_exposed, bubble */
@@ -85,22 +86,38 @@ struct collector {
 	char *err;
 	size_t errlen;
 	int failed;	      /* a file was refused or the database failed */
+	int stop;	      /* the database failed: no further file is tried */
+	int raced;	      /* runs another collect had read on meanwhile */
+	int done_files;	      /* files read to the end (for the database's message) */
 	struct stats_acc acc; /* one run's statistics, reused */
 };
+
+/* Format a message with what a terminal would act on made visible: run logs hold what
+ * anyone wrote (a run_uid, a sweep name, a value quoted in a fault). */
+static void vformat_visible(char *buf, size_t len, const char *fmt, va_list ap)
+{
+	struct lb_strbuf vis = LB_STRBUF_INIT;
+	char raw[2048];
+
+	vsnprintf(raw, sizeof(raw), fmt, ap);
+	lb_strbuf_add_visible(&vis, raw, strlen(raw), 0);
+	snprintf(buf, len, "%s", vis.failed ? raw : lb_strbuf_str(&vis));
+	lb_strbuf_release(&vis);
+}
 
 static void warn(struct collector *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void warn(struct collector *c, const char *fmt, ...)
 {
+	char msg[2048];
 	va_list ap;
 
 	c->st->warnings++;
 	if (c->st->quiet)
 		return;
-	fputs("warning: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vformat_visible(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
+	fprintf(stderr, "warning: %s\n", msg);
 }
 
 /* A refused file or a database failure: count, print, keep as the last error. */
@@ -112,10 +129,27 @@ static void fail(struct collector *c, const char *fmt, ...)
 	c->st->errors++;
 	c->failed = 1;
 	va_start(ap, fmt);
-	vsnprintf(c->err, c->errlen, fmt, ap);
+	vformat_visible(c->err, c->errlen, fmt, ap);
 	va_end(ap);
 	if (!c->st->quiet)
 		fprintf(stderr, "error: %s\n", c->err);
+}
+
+/*
+ * The database failed (a full disk, an I/O error, a lock held too long): one error that
+ * names the database and the reason, and the collect stops there, since every further
+ * file would fail the same way (a full disk printed one error per file before).
+ */
+static void fail_db(struct collector *c, const char *file)
+{
+	const char *name = sqlite3_db_filename(c->db, "main");
+
+	fail(c,
+	     "database '%s': %s (at '%s'; %d file%s before it collected); collect stopped: "
+	     "fix the cause and collect again, which reads on where this one stopped",
+	     name && *name ? name : "?", sqlite3_errmsg(c->db), file, c->done_files,
+	     c->done_files == 1 ? "" : "s");
+	c->stop = 1;
 }
 
 static void bind_str(sqlite3_stmt *s, int i, const char *v)
@@ -170,17 +204,15 @@ static long long insert_run(struct collector *c, const char *file, const struct 
 	long long job = -1;
 	int rc;
 
-	if (strcmp(h->layout_id, h->layout_id_computed))
-		warn(c,
-		     "%s:1: layout_id '%s' differs from '%s' computed from the layout fields; "
-		     "keeping '%s'",
-		     file, h->layout_id, h->layout_id_computed, h->layout_id);
+	(void)file;
 	s = c->q[Q_SWEEP];
 	sqlite3_bind_text(s, 1, sweep, -1, SQLITE_STATIC);
 	sqlite3_bind_text(s, 2, h->sweep[0] || c->st->sweep ? "spec" : "adhoc", -1, SQLITE_STATIC);
 	if (run(s) != SQLITE_DONE)
 		return -1;
-	if (results_upsert_layout_id(c->db, &h->layout, h->layout_id, NULL) != SQLITE_OK)
+	/* a layouts row is written only under its fields' own id, never under an id that a
+	 * log states and its fields disagree with */
+	if (results_upsert_layout_id(c->db, &h->layout, h->layout_id_computed, NULL) != SQLITE_OK)
 		return -1;
 	if (h->job_id[0]) {
 		s = c->q[Q_JOB];
@@ -194,7 +226,7 @@ static long long insert_run(struct collector *c, const char *file, const struct 
 	}
 	s = c->q[Q_INSERT_RUN];
 	bind_str(s, 1, h->run_uid);
-	bind_str(s, 2, h->layout_id);
+	bind_str(s, 2, h->layout_id_computed);
 	bind_str(s, 3, sweep);
 	bind_i64(s, 4, job, job >= 0);
 	bind_str(s, 5, h->label);
@@ -264,22 +296,79 @@ static int write_end(struct collector *c, long long run_id, const struct runlog_
 	return run(s) == SQLITE_DONE ? 0 : -1;
 }
 
-/* Look a run up by a text key; 1 found (fills the outputs), 0 not, -1 error. */
-static int find_run(sqlite3_stmt *s, const char *key, long long *id, long long *log_bytes,
-		    long long *ingested)
+/* The size of the log last collected from path: 1 found (*log_bytes), 0 not, -1 error. */
+static int find_path(struct collector *c, const char *path, long long *log_bytes)
 {
+	sqlite3_stmt *s = c->q[Q_FIND_PATH];
 	int rc;
 
-	sqlite3_bind_text(s, 1, key, -1, SQLITE_STATIC);
+	sqlite3_bind_text(s, 1, path, -1, SQLITE_STATIC);
 	rc = sqlite3_step(s);
-	if (rc == SQLITE_ROW) {
-		*id = sqlite3_column_int64(s, 0);
-		*log_bytes = sqlite3_column_int64(s, 1);
-		*ingested = sqlite3_column_int64(s, 2);
-	}
+	if (rc == SQLITE_ROW)
+		*log_bytes =
+		    sqlite3_column_type(s, 0) == SQLITE_NULL ? -1 : sqlite3_column_int64(s, 0);
 	sqlite3_reset(s);
 	sqlite3_clear_bindings(s);
 	return rc == SQLITE_ROW ? 1 : rc == SQLITE_DONE ? 0 : -1;
+}
+
+/* What the database holds about a run_uid: the identity a log must match to be read on. */
+struct known_run {
+	int found;
+	long long id;
+	long long ingested; /* resume offset */
+	int has_hash;	    /* log_hash not NULL */
+	uint64_t hash;	    /* of the first `ingested` bytes */
+	char source[8];	    /* 'run' or 'paper' */
+	char layout_id[LB_ID_LEN + 1];
+	char start_time[40];
+	char *hosts; /* malloc'd or NULL */
+	char log_path[PATH_MAX];
+};
+
+static void known_release(struct known_run *k)
+{
+	free(k->hosts);
+	memset(k, 0, sizeof(*k));
+}
+
+static void col_text(sqlite3_stmt *s, int i, char *buf, size_t len)
+{
+	const char *v = (const char *)sqlite3_column_text(s, i);
+
+	snprintf(buf, len, "%s", v ? v : "");
+}
+
+/* Look run_uid up; 0 (k->found says whether), or -1 on a database error. */
+static int find_uid(struct collector *c, const char *uid, struct known_run *k)
+{
+	sqlite3_stmt *s = c->q[Q_FIND_UID];
+	int rc;
+
+	known_release(k);
+	sqlite3_bind_text(s, 1, uid, -1, SQLITE_STATIC);
+	rc = sqlite3_step(s);
+	if (rc == SQLITE_ROW) {
+		const char *hash = (const char *)sqlite3_column_text(s, 3);
+		const char *hosts = (const char *)sqlite3_column_text(s, 6);
+		k->found = 1;
+		k->id = sqlite3_column_int64(s, 0);
+		col_text(s, 1, k->log_path, sizeof(k->log_path));
+		k->ingested = sqlite3_column_int64(s, 2);
+		if (hash && strlen(hash) == 16) {
+			char hex[19] = "0x";
+			memcpy(hex + 2, hash, 17);
+			k->has_hash = lb_parse_u64(hex, &k->hash) == 0;
+		}
+		col_text(s, 4, k->layout_id, sizeof(k->layout_id));
+		col_text(s, 5, k->start_time, sizeof(k->start_time));
+		col_text(s, 7, k->source, sizeof(k->source));
+		if (hosts && !(k->hosts = strdup(hosts)))
+			rc = SQLITE_NOMEM;
+	}
+	sqlite3_reset(s);
+	sqlite3_clear_bindings(s);
+	return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : -1;
 }
 
 static int count_lines(const char *buf, size_t len)
@@ -479,7 +568,7 @@ int results_refresh_run_stats(sqlite3 *db, long long run_id)
  * prepare (read the file, look its run up, parse the header), parse (every line after
  * the resume offset into items; pure) and write (one transaction).
  */
-enum job_state { JOB_DONE = 0, JOB_NEW, JOB_RESUME };
+enum job_state { JOB_DONE = 0, JOB_READ };
 
 struct item {
 	enum runlog_type type; /* 0: a line that could not be read (fault says why) */
@@ -495,17 +584,20 @@ struct job {
 	char *buf; /* the whole file, NUL-terminated */
 	size_t len;
 	enum job_state state;
-	long long run_id;	   /* JOB_RESUME */
-	struct runlog_record hdr;  /* JOB_NEW: the header */
+	struct runlog_record hdr;  /* the header (JOB_READ) */
+	size_t hlen;		   /* bytes of the header line */
 	size_t off;		   /* resume offset: the first byte to parse */
 	int lineno0;		   /* lines before off */
+	int known;		   /* prepare found the run_uid in the database */
 	struct item *items;	   /* parse output */
 	size_t n_items, cap_items; /* */
 	size_t consumed;	   /* offset after the last line read */
+	uint64_t hash_off;	   /* log_hash of buf[0, off) */
+	uint64_t hash_consumed;	   /* log_hash of buf[0, consumed) */
 	int oom;		   /* parse ran out of memory */
 };
 
-static void job_release(struct job *j)
+static void job_items_release(struct job *j)
 {
 	for (size_t i = 0; i < j->n_items; i++) {
 		struct item *it = &j->items[i];
@@ -522,82 +614,155 @@ static void job_release(struct job *j)
 		free(it->fault);
 	}
 	free(j->items);
-	if (j->state == JOB_NEW)
+	j->items = NULL;
+	j->n_items = j->cap_items = 0;
+}
+
+static void job_release(struct job *j)
+{
+	job_items_release(j);
+	if (j->state == JOB_READ)
 		runlog_record_release(&j->hdr);
 	free(j->buf);
 	memset(j, 0, sizeof(*j));
 }
 
+/*
+ * Read a file and its header, and find where to read on: a file whose size is what the
+ * last collect saw is unchanged (not read); otherwise its run_uid decides, the run's
+ * resume offset if the database knows it (write_job checks that this log is that run
+ * before anything is written), else the line after the header. A FIFO, a device or a
+ * folder is refused without being opened for reading.
+ */
 static void prepare(struct collector *c, struct job *j, const char *file)
 {
-	long long log_bytes = 0, off = 0;
-	char perr[256];
+	struct known_run k = {0};
+	long long log_bytes = 0;
+	char perr[256], serr[256];
+	struct stat sb;
+	const char *nl;
 	int found;
 
 	memset(j, 0, sizeof(*j));
 	j->file = file;
 	j->state = JOB_DONE;
 	c->st->files++;
-	if (!realpath(file, j->abspath) || lb_read_file(j->abspath, &j->buf, &j->len)) {
+	if (stat(file, &sb) || !realpath(file, j->abspath)) {
 		fail(c, "'%s': %s", file, strerror(errno));
 		return;
 	}
-	found = find_run(c->q[Q_FIND_PATH], j->abspath, &j->run_id, &log_bytes, &off);
-	if (found < 0) {
-		fail(c, "%s: database: %s", file, sqlite3_errmsg(c->db));
+	if (!S_ISREG(sb.st_mode)) {
+		fail(c, "'%s': not a regular file; a run log is one", file);
 		return;
 	}
-	if (found && log_bytes == (long long)j->len) {
+	found = find_path(c, j->abspath, &log_bytes);
+	if (found < 0) {
+		fail_db(c, file);
+		return;
+	}
+	if (found && log_bytes == (long long)sb.st_size) {
 		c->st->runs_unchanged++;
+		c->done_files++;
+		return;
+	}
+	if (lb_read_file(j->abspath, &j->buf, &j->len)) {
+		fail(c, "'%s': %s", file,
+		     errno == EINVAL ? "not a regular file; a run log is one" : strerror(errno));
 		return;
 	}
 	if (j->len == 0) {
 		warn(c, "%s: empty run log (no header yet); skipped", file);
+		c->done_files++;
 		return;
 	}
-	if (!found) {
-		/* a new file: its first line must be a header */
-		const char *nl = memchr(j->buf, '\n', j->len);
-		size_t hlen = nl ? (size_t)(nl - j->buf) + 1 : j->len;
-
-		if (runlog_parse_line(j->buf, hlen, &j->hdr, perr, sizeof(perr))) {
-			if (!nl)
-				warn(c, "%s: no complete header yet; skipped", file);
-			else
-				fail(c, "%s:1: %s", file, perr);
-			return;
-		}
-		if (j->hdr.type != RUNLOG_HEADER) {
-			runlog_record_release(&j->hdr);
-			fail(c, "%s:1: expected a header record first", file);
-			return;
-		}
-		found =
-		    find_run(c->q[Q_FIND_UID], j->hdr.header.run_uid, &j->run_id, &log_bytes, &off);
-		if (found < 0) {
-			runlog_record_release(&j->hdr);
-			fail(c, "%s: database: %s", file, sqlite3_errmsg(c->db));
-			return;
-		}
-		if (!found) {
-			j->state = JOB_NEW;
-			j->off = hlen;
-			j->lineno0 = 1;
-			return;
-		}
-		runlog_record_release(&j->hdr); /* the run was collected from another path */
+	nl = memchr(j->buf, '\n', j->len);
+	j->hlen = nl ? (size_t)(nl - j->buf) + 1 : j->len;
+	if (runlog_parse_line(j->buf, j->hlen, &j->hdr, perr, sizeof(perr))) {
+		if (!nl)
+			warn(c, "%s: no complete header yet; skipped", file);
+		else
+			fail(c, "%s:1: %s", file, perr);
+		return;
 	}
-	j->state = JOB_RESUME;
-	j->off = off >= 0 && off <= (long long)j->len ? (size_t)off : 0;
+	if (j->hdr.type != RUNLOG_HEADER) {
+		runlog_record_release(&j->hdr);
+		fail(c, "%s:1: expected a header record first", file);
+		return;
+	}
+	j->state = JOB_READ;
+	/* the sweep becomes a row, a folder name and SQL text: one rule for its name */
+	if (j->hdr.header.sweep[0] &&
+	    lb_sweep_name_check(j->hdr.header.sweep, serr, sizeof(serr))) {
+		fail(c, "%s:1: 'sweep': %s; not collected", file, serr);
+		goto out_done;
+	}
+	if (find_uid(c, j->hdr.header.run_uid, &k)) {
+		fail_db(c, file);
+		goto out_done;
+	}
+	j->known = k.found;
+	j->off = k.found && k.ingested >= (long long)j->hlen && k.ingested <= (long long)j->len
+		     ? (size_t)k.ingested
+		     : j->hlen;
 	j->lineno0 = count_lines(j->buf, j->off);
+	known_release(&k);
+	return;
+out_done:
+	known_release(&k);
+	runlog_record_release(&j->hdr);
+	j->state = JOB_DONE;
 }
 
-/* Pure: the lines of j->buf from j->off into j->items. */
+/*
+ * runs.log_hash, the identity of a log's first n bytes: a 64-bit multiply-xorshift mix of
+ * its little-endian 8-byte words, then of the last n % 8 bytes as one word and of n. A
+ * word at a time (about a cycle a byte, where FNV-1a takes four) so that hashing every
+ * byte read costs little beside parsing it; the state over whole words continues from a
+ * prefix to a longer one, so one pass gives the hash of both. Not a cryptographic hash: it
+ * tells a copied or edited log from the one that was read, not an attacker who aims at a
+ * collision.
+ */
+#define HASH_SEED 0x9e3779b97f4a7c15ULL
+
+static uint64_t hash_mix(uint64_t h, uint64_t w)
+{
+	h = (h ^ w) * 0xff51afd7ed558ccdULL;
+	return h ^ (h >> 32);
+}
+
+static uint64_t load_le(const char *p, size_t n)
+{
+	uint64_t w = 0;
+
+	for (size_t i = 0; i < n; i++)
+		w |= (uint64_t)(unsigned char)p[i] << (8 * i);
+	return w;
+}
+
+/* The state after nwords more whole words from p. */
+static uint64_t hash_words(uint64_t h, const char *p, size_t nwords)
+{
+	for (size_t i = 0; i < nwords; i++)
+		h = hash_mix(h, load_le(p + 8 * i, 8));
+	return h;
+}
+
+/* The hash of buf[0, n) from the state over its n / 8 whole words. */
+static uint64_t hash_final(uint64_t h, const char *buf, size_t n)
+{
+	h = hash_mix(h, load_le(buf + n / 8 * 8, n % 8));
+	return hash_mix(h, (uint64_t)n);
+}
+
+/* Pure: the lines of j->buf from j->off into j->items, and the hashes of what was read
+ * before them and up to the last complete line. */
 static void parse_job(struct job *j)
 {
 	size_t pos;
 	int lineno = j->lineno0;
 
+	uint64_t words = hash_words(HASH_SEED, j->buf, j->off / 8);
+	j->hash_off = hash_final(words, j->buf, j->off);
 	for (pos = j->off; pos < j->len;) {
 		const char *nl = memchr(j->buf + pos, '\n', j->len - pos);
 		size_t llen = nl ? (size_t)(nl - (j->buf + pos)) + 1 : j->len - pos;
@@ -639,6 +804,8 @@ static void parse_job(struct job *j)
 		pos += llen;
 	}
 	j->consumed = pos;
+	words = hash_words(words, j->buf + j->off / 8 * 8, pos / 8 - j->off / 8);
+	j->hash_consumed = hash_final(words, j->buf, pos);
 }
 
 static void *parse_thread(void *arg)
@@ -677,11 +844,61 @@ out_from_rows:
 	return refresh_stats(c->q[Q_STATS_READ], c->q[Q_STATS_WRITE], run_id, &c->acc);
 }
 
+static int str_eq_null(const char *a, const char *b)
+{
+	return !strcmp(a ? a : "", b ? b : "");
+}
+
+/*
+ * Whether the log of job j is the run the database knows under its run_uid: a log moved
+ * or copied whole is (the same header, the same bytes up to where the run was read), a
+ * copied or edited log that took another run's run_uid is not. On a mismatch, the error
+ * names the run and what differs, and returns -1. A log shorter than what was read of the
+ * run (an older copy, or not that run: which, its bytes cannot tell) changes nothing: a
+ * warning, and 1. Else 0.
+ */
+static int same_run(struct collector *c, const struct job *j, const struct known_run *k)
+{
+	const struct runlog_header *h = &j->hdr.header;
+	char what[256];
+
+	if (strcmp(k->source, "run"))
+		snprintf(what, sizeof(what), "that run was imported (source '%s'), not collected",
+			 k->source);
+	else if (strcmp(k->layout_id, h->layout_id_computed))
+		snprintf(what, sizeof(what), "its layout '%s' is not the run's '%s'",
+			 h->layout_id_computed, k->layout_id);
+	else if (strcmp(k->start_time, h->start_time))
+		snprintf(what, sizeof(what), "its start_time '%s' is not the run's '%s'",
+			 h->start_time, k->start_time);
+	else if (!str_eq_null(k->hosts, h->hosts))
+		snprintf(what, sizeof(what), "its hosts %.80s are not the run's %.80s",
+			 h->hosts ? h->hosts : "null", k->hosts ? k->hosts : "null");
+	else if (k->ingested > (long long)j->len) {
+		warn(c,
+		     "%s: run '%s' was read further (%lld bytes) from '%s' than this log holds "
+		     "(%zu bytes): an older copy, or not that run; skipped",
+		     j->file, h->run_uid, k->ingested, k->log_path[0] ? k->log_path : "?", j->len);
+		return 1;
+	} else if (k->has_hash && (size_t)k->ingested == j->off && k->hash != j->hash_off)
+		snprintf(what, sizeof(what), "its first %lld bytes differ from those read",
+			 k->ingested);
+	else
+		return 0;
+	fail(c,
+	     "%s: run '%s' was collected from '%s' (run %lld), and this log is not that run: "
+	     "%s; not collected (a copied or edited log must not take another run's run_uid)",
+	     j->file, h->run_uid, k->log_path[0] ? k->log_path : "?", k->id, what);
+	return -1;
+}
+
 static void write_job(struct collector *c, struct job *j)
 {
 	const struct runlog_step *pend[STEP_BATCH]; /* steps not yet written */
-	long long run_id = j->run_id, lb, off;
-	int is_new = j->state == JOB_NEW, changed = 0, np = 0;
+	struct known_run k = {0};
+	long long run_id;
+	char hash[17];
+	int is_new, changed = 0, np = 0, same;
 	long steps = 0;
 
 	if (j->state == JOB_DONE)
@@ -692,20 +909,48 @@ static void write_job(struct collector *c, struct job *j)
 	}
 	if (sqlite3_exec(c->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
 		goto out_db_error;
-	if (is_new) {
-		/* another log of this list may have brought the same run_uid meanwhile */
-		int found = find_run(c->q[Q_FIND_UID], j->hdr.header.run_uid, &run_id, &lb, &off);
-		if (found < 0)
-			goto out_db_error_rollback;
-		if (found) {
-			warn(c, "%s: run '%s' was already collected from another log; skipped",
-			     j->file, j->hdr.header.run_uid);
-			sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
-			return;
+	/* what the database holds now, inside the transaction: another collect may have
+	 * taken this run (this log, or another copy of it) since prepare looked */
+	if (find_uid(c, j->hdr.header.run_uid, &k))
+		goto out_db_error_rollback;
+	is_new = !k.found;
+	if (j->known != k.found ||
+	    (k.found && k.ingested != (long long)j->off && k.ingested >= (long long)j->hlen &&
+	     k.ingested <= (long long)j->len)) {
+		/* read again from where the database stands (rare: a collect ran alongside) */
+		c->raced += j->known || k.found;
+		job_items_release(j);
+		j->off =
+		    k.found && k.ingested >= (long long)j->hlen && k.ingested <= (long long)j->len
+			? (size_t)k.ingested
+			: j->hlen;
+		j->lineno0 = count_lines(j->buf, j->off);
+		j->known = k.found;
+		parse_job(j);
+		if (j->oom) {
+			fail(c, "%s: out of memory", j->file);
+			goto out_rollback;
 		}
+	}
+	if (!is_new && (same = same_run(c, j, &k))) {
+		if (same > 0) { /* nothing to write: counted as looked at */
+			c->done_files++;
+			c->st->runs_unchanged++;
+		}
+		goto out_rollback;
+	}
+	if (is_new) {
+		if (strcmp(j->hdr.header.layout_id, j->hdr.header.layout_id_computed))
+			warn(c,
+			     "%s:1: layout_id '%s' differs from '%s' computed from the layout "
+			     "fields; the run is filed under '%s' (the fields' own id)",
+			     j->file, j->hdr.header.layout_id, j->hdr.header.layout_id_computed,
+			     j->hdr.header.layout_id_computed);
 		run_id = insert_run(c, j->file, &j->hdr.header, j->abspath);
 		if (run_id < 0)
 			goto out_db_error_rollback;
+	} else {
+		run_id = k.id;
 	}
 	for (size_t i = 0; i < j->n_items; i++) {
 		const struct item *it = &j->items[i];
@@ -728,19 +973,23 @@ static void write_job(struct collector *c, struct job *j)
 			warn(c, "%s:%d: a second header record; ignored", j->file, it->lineno);
 		}
 	}
-	for (int k = 0; k < np; k++)
-		if (write_step(c, run_id, pend[k]))
+	for (int q = 0; q < np; q++)
+		if (write_step(c, run_id, pend[q]))
 			goto out_db_error_rollback;
 	if (steps && stats_from_items(c, j, run_id, is_new))
 		goto out_db_error_rollback;
+	snprintf(hash, sizeof(hash), "%016llx", (unsigned long long)j->hash_consumed);
 	sqlite3_bind_int64(c->q[Q_FINISH], 1, run_id);
 	sqlite3_bind_text(c->q[Q_FINISH], 2, j->abspath, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(c->q[Q_FINISH], 3, (long long)j->len);
 	sqlite3_bind_int64(c->q[Q_FINISH], 4, (long long)j->consumed);
+	sqlite3_bind_text(c->q[Q_FINISH], 5, hash, -1, SQLITE_STATIC);
 	if (run(c->q[Q_FINISH]) != SQLITE_DONE)
 		goto out_db_error_rollback;
 	if (sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
 		goto out_db_error_rollback;
+	known_release(&k);
+	c->done_files++;
 	c->st->steps += steps;
 	if (is_new)
 		c->st->runs_new++;
@@ -751,14 +1000,17 @@ static void write_job(struct collector *c, struct job *j)
 	return;
 
 out_db_error_rollback:
-	fail(c, "%s: database: %s", j->file, sqlite3_errmsg(c->db));
+	fail_db(c, j->file);
+out_rollback:
 	sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
+	known_release(&k);
 	return;
 out_db_error:
-	fail(c, "%s: database: %s", j->file, sqlite3_errmsg(c->db));
+	fail_db(c, j->file);
 }
 
-/* Collect files in order: file i+1 is parsed by a worker thread while file i is written. */
+/* Collect files in order: file i+1 is parsed by a worker thread while file i is written.
+ * A database failure stops the list (fail_db). */
 static void collect_files(struct collector *c, char *const *files, size_t n)
 {
 	struct job jobs[2];
@@ -768,56 +1020,180 @@ static void collect_files(struct collector *c, char *const *files, size_t n)
 	if (!n)
 		return;
 	prepare(c, &jobs[0], files[0]);
-	parse_job(&jobs[0]);
+	if (jobs[0].state != JOB_DONE)
+		parse_job(&jobs[0]);
 	for (size_t i = 0; i < n; i++) {
 		struct job *cur = &jobs[i % 2], *next = &jobs[(i + 1) % 2];
 
-		if (i + 1 < n) {
+		if (i + 1 < n && !c->stop) {
 			prepare(c, next, files[i + 1]);
 			running = next->state != JOB_DONE &&
 				  pthread_create(&tid, NULL, parse_thread, next) == 0;
 			if (!running && next->state != JOB_DONE)
 				parse_job(next);
 		}
-		write_job(c, cur);
+		if (!c->stop)
+			write_job(c, cur);
 		job_release(cur);
 		if (running) {
 			pthread_join(tid, NULL);
 			running = 0;
 		}
+		if (c->stop) {
+			if (i + 1 < n)
+				job_release(next);
+			break;
+		}
 	}
 }
 
-/* Directory walk: nftw has no user pointer, so the list lives here for one walk. */
-static char **walk_files;
-static size_t walk_n, walk_cap;
-static int walk_oom;
+/*
+ * The walk of a folder: every run-*.jsonl below it, symbolic links followed (a runs
+ * folder on shared storage is often one), each folder and each file taken once however
+ * many links lead to it (so a link back up is no loop). A folder that cannot be read, or
+ * a run log name that leads nowhere, is an error that names it; a run log name that is
+ * not a regular file (a FIFO) is skipped with a warning, never opened.
+ */
+struct devino {
+	dev_t dev;
+	ino_t ino;
+};
 
-static int walk_one(const char *path, const struct stat *sb, int type, struct FTW *ftw)
+struct walk {
+	struct collector *c;
+	char **files;
+	size_t n, cap;
+	struct devino *seen; /* open addressing; cap_seen a power of two, 0 = empty slot */
+	size_t n_seen, cap_seen;
+	int oom;
+};
+
+#define WALK_MAX_DEPTH 256
+
+/* 1 when (dev, ino) was seen before, else records it and returns 0; -1 out of memory. */
+static int walk_seen(struct walk *w, dev_t dev, ino_t ino)
 {
-	const char *base = path + ftw->base;
-	size_t bl = strlen(base);
-	char **nv;
+	size_t mask, h;
 
-	(void)sb;
-	if (type != FTW_F || strncmp(base, "run-", 4) || bl < 10 || strcmp(base + bl - 6, ".jsonl"))
-		return 0;
-	if (walk_n == walk_cap) {
-		walk_cap = walk_cap ? 2 * walk_cap : 64;
-		nv = realloc(walk_files, walk_cap * sizeof(*nv));
-		if (!nv) {
-			walk_oom = 1;
-			return 1;
+	if (2 * (w->n_seen + 1) > w->cap_seen) {
+		size_t cap = w->cap_seen ? 2 * w->cap_seen : 256;
+		struct devino *v = calloc(cap, sizeof(*v)), *old = w->seen;
+		if (!v)
+			return -1;
+		for (size_t i = 0; i < w->cap_seen; i++) {
+			if (!old[i].ino && !old[i].dev)
+				continue;
+			h = (size_t)lb_fnv1a64(&old[i], sizeof(old[i])) & (cap - 1);
+			while (v[h].ino || v[h].dev)
+				h = (h + 1) & (cap - 1);
+			v[h] = old[i];
 		}
-		walk_files = nv;
+		free(old);
+		w->seen = v;
+		w->cap_seen = cap;
 	}
-	walk_files[walk_n] = strdup(path);
-	if (!walk_files[walk_n]) {
-		walk_oom = 1;
-		return 1;
+	struct devino key;
+	memset(&key, 0, sizeof(key));
+	key.dev = dev;
+	key.ino = ino ? ino : (ino_t)-1;
+	mask = w->cap_seen - 1;
+	h = (size_t)lb_fnv1a64(&key, sizeof(key)) & mask;
+	while (w->seen[h].ino || w->seen[h].dev) {
+		if (w->seen[h].dev == key.dev && w->seen[h].ino == key.ino)
+			return 1;
+		h = (h + 1) & mask;
 	}
-	walk_n++;
+	w->seen[h] = key;
+	w->n_seen++;
 	return 0;
+}
+
+static int is_log_name(const char *base)
+{
+	size_t bl = strlen(base);
+
+	return !strncmp(base, "run-", 4) && bl >= 10 && !strcmp(base + bl - 6, ".jsonl");
+}
+
+static void walk_add(struct walk *w, const char *path)
+{
+	if (w->n == w->cap) {
+		size_t cap = w->cap ? 2 * w->cap : 64;
+		char **v = realloc(w->files, cap * sizeof(*v));
+		if (!v) {
+			w->oom = 1;
+			return;
+		}
+		w->files = v;
+		w->cap = cap;
+	}
+	if (!(w->files[w->n] = strdup(path)))
+		w->oom = 1;
+	else
+		w->n++;
+}
+
+static void walk_dir(struct walk *w, const char *dir, int depth)
+{
+	DIR *d;
+	struct dirent *e;
+
+	if (depth > WALK_MAX_DEPTH) {
+		fail(w->c, "'%s': folders nested deeper than %d; not searched", dir,
+		     WALK_MAX_DEPTH);
+		return;
+	}
+	d = opendir(dir);
+	if (!d) {
+		fail(w->c, "cannot read folder '%s': %s", dir, strerror(errno));
+		return;
+	}
+	for (;;) {
+		char path[PATH_MAX];
+		struct stat sb;
+		int log;
+
+		errno = 0;
+		e = readdir(d);
+		if (!e) {
+			if (errno)
+				fail(w->c, "cannot read folder '%s': %s", dir, strerror(errno));
+			break;
+		}
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		log = is_log_name(e->d_name);
+		/* only folders and run logs matter: other files are not even looked at */
+		if (!log && e->d_type != DT_DIR && e->d_type != DT_LNK && e->d_type != DT_UNKNOWN)
+			continue;
+		if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, e->d_name) >= sizeof(path)) {
+			fail(w->c, "'%s/%s': the path is too long", dir, e->d_name);
+			continue;
+		}
+		if (stat(path, &sb)) {
+			if (log) /* a link to a log that is gone, a loop of links */
+				fail(w->c, "'%s': %s", path, strerror(errno));
+			continue;
+		}
+		if (S_ISDIR(sb.st_mode)) {
+			int seen = walk_seen(w, sb.st_dev, sb.st_ino);
+			if (seen < 0)
+				w->oom = 1;
+			else if (!seen)
+				walk_dir(w, path, depth + 1);
+		} else if (log && !S_ISREG(sb.st_mode)) {
+			warn(w->c, "'%s': not a regular file; skipped", path);
+		} else if (log) {
+			int seen = walk_seen(w, sb.st_dev, sb.st_ino);
+			if (seen < 0)
+				w->oom = 1;
+			else if (!seen)
+				walk_add(w, path);
+		}
+		if (w->oom)
+			break;
+	}
+	closedir(d);
 }
 
 static int cmp_str(const void *a, const void *b)
@@ -828,7 +1204,7 @@ static int cmp_str(const void *a, const void *b)
 int results_collect_path(sqlite3 *db, const char *path, struct collect_stats *st, char *err,
 			 size_t errlen)
 {
-	struct collector c = {db, {0}, st, err, errlen, 0, {0}};
+	struct collector c = {db, {0}, st, err, errlen, 0, 0, 0, 0, {0}};
 	struct stat sb;
 	int i;
 
@@ -862,30 +1238,38 @@ int results_collect_path(sqlite3 *db, const char *path, struct collect_stats *st
 			goto out_finalize;
 		}
 	}
-	if (stat(path, &sb)) {
+	if (stat(path, &sb)) { /* follows a link: a linked runs folder is searched */
 		fail(&c, "'%s': %s", path, strerror(errno));
 		goto out_finalize;
 	}
 	if (S_ISDIR(sb.st_mode)) {
-		walk_files = NULL;
-		walk_n = walk_cap = 0;
-		walk_oom = 0;
-		if (nftw(path, walk_one, 32, FTW_PHYS) < 0 && !walk_oom)
-			fail(&c, "'%s': %s", path, strerror(errno));
-		if (walk_oom)
+		struct walk w;
+
+		memset(&w, 0, sizeof(w));
+		w.c = &c;
+		if (walk_seen(&w, sb.st_dev, sb.st_ino) < 0)
+			w.oom = 1;
+		else
+			walk_dir(&w, path, 0);
+		if (w.oom)
 			fail(&c, "'%s': out of memory", path);
-		qsort(walk_files, walk_n, sizeof(*walk_files), cmp_str);
-		if (!walk_oom)
-			collect_files(&c, walk_files, walk_n);
-		for (size_t k = 0; k < walk_n; k++)
-			free(walk_files[k]);
-		free(walk_files);
-		walk_files = NULL;
-		walk_n = walk_cap = 0;
+		else if (w.n) {
+			qsort(w.files, w.n, sizeof(*w.files), cmp_str);
+			collect_files(&c, w.files, w.n);
+		}
+		for (size_t k = 0; k < w.n; k++)
+			free(w.files[k]);
+		free(w.files);
+		free(w.seen);
 	} else {
 		char *one = (char *)path;
 		collect_files(&c, &one, 1);
 	}
+	if (c.raced && !st->quiet)
+		fprintf(stderr,
+			"note: %d run%s %s being collected by another collect at the same time; "
+			"read on from where it had got to\n",
+			c.raced, c.raced == 1 ? "" : "s", c.raced == 1 ? "was" : "were");
 out_finalize:
 	for (i = 0; i < Q_COUNT; i++)
 		sqlite3_finalize(c.q[i]);

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "common/embed.h"
 
@@ -310,6 +311,46 @@ static int set_wal(sqlite3 *h, char **msg)
 	}
 }
 
+int results_db_write_problem(const char *path, char *err, size_t errlen)
+{
+	static const char *const suffix[] = {"", "-wal", "-shm"};
+	char p[4200], dir[4200];
+	struct stat sb;
+	int missing = 0;
+	char *slash;
+
+	if (stat(path, &sb))
+		return 0; /* a new file: SQLite's own error names what is wrong */
+	for (size_t k = 0; k < sizeof(suffix) / sizeof(suffix[0]); k++) {
+		snprintf(p, sizeof(p), "%s%s", path, suffix[k]);
+		if (stat(p, &sb)) {
+			missing = 1;
+			continue;
+		}
+		if (access(p, W_OK))
+			goto out_denied;
+	}
+	snprintf(dir, sizeof(dir), "%s", path);
+	slash = strrchr(dir, '/');
+	if (!slash)
+		snprintf(dir, sizeof(dir), ".");
+	else if (slash == dir)
+		dir[1] = '\0';
+	else
+		*slash = '\0';
+	snprintf(p, sizeof(p), "%s", dir);
+	if (missing && !stat(p, &sb) && access(p, W_OK))
+		goto out_denied;
+	return 0;
+out_denied:
+	snprintf(err, errlen,
+		 "database '%s': no write permission on '%s' (owner uid %ld, mode %04o); writing "
+		 "needs write access to the database, its -wal and -shm files and its folder "
+		 "(ask its owner, or copy the database and give --db the copy)",
+		 path, p, (long)sb.st_uid, (unsigned)(sb.st_mode & 07777));
+	return 1;
+}
+
 /* Read-write open: create if needed, WAL, busy timeout, foreign keys, migrations. */
 static int open_write(const char *path, sqlite3 **out, char *err, size_t errlen)
 {
@@ -320,6 +361,10 @@ static int open_write(const char *path, sqlite3 **out, char *err, size_t errlen)
 	int v, rc;
 
 	*out = NULL;
+	/* SQLite would open a file it may not write read-only, or with a read-only -shm, and
+	 * fail each write later as "read-only": name the permission now */
+	if (results_db_write_problem(path, err, errlen))
+		return -1;
 	rc = sqlite3_open_v2(
 	    path, &h, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
 	if (rc != SQLITE_OK) {

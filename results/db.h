@@ -36,7 +36,9 @@ enum results_db_mode {
 /*
  * The one way to open the database at path (NULL: results_default_db()).
  *
- * RESULTS_DB_WRITE: open, creating if needed, switch to WAL mode with a busy timeout of
+ * RESULTS_DB_WRITE: refuse an existing file that this user may not write (results_db_
+ * write_problem names the file or folder), else open, creating if needed, switch to WAL
+ * mode with a busy timeout of
  * RESULTS_BUSY_TIMEOUT_MS, turn foreign keys on, and apply every migration step newer than
  * its PRAGMA user_version (results_migrate; safe when several processes open a new
  * database at once).
@@ -55,6 +57,16 @@ enum results_db_mode {
  */
 int results_db_open(const char *path, enum results_db_mode mode, sqlite3 **db, char *err,
 		    size_t errlen);
+
+/*
+ * Why the database at path cannot be written, when a permission says so: the file, its
+ * -wal or -shm file (where they exist), or its folder (where a -wal or -shm file would
+ * have to be made) not writable by this user. Returns 1 with err set ("database 'x.db':
+ * no write permission on 'x.db-shm' (owner uid 0, mode 0644); ..."), 0 when every
+ * permission is there. results_db_open for writing refuses with it up front, so that no
+ * statement fails later as "read-only".
+ */
+int results_db_write_problem(const char *path, char *err, size_t errlen);
 
 /* results_db_open(path, RESULTS_DB_WRITE, ...): the writers' open. */
 int results_open(const char *path, sqlite3 **db, char *err, size_t errlen);

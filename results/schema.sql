@@ -110,6 +110,8 @@ CREATE TABLE runs (
 	log_path TEXT,                 -- absolute path of the run log
 	log_bytes INTEGER,             -- size of the log at the last collect
 	bytes_ingested INTEGER,        -- bytes of complete lines read (resume offset)
+	log_hash TEXT,                 -- a 64-bit hash (16 hex digits) of those bytes: what was
+	                               -- read, so that a log that reuses the run_uid is known
 	measured_step_time REAL,       -- imported runs: the sheet's mean step time, seconds
 	mfu_reported REAL,             -- imported runs: the sheet's MFU, fraction
 	collected TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ', 'now'))

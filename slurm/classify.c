@@ -60,13 +60,32 @@ const char *slurm_classify(const struct slurm_class_in *in)
 	if (is(s, "OUT_OF_MEMORY"))
 		return "oom";
 	if (is(s, "COMPLETED")) {
-		if (in->has_run && is(in->run_status, "failed"))
+		/* a log without its end record is no success (a full disk cut it short) */
+		if (in->has_run && (is(in->run_status, "failed") || is(in->run_status, "running")))
 			return from_trainer(in);
 		return in->has_run ? "" : "launch_error";
 	}
 	if (is(s, "FAILED"))
 		return from_trainer(in);
 	return "unknown";
+}
+
+const char *slurm_run_end_class(const char *job_class, int exit_code)
+{
+	/* the trainer's exit codes (docs/run-log.md; harness/trainlog.h), 0..7 */
+	static const char *const by_exit[] = {"error",	    "error",	NULL,	   "oom",
+					      "nccl_error", "diverged", "timeout", "io_error"};
+
+	if (is(job_class, "timeout"))
+		return "timeout";
+	if (is(job_class, "cancelled") || is(job_class, "preempted") || is(job_class, "node_fail"))
+		return "killed";
+	if (is(job_class, "oom"))
+		return "oom";
+	if (exit_code >= 0 && exit_code < (int)(sizeof(by_exit) / sizeof(by_exit[0])) &&
+	    by_exit[exit_code])
+		return by_exit[exit_code];
+	return "killed";
 }
 
 const char *slurm_purged_state(const struct slurm_class_in *in)

@@ -2,7 +2,8 @@
  * Failure classes of a finished job, from what the scheduler said (state, exit code) and
  * what the run log's end record said (through the runs table). Pure. The classes:
  * oom, timeout, node_fail, preempted, cancelled, launch_error, failed, unknown; "" is
- * success. docs/slurm.md has the table.
+ * success, which needs the run's end record to say ok: a job that completed while its
+ * run log stopped without one failed. docs/slurm.md has the table.
  */
 #ifndef LB_SLURM_CLASSIFY_H
 #define LB_SLURM_CLASSIFY_H
@@ -22,6 +23,16 @@ const char *slurm_classify(const struct slurm_class_in *in);
 /* The state to record for a purged job: "COMPLETED" when its run ended ok, "FAILED" when
  * it failed, else "UNKNOWN". */
 const char *slurm_purged_state(const struct slurm_class_in *in);
+
+/*
+ * The class of a run whose log stops without its end record, closed once its job ended:
+ * the scheduler's verdict where it has one (a time limit: timeout; a cgroup OOM: oom;
+ * cancelled, preempted, a node failure: killed), else the trainer's exit status read
+ * through its table (docs/run-log.md: 1 error, 3 oom, 4 nccl_error, 5 diverged, 6 timeout,
+ * 7 io_error; 0, which an end record should have said, error), else killed (a signal, or
+ * no status). job_class: the job's class ("" none). A static string.
+ */
+const char *slurm_run_end_class(const char *job_class, int exit_code);
 
 /* 1 if name is one of the classes above (not ""). */
 int slurm_class_valid(const char *name);

@@ -60,9 +60,13 @@ static int resubmit_sweep(struct track_cmd *t, const char *sweep)
 	const char *exname = t->executor;
 	char err[1024], runs[SLURM_PATH_MAX] = "";
 	size_t n = 0, n_sel = 0, n_failed = 0, n_oom = 0, *sel = NULL;
-	int rc = 0, r;
+	int rc = 0, r, lock;
 
 	memset(&plan, 0, sizeof(plan));
+	/* which layouts failed is decided, and their new jobs recorded, under submit's lock:
+	 * two resubmits at once do not both submit a layout again */
+	if ((lock = submit_lock(t->db_path, 0, err, sizeof(err))) < 0)
+		goto out_err;
 	if (results_jobs_list(t->db, sweep, 1, &jobs, &n, err, sizeof(err)))
 		goto out_err;
 	r = track_refresh(t->db, &t->es, jobs, n, err, sizeof(err));
@@ -119,6 +123,8 @@ static int resubmit_sweep(struct track_cmd *t, const char *sweep)
 	if (submit_layouts(t->db, x, &plan, sel, n_sel, runs, t->throttle, 0, 0, &sub, err,
 			   sizeof(err)))
 		goto out_err;
+	submit_unlock(lock);
+	lock = -1;
 	printf("sweep '%s': resubmitted %zu layout(s) in %zu array(s) through %s\n", sweep, sub.n,
 	       sub.n_arrays, x->name);
 	fflush(stdout);
@@ -134,6 +140,7 @@ out_err:
 	fprintf(stderr, "error: sweep '%s': %s\n", sweep, err);
 	rc = 1;
 out_free:
+	submit_unlock(lock);
 	free(sub.rows);
 	free(sel);
 	free(jobs);

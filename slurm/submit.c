@@ -6,9 +6,11 @@
 #include "slurm/submit.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -69,6 +71,43 @@ static void print_dry_run(const struct sweep_plan *p, const struct slurm_batch *
 			printf(" %s", p->entries[a->entry[t]].id);
 		printf("\n");
 	}
+}
+
+int submit_lock(const char *db_path, int quiet, char *err, size_t errlen)
+{
+	char path[SLURM_PATH_MAX + 16];
+	int fd;
+
+	if ((size_t)snprintf(path, sizeof(path), "%s.submit.lock", db_path) >= sizeof(path)) {
+		snprintf(err, errlen, "'%s': the database path is too long", db_path);
+		return -1;
+	}
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+	if (fd < 0) {
+		snprintf(err, errlen,
+			 "cannot open the submit lock '%s': %s (it needs write access to the "
+			 "database's folder)",
+			 path, strerror(errno));
+		return -1;
+	}
+	if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+		return fd;
+	if (!quiet)
+		fprintf(stderr, "waiting for another submit to '%s' to record its jobs\n", db_path);
+	while (flock(fd, LOCK_EX)) {
+		if (errno == EINTR)
+			continue;
+		snprintf(err, errlen, "cannot lock '%s': %s", path, strerror(errno));
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+void submit_unlock(int fd)
+{
+	if (fd >= 0)
+		close(fd); /* the lock goes with the descriptor */
 }
 
 int submit_layouts(sqlite3 *db, struct executor *x, const struct sweep_plan *p, const size_t *sel,
@@ -188,7 +227,7 @@ int submit_sweep(const struct submit_opts *o, char *err, size_t errlen)
 	size_t *sel = NULL;
 	char *text = NULL;
 	struct stat sb;
-	int rc = -1;
+	int rc = -1, lock = -1;
 
 	memset(&plan, 0, sizeof(plan));
 	if (!o->spec) {
@@ -222,6 +261,9 @@ int submit_sweep(const struct submit_opts *o, char *err, size_t errlen)
 		snprintf(err, errlen, "out of memory");
 		goto out_close;
 	}
+	/* what is in flight is decided, and what is submitted recorded, under the lock */
+	if (!o->dry_run && (lock = submit_lock(dbp, o->quiet, err, errlen)) < 0)
+		goto out_close;
 	for (size_t i = 0; i < plan.n_entries; i++) {
 		const struct plan_entry *e = &plan.entries[i];
 		char st[24], cls[24];
@@ -296,6 +338,8 @@ int submit_sweep(const struct submit_opts *o, char *err, size_t errlen)
 			fprintf(stderr, "error: %s\n", err);
 		goto out_close;
 	}
+	submit_unlock(lock); /* the jobs are recorded: in flight for the next submit */
+	lock = -1;
 	printf("sweep '%s': submitted %zu layout(s) in %zu array(s) through %s; skipped %zu "
 	       "done, %zu pending or running; runs in %s/%s\n",
 	       plan.name, sub.n, sub.n_arrays, x->name, n_done, n_active, runs, plan.name);
@@ -309,6 +353,7 @@ int submit_sweep(const struct submit_opts *o, char *err, size_t errlen)
 		printf("sweep '%s': %zu completed, %zu failed\n", plan.name, c.done, c.failed);
 	}
 out_close:
+	submit_unlock(lock);
 	track_exec_close(&es);
 	free(sub.rows);
 	free(sel);

@@ -62,6 +62,18 @@ int submit_layouts(sqlite3 *db, struct executor *x, const struct sweep_plan *p, 
 		   size_t n_sel, const char *runs, int throttle, int max_array, int quiet,
 		   struct submitted *out, char *err, size_t errlen);
 
+/*
+ * The lock under which submissions to one database take turns: deciding what is done or
+ * in flight and recording the jobs of what was submitted happen while it is held, so two
+ * submits (or resubmits) started at once never both submit a layout, whatever the
+ * executor. A file beside the database, <db>.submit.lock, locked with flock(2) (released
+ * when the process ends, however it ends). Waits for another holder, saying so once on
+ * stderr unless quiet. Returns the lock's descriptor (>= 0), or -1 with err set.
+ */
+int submit_lock(const char *db_path, int quiet, char *err, size_t errlen);
+/* Release a lock from submit_lock (-1 is fine). */
+void submit_unlock(int fd);
+
 /* `layoutbench submit` (options: common/cmdline.c); argv[0] is the name; exit status. */
 int cmd_submit(int argc, char **argv);
 

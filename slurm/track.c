@@ -125,6 +125,10 @@ static int settle(sqlite3 *db, struct results_job *j, int known, char *err, size
 	    (!strcmp(j->state, "COMPLETED") || !strcmp(j->state, "FAILED")) &&
 	    j->exit_code != 126 && j->exit_code != 127 && log_may_be_late(j, 0))
 		return 0; /* the run log may still be on its way: ask again later */
+	if (known && in.has_run && !strcmp(run.status, "running") &&
+	    (!strcmp(j->state, "COMPLETED") || !strcmp(j->state, "FAILED")) &&
+	    log_may_be_late(j, 1))
+		return 0; /* so may its end record: a completed job's log without it failed */
 	in.run_status = run.status;
 	in.run_class = run.failure_class;
 	in.state = known ? j->state : "";
@@ -161,9 +165,10 @@ static int settled(sqlite3 *db, const struct results_job *j, char *err, size_t e
 /*
  * The run of a settled job that still reads 'running': its trainer wrote the end record
  * after the job was settled (a cancel, then status), so collect it again; a log that has
- * no end record once the grace is over never gets one (the trainer was killed first):
- * close the run as failed, 'killed' (or 'timeout' for a job past its time limit).
- * Returns 0, or -1 with err set.
+ * no end record once the grace is over never gets one (the trainer was killed first, or
+ * its disk was full): close the run as failed, its class from the job's
+ * (slurm_run_end_class: 'killed', 'timeout' for a job past its time limit, 'io_error' for
+ * a trainer that exited 7, ...). Returns 0, or -1 with err set.
  */
 static int settle_run(sqlite3 *db, const struct results_job *j, char *err, size_t errlen)
 {
@@ -177,10 +182,16 @@ static int settle_run(sqlite3 *db, const struct results_job *j, char *err, size_
 	found = results_job_tied_run(db, j->id, &run, err, errlen);
 	if (found <= 0 || strcmp(run.status, "running") || log_may_be_late(j, 1))
 		return found < 0 ? -1 : 0;
-	snprintf(msg, sizeof(msg), "the job ended (%s) before the run log's end record", j->state);
-	return results_job_run_close(db, run.id,
-				     !strcmp(j->failure_class, "timeout") ? "timeout" : "killed",
-				     msg, err, errlen);
+	const char *cls = slurm_run_end_class(j->failure_class, j->exit_code);
+	if (!strcmp(cls, "killed") || !strcmp(cls, "timeout"))
+		snprintf(msg, sizeof(msg), "the job ended (%s) before the run log's end record",
+			 j->state);
+	else /* the trainer's own exit status says why */
+		snprintf(msg, sizeof(msg),
+			 "the job ended (%s, exit %d) without the run log's end record%s", j->state,
+			 j->exit_code,
+			 !strcmp(cls, "io_error") ? ": the run log could not be written" : "");
+	return results_job_run_close(db, run.id, cls, msg, err, errlen);
 }
 
 int track_refresh(sqlite3 *db, struct exec_set *es, struct results_job *jobs, size_t n, char *err,

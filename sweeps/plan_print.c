@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "common/layout.h"
+#include "common/util.h"
 
 #define NCOLS 17 /* id .. norm (14), label, mem_gib, status */
 
@@ -258,6 +259,16 @@ static cJSON *string_array(char **s, int n)
 	return a;
 }
 
+/* cJSON_Print with every byte that is not UTF-8 as \ufffd: valid JSON whatever a spec's
+ * strings hold (cJSON copies them as they are). Caller frees. */
+static char *fixed_print(const cJSON *v)
+{
+	char *t = cJSON_Print(v), *f = t ? lb_json_utf8_fix(t) : NULL;
+
+	free(t);
+	return f;
+}
+
 static int write_json(FILE *f, const struct sweep_plan *p)
 {
 	const struct sweep_cluster *cl = &p->cluster;
@@ -313,7 +324,7 @@ static int write_json(FILE *f, const struct sweep_plan *p)
 	 * cJSON_Print gives the whole (two tabs deeper): memory stays that of one entry */
 	if (!cJSON_AddArrayToObject(root, "entries"))
 		goto out_delete;
-	text = cJSON_Print(root);
+	text = fixed_print(root); /* a spec's strings may hold invalid UTF-8 */
 	cJSON_Delete(root);
 	root = NULL;
 	tail = text ? strrchr(text, '[') : NULL;
@@ -322,7 +333,7 @@ static int write_json(FILE *f, const struct sweep_plan *p)
 	fwrite(text, 1, (size_t)(tail - text) + 1, f);
 	for (i = 0; i < p->n_entries; i++) {
 		cJSON *e = entry_json(&p->entries[i]);
-		char *et = e ? cJSON_Print(e) : NULL;
+		char *et = e ? fixed_print(e) : NULL;
 
 		cJSON_Delete(e);
 		if (!et)

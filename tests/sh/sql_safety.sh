@@ -1,7 +1,8 @@
 #!/bin/sh
 # The database is safe to read and to open at once: `sql` refuses statements that would
 # change the database (DROP, DELETE, ATTACH, ...) unless --write is given; a user without
-# write access to the folder or the file reads it (sql); a schema older than the binary's
+# write access to the folder or the file reads it (sql), and with --write is told which
+# permission is missing (the file, its -wal or -shm, its folder); a schema older than the binary's
 # is not migrated by a reader but named; four collects started at once on a new database
 # all succeed and leave what one collect leaves; `import DIR` names the mistake and leaves
 # no empty database behind.
@@ -92,6 +93,24 @@ if [ -z "${skip_ro:-}" ]; then
 		grep -q "^## Best layouts" "$tmp/rep" || { echo "FAIL: report on a read-only folder: output"; fail=1; }
 		ls "$ro" >"$tmp/ls"
 		[ "$(cat "$tmp/ls")" = r.db ] || { cat "$tmp/ls"; echo "FAIL: files appeared in the read-only folder"; fail=1; }
+		# --write where the user may not write the file or its -wal/-shm (another user's
+		# database, open elsewhere): the missing permission named, never "use --write"
+		chmod 755 "$ro"
+		touch "$ro/r.db-wal" "$ro/r.db-shm"
+		chmod 444 "$ro/r.db-wal" "$ro/r.db-shm"
+		chmod 555 "$ro"
+		want="^error: database '$ro/r.db': no write permission on '$ro/r.db' (owner uid [0-9]*, mode 0444); writing needs write access to the database, its -wal and -shm files and its folder"
+		runas "$LB" sql --db "$ro/r.db" --write "DELETE FROM steps" >/dev/null 2>"$tmp/err" &&
+			{ echo "FAIL: --write on a read-only file succeeded"; fail=1; }
+		grep -q "$want" "$tmp/err" || { cat "$tmp/err"; echo "FAIL: --write on a read-only file with -wal/-shm: message"; fail=1; }
+		grep -q "use --write" "$tmp/err" && { echo "FAIL: --write was given, the message asks for it"; fail=1; }
+		chmod 777 "$ro"
+		chmod 666 "$ro/r.db"
+		runas "$LB" sql --db "$ro/r.db" --write "DELETE FROM steps" >/dev/null 2>"$tmp/err" &&
+			{ echo "FAIL: --write with a read-only -wal succeeded"; fail=1; }
+		grep -q "^error: database '$ro/r.db': no write permission on '$ro/r.db-wal' (owner uid [0-9]*, mode 0444)" "$tmp/err" ||
+			{ cat "$tmp/err"; echo "FAIL: --write with a read-only -wal: message"; fail=1; }
+		rm -f "$ro/r.db-wal" "$ro/r.db-shm"
 	fi
 fi
 chmod 755 "$ro"

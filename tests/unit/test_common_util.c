@@ -1,6 +1,8 @@
 /*
  * Unit tests of the shared helpers (common/util.c): checked number parsing, FNV-1a, the
- * growable string buffer, JSON string escaping and reading a whole file.
+ * growable string buffer, JSON string escaping (invalid UTF-8 included), text made safe
+ * for a terminal, reading a whole file (never blocking on a FIFO) and writing one whole
+ * or not at all (a full disk, a file-size limit).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -12,6 +14,11 @@
 #include <string.h>
 #include <unistd.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 
 #include "common/util.h"
 
@@ -147,12 +154,144 @@ static void test_read_file(void **state)
 	rmdir(dir);
 }
 
+/* Invalid UTF-8 (a spec's description, a run log's label) never makes invalid JSON: each
+ * byte that is not part of a valid sequence becomes \ufffd, in both escapers and in
+ * text printed by cJSON. */
+static void test_json_utf8(void **state)
+{
+	struct lb_strbuf sb = LB_STRBUF_INIT;
+	char buf[64], *fixed;
+
+	assert_int_equal(lb_utf8_len("a", 1), 1);
+	assert_int_equal(lb_utf8_len("\xc3\xa9", 2), 2);
+	assert_int_equal(lb_utf8_len("\xe2\x82\xac", 3), 3);
+	assert_int_equal(lb_utf8_len("\xf0\x9f\x98\x80", 4), 4);
+	assert_int_equal(lb_utf8_len("\xc3", 1), 0);		 /* cut off */
+	assert_int_equal(lb_utf8_len("\xa9", 1), 0);		 /* stray continuation */
+	assert_int_equal(lb_utf8_len("\xc0\xaf", 2), 0);	 /* overlong '/' */
+	assert_int_equal(lb_utf8_len("\xe0\x80\xaf", 3), 0);	 /* overlong */
+	assert_int_equal(lb_utf8_len("\xed\xa0\x80", 3), 0);	 /* surrogate */
+	assert_int_equal(lb_utf8_len("\xf4\x90\x80\x80", 4), 0); /* above U+10FFFF */
+	lb_strbuf_add_json(&sb, "a\xff\xc3\xa9\xc3");
+	assert_string_equal(lb_strbuf_str(&sb), "\"a\\ufffd\xc3\xa9\\ufffd\"");
+	lb_strbuf_release(&sb);
+	lb_json_escape("\x80x", buf, sizeof(buf));
+	assert_string_equal(buf, "\"\\ufffdx\"");
+	fixed = lb_json_utf8_fix("{\"d\": \"bad \xfe\xff, good \xc3\xa9\"}");
+	assert_string_equal(fixed, "{\"d\": \"bad \\ufffd\\ufffd, good \xc3\xa9\"}");
+	free(fixed);
+}
+
+/* Text for a terminal: ESC, other controls, C1 and invalid bytes made visible; UTF-8
+ * kept; keep_lines lets a page's newlines and tabs through. */
+static void test_visible(void **state)
+{
+	struct lb_strbuf sb = LB_STRBUF_INIT;
+	const char *evil = "ok\x1b[2J\x07\r\n\t\xc2\x9b"
+			   "1m\xc3\xa9\xff\x7f";
+
+	lb_strbuf_add_visible(&sb, evil, strlen(evil), 0);
+	assert_string_equal(lb_strbuf_str(&sb),
+			    "ok\\x1b[2J\\x07\\r\\n\\t\\xc2\\x9b1m\xc3\xa9\\xff\\x7f");
+	lb_strbuf_release(&sb);
+	lb_strbuf_add_visible(&sb, evil, strlen(evil), 1);
+	assert_string_equal(lb_strbuf_str(&sb),
+			    "ok\\x1b[2J\\x07\\r\n\t\\xc2\\x9b1m\xc3\xa9\\xff\\x7f");
+	lb_strbuf_release(&sb);
+	assert_int_equal(lb_text_needs_escape("plain \xc3\xa9\n", 9, 1), 0);
+	assert_int_equal(lb_text_needs_escape("plain \xc3\xa9\n", 9, 0), 1);
+	assert_int_equal(lb_text_needs_escape("\x1b", 1, 1), 1);
+}
+
+/* A FIFO is refused at once (EINVAL), never waited on; nothing is read from it. */
+static void test_read_fifo(void **state)
+{
+	char dir[] = "/tmp/lb-util-XXXXXX", path[64], *buf = (char *)1;
+	size_t len = 7;
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/run-x.jsonl", dir);
+	assert_int_equal(mkfifo(path, 0600), 0);
+	alarm(10); /* a hang fails the test instead of stalling the suite */
+	assert_int_equal(lb_read_file(path, &buf, &len), -1);
+	alarm(0);
+	assert_int_equal(errno, EINVAL);
+	assert_null(buf);
+	unlink(path);
+	rmdir(dir);
+}
+
+/* Count the entries of dir (. and .. aside). */
+static int entries(const char *dir)
+{
+	char cmd[128];
+	FILE *p;
+	int n = -1;
+
+	snprintf(cmd, sizeof(cmd), "ls -A '%s' | wc -l", dir);
+	p = popen(cmd, "r");
+	if (p && fscanf(p, "%d", &n) != 1)
+		n = -1;
+	if (p)
+		pclose(p);
+	return n;
+}
+
+/* lb_write_file_atomic: the whole text, or (a file-size limit: the kernel's EFBIG, as a
+ * full disk's ENOSPC) the old file untouched and no temporary file left; lb_write_all to
+ * /dev/full says ENOSPC. */
+static void test_write_atomic(void **state)
+{
+	char dir[] = "/tmp/lb-util-XXXXXX", path[64], err[256], *buf;
+	char big[8192];
+	size_t len;
+	pid_t pid;
+	int st, fd;
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/report.html", dir);
+	assert_int_equal(lb_write_file_atomic(path, "old\n", 4, err, sizeof(err)), 0);
+	assert_int_equal(lb_read_file(path, &buf, &len), 0);
+	assert_string_equal(buf, "old\n");
+	free(buf);
+	memset(big, 'x', sizeof(big));
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct rlimit rl = {1024, 1024};
+		signal(SIGXFSZ, SIG_IGN);
+		setrlimit(RLIMIT_FSIZE, &rl);
+		if (lb_write_file_atomic(path, big, sizeof(big), err, sizeof(err)) != -1)
+			_exit(1);
+		_exit(strstr(err, "cannot write '") && strstr(err, "report.html': File too large")
+			  ? 0
+			  : 2);
+	}
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	assert_int_equal(lb_read_file(path, &buf, &len), 0);
+	assert_string_equal(buf, "old\n"); /* untouched */
+	free(buf);
+	assert_int_equal(entries(dir), 1); /* no temporary file left */
+	fd = open("/dev/full", O_WRONLY);
+	if (fd >= 0) {
+		assert_int_equal(lb_write_all(fd, "x", 1), -1);
+		assert_int_equal(errno, ENOSPC);
+		close(fd);
+	}
+	unlink(path);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_parse_long), cmocka_unit_test(test_parse_u64_double),
 	    cmocka_unit_test(test_fnv),	       cmocka_unit_test(test_strbuf),
 	    cmocka_unit_test(test_json),       cmocka_unit_test(test_read_file),
+	    cmocka_unit_test(test_json_utf8),  cmocka_unit_test(test_visible),
+	    cmocka_unit_test(test_read_fifo),  cmocka_unit_test(test_write_atomic),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

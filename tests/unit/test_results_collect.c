@@ -514,7 +514,9 @@ static void test_batches_and_repeats(void **state)
 	close_to(q_dbl(e->db, "SELECT step_time_median FROM run_summary"), 53, 1e-12);
 }
 
-/* A header whose layout_id does not match its fields: a warning, the header's id kept. */
+/* A header whose layout_id does not match its fields: a warning, and the run filed under
+ * the fields' own id; the stated id's layouts row is never made from fields that disagree
+ * with it, so a later genuine run of that layout shows its own tp. */
 static void test_layout_id_mismatch(void **state)
 {
 	struct env *e = *state;
@@ -528,17 +530,190 @@ static void test_layout_id_mismatch(void **state)
 	assert_non_null(in);
 	assert_non_null(out);
 	while (fgets(line, sizeof(line), in)) {
-		char *at = strstr(line, "\"tp\":1,");
+		char *at = strstr(line, "\"tp\":1,"), *uid = strstr(line, "node1-1001-ok");
 		if (at)
 			at[5] = '2'; /* tp=2 in the fields, the id still says tp=1 */
+		if (uid)
+			memcpy(uid, "node1-9001-xx", 13); /* a run of its own */
 		fputs(line, out);
 	}
 	fclose(in);
 	fclose(out);
 	assert_int_equal(collect(e->db, path, &st), 0);
 	assert_int_equal(st.warnings, 1);
-	assert_string_equal(q_text(e->db, "SELECT layout_id FROM runs"), "92ce779f2d33830f");
+	assert_string_not_equal(q_text(e->db, "SELECT layout_id FROM runs"), "92ce779f2d33830f");
 	assert_int_equal(q_int(e->db, "SELECT tp FROM layouts"), 2);
+	assert_int_equal(q_int(e->db, "SELECT count(*) FROM layouts WHERE layout_id = "
+				      "'92ce779f2d33830f'"),
+			 0);
+	assert_int_equal(q_int(e->db, "SELECT count(*) FROM runs r JOIN layouts l USING "
+				      "(layout_id) WHERE l.tp = 2"),
+			 1);
+	/* the genuine run of 92ce779f2d33830f: its own fields */
+	assert_int_equal(collect(e->db, FIX "1001-ok.jsonl", &st), 0);
+	assert_int_equal(st.warnings, 0);
+	assert_int_equal(
+	    q_int(e->db, "SELECT tp FROM layouts WHERE layout_id = '92ce779f2d33830f'"), 1);
+	assert_int_equal(q_int(e->db, "SELECT tp FROM run_summary WHERE run_uid LIKE '%1001-ok'"),
+			 1);
+}
+
+/* Copy from to to with the first occurrence of find on each line replaced by repl. */
+static void copy_edit(const char *from, const char *to, const char *find, const char *repl)
+{
+	FILE *in = fopen(from, "rb"), *out = fopen(to, "wb");
+	char line[8192];
+
+	assert_non_null(in);
+	assert_non_null(out);
+	while (fgets(line, sizeof(line), in)) {
+		char *at = find ? strstr(line, find) : NULL;
+		if (at) {
+			fwrite(line, 1, (size_t)(at - line), out);
+			fputs(repl, out);
+			fputs(at + strlen(find), out);
+		} else {
+			fputs(line, out);
+		}
+	}
+	fclose(in);
+	fclose(out);
+}
+
+/* What a collected run looks like, to see that a refused log changed none of it. */
+static const char *run_state(sqlite3 *db, const char *uid_like)
+{
+	static char buf[1024];
+	char sql[512];
+
+	snprintf(
+	    sql, sizeof(sql),
+	    "SELECT r.status || '|' || ifnull(r.failure_class, '') || '|' || n_steps || '|' || "
+	    "step_time_mean || '|' || r.log_path || '|' || r.layout_id FROM run_summary s JOIN "
+	    "runs r USING (run_uid) WHERE run_uid LIKE '%s'",
+	    uid_like);
+	snprintf(buf, sizeof(buf), "%s", q_text(db, sql));
+	return buf;
+}
+
+/*
+ * A log that reuses a collected run's run_uid is not that run: another run's log (its
+ * layout), the same header with another start_time, or the same path rewritten (its first
+ * bytes changed) is refused with an error that names the run and where it was collected
+ * from, and the run stays as it was. A log moved or copied whole is the same run; a
+ * shorter copy changes nothing (a warning).
+ */
+static void test_run_identity(void **state)
+{
+	struct env *e = *state;
+	struct collect_stats st;
+	char path[256], err[512], before[1024], abs_ok[4096];
+
+	assert_int_equal(collect(e->db, FIX "1001-ok.jsonl", &st), 0);
+	assert_non_null(realpath(FIX "1001-ok.jsonl", abs_ok));
+	snprintf(before, sizeof(before), "%s", run_state(e->db, "%1001-ok"));
+	assert_non_null(strstr(before, "ok||5|"));
+
+	/* the oom run's log given the ok run's uid, with slow extra records */
+	snprintf(path, sizeof(path), "%s/run-foreign.jsonl", e->dir);
+	copy_edit(FIX "1002-oom.jsonl", path, "node1-1002-oom", "node1-1001-ok");
+	for (int i = 0; i < 5; i++)
+		append(path, "{\"type\":\"step\",\"step\":9,\"warmup\":false,\"time_s\":76}\n");
+	memset(&st, 0, sizeof(st));
+	st.quiet = 1;
+	assert_int_equal(results_collect_path(e->db, path, &st, err, sizeof(err)), -1);
+	assert_int_equal(st.errors, 1);
+	assert_non_null(strstr(err, "run '20261202T120000Z-node1-1001-ok' was collected from '"));
+	assert_non_null(strstr(err, abs_ok));
+	assert_non_null(strstr(err, "this log is not that run: its layout 'ba351398a49735e6' is "
+				    "not the run's '92ce779f2d33830f'; not collected"));
+	assert_string_equal(run_state(e->db, "%1001-ok"), before);
+	assert_int_equal(q_int(e->db, "SELECT count(*) FROM runs"), 1);
+
+	/* the same header but another start */
+	snprintf(path, sizeof(path), "%s/run-restarted.jsonl", e->dir);
+	copy_edit(FIX "1001-ok.jsonl", path, "2026-12-02T12:00:00Z", "2026-12-02T13:00:00Z");
+	append(path, "{\"type\":\"step\",\"step\":9,\"warmup\":false,\"time_s\":76}\n");
+	memset(&st, 0, sizeof(st));
+	st.quiet = 1;
+	assert_int_equal(results_collect_path(e->db, path, &st, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "its start_time '2026-12-02T13:00:00Z' is not the run's "
+				    "'2026-12-02T12:00:00Z'"));
+	assert_string_equal(run_state(e->db, "%1001-ok"), before);
+
+	/* the same header and layout, other records: the bytes read differ */
+	snprintf(path, sizeof(path), "%s/run-edited.jsonl", e->dir);
+	copy_edit(FIX "1001-ok.jsonl", path, "\"time_s\":1.0,", "\"time_s\":9.0,");
+	append(path, "{\"type\":\"step\",\"step\":9,\"warmup\":false,\"time_s\":76}\n");
+	memset(&st, 0, sizeof(st));
+	st.quiet = 1;
+	assert_int_equal(results_collect_path(e->db, path, &st, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "its first 3135 bytes differ from those read"));
+	assert_string_equal(run_state(e->db, "%1001-ok"), before);
+
+	/* moved whole: the same run, read from its new place */
+	snprintf(path, sizeof(path), "%s/run-moved.jsonl", e->dir);
+	copy_file(FIX "1001-ok.jsonl", path, (size_t)-1);
+	assert_int_equal(collect(e->db, path, &st), 0);
+	assert_int_equal(st.errors + st.warnings + st.runs_new + st.runs_updated, 0);
+	assert_int_equal(st.runs_unchanged, 1);
+	assert_non_null(strstr(q_text(e->db, "SELECT log_path FROM runs"), "/run-moved.jsonl"));
+	assert_int_equal(q_int(e->db, "SELECT count(*) FROM steps"), 7);
+
+	/* an older, shorter copy: nothing changes */
+	snprintf(path, sizeof(path), "%s/run-older.jsonl", e->dir);
+	copy_file(FIX "1001-ok.jsonl", path, 2000);
+	assert_int_equal(collect(e->db, path, &st), 0);
+	assert_int_equal(st.warnings, 1);
+	assert_int_equal(st.runs_unchanged, 1);
+	assert_non_null(strstr(q_text(e->db, "SELECT log_path FROM runs"), "/run-moved.jsonl"));
+	assert_int_equal(q_int(e->db, "SELECT count(*) FROM steps"), 7);
+}
+
+/* A log rewritten in place (not appended to) is not read on from the old offset. */
+static void test_rewritten_in_place(void **state)
+{
+	struct env *e = *state;
+	struct collect_stats st;
+	char path[256], err[512];
+
+	snprintf(path, sizeof(path), "%s/run-20261202T120000Z-node1-1009-running.jsonl", e->dir);
+	copy_file(FIX "1009-running.jsonl", path, (size_t)-1);
+	assert_int_equal(collect(e->db, path, &st), 0);
+	assert_int_equal(q_int(e->db, "SELECT count(*) FROM steps"), 4);
+	copy_edit(FIX "1009-running.jsonl", path, "\"step\":1,", "\"step\":1,\"tokens\":7,");
+	append(path, "{\"type\":\"step\",\"step\":4,\"warmup\":false,\"time_s\":76}\n");
+	memset(&st, 0, sizeof(st));
+	st.quiet = 1;
+	assert_int_equal(results_collect_path(e->db, path, &st, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "its first 2175 bytes differ from those read"));
+	assert_int_equal(q_int(e->db, "SELECT count(*) FROM steps"), 4);
+	assert_int_equal(q_int(e->db, "SELECT count(*) FROM steps WHERE time_s = 76"), 0);
+}
+
+/* A sweep name from a log header follows the one rule: '../../etc' or a quote is refused
+ * (no sweep row, no run), with the rule named. */
+static void test_header_sweep_name(void **state)
+{
+	struct env *e = *state;
+	struct collect_stats st;
+	const char *bad[] = {"../../etc", "a'b", "x y"};
+	char path[256], err[512], repl[64];
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(path, sizeof(path), "%s/run-bad-sweep-%zu.jsonl", e->dir, i);
+		snprintf(repl, sizeof(repl), "\"sweep\":\"%s\"", bad[i]);
+		copy_edit(FIX "1001-ok.jsonl", path, "\"sweep\":\"fixture-sweep\"", repl);
+		memset(&st, 0, sizeof(st));
+		st.quiet = 1;
+		assert_int_equal(results_collect_path(e->db, path, &st, err, sizeof(err)), -1);
+		assert_int_equal(st.errors, 1);
+		assert_non_null(strstr(err, ":1: 'sweep': sweep name '"));
+		assert_non_null(strstr(err, bad[i]));
+		assert_non_null(strstr(err, "a sweep name is 1 to 63 letters"));
+	}
+	assert_int_equal(q_int(e->db, "SELECT count(*) FROM sweeps"), 0);
+	assert_int_equal(q_int(e->db, "SELECT count(*) FROM runs"), 0);
 }
 
 /* The ok fixture with attention 'cudnn' (the field, the flags and the id the trainer
@@ -1086,6 +1261,9 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_idempotent_directory, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_grow, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_layout_id_mismatch, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_run_identity, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_rewritten_in_place, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_header_sweep_name, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_cudnn_run, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_batches_and_repeats, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_job_link, setup, teardown),

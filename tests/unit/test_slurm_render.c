@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 
 #include "common/util.h"
+#include "harness/trainlog.h"
 #include "slurm/classify.h"
 #include "slurm/exec.h"
 #include "slurm/render.h"
@@ -324,6 +325,25 @@ static void test_classify(void **state)
 	assert_string_equal(slurm_classify(&in), "launch_error");
 	assert_true(slurm_class_valid("oom"));
 	assert_false(slurm_class_valid("nccl_error"));
+	/* completed, but the run log stops without its end record: a failure */
+	in.state = "COMPLETED";
+	in.exit_code = 0;
+	in.has_run = 1;
+	in.run_status = "running";
+	in.run_class = "";
+	assert_string_equal(slurm_classify(&in), "failed");
+	/* the class of a run closed without its end record: the scheduler's verdict, else the
+	 * trainer's exit status read through the trainer's own table */
+	const char *cls[] = {"oom", "nccl_error", "diverged", "timeout", "io_error", "error"};
+	for (size_t i = 0; i < sizeof(cls) / sizeof(cls[0]); i++)
+		assert_string_equal(slurm_run_end_class("failed", lb_class_exit_code(cls[i])),
+				    cls[i]);
+	assert_string_equal(slurm_run_end_class("", 0), "error");
+	assert_string_equal(slurm_run_end_class("failed", 143), "killed");
+	assert_string_equal(slurm_run_end_class("failed", -1), "killed");
+	assert_string_equal(slurm_run_end_class("cancelled", 7), "killed");
+	assert_string_equal(slurm_run_end_class("timeout", 143), "timeout");
+	assert_string_equal(slurm_run_end_class("oom", -1), "oom");
 }
 
 /* cpus_per_task reaches srun through SRUN_CPUS_PER_TASK (srun does not inherit sbatch's
@@ -461,13 +481,19 @@ static void test_env_secrets(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_quote),	  cmocka_unit_test(test_safe),
+	    cmocka_unit_test(test_quote),
+	    cmocka_unit_test(test_safe),
 	    cmocka_unit_test(test_grouping),
-	    cmocka_unit_test(test_optim_flags),	  cmocka_unit_test(test_split_and_throttle),
-	    cmocka_unit_test(test_hostile),	  cmocka_unit_test(test_spec_nvls),
-	    cmocka_unit_test(test_classify),	  cmocka_unit_test(test_env_secrets),
-	    cmocka_unit_test(test_cpus_per_task), cmocka_unit_test(test_gpu_request),
-	    cmocka_unit_test(test_peak_override), cmocka_unit_test(test_render_plan_logs),
+	    cmocka_unit_test(test_optim_flags),
+	    cmocka_unit_test(test_split_and_throttle),
+	    cmocka_unit_test(test_hostile),
+	    cmocka_unit_test(test_spec_nvls),
+	    cmocka_unit_test(test_classify),
+	    cmocka_unit_test(test_env_secrets),
+	    cmocka_unit_test(test_cpus_per_task),
+	    cmocka_unit_test(test_gpu_request),
+	    cmocka_unit_test(test_peak_override),
+	    cmocka_unit_test(test_render_plan_logs),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -6,7 +6,10 @@
  *  - the run of a finished job cannot be tied to it (a trigger refuses runs.job_ref):
  *    the poll fails;
  *  - the class of a finished job cannot be written (a trigger refuses it): the poll fails;
- * and, the database willing, attempts count up and the run is tied to its job.
+ * and, the database willing, attempts count up and the run is tied to its job; a run
+ * whose log stops without its end record is a failure once its job ended (completed,
+ * failed with the trainer's io_error status, or purged with that status in its .exit
+ * file), and the run is closed with the class the exit status names.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -16,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "results/jobs.h"
@@ -255,12 +259,80 @@ static void test_class_write(void **state)
 			 1);
 }
 
+static const char *q_text(sqlite3 *db, const char *sql)
+{
+	static char buf[512];
+	sqlite3_stmt *st = NULL;
+	assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
+	buf[0] = 0;
+	if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
+		snprintf(buf, sizeof(buf), "%s", (const char *)sqlite3_column_text(st, 0));
+	sqlite3_finalize(st);
+	return buf;
+}
+
+static void test_run_without_end(void **state)
+{
+	struct env *e = *state;
+	char err[1024] = "", path[256];
+	FILE *f;
+
+	job_with_run(e);
+	exec_sql(e->db, "UPDATE runs SET status = 'running'");
+	/* completed, exit 0, the log without its end record: no success */
+	answer.known = 1;
+	snprintf(answer.state, sizeof(answer.state), "COMPLETED");
+	answer.exit_code = 0;
+	answer.end_time = 1000; /* long over: no grace */
+	assert_int_equal(refresh(e, err, sizeof(err)), 0);
+	assert_string_equal(q_text(e->db, "SELECT state || '|' || failure_class FROM jobs"),
+			    "COMPLETED|failed");
+	assert_string_equal(q_text(e->db, "SELECT status || '|' || failure_class || '|' || "
+					  "message FROM runs"),
+			    "failed|error|the job ended (COMPLETED, exit 0) without the run log's "
+			    "end record");
+
+	/* the trainer's io_error status (a full disk) */
+	exec_sql(e->db, "UPDATE jobs SET state = 'RUNNING', failure_class = NULL, exit_code = "
+			"NULL; UPDATE runs SET status = 'running', failure_class = NULL, job_ref = "
+			"NULL");
+	snprintf(answer.state, sizeof(answer.state), "FAILED");
+	answer.exit_code = 7;
+	assert_int_equal(refresh(e, err, sizeof(err)), 0);
+	assert_string_equal(q_text(e->db, "SELECT state || '|' || failure_class FROM jobs"),
+			    "FAILED|failed");
+	assert_string_equal(q_text(e->db, "SELECT status || '|' || failure_class || '|' || "
+					  "message FROM runs"),
+			    "failed|io_error|the job ended (FAILED, exit 7) without the run log's "
+			    "end record: the run log could not be written");
+
+	/* the job gone from the scheduler: its .exit file says 7 */
+	exec_sql(e->db, "UPDATE jobs SET state = 'RUNNING', failure_class = NULL, exit_code = "
+			"NULL, end_time = NULL; UPDATE runs SET status = 'running', failure_class "
+			"= NULL, job_ref = NULL");
+	snprintf(path, sizeof(path), "%s/no-such-dir", e->dir);
+	assert_int_equal(mkdir(path, 0755), 0);
+	snprintf(path, sizeof(path), "%s/no-such-dir/job-1_0.exit", e->dir);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("7\n", f);
+	fclose(f);
+	memset(&answer, 0, sizeof(answer));
+	answer.known = 0;
+	assert_int_equal(refresh(e, err, sizeof(err)), 0);
+	assert_string_equal(q_text(e->db, "SELECT state || '|' || failure_class FROM jobs"),
+			    "FAILED|failed");
+	assert_string_equal(q_text(e->db, "SELECT status || '|' || failure_class FROM runs"),
+			    "failed|io_error");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_attempts, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_run_tie, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_class_write, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_run_without_end, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

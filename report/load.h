@@ -29,6 +29,10 @@ int report_load_runs(sqlite3 *db, const char *sweep, struct report_runs *rs, cha
 int report_load_model_mem(sqlite3 *db, const char *sweep, struct report_runs *rs, char *err,
 			  size_t errlen);
 
+/* How many runs that ended ok diverged (run_summary.health; sweep: only that sweep's):
+ * what the best_layout view leaves out. Returns 0, or -1 with err set. */
+int report_load_diverged(sqlite3 *db, const char *sweep, size_t *n, char *err, size_t errlen);
+
 /* The same for the best_layout view (sweep: only rows won by that sweep). */
 int report_load_best(sqlite3 *db, const char *sweep, struct report_runs *rs, char *err,
 		     size_t errlen);

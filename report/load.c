@@ -15,10 +15,9 @@
 #define COLUMNS                                                                                    \
 	"run_id, sweep, source, label, model, seq_len, gpus, micro_batch, tp, pp, dp, "            \
 	"sequence_parallel, checkpointing, attention, norm, status, failure_class, "               \
-	"COALESCE(mfu_reported, mfu), tflops_per_gpu, step_time_mean, forward_s, backward_s, "     \
+	"mfu_reported, tflops_per_gpu, step_time_mean, forward_s, backward_s, "                    \
 	"optimizer_s, comm_exposed_s, bubble_s, peak_mem_bytes, rank_peak_mem, step_time_std, "    \
-	"n_steps, health, COALESCE(mfu_reported * mfu_no_embed / mfu, mfu_no_embed), "             \
-	"device_peak_mem_bytes"
+	"n_steps, health, mfu_no_embed, device_peak_mem_bytes, mfu"
 
 static const char *text(sqlite3_stmt *st, int col)
 {
@@ -70,9 +69,13 @@ static int load(sqlite3 *db, const char *view, const char *sweep, struct report_
 		else
 			r.status = REPORT_RUN_RUNNING;
 		r.failure_class = text(st, 16);
+		/* COALESCE(mfu_reported, mfu): an imported run shows the sheet's own MFU */
 		if (sqlite3_column_type(st, 17) != SQLITE_NULL) {
 			r.has_mfu = 1;
 			r.mfu = sqlite3_column_double(st, 17);
+		} else if (sqlite3_column_type(st, 32) != SQLITE_NULL) {
+			r.has_mfu = 1;
+			r.mfu = sqlite3_column_double(st, 32);
 		}
 		if (sqlite3_column_type(st, 18) != SQLITE_NULL) {
 			r.has_tflops = 1;
@@ -92,8 +95,14 @@ static int load(sqlite3 *db, const char *view, const char *sweep, struct report_
 		r.n_steps = sqlite3_column_int(st, 28);
 		r.health = report_health_parse(text(st, 29));
 		if (sqlite3_column_type(st, 30) != SQLITE_NULL) {
+			/* an imported run: the sheet's own MFU carried over to this count (the
+			 * ratio of the two counts, mfu_no_embed / mfu) */
+			double mine = sqlite3_column_double(st, 32);
+
 			r.has_mfu_no_embed = 1;
 			r.mfu_no_embed = sqlite3_column_double(st, 30);
+			if (sqlite3_column_type(st, 17) != SQLITE_NULL && mine > 0)
+				r.mfu_no_embed *= sqlite3_column_double(st, 17) / mine;
 		}
 		r.device_peak_mem =
 		    sqlite3_column_type(st, 31) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 31);

@@ -6,7 +6,7 @@
  */
 // fuzz-sources: results/runlog.c common/layout.c common/model.c common/util.c
 // fuzz-libs: -lcjson -lm
-// fuzz-seeds: tests/fixtures/runlogs/*.jsonl
+// fuzz-seeds: tests/fixtures/runlogs/*.jsonl tests/fixtures/memory/*.jsonl
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>

@@ -201,11 +201,11 @@ int cmd_report(int argc, char **argv)
 		goto out_release;
 	}
 	if (o.kinds[REPORT_BEST]) {
-		int brc = need_runs ? report_runs_best_opts(&runs, o.build.keep_diverged, &best,
-							    &best_left)
-				    : report_load_best(db, NULL, &best, err, sizeof(err)) ||
-					  report_load_diverged(db, NULL, &best_left, err,
-							       sizeof(err));
+		int brc =
+		    need_runs
+			? report_runs_best_opts(&runs, o.build.keep_diverged, &best, &best_left)
+			: report_load_best(db, NULL, &best, err, sizeof(err)) ||
+			      report_load_diverged(db, NULL, &best_left, err, sizeof(err));
 		if (brc) {
 			fprintf(stderr, "error: database '%s': %s\n", path,
 				need_runs ? "out of memory" : err);

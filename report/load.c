@@ -209,10 +209,11 @@ int report_load_model_mem(sqlite3 *db, const char *sweep, struct report_runs *rs
 		}
 		((struct report_run *)*hit)->model_mem = prev;
 		((struct report_run *)*hit)->planned_mem =
-		    prev < 0 ? -1
-			     : prev + (strcmp(backend, "cuda")
-					   ? 0
-					   : (long long)(LB_TRAINER_GPU_RESERVE_GIB * 1073741824.0));
+		    prev < 0
+			? -1
+			: prev + (strcmp(backend, "cuda")
+				      ? 0
+				      : (long long)(LB_TRAINER_GPU_RESERVE_GIB * 1073741824.0));
 	}
 	if (rc != SQLITE_DONE)
 		snprintf(err, errlen, "cannot read the runs' flags: %s",

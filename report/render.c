@@ -479,9 +479,8 @@ static void table_health(struct table *t, const struct report_run *r)
 {
 	const char *h = r ? report_health_name(r->health) : NULL;
 
-	table_cell(t, h ? h : "-", h ? h : "", h && r->health == REPORT_HEALTH_DIVERGED
-						  ? CELL_FAIL
-						  : CELL_TEXT);
+	table_cell(t, h ? h : "-", h ? h : "",
+		   h && r->health == REPORT_HEALTH_DIVERGED ? CELL_FAIL : CELL_TEXT);
 }
 
 /* Bars: a table per group; best: one table. A bar without a winner shows the layout fields

@@ -639,8 +639,8 @@ int report_runs_best(const struct report_runs *rs, struct report_runs *out)
 	return report_runs_best_opts(rs, 0, out, NULL);
 }
 
-int report_runs_best_opts(const struct report_runs *rs, int keep_diverged,
-			  struct report_runs *out, size_t *left_out)
+int report_runs_best_opts(const struct report_runs *rs, int keep_diverged, struct report_runs *out,
+			  size_t *left_out)
 {
 	const struct report_run **v = malloc((rs->n ? rs->n : 1) * sizeof(*v));
 	size_t n = 0, left = 0;

@@ -90,9 +90,9 @@ struct report_run {
 	long long peak_mem;		  /* bytes, max over steps; < 0 unknown */
 	long long rank_mem_min, rank_mem_max; /* per-rank peaks, bytes; valid when rank_n */
 	int rank_n;			      /* ranks in rank_peak_mem; 0 unknown */
-	long long model_mem; /* the planner's model of the trainer (lb_memory_trainer) for the
-				run's layout and backend, bytes, without the GPU reserve; < 0
-				unknown (an imported run, no flags, a layout it cannot build) */
+	long long model_mem;   /* the planner's model of the trainer (lb_memory_trainer) for the
+				  run's layout and backend, bytes, without the GPU reserve; < 0
+				  unknown (an imported run, no flags, a layout it cannot build) */
 	long long planned_mem; /* what the planner plans for it: model_mem, plus on a GPU the
 				  LB_TRAINER_GPU_RESERVE_GIB it reserves for the CUDA runtime;
 				  bytes, < 0 unknown (with model_mem) */
@@ -143,8 +143,8 @@ int report_run_better(const struct report_run *a, const struct report_run *b);
 int report_runs_best(const struct report_runs *rs, struct report_runs *out);
 /* The same; keep_diverged: diverged runs compete too; *left_out (may be NULL): how many ok
  * runs were left out as diverged. */
-int report_runs_best_opts(const struct report_runs *rs, int keep_diverged,
-			  struct report_runs *out, size_t *left_out);
+int report_runs_best_opts(const struct report_runs *rs, int keep_diverged, struct report_runs *out,
+			  size_t *left_out);
 
 /* Kernel classes shared by the figures: imported runs match the paper's kernel string,
  * ours the attention and norm kernels. Our cudnn (cuDNN's fused flash attention) is

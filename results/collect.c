@@ -70,7 +70,7 @@ static const char *const queries[Q_COUNT] = {
 		 "collected = strftime('%Y-%m-%dT%H:%M:%SZ', 'now') WHERE id = ?1",
 };
 
-#define N_PHASES 5 /* forward, backward, optimizer, comm_exposed, bubble */
+#define N_PHASES  5  /* forward, backward, optimizer, comm_exposed, bubble */
 #define STEP_COLS 15 /* bound values per step row (bind_step) */
 
 /* An element-wise maximum of per-rank arrays (bytes): n of cap. */
@@ -84,14 +84,14 @@ struct rank_max {
 struct stats_acc {
 	double *t; /* steady-state step times, seconds; n of cap */
 	size_t n, cap;
-	long long peak;	      /* max peak_mem_bytes over every step; -1 unknown */
-	double sum[N_PHASES]; /* steady-state phase sums, seconds */
-	long cnt[N_PHASES];   /* steady-state steps that have the phase */
-	struct rank_max rank; /* element-wise max of rank_peak_mem */
-	long long dev_peak;   /* max device_peak_mem_bytes over every step; -1 unknown */
+	long long peak;		  /* max peak_mem_bytes over every step; -1 unknown */
+	double sum[N_PHASES];	  /* steady-state phase sums, seconds */
+	long cnt[N_PHASES];	  /* steady-state steps that have the phase */
+	struct rank_max rank;	  /* element-wise max of rank_peak_mem */
+	long long dev_peak;	  /* max device_peak_mem_bytes over every step; -1 unknown */
 	struct rank_max rank_dev; /* element-wise max of rank_device_peak_mem */
-	double *loss;	      /* every step's loss in step order (NaN: not finite); nloss of
-				 loss_cap: the run's health (results/health.h) */
+	double *loss;		  /* every step's loss in step order (NaN: not finite); nloss of
+				     loss_cap: the run's health (results/health.h) */
 	size_t nloss, loss_cap;
 };
 
@@ -537,14 +537,13 @@ static int refresh_stats(sqlite3_stmt *rd, sqlite3_stmt *wr, long long run_id, s
 				      ? -1
 				      : sqlite3_column_int64(rd, 2),
 				  ph, (const char *)sqlite3_column_text(rd, 8)) ||
-		    stats_acc_add_more(a,
-				       sqlite3_column_type(rd, 9) == SQLITE_NULL
-					   ? NAN
-					   : sqlite3_column_double(rd, 9),
-				       sqlite3_column_type(rd, 10) == SQLITE_NULL
-					   ? -1
-					   : sqlite3_column_int64(rd, 10),
-				       (const char *)sqlite3_column_text(rd, 11))) {
+		    stats_acc_add_more(
+			a,
+			sqlite3_column_type(rd, 9) == SQLITE_NULL ? NAN
+								  : sqlite3_column_double(rd, 9),
+			sqlite3_column_type(rd, 10) == SQLITE_NULL ? -1
+								   : sqlite3_column_int64(rd, 10),
+			(const char *)sqlite3_column_text(rd, 11))) {
 			sqlite3_reset(rd);
 			return -1;
 		}

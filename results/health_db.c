@@ -16,10 +16,11 @@ int results_health_summary(sqlite3 *db, const char *sweep, struct results_health
 	int rc;
 
 	memset(s, 0, sizeof(*s));
-	if (sqlite3_prepare_v2(db,
-			       "SELECT run_uid, layout_id, health, loss_first, loss_last_quarter "
-			       "FROM run_summary WHERE sweep = ?1 AND status = 'ok' ORDER BY run_id",
-			       -1, &st, NULL) != SQLITE_OK) {
+	if (sqlite3_prepare_v2(
+		db,
+		"SELECT run_uid, layout_id, health, loss_first, loss_last_quarter "
+		"FROM run_summary WHERE sweep = ?1 AND status = 'ok' ORDER BY run_id",
+		-1, &st, NULL) != SQLITE_OK) {
 		snprintf(err, errlen, "run health: %s", sqlite3_errmsg(db));
 		return -1;
 	}
@@ -54,12 +55,10 @@ int results_health_summary(sqlite3 *db, const char *sweep, struct results_health
 		snprintf(r->run_uid, sizeof(r->run_uid), "%s", sqlite3_column_text(st, 0));
 		snprintf(r->layout_id, sizeof(r->layout_id), "%s", sqlite3_column_text(st, 1));
 		snprintf(r->health, sizeof(r->health), "%s", h);
-		r->loss_first = sqlite3_column_type(st, 3) == SQLITE_NULL
-				    ? NAN
-				    : sqlite3_column_double(st, 3);
-		r->loss_last_quarter = sqlite3_column_type(st, 4) == SQLITE_NULL
-					   ? NAN
-					   : sqlite3_column_double(st, 4);
+		r->loss_first =
+		    sqlite3_column_type(st, 3) == SQLITE_NULL ? NAN : sqlite3_column_double(st, 3);
+		r->loss_last_quarter =
+		    sqlite3_column_type(st, 4) == SQLITE_NULL ? NAN : sqlite3_column_double(st, 4);
 	}
 	if (rc != SQLITE_DONE) {
 		snprintf(err, errlen, "run health: %s", sqlite3_errmsg(db));

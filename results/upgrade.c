@@ -58,8 +58,8 @@ static int fill_stats(sqlite3 *db)
 	sqlite3_stmt *rd = NULL;
 	int rc = -1, s;
 
-	if (sqlite3_prepare_v2(db, "SELECT run_id FROM run_stats ORDER BY run_id", -1, &rd,
-			       NULL) != SQLITE_OK)
+	if (sqlite3_prepare_v2(db, "SELECT run_id FROM run_stats ORDER BY run_id", -1, &rd, NULL) !=
+	    SQLITE_OK)
 		return -1;
 	while ((s = sqlite3_step(rd)) == SQLITE_ROW)
 		if (results_refresh_run_stats(db, sqlite3_column_int64(rd, 0)))
@@ -75,7 +75,8 @@ int results_upgrade_runs(sqlite3 *db, char *err, size_t errlen)
 	if (results_begin(db, err, errlen))
 		return -1;
 	if (fill_flops(db) || fill_stats(db)) {
-		snprintf(err, errlen, "filling in the runs' health and FLOPs: %s", sqlite3_errmsg(db));
+		snprintf(err, errlen, "filling in the runs' health and FLOPs: %s",
+			 sqlite3_errmsg(db));
 		results_rollback(db);
 		return -1;
 	}

@@ -57,8 +57,9 @@ static int print_health(sqlite3 *db, const char *sweep)
 		return 1;
 	}
 	if (h.ok + h.flat + h.diverged + h.unknown)
-		printf("  health ok %zu, flat %zu, diverged %zu, unknown %zu (runs that ended ok)\n",
-		       h.ok, h.flat, h.diverged, h.unknown);
+		printf(
+		    "  health ok %zu, flat %zu, diverged %zu, unknown %zu (runs that ended ok)\n",
+		    h.ok, h.flat, h.diverged, h.unknown);
 	for (size_t i = 0; i < h.n_runs; i++)
 		printf("  %s %s  run %s  loss %.4g -> %.4g\n", h.runs[i].health,
 		       h.runs[i].layout_id, h.runs[i].run_uid, h.runs[i].loss_first,

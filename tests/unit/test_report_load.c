@@ -115,11 +115,12 @@ static void test_contract_tables(void **state)
 	assert_int_equal(rs.v[0].n_steps, 0);
 
 	char *csv = figure_csv(&rs, REPORT_KERNELS);
-	assert_string_equal(csv, "group,series,mfu,micro_batch,tp,pp,checkpointing,dp,sequence_"
-				 "parallel,model,seq_len,gpus,"
-				 "tflops_per_gpu,mfu_sd,step_time_s,step_time_sd_s,steps,mfu_no_embed,health\n"
-				 "p,torch,37.89,1,2,2,none,16,0,llama-13b,2048,64,118.2,,26.5,,,,\n"
-				 "q,flash+fused,,1,2,1,none,1,1,tiny,128,2,0.0042,,2,0.1,5,,\n");
+	assert_string_equal(
+	    csv, "group,series,mfu,micro_batch,tp,pp,checkpointing,dp,sequence_"
+		 "parallel,model,seq_len,gpus,"
+		 "tflops_per_gpu,mfu_sd,step_time_s,step_time_sd_s,steps,mfu_no_embed,health\n"
+		 "p,torch,37.89,1,2,2,none,16,0,llama-13b,2048,64,118.2,,26.5,,,,\n"
+		 "q,flash+fused,,1,2,1,none,1,1,tiny,128,2,0.0042,,2,0.1,5,,\n");
 	free(csv);
 	report_runs_release(&rs);
 
@@ -133,13 +134,13 @@ static void test_contract_tables(void **state)
 	assert_int_equal(report_load_best(db, NULL, &rs, err, sizeof(err)), 0);
 	assert_int_equal(rs.n, 2);
 	csv = figure_csv(&rs, REPORT_BEST);
-	assert_string_equal(csv,
-			    "group,series,mfu,micro_batch,tp,pp,checkpointing,dp,sequence_parallel,"
-			    "model,seq_len,gpus,"
-			    "tflops_per_gpu,mfu_sd,step_time_s,step_time_sd_s,steps,mfu_no_embed,health\n"
-			    "llama-13b/2048/64,torch,37.89,1,2,2,none,16,0,llama-13b,2048,64,"
-			    "118.2,,26.5,,,,\n"
-			    "tiny/128/2,flash+fused,,1,2,1,none,1,1,tiny,128,2,0.0042,,2,0.1,5,,\n");
+	assert_string_equal(
+	    csv, "group,series,mfu,micro_batch,tp,pp,checkpointing,dp,sequence_parallel,"
+		 "model,seq_len,gpus,"
+		 "tflops_per_gpu,mfu_sd,step_time_s,step_time_sd_s,steps,mfu_no_embed,health\n"
+		 "llama-13b/2048/64,torch,37.89,1,2,2,none,16,0,llama-13b,2048,64,"
+		 "118.2,,26.5,,,,\n"
+		 "tiny/128/2,flash+fused,,1,2,1,none,1,1,tiny,128,2,0.0042,,2,0.1,5,,\n");
 	free(csv);
 	report_runs_release(&rs);
 
@@ -230,18 +231,20 @@ static void test_real_schema(void **state)
 	 * from the view: steady steps 2 s and 4 s, sample sd sqrt(2) = 1.41421 s, MFU sd
 	 * 106.84 * 1.41421 / 3 = 50.364 points */
 	char *csv = figure_csv(&rs, REPORT_KERNELS);
-	assert_string_equal(csv, "group,series,mfu,micro_batch,tp,pp,checkpointing,dp,sequence_"
-				 "parallel,model,seq_len,gpus,"
-				 "tflops_per_gpu,mfu_sd,step_time_s,step_time_sd_s,steps,mfu_no_embed,health\n"
-				 "s,flash+fused,106.84,1,1,1,none,1,0,tiny,128,1,333.333,50.364,3,"
-				 "1.41421,2,,\n");
+	assert_string_equal(
+	    csv, "group,series,mfu,micro_batch,tp,pp,checkpointing,dp,sequence_"
+		 "parallel,model,seq_len,gpus,"
+		 "tflops_per_gpu,mfu_sd,step_time_s,step_time_sd_s,steps,mfu_no_embed,health\n"
+		 "s,flash+fused,106.84,1,1,1,none,1,0,tiny,128,1,333.333,50.364,3,"
+		 "1.41421,2,,\n");
 	free(csv);
 	csv = figure_csv(&rs, REPORT_TP_PP);
-	assert_string_equal(csv, "group,series,mfu,micro_batch,tp,pp,checkpointing,dp,sequence_"
-				 "parallel,model,seq_len,gpus,"
-				 "tflops_per_gpu,mfu_sd,step_time_s,step_time_sd_s,steps,mfu_no_embed,health\n"
-				 "s,\"1,1\",106.84,1,1,1,none,1,0,tiny,128,1,333.333,50.364,3,"
-				 "1.41421,2,,\n");
+	assert_string_equal(
+	    csv, "group,series,mfu,micro_batch,tp,pp,checkpointing,dp,sequence_"
+		 "parallel,model,seq_len,gpus,"
+		 "tflops_per_gpu,mfu_sd,step_time_s,step_time_sd_s,steps,mfu_no_embed,health\n"
+		 "s,\"1,1\",106.84,1,1,1,none,1,0,tiny,128,1,333.333,50.364,3,"
+		 "1.41421,2,,\n");
 	free(csv);
 	report_runs_release(&rs);
 
@@ -257,10 +260,11 @@ static void test_real_schema(void **state)
 	report_runs_init(&rs);
 	assert_int_equal(report_load_runs(db, NULL, &rs, err, sizeof(err)), 0);
 	csv = figure_csv(&rs, REPORT_PHASES);
-	assert_string_equal(csv, "group,label,micro_batch,tp,pp,dp,sequence_parallel,step_time_s,"
-				 "forward_s,backward_s,optimizer_s,comm_exposed_s,bubble_s,"
-				 "peak_mem_mib,rank_peak_mem_min_mib,rank_peak_mem_max_mib,ranks,"
-				 "checkpointing,model,seq_len,gpus,run_id,step_time_sd_s,steps,health\n");
+	assert_string_equal(
+	    csv, "group,label,micro_batch,tp,pp,dp,sequence_parallel,step_time_s,"
+		 "forward_s,backward_s,optimizer_s,comm_exposed_s,bubble_s,"
+		 "peak_mem_mib,rank_peak_mem_min_mib,rank_peak_mem_max_mib,ranks,"
+		 "checkpointing,model,seq_len,gpus,run_id,step_time_sd_s,steps,health\n");
 	free(csv);
 	report_runs_release(&rs);
 	exec(db, "UPDATE steps SET forward_s = time_s / 5, backward_s = 2 * time_s / 5, "

@@ -86,14 +86,14 @@ static void test_md(void **state)
 	const char *md = lb_strbuf_str(&sb);
 	assert_non_null(strstr(md, "## Figure 1: attention and RMSNorm kernels (kernels)\n"));
 	assert_non_null(strstr(md, "### llama-13b, seq 2048, 64 GPUs (sweep sweep<1>)\n"));
-	assert_non_null(strstr(md,
-			       "| kernel | MFU % | MFU % no emb | MFU sd | TFLOP/s/GPU | step s | "
-			       "step sd | mbs | TP | PP | DP | SP | ckpt | health |\n| --- | ---: | "
-			       "---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | "
-			       "--- | --- |\n"));
-	assert_non_null(strstr(md,
-			       "| flash_attention2 + RMS kernel | 70.57 | 66.10 | - | 219.84 | 26.5 "
-			       "| - | 1 | 1 | 1 | 64 | off | none | - |\n"));
+	assert_non_null(
+	    strstr(md, "| kernel | MFU % | MFU % no emb | MFU sd | TFLOP/s/GPU | step s | "
+		       "step sd | mbs | TP | PP | DP | SP | ckpt | health |\n| --- | ---: | "
+		       "---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | "
+		       "--- | --- |\n"));
+	assert_non_null(
+	    strstr(md, "| flash_attention2 + RMS kernel | 70.57 | 66.10 | - | 219.84 | 26.5 "
+		       "| - | 1 | 1 | 1 | 64 | off | none | - |\n"));
 	assert_non_null(strstr(md,
 			       "| evil\" '<script>alert(1)</script> EOD \\|x | OOM | - | - | - | - "
 			       "| - | - | - | - | - | - | - | - |\n"));

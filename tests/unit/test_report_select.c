@@ -732,9 +732,10 @@ static void test_memory(void **state)
 				 "128,8,,,\n");
 	assert_int_equal(report_figure_build(&rs, REPORT_MEMORY, NULL, &f), 0);
 	render_md(&sb, &f);
-	assert_non_null(strstr(lb_strbuf_str(&sb), "| 201 | flash+fused | 1 | 1 | 1 | 8 | off | "
-						   "none | 100.0 | 99.0 | +1.00% | 1123.0 | 1423.0 | "
-						   "+300.0 |\n"));
+	assert_non_null(strstr(lb_strbuf_str(&sb),
+			       "| 201 | flash+fused | 1 | 1 | 1 | 8 | off | "
+			       "none | 100.0 | 99.0 | +1.00% | 1123.0 | 1423.0 | "
+			       "+300.0 |\n"));
 	assert_non_null(strstr(lb_strbuf_str(&sb), "| 202 | flash+fused | 1 | 1 | 1 | 8 | off | "
 						   "none | OOM | 300.0 | - | - | - | - |\n"));
 	lb_strbuf_release(&sb);

@@ -129,9 +129,12 @@ static void test_unknown(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_ok),		      cmocka_unit_test(test_flat),
-	    cmocka_unit_test(test_diverged_rise),     cmocka_unit_test(test_diverged_not_finite),
-	    cmocka_unit_test(test_margins),	      cmocka_unit_test(test_unknown),
+	    cmocka_unit_test(test_ok),
+	    cmocka_unit_test(test_flat),
+	    cmocka_unit_test(test_diverged_rise),
+	    cmocka_unit_test(test_diverged_not_finite),
+	    cmocka_unit_test(test_margins),
+	    cmocka_unit_test(test_unknown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

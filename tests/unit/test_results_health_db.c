@@ -109,10 +109,11 @@ static void write_log(struct env *e, const char *uid, const double *loss, int n,
 	fprintf(f, "%s\n", h);
 	free(h);
 	for (int i = 0; i < n; i++) {
-		fprintf(f,
-			"{\"type\":\"step\",\"step\":%d,\"warmup\":%s,\"time_s\":%g,\"tokens\":1024,"
-			"\"loss\":",
-			i, i ? "false" : "true", time_s);
+		fprintf(
+		    f,
+		    "{\"type\":\"step\",\"step\":%d,\"warmup\":%s,\"time_s\":%g,\"tokens\":1024,"
+		    "\"loss\":",
+		    i, i ? "false" : "true", time_s);
 		if (isnan(loss[i]))
 			fprintf(f, "null");
 		else
@@ -138,7 +139,7 @@ static int collect(struct env *e, const char *path, struct collect_stats *st)
 	return results_collect_path(e->db, path, st, err, sizeof(err));
 }
 
-#define UID(x) "20261204T120000Z-h-" x
+#define UID(x)	    "20261204T120000Z-h-" x
 #define HEALTH(uid) q_text(e->db, "SELECT health FROM run_summary WHERE run_uid = '" UID(uid) "'")
 
 static void test_health_classes(void **state)
@@ -234,14 +235,15 @@ static void test_device_memory(void **state)
 	assert_string_equal(q_text(e->db, "SELECT rank_device_peak_mem FROM run_summary WHERE "
 					  "run_uid = '" UID("dev") "'"),
 			    "[9500,9004]");
-	assert_int_equal(q_int(e->db, "SELECT device_peak_mem_bytes FROM steps s JOIN runs r ON "
-				      "r.id = s.run_id WHERE r.run_uid = '" UID("dev") "' AND "
-				      "s.step = 2"),
+	assert_int_equal(q_int(e->db,
+			       "SELECT device_peak_mem_bytes FROM steps s JOIN runs r ON "
+			       "r.id = s.run_id WHERE r.run_uid = '" UID("dev") "' AND "
+										"s.step = 2"),
 			 9002);
-	assert_string_equal(q_text(e->db, "SELECT rank_device_peak_mem FROM steps s JOIN runs r "
-					  "ON r.id = s.run_id WHERE r.run_uid = '" UID(
-					      "dev") "' AND s.step = 2"),
-			    "[8002,9002]");
+	assert_string_equal(
+	    q_text(e->db, "SELECT rank_device_peak_mem FROM steps s JOIN runs r "
+			  "ON r.id = s.run_id WHERE r.run_uid = '" UID("dev") "' AND s.step = 2"),
+	    "[8002,9002]");
 	/* a log without the reading has none: NULL, never 0 */
 	assert_int_equal(q_int(e->db, "SELECT device_peak_mem_bytes IS NULL FROM run_summary "
 				      "WHERE run_uid = '" UID("nodev") "'"),

@@ -276,12 +276,9 @@ static void test_fixtures(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_header_of_ok_fixture),
-	    cmocka_unit_test(test_step_and_end),
-	    cmocka_unit_test(test_step_device_memory),
-	    cmocka_unit_test(test_faults_name_key),
-	    cmocka_unit_test(test_header_layout_faults),
-	    cmocka_unit_test(test_fixtures),
+	    cmocka_unit_test(test_header_of_ok_fixture), cmocka_unit_test(test_step_and_end),
+	    cmocka_unit_test(test_step_device_memory),	 cmocka_unit_test(test_faults_name_key),
+	    cmocka_unit_test(test_header_layout_faults), cmocka_unit_test(test_fixtures),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

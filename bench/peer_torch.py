@@ -17,10 +17,20 @@ Model (matches harness/model.c):
   Init: normal std 0.02, the output projections wo and wdown 0.02 / sqrt(2 * layers), norm
   gains 1.
 
-Training: fp32 parameters, bf16 autocast, fused AdamW (lr 3e-4, betas (0.9, 0.95), eps 1e-8,
-weight decay 0.1 on matrices: embedding, projections, head; not on the norm gains, as in our
-trainer), global gradient-norm clipping to 1.0, --global-batch sequences per optimizer step
-in micro-batches of --micro-batch (gradient accumulation, loss scaled by 1/micro-batches).
+Training, two recipes (--recipe):
+  autocast (the default): fp32 parameters under bf16 autocast, the way most PyTorch users
+    write mixed precision: every weight is cast to bf16 on every micro-batch, gradients
+    are fp32, fused AdamW steps on the fp32 parameters;
+  bf16: bf16 parameters and bf16 gradients, with an fp32 master copy of every parameter
+    that fused AdamW updates (the gradients cast to fp32 into buffers made once), the copy
+    cast back to bf16 after each step; no autocast. Our trainer's recipe (bf16 weights,
+    fp32 masters), with bf16 gradients where ours keeps fp32 main gradients: no more work
+    than ours, so the stronger peer.
+Both: fused AdamW (lr 3e-4, betas (0.9, 0.95), eps 1e-8, weight decay 0.1 on matrices:
+embedding, projections, head; not on the norm gains, as in our trainer), global
+gradient-norm clipping to 1.0 (of the fp32 gradients), --global-batch sequences per
+optimizer step in micro-batches of --micro-batch (gradient accumulation, loss scaled by
+1/micro-batches). RMSNorm runs in fp32 and returns its input's dtype.
 Data: uniform random token ids (torch.randint, seed 1234), a fresh global batch for every
 step, all generated on the GPU once before the first step (a pool of at most 1 GiB, cycled
 if --steps needs more). The speed does not depend on the ids. On random tokens the loss
@@ -39,17 +49,25 @@ MFU, exactly as the paper (PaLM, Chowdhery et al. 2022, appendix B) and docs/flo
   tokens_per_s    = global_batch * seq_len / mean step time
   MFU             = tokens_per_s * flops_per_token / peak,  peak = 989e12 (H200 dense bf16;
                     --peak-tflops overrides)
+and beside it mfu_no_embed, the same without the input embedding lookup (N less the
+embedding table, V * H, unless tied: Megatron-LM's and torchtitan's count, docs/flops.md).
+
+SDPA backend: which kernel F.scaled_dot_product_attention dispatches to for the model's
+attention (its shape, bf16, causal, with gradients), found after the run by profiling one
+forward and backward of it: flash, efficient, cudnn or math (unknown where the profile
+names none).
 
 Output: one summary line, e.g.
-  peer=torch mode=compile seq=2048 mbs=1 gbs=16 step_s=1.234 std_s=0.010 tokens_per_s=26543
-  mfu=0.494 peak_mem_gib=40.1 loss_first=10.4 loss_last=9.8
+  peer=torch mode=compile recipe=bf16 seq=2048 mbs=1 gbs=16 step_s=1.234 std_s=0.010
+  tokens_per_s=26543 mfu=0.494 mfu_no_embed=0.467 peak_mem_gib=40.1 loss_first=10.4
+  loss_last=9.8 sdpa=flash
 (compile_mode=M appended for a non-default --compile-mode) with status=oom (or
 status=error, status=diverged) appended instead of crashing when the run fails, and the
 same fields as one JSON object in --json-out FILE. Exit code as layoutbench-train: 0 ok,
 1 error, 2 usage, 3 oom, 5 diverged (non-finite loss).
 
 Example:
-  python3 bench/peer_torch.py --mode compile --layers 8 --json-out peer.json
+  python3 bench/peer_torch.py --mode compile --recipe bf16 --layers 8 --json-out peer.json
 """
 
 import os
@@ -68,6 +86,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_OOM, EXIT_DIVERGED = 0, 1, 2, 3, 5
+RECIPES = ("autocast", "bf16")
 RMS_EPS = 1e-5
 ROPE_THETA = 10000.0
 INIT_STD = 0.02
@@ -85,8 +104,9 @@ class RMSNorm(nn.Module):
         self.dim = dim
 
     def forward(self, x):
-        # computed in fp32 (the residual stream is fp32 under autocast anyway)
-        return F.rms_norm(x.float(), (self.dim,), self.weight, RMS_EPS)
+        # computed in fp32, returned in the input's dtype (fp32 under autocast, whose
+        # residual stream is fp32; bf16 in the bf16 recipe)
+        return F.rms_norm(x.float(), (self.dim,), self.weight.float(), RMS_EPS).type_as(x)
 
 
 def rope_tables(seq_len, head_dim, device):
@@ -203,6 +223,9 @@ def parse_args(argv):
     p.add_argument("--steps", type=int, default=10, help="optimizer steps, warm-up included")
     p.add_argument("--warmup", type=int, default=3, help="first steps excluded from timing")
     p.add_argument("--mode", choices=("eager", "compile"), default="eager")
+    p.add_argument("--recipe", choices=RECIPES, default="autocast",
+                   help="autocast: fp32 parameters under bf16 autocast; bf16: bf16 parameters "
+                        "and gradients, an fp32 master copy for fused AdamW")
     p.add_argument("--compile-mode", default="default",
                    help="torch.compile mode: default, reduce-overhead, max-autotune, "
                         "max-autotune-no-cudagraphs (only with --mode compile)")
@@ -241,8 +264,11 @@ def parse_args(argv):
     return a
 
 
-def flops_per_token(n_params, a):
-    return 6.0 * n_params + 12.0 * a.layers * a.hidden * a.seq_len
+def flops_per_token(n_params, a, no_embed=False):
+    """PaLM's count (docs/flops.md); no_embed: without the input embedding lookup (N less
+    the embedding table unless it is tied to the head), Megatron-LM's and torchtitan's."""
+    n = n_params - (a.vocab * a.hidden if no_embed and not a.tied else 0)
+    return 6.0 * n + 12.0 * a.layers * a.hidden * a.seq_len
 
 
 def param_count_formula(a):
@@ -289,6 +315,7 @@ def summary_line(r):
     parts = [
         "peer=torch",
         f"mode={r['mode']}",
+        f"recipe={r['recipe']}",
         f"seq={r['seq_len']}",
         f"mbs={r['micro_batch']}",
         f"gbs={r['global_batch']}",
@@ -296,9 +323,11 @@ def summary_line(r):
         f"std_s={fmt(r['std_s'], '.3f')}",
         f"tokens_per_s={fmt(r['tokens_per_s'], '.0f')}",
         f"mfu={fmt(r['mfu'], '.3f')}",
+        f"mfu_no_embed={fmt(r['mfu_no_embed'], '.3f')}",
         f"peak_mem_gib={fmt(r['peak_mem_gib'], '.1f')}",
         f"loss_first={fmt(r['loss_first'], '.4g')}",
         f"loss_last={fmt(r['loss_last'], '.4g')}",
+        f"sdpa={r['sdpa_backend'] or 'unknown'}",
     ]
     if r["mode"] == "compile" and r["compile_mode"] not in ("", "default"):
         parts.append(f"compile_mode={r['compile_mode']}")
@@ -307,6 +336,51 @@ def summary_line(r):
     if r["status"] != "ok":
         parts.append(f"status={r['status']}")
     return " ".join(parts)
+
+
+# what the profile of an SDPA call names, most specific first
+SDPA_OPS = (("cudnn", "cudnn"), ("flash", "flash"), ("efficient", "efficient"),
+            ("math", "math"))
+
+
+def sdpa_backend_of(names):
+    """The backend a profile's event names show (aten::_scaled_dot_product_flash_attention,
+    ..._efficient_attention, ..._cudnn_attention, ..._attention_math), or None."""
+    for name in names:
+        n = name.lower()
+        if "scaled_dot_product" not in n and "sdpa" not in n:
+            continue
+        for key, backend in SDPA_OPS:
+            if key in n:
+                return backend
+    return None
+
+
+def sdpa_backend(a, dev):
+    """The kernel F.scaled_dot_product_attention picks for the model's attention: one
+    forward and backward of it, bf16 at the model's shape (micro-batch, heads, seq, head
+    dim; the kv heads as the model passes them), causal, profiled."""
+    try:
+        from torch.profiler import ProfilerActivity, profile
+        d = a.hidden // a.heads
+        gqa = a.kv_heads != a.heads and a.gqa == "sdpa"
+        nkv = a.kv_heads if gqa else a.heads
+        q = torch.randn(a.micro_batch, a.heads, a.seq_len, d, device=dev, dtype=torch.bfloat16,
+                        requires_grad=True)
+        k = torch.randn(a.micro_batch, nkv, a.seq_len, d, device=dev, dtype=torch.bfloat16,
+                        requires_grad=True)
+        v = torch.randn_like(k, requires_grad=True)
+        kw = {"enable_gqa": True} if gqa else {}
+        acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if dev.type == "cuda" else [])
+        with profile(activities=acts) as prof:
+            F.scaled_dot_product_attention(q, k, v, is_causal=True, **kw).sum().backward()
+            if dev.type == "cuda":
+                torch.cuda.synchronize()
+        return sdpa_backend_of(e.name for e in prof.events()) or "unknown"
+    except Exception as e:  # noqa: BLE001 - the run's figures stand without it
+        print(f"peer_torch: warning: the SDPA backend is unknown: {type(e).__name__}: {e}",
+              file=sys.stderr)
+        return "unknown"
 
 
 def train(a, r):
@@ -319,12 +393,27 @@ def train(a, r):
     n_params = sum(p.numel() for p in model.parameters())
     r["params"] = n_params
     r["flops_per_token"] = flops_per_token(n_params, a)
+    r["flops_per_token_no_embed"] = flops_per_token(n_params, a, no_embed=True)
     if n_params != param_count_formula(a):
         print(f"peer_torch: warning: {n_params} parameters, common/model.c counts "
               f"{param_count_formula(a)}", file=sys.stderr)
 
-    decay = [p for p in model.parameters() if p.dim() >= 2]
-    no_decay = [p for p in model.parameters() if p.dim() < 2]
+    params = list(model.parameters())
+    if a.recipe == "bf16":
+        # the fp32 master copy AdamW steps on, with fp32 gradient buffers made once; the
+        # model's own parameters (and so its gradients) become bf16
+        masters = [p.detach().float().clone() for p in params]
+        for m in masters:
+            m.grad = torch.zeros_like(m)
+        with torch.no_grad():  # the parameters only: the RoPE tables stay fp32
+            for p in params:
+                p.data = p.data.to(torch.bfloat16)
+        stepped = masters
+    else:
+        masters = None
+        stepped = params
+    decay = [p for p in stepped if p.dim() >= 2]
+    no_decay = [p for p in stepped if p.dim() < 2]
     opt = torch.optim.AdamW(
         [{"params": decay, "weight_decay": a.weight_decay},
          {"params": no_decay, "weight_decay": 0.0}],
@@ -345,7 +434,7 @@ def train(a, r):
     data = torch.randint(0, a.vocab, (n_pool, a.global_batch, a.seq_len + 1), device=dev,
                          generator=gen, dtype=torch.long)
     n_micro = a.global_batch // a.micro_batch
-    params = list(model.parameters())
+    amp = a.recipe == "autocast"
 
     torch.cuda.reset_peak_memory_stats()
     times, losses = [], []
@@ -356,14 +445,20 @@ def train(a, r):
         loss_sum = torch.zeros((), device=dev, dtype=torch.float32)
         for i in range(n_micro):
             mb = batch[i * a.micro_batch:(i + 1) * a.micro_batch]
-            with torch.autocast("cuda", dtype=torch.bfloat16):
+            with torch.autocast("cuda", dtype=torch.bfloat16, enabled=amp):
                 loss = fwd(mb[:, :-1], mb[:, 1:])
             (loss / n_micro).backward()
             loss_sum += loss.detach()
+        if masters is not None:  # bf16 gradients into the fp32 masters' buffers
+            torch._foreach_copy_([m.grad for m in masters], [p.grad for p in params])
         if a.clip > 0:
-            torch.nn.utils.clip_grad_norm_(params, a.clip, foreach=True)
+            torch.nn.utils.clip_grad_norm_(stepped, a.clip, foreach=True)
         opt.step()
-        opt.zero_grad(set_to_none=True)
+        if masters is not None:  # the updated masters back into the bf16 parameters
+            torch._foreach_copy_(params, masters)
+            model.zero_grad(set_to_none=True)
+        else:
+            opt.zero_grad(set_to_none=True)
         torch.cuda.synchronize()
         dt = time.perf_counter() - t0
 
@@ -386,6 +481,9 @@ def train(a, r):
     r["n_timed_steps"] = len(times)
     r["tokens_per_s"] = a.global_batch * a.seq_len / mean
     r["mfu"] = r["tokens_per_s"] * r["flops_per_token"] / (a.peak_tflops * 1e12)
+    r["mfu_no_embed"] = r["tokens_per_s"] * r["flops_per_token_no_embed"] / (a.peak_tflops * 1e12)
+    r["param_dtype"] = str(params[0].dtype).replace("torch.", "")
+    r["sdpa_backend"] = sdpa_backend(a, dev)
     r["peak_mem_gib"] = torch.cuda.max_memory_allocated() / 2**30
     r["step_times_s"] = times
     r["losses"] = losses
@@ -396,13 +494,14 @@ def train(a, r):
 def main(argv=None):
     a = parse_args(sys.argv[1:] if argv is None else argv)
     r = {
-        "peer": "torch", "mode": a.mode,
+        "peer": "torch", "mode": a.mode, "recipe": a.recipe,
         "compile_mode": a.compile_mode if a.mode == "compile" else None,
         "hidden": a.hidden, "heads": a.heads, "kv_heads": a.kv_heads, "ffn": a.ffn,
         "layers": a.layers, "vocab": a.vocab, "tied": a.tied, "gqa": a.gqa,
         "seq_len": a.seq_len, "micro_batch": a.micro_batch, "global_batch": a.global_batch,
         "steps": a.steps, "warmup": a.warmup, "peak_tflops": a.peak_tflops,
         "step_s": None, "std_s": None, "tokens_per_s": None, "mfu": None,
+        "mfu_no_embed": None, "sdpa_backend": None, "param_dtype": None,
         "peak_mem_gib": None, "loss_first": None, "loss_last": None,
         "params": None, "flops_per_token": None, "status": "error", "message": None,
         "torch": torch.__version__, "gpu": None,

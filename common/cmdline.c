@@ -133,6 +133,9 @@ static const struct lb_option report_opts[] = {
     CHOICE(LB_OPT_FORMAT, "format", NULL, "md|csv|html", "md", 0,
 	   "markdown tables, CSV, or one HTML page with the plots"),
     TEXT(LB_OPT_OUT, "out", "DIR", NULL, "write files into DIR (default stdout)"),
+    SWITCH(LB_OPT_KEEP_DIVERGED, "keep-diverged", 0,
+	   "let runs whose loss diverged compete for the bars and the best layouts, marked "
+	   "(default: left out, and counted)"),
     END,
 };
 

@@ -91,10 +91,20 @@ int64_t lb_param_count(const struct lb_model *m)
 	return (int64_t)n;
 }
 
+double lb_flops_per_token_as(const struct lb_model *m, int seq_len, enum lb_flops_count c)
+{
+	double n = (double)lb_param_count(m);
+
+	/* the lookup of an untied input embedding is a gather: no FLOPs by Megatron-LM's and
+	 * torchtitan's count; tied, the table is also the head, whose matmul counts */
+	if (c == LB_FLOPS_NO_EMBED && !m->tied)
+		n -= (double)m->vocab * (double)m->hidden;
+	return 6.0 * n + 12.0 * m->n_layers * (double)m->hidden * (double)seq_len;
+}
+
 double lb_flops_per_token(const struct lb_model *m, int seq_len)
 {
-	return 6.0 * (double)lb_param_count(m) +
-	       12.0 * m->n_layers * (double)m->hidden * (double)seq_len;
+	return lb_flops_per_token_as(m, seq_len, LB_FLOPS_PALM);
 }
 
 double lb_hw_flops_per_token(const struct lb_layout *l)
@@ -119,6 +129,12 @@ double lb_hw_flops_per_token(const struct lb_layout *l)
 double lb_flops_per_step(const struct lb_layout *l)
 {
 	return lb_flops_per_token(&l->model, l->seq_len) * (double)l->global_batch *
+	       (double)l->seq_len;
+}
+
+double lb_flops_per_step_as(const struct lb_layout *l, enum lb_flops_count c)
+{
+	return lb_flops_per_token_as(&l->model, l->seq_len, c) * (double)l->global_batch *
 	       (double)l->seq_len;
 }
 

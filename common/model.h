@@ -25,9 +25,23 @@ const char *const *lb_model_preset_names(void);
  * final norm, and the LM head unless tied. */
 int64_t lb_param_count(const struct lb_model *m);
 
-/* Model FLOPs per token, PaLM (Chowdhery et al. 2022, appendix B) as the paper uses it:
- * 6*N + 12*L*h*s, N = lb_param_count (embedding and untied head included), attention
- * not halved for causality, recomputation not counted. */
+/* The two conventions of a model FLOP count (docs/flops.md): which parameters N holds. */
+enum lb_flops_count {
+	LB_FLOPS_PALM = 0, /* every parameter, the input embedding lookup's included: PaLM's
+			      count, the paper's MFU (the default everywhere) */
+	LB_FLOPS_NO_EMBED, /* without the input embedding lookup, which is a gather and no
+			      matmul (Megatron-LM's and torchtitan's count): N less the
+			      embedding table, V*h, unless it is tied to the head (whose
+			      matmul is real and stays counted) */
+};
+
+/* Model FLOPs per token in convention c: 6*N + 12*L*h*s (Chowdhery et al. 2022, appendix
+ * B), attention not halved for causality, recomputation not counted; N as c says. The
+ * one home of both counts. */
+double lb_flops_per_token_as(const struct lb_model *m, int seq_len, enum lb_flops_count c);
+
+/* Model FLOPs per token, PaLM as the paper uses it (LB_FLOPS_PALM): N = lb_param_count,
+ * embedding and untied head included. */
 double lb_flops_per_token(const struct lb_model *m, int seq_len);
 
 /* Hardware FLOPs per token: the model count plus recomputed forward passes
@@ -35,8 +49,10 @@ double lb_flops_per_token(const struct lb_model *m, int seq_len);
  * per token; selective: the attention core's forward, 4*L*h*s). */
 double lb_hw_flops_per_token(const struct lb_layout *l);
 
-/* Per optimizer step: per-token count * global_batch * seq_len. */
+/* Per optimizer step: per-token count * global_batch * seq_len (lb_flops_per_step: PaLM's,
+ * the paper's; _as: in convention c). */
 double lb_flops_per_step(const struct lb_layout *l);
+double lb_flops_per_step_as(const struct lb_layout *l, enum lb_flops_count c);
 double lb_hw_flops_per_step(const struct lb_layout *l);
 
 /* Dense bf16 peak, TFLOP/s, by GPU product name as reported by the driver or written in

@@ -182,6 +182,17 @@ static int dump_params(struct lb_trainer *t, const char *path, char *err, size_t
 	return rc;
 }
 
+/* The dense bf16 peak per GPU a run assumes: the peak table's for the device (NULL or the
+ * CPU: none), the user's --peak-tflops over it; -1 unknown (MFU stays null, never a guess). */
+static double run_peak_tflops(const struct lb_train_opts *o, const struct lb_device_info *dev)
+{
+	double peak = -1;
+
+	if (dev && dev->sm_count > 0 && lb_gpu_peak_tflops(dev->name, &peak))
+		peak = -1;
+	return o->peak_tflops > 0 ? o->peak_tflops : peak;
+}
+
 /* The run log's header; dev: the device this process trains on (NULL: the CPU, as the
  * launcher of a CPU run writes it). */
 static int open_log(struct lb_trainlog *lg, const struct lb_train_opts *o,
@@ -203,15 +214,15 @@ static int open_log(struct lb_trainlog *lg, const struct lb_train_opts *o,
 	if (dev && dev->sm_count > 0) {
 		info.gpu = dev->name;
 		info.backend = "cuda";
-		/* the peak table (common/model.c): unknown products stay null */
-		if (lb_gpu_peak_tflops(dev->name, &peak) == 0)
-			info.peak_tflops = peak;
 		info.cuda_version = dev->runtime[0] ? dev->runtime : NULL;
 		info.driver_version = dev->driver[0] ? dev->driver : NULL;
 		info.device = dev;
 	}
-	if (o->peak_tflops > 0) /* the user's figure for a GPU the table lacks */
-		info.peak_tflops = o->peak_tflops;
+	/* the peak table (common/model.c): unknown products stay null; the user's figure for a
+	 * GPU the table lacks */
+	peak = run_peak_tflops(o, dev);
+	if (peak > 0)
+		info.peak_tflops = peak;
 	return lb_trainlog_open(lg, o->run_dir, &info, err, errlen);
 }
 
@@ -287,6 +298,8 @@ static int rank_main(const struct lb_rank_env *env, void *arg)
 	uint64_t *peaks = NULL, *counted = NULL, *dev_peaks = NULL, mine[2];
 	char err[1024], msg[1400], cls[32];
 	double flops = lb_flops_per_step(l);
+	double flops_no_embed = lb_flops_per_step_as(l, LB_FLOPS_NO_EMBED), peak_tflops = -1;
+	char mfu_text[96] = "";
 	int64_t tokens = (int64_t)l->global_batch * l->seq_len;
 	int rank = env->rank, n = env->world_size, code = LB_EXIT_OK, rc, culprit;
 	int have_groups = 0;
@@ -313,6 +326,7 @@ static int rank_main(const struct lb_rank_env *env, void *arg)
 		goto out;
 	}
 	ops->device_info(&dev);
+	peak_tflops = run_peak_tflops(o, &dev);
 	if (!x->lg && rank == 0) {
 		if (open_log(&own_log, o, &dev, err, sizeof(err))) {
 			fprintf(stderr, "error: %s\n", err);
@@ -449,10 +463,17 @@ static int rank_main(const struct lb_rank_env *env, void *arg)
 			goto out;
 		}
 		if (!o->quiet && rank == 0) {
+			/* MFU as the paper counts it, and without the input embedding lookup
+			 * (docs/flops.md), where the peak is known */
+			if (peak_tflops > 0 && dt > 0)
+				snprintf(mfu_text, sizeof(mfu_text),
+					 " MFU %.1f%% (%.1f%% without the embedding lookup)",
+					 100.0 * flops / (dt * n * peak_tflops * 1e12),
+					 100.0 * flops_no_embed / (dt * n * peak_tflops * 1e12));
 			fprintf(stderr,
-				"step %d/%d loss %.4f time %.3f s %.0f tok/s %.4f TFLOP/s%s\n",
+				"step %d/%d loss %.4f time %.3f s %.0f tok/s %.4f TFLOP/s%s%s\n",
 				step + 1, l->steps, loss, dt, tokens / dt, flops / dt / 1e12,
-				step < l->warmup ? " (warmup)" : "");
+				mfu_text, step < l->warmup ? " (warmup)" : "");
 		}
 	}
 	if (lb_train_stop_signal()) {

@@ -29,6 +29,7 @@ struct options {
 	enum format format;
 	int kinds[REPORT_KIND_COUNT]; /* 1: figure requested */
 	int all;
+	struct report_build_opts build; /* keep_diverged */
 };
 
 /* The options from the parsed line (choices checked by the table in common/cmdline.c). */
@@ -44,6 +45,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 	o->db = a.str[LB_OPT_DB];
 	o->sweep = a.str[LB_OPT_SWEEP];
 	o->out = a.str[LB_OPT_OUT];
+	o->build.keep_diverged = a.given[LB_OPT_KEEP_DIVERGED] > 0;
 	fig = a.str[LB_OPT_FIGURE];
 	fmt = a.str[LB_OPT_FORMAT];
 	if (!strcmp(fig, "all")) {
@@ -165,6 +167,7 @@ int cmd_report(int argc, char **argv)
 	char err[512];
 	const char *path;
 	int rc = 1, need_runs = 0;
+	size_t best_left = 0;
 
 	memset(figs, 0, sizeof(figs));
 	report_runs_init(&runs);
@@ -200,7 +203,7 @@ int cmd_report(int argc, char **argv)
 	for (int k = 0; k < REPORT_KIND_COUNT; k++)
 		if (o.kinds[k] && k != REPORT_BEST)
 			need_runs = 1;
-	if (o.sweep)
+	if (o.sweep || o.build.keep_diverged) /* the view leaves diverged runs out */
 		need_runs = 1;
 	if (need_runs && report_load_runs(db, o.sweep, &runs, err, sizeof(err))) {
 		fprintf(stderr, "error: database '%s': %s\n", path, err);
@@ -212,8 +215,11 @@ int cmd_report(int argc, char **argv)
 		goto out_release;
 	}
 	if (o.kinds[REPORT_BEST]) {
-		int brc = need_runs ? report_runs_best(&runs, &best)
-				    : report_load_best(db, NULL, &best, err, sizeof(err));
+		int brc =
+		    need_runs
+			? report_runs_best_opts(&runs, o.build.keep_diverged, &best, &best_left)
+			: report_load_best(db, NULL, &best, err, sizeof(err)) ||
+			      report_load_diverged(db, NULL, &best_left, err, sizeof(err));
 		if (brc) {
 			fprintf(stderr, "error: database '%s': %s\n", path,
 				need_runs ? "out of memory" : err);
@@ -223,12 +229,21 @@ int cmd_report(int argc, char **argv)
 	for (int k = 0; k < REPORT_KIND_COUNT; k++) {
 		if (!o.kinds[k])
 			continue;
-		if (report_figure_build(k == REPORT_BEST ? &best : &runs, (enum report_kind)k,
-					o.sweep, &figs[k])) {
+		if (report_figure_build_opts(k == REPORT_BEST ? &best : &runs, (enum report_kind)k,
+					     o.sweep, &o.build, &figs[k])) {
 			fprintf(stderr, "error: out of memory building figure '%s'\n",
 				report_kind_name((enum report_kind)k));
 			goto out_release;
 		}
+		if (k == REPORT_BEST)
+			figs[k].diverged_left_out = best_left;
+		/* CSV has no room for a note: the count goes to stderr */
+		if (o.format == FMT_CSV && figs[k].diverged_left_out)
+			fprintf(stderr,
+				"report: figure '%s': %zu diverged run%s left out "
+				"(--keep-diverged keeps them)\n",
+				report_kind_name((enum report_kind)k), figs[k].diverged_left_out,
+				figs[k].diverged_left_out == 1 ? "" : "s");
 	}
 
 	rc = 0;

@@ -15,9 +15,9 @@
 #define COLUMNS                                                                                    \
 	"run_id, sweep, source, label, model, seq_len, gpus, micro_batch, tp, pp, dp, "            \
 	"sequence_parallel, checkpointing, attention, norm, status, failure_class, "               \
-	"COALESCE(mfu_reported, mfu), tflops_per_gpu, step_time_mean, forward_s, backward_s, "     \
+	"mfu_reported, tflops_per_gpu, step_time_mean, forward_s, backward_s, "                    \
 	"optimizer_s, comm_exposed_s, bubble_s, peak_mem_bytes, rank_peak_mem, step_time_std, "    \
-	"n_steps"
+	"n_steps, health, mfu_no_embed, device_peak_mem_bytes, mfu"
 
 static const char *text(sqlite3_stmt *st, int col)
 {
@@ -27,7 +27,7 @@ static const char *text(sqlite3_stmt *st, int col)
 static int load(sqlite3 *db, const char *view, const char *sweep, struct report_runs *rs, char *err,
 		size_t errlen)
 {
-	char sql[768];
+	char sql[1024];
 	sqlite3_stmt *st = NULL;
 	int rc;
 
@@ -46,7 +46,7 @@ static int load(sqlite3 *db, const char *view, const char *sweep, struct report_
 		const char *source = text(st, 2);
 
 		memset(&r, 0, sizeof(r));
-		r.model_mem = -1;
+		r.model_mem = r.planned_mem = -1;
 		r.run_id = (long)sqlite3_column_int64(st, 0);
 		r.sweep = text(st, 1);
 		r.paper = source && !strcmp(source, "paper");
@@ -69,9 +69,13 @@ static int load(sqlite3 *db, const char *view, const char *sweep, struct report_
 		else
 			r.status = REPORT_RUN_RUNNING;
 		r.failure_class = text(st, 16);
+		/* COALESCE(mfu_reported, mfu): an imported run shows the sheet's own MFU */
 		if (sqlite3_column_type(st, 17) != SQLITE_NULL) {
 			r.has_mfu = 1;
 			r.mfu = sqlite3_column_double(st, 17);
+		} else if (sqlite3_column_type(st, 32) != SQLITE_NULL) {
+			r.has_mfu = 1;
+			r.mfu = sqlite3_column_double(st, 32);
 		}
 		if (sqlite3_column_type(st, 18) != SQLITE_NULL) {
 			r.has_tflops = 1;
@@ -89,6 +93,19 @@ static int load(sqlite3 *db, const char *view, const char *sweep, struct report_
 		r.step_time_sd =
 		    sqlite3_column_type(st, 27) == SQLITE_NULL ? -1 : sqlite3_column_double(st, 27);
 		r.n_steps = sqlite3_column_int(st, 28);
+		r.health = report_health_parse(text(st, 29));
+		if (sqlite3_column_type(st, 30) != SQLITE_NULL) {
+			/* an imported run: the sheet's own MFU carried over to this count (the
+			 * ratio of the two counts, mfu_no_embed / mfu) */
+			double mine = sqlite3_column_double(st, 32);
+
+			r.has_mfu_no_embed = 1;
+			r.mfu_no_embed = sqlite3_column_double(st, 30);
+			if (sqlite3_column_type(st, 17) != SQLITE_NULL && mine > 0)
+				r.mfu_no_embed *= sqlite3_column_double(st, 17) / mine;
+		}
+		r.device_peak_mem =
+		    sqlite3_column_type(st, 31) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 31);
 		if (report_runs_add(rs, &r)) {
 			snprintf(err, errlen, "out of memory reading view '%s'", view);
 			sqlite3_finalize(st);
@@ -191,6 +208,12 @@ int report_load_model_mem(sqlite3 *db, const char *sweep, struct report_runs *rs
 			prev = model_mem(flags, backend);
 		}
 		((struct report_run *)*hit)->model_mem = prev;
+		((struct report_run *)*hit)->planned_mem =
+		    prev < 0
+			? -1
+			: prev + (strcmp(backend, "cuda")
+				      ? 0
+				      : (long long)(LB_TRAINER_GPU_RESERVE_GIB * 1073741824.0));
 	}
 	if (rc != SQLITE_DONE)
 		snprintf(err, errlen, "cannot read the runs' flags: %s",
@@ -212,4 +235,30 @@ int report_load_best(sqlite3 *db, const char *sweep, struct report_runs *rs, cha
 		     size_t errlen)
 {
 	return load(db, "best_layout", sweep, rs, err, errlen);
+}
+
+int report_load_diverged(sqlite3 *db, const char *sweep, size_t *n, char *err, size_t errlen)
+{
+	sqlite3_stmt *st = NULL;
+	int rc;
+
+	*n = 0;
+	if (sqlite3_prepare_v2(db,
+			       sweep ? "SELECT count(*) FROM run_summary WHERE status = 'ok' AND "
+				       "health = 'diverged' AND sweep = ?1"
+				     : "SELECT count(*) FROM run_summary WHERE status = 'ok' AND "
+				       "health = 'diverged'",
+			       -1, &st, NULL) != SQLITE_OK) {
+		snprintf(err, errlen, "cannot read view 'run_summary': %s", sqlite3_errmsg(db));
+		return -1;
+	}
+	if (sweep)
+		sqlite3_bind_text(st, 1, sweep, -1, SQLITE_STATIC);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW)
+		*n = (size_t)sqlite3_column_int64(st, 0);
+	else
+		snprintf(err, errlen, "cannot read view 'run_summary': %s", sqlite3_errmsg(db));
+	sqlite3_finalize(st);
+	return rc == SQLITE_ROW ? 0 : -1;
 }

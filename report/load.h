@@ -15,8 +15,11 @@
 
 /* Append every row of run_summary (sweep: only that sweep; NULL: all) to rs, whose
  * caller initialised it (report_runs_init) and releases it. The MFU read is
- * COALESCE(mfu_reported, mfu); the spread is the view's step_time_std over n_steps
- * steady-state steps; model_mem is left unknown (-1). Returns 0, or -1 with err set. */
+ * COALESCE(mfu_reported, mfu), and the MFU without the input embedding lookup is the
+ * view's mfu_no_embed (an imported run's: the sheet's MFU times mfu_no_embed / mfu, the
+ * ratio of the two counts); the spread is the view's step_time_std over n_steps
+ * steady-state steps; health and the device's peak as the view has them; model_mem and
+ * planned_mem are left unknown (-1). Returns 0, or -1 with err set. */
 int report_load_runs(sqlite3 *db, const char *sweep, struct report_runs *rs, char *err,
 		     size_t errlen);
 
@@ -28,6 +31,10 @@ int report_load_runs(sqlite3 *db, const char *sweep, struct report_runs *rs, cha
  * err set. */
 int report_load_model_mem(sqlite3 *db, const char *sweep, struct report_runs *rs, char *err,
 			  size_t errlen);
+
+/* How many runs that ended ok diverged (run_summary.health; sweep: only that sweep's):
+ * what the best_layout view leaves out. Returns 0, or -1 with err set. */
+int report_load_diverged(sqlite3 *db, const char *sweep, size_t *n, char *err, size_t errlen);
 
 /* The same for the best_layout view (sweep: only rows won by that sweep). */
 int report_load_best(sqlite3 *db, const char *sweep, struct report_runs *rs, char *err,

@@ -313,7 +313,7 @@ void plot_script(struct lb_strbuf *sb, const struct report_figure *f)
 	struct group_ref *g = groups_of(f, &ng);
 	double x = 0, ymax = 0;
 	int maxlines = 1;
-	char text[160], ann[96], val[64];
+	char text[200], ann[96], val[64];
 
 	if ((f->n && !series) || !xs || !g) {
 		sb->failed = 1;
@@ -366,7 +366,8 @@ void plot_script(struct lb_strbuf *sb, const struct report_figure *f)
 			snprintf(val, sizeof(val), y >= 1 ? "%.1f" : "%.3g", y);
 		else
 			snprintf(val, sizeof(val), "n/a");
-		snprintf(text, sizeof(text), "%s %s", val, ann);
+		snprintf(text, sizeof(text), "%s %s%s", val, ann,
+			 b->run->health == REPORT_HEALTH_DIVERGED ? " diverged" : "");
 		lb_strbuf_addf(sb, "%g %.6f ", xs[i], y);
 		gp_data_text(sb, text);
 		lb_strbuf_adds(sb, "\n");

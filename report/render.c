@@ -41,11 +41,13 @@ static const char *const definitions[REPORT_KIND_COUNT] = {
 		      "(forward, backward, optimizer, exposed communication, pipeline bubble), "
 		      "peak memory and the per-rank peaks (min-max MiB over the ranks).",
     [REPORT_MEMORY] = "Per sweep, model, sequence length and GPU count, each run of ours that "
-		      "fit or ran out of memory: its peak (the most loaded rank's, counted by "
-		      "the trainer's allocator) against the planner's model of the trainer "
+		      "fit or ran out of memory: its peak as the trainer's allocator counted it "
+		      "(the most loaded rank's) against the planner's model of the trainer "
 		      "(memory_model \"trainer\", without the 1 GiB the planner adds on a GPU "
 		      "for the CUDA runtime; the 1F1B schedule and the default gradient bucket "
-		      "assumed).",
+		      "assumed), and the device's own reading of its peak (what cudaMemGetInfo "
+		      "and nvidia-smi see, where the run recorded it) against what the planner "
+		      "plans (the model plus that 1 GiB).",
 };
 
 static const char *const series_headers[REPORT_KIND_COUNT] = {
@@ -418,9 +420,10 @@ static void scope_cells(struct table *t, const struct report_bar *b)
 /*
  * The bar figures' columns. CSV: the first seven as they always were (group, series, mfu,
  * micro_batch, tp, pp, checkpointing), then dp, sequence_parallel, model, seq_len, gpus,
- * tflops_per_gpu, mfu_sd, step_time_s, step_time_sd_s, steps. The page: the series (best:
- * model, sequence length, GPUs first), MFU and its sd, TFLOP/s, step time and its sd, the
- * layout, (best: the sweep).
+ * tflops_per_gpu, mfu_sd, step_time_s, step_time_sd_s, steps, mfu_no_embed, health. The
+ * page: the series (best: model, sequence length, GPUs first), MFU, MFU without the input
+ * embedding lookup, MFU's sd, TFLOP/s, step time and its sd, the layout, the run's health,
+ * (best: the sweep).
  */
 static void bar_columns(struct table *t, enum report_kind kind)
 {
@@ -435,6 +438,7 @@ static void bar_columns(struct table *t, enum report_kind kind)
 		table_col(t, series_headers[kind], "series", 1, 0);
 	}
 	table_col(t, "MFU %", "mfu", 2, 1);
+	table_col(t, "MFU % no emb", "mfu_no_embed", 17, 1);
 	table_col(t, "MFU sd", "mfu_sd", 13, 1);
 	table_col(t, "TFLOP/s/GPU", "tflops_per_gpu", 12, 1);
 	table_col(t, "step s", "step_time_s", 14, 1);
@@ -447,6 +451,7 @@ static void bar_columns(struct table *t, enum report_kind kind)
 	table_col(t, "DP", "dp", 7, 1);
 	table_col(t, "SP", "sequence_parallel", 8, 0);
 	table_col(t, "ckpt", "checkpointing", 6, 0);
+	table_col(t, "health", "health", 18, 0);
 	if (best) {
 		table_col(t, "sweep", NULL, -1, 0);
 	} else {
@@ -454,6 +459,28 @@ static void bar_columns(struct table *t, enum report_kind kind)
 	}
 	table_col(t, NULL, "steps", 16, 1);
 	table_columns_done(t);
+}
+
+/* MFU without the input embedding lookup: percent, two decimals; "-" / "" unknown. */
+static void table_mfu_no_embed(struct table *t, const struct report_run *r)
+{
+	char text[32];
+
+	if (!r || !r->has_mfu_no_embed) {
+		table_cell(t, "-", "", CELL_NUM);
+		return;
+	}
+	snprintf(text, sizeof(text), "%.2f", r->mfu_no_embed * 100.0);
+	table_cell(t, text, NULL, CELL_NUM);
+}
+
+/* A run's health: "ok", "flat", "diverged"; "-" / "" unknown. */
+static void table_health(struct table *t, const struct report_run *r)
+{
+	const char *h = r ? report_health_name(r->health) : NULL;
+
+	table_cell(t, h ? h : "-", h ? h : "",
+		   h && r->health == REPORT_HEALTH_DIVERGED ? CELL_FAIL : CELL_TEXT);
 }
 
 /* Bars: a table per group; best: one table. A bar without a winner shows the layout fields
@@ -480,6 +507,7 @@ static void table_bars(struct table *t, const struct report_figure *f)
 		report_bar_mfu_text(b, "n/a", mfu, sizeof(mfu));
 		report_bar_mfu_text(b, "", mfu_csv, sizeof(mfu_csv));
 		table_cell(t, mfu, mfu_csv, r ? CELL_NUM : CELL_FAIL);
+		table_mfu_no_embed(t, r);
 		table_mfu_sd(t, report_bar_mfu_sd(b));
 		tflops_cell(b, text, sizeof(text));
 		if (r && r->has_tflops)
@@ -498,6 +526,7 @@ static void table_bars(struct table *t, const struct report_figure *f)
 		table_sp(t, r ? r->sequence_parallel : -1);
 		table_cell(t, b->checkpointing ? b->checkpointing : "-",
 			   b->checkpointing ? b->checkpointing : "", CELL_TEXT);
+		table_health(t, r);
 		if (best) {
 			table_cell(t, b->sweep, NULL, CELL_TEXT);
 		} else {
@@ -530,7 +559,7 @@ static void run_cells(struct table *t, const struct report_bar *b)
 /*
  * The phases: one row per run, a table per group. CSV: the seventeen columns it always had
  * (group ... ranks), then checkpointing, model, seq_len, gpus, run_id, step_time_sd_s,
- * steps.
+ * steps, health.
  */
 static void table_phases(struct table *t, const struct report_figure *f)
 {
@@ -558,6 +587,7 @@ static void table_phases(struct table *t, const struct report_figure *f)
 	table_col(t, NULL, "rank_peak_mem_min_mib", 14, 1);
 	table_col(t, NULL, "rank_peak_mem_max_mib", 15, 1);
 	table_col(t, NULL, "ranks", 16, 1);
+	table_col(t, "health", "health", 24, 0);
 	scope_cols(t, 18);
 	table_col(t, NULL, "steps", 23, 1);
 	table_columns_done(t);
@@ -575,6 +605,7 @@ static void table_phases(struct table *t, const struct report_figure *f)
 		table_mib(t, r->rank_n ? r->rank_mem_min : -1, 0, 1);
 		table_mib(t, r->rank_n ? r->rank_mem_max : -1, 0, 1);
 		table_csv_int(t, r->rank_n ? r->rank_n : -1);
+		table_health(t, r);
 		scope_cells(t, b);
 		table_csv_int(t, r->n_steps > 0 ? r->n_steps : -1);
 	}
@@ -582,9 +613,11 @@ static void table_phases(struct table *t, const struct report_figure *f)
 
 /*
  * Memory: one row per run, a table per group. CSV: group, run_id, label, micro_batch, tp,
- * pp, dp, sequence_parallel, checkpointing, attention, norm, peak_mem_mib (empty: out of
- * memory), model_mem_mib, error_pct (measured less model, percent of the measured),
- * status (ok or oom), model, seq_len, gpus.
+ * pp, dp, sequence_parallel, checkpointing, attention, norm, peak_mem_mib (the counted
+ * peak; empty: out of memory), model_mem_mib, error_pct (counted less model, percent of
+ * the counted), status (ok or oom), model, seq_len, gpus, planned_mem_mib (the model plus
+ * the GPU reserve: what the planner plans), device_peak_mem_mib (the device's reading;
+ * empty when not recorded), device_minus_planned_mib.
  */
 static void table_memory(struct table *t, const struct report_figure *f)
 {
@@ -601,9 +634,12 @@ static void table_memory(struct table *t, const struct report_figure *f)
 	table_col(t, "ckpt", "checkpointing", 8, 0);
 	table_col(t, NULL, "attention", 9, 0);
 	table_col(t, NULL, "norm", 10, 0);
-	table_col(t, "peak MiB", "peak_mem_mib", 11, 1);
+	table_col(t, "counted MiB", "peak_mem_mib", 11, 1);
 	table_col(t, "model MiB", "model_mem_mib", 12, 1);
-	table_col(t, "peak - model", "error_pct", 13, 1);
+	table_col(t, "counted - model", "error_pct", 13, 1);
+	table_col(t, "planned MiB", "planned_mem_mib", 18, 1);
+	table_col(t, "device MiB", "device_peak_mem_mib", 19, 1);
+	table_col(t, "device - planned MiB", "device_minus_planned_mib", 20, 1);
 	table_col(t, NULL, "status", 14, 0);
 	scope_cols(t, 15);
 	table_columns_done(t);
@@ -626,6 +662,17 @@ static void table_memory(struct table *t, const struct report_figure *f)
 
 			snprintf(num, sizeof(num), "%+.2f%%", e);
 			snprintf(csv, sizeof(csv), "%.4f", e);
+			table_cell(t, num, csv, CELL_NUM);
+		} else {
+			table_cell(t, "-", "", CELL_NUM);
+		}
+		table_mib(t, r->planned_mem > 0 ? r->planned_mem : -1, 1, 1);
+		table_mib(t, r->device_peak_mem > 0 ? r->device_peak_mem : -1, 1, 1);
+		if (r->device_peak_mem > 0 && r->planned_mem > 0) {
+			double d = ((double)r->device_peak_mem - (double)r->planned_mem) / MIB;
+
+			snprintf(num, sizeof(num), "%+.1f", d);
+			snprintf(csv, sizeof(csv), "%.3f", d);
 			table_cell(t, num, csv, CELL_NUM);
 		} else {
 			table_cell(t, "-", "", CELL_NUM);
@@ -775,10 +822,28 @@ void render_csv(struct lb_strbuf *sb, const struct report_figure *f)
 
 /* ---- markdown ---- */
 
+/* "N diverged run(s) left out ..." (docs/report.md), or "" when none was. */
+static void left_out_note(const struct report_figure *f, char *buf, size_t len)
+{
+	if (!f->diverged_left_out) {
+		buf[0] = 0;
+		return;
+	}
+	snprintf(buf, len,
+		 "%zu diverged run%s left out (their loss rose or was not finite; "
+		 "--keep-diverged keeps them, marked).",
+		 f->diverged_left_out, f->diverged_left_out == 1 ? "" : "s");
+}
+
 void render_md(struct lb_strbuf *sb, const struct report_figure *f)
 {
+	char note[160];
+
 	lb_strbuf_addf(sb, "## %s (%s)\n\n%s\n", report_kind_title(f->kind),
 		       report_kind_name(f->kind), render_kind_definition(f->kind));
+	left_out_note(f, note, sizeof(note));
+	if (note[0])
+		lb_strbuf_addf(sb, "\n%s\n", note);
 	if (!f->n) {
 		lb_strbuf_adds(sb, "\nNo runs for this figure.\n");
 		return;
@@ -816,14 +881,20 @@ void render_html_begin(struct lb_strbuf *sb, const char *title)
 	    "optimizer step (the PaLM count, 6N + 12&middot;L&middot;h&middot;s per token, "
 	    "recomputation not counted) divided by the mean steady-state step time, the GPU "
 	    "count and the GPU's dense bf16 peak. Runs imported from the paper show the paper's "
-	    "own MFU (A100, 312 TFLOP/s). Where the peak is unknown (CPU runs) MFU reads n/a "
+	    "own MFU (A100, 312 TFLOP/s). MFU % no emb counts the same without the input "
+	    "embedding lookup (N less the untied embedding table: the count of Megatron-LM and "
+	    "torchtitan). Where the peak is unknown (CPU runs) MFU reads n/a "
 	    "and runs are ranked and plotted by TFLOP/s per GPU. Bars are grouped by sweep, model, "
 	    "sequence length and GPU count. Each bar is the best run among its candidates; its "
 	    "label gives (micro-batch, TP, PP). OOM: every candidate ran out of memory. The "
 	    "spread: step sd is the sample standard deviation of a run's step time over its "
 	    "steady-state steps (warmup excluded), MFU sd the same carried over to MFU (MFU "
 	    "&times; step sd / mean step time, to first order), in MFU points; - for a run with "
-	    "fewer than two such steps, or imported.</p>\n");
+	    "fewer than two such steps, or imported. Health: ok when a run's loss fell (the "
+	    "mean of its last quarter of steps more than 1% below its first step's), flat "
+	    "within 1%, diverged when it rose by more or was not finite; the bars leave "
+	    "diverged runs out unless --keep-diverged, and DIVERGED marks a bar whose every "
+	    "measured candidate diverged.</p>\n");
 }
 
 /* The <svg> element of gnuplot's output, without the XML prologue, its <title> (gnuplot's
@@ -856,6 +927,16 @@ void render_html_figure(struct lb_strbuf *sb, const struct report_figure *f, con
 	lb_strbuf_adds(sb, "</h2>\n<p class=\"note\">");
 	render_html_escape(sb, render_kind_definition(f->kind));
 	lb_strbuf_adds(sb, "</p>\n");
+	{
+		char left[160];
+
+		left_out_note(f, left, sizeof(left));
+		if (left[0]) {
+			lb_strbuf_adds(sb, "<p class=\"note\">");
+			render_html_escape(sb, left);
+			lb_strbuf_adds(sb, "</p>\n");
+		}
+	}
 	if (!f->n) {
 		lb_strbuf_adds(sb, "<p>No runs for this figure.</p>\n</section>\n");
 		return;

@@ -56,6 +56,33 @@ int report_kind_parse(const char *s, enum report_kind *k)
 	return -1;
 }
 
+const char *report_health_name(enum report_health h)
+{
+	switch (h) {
+	case REPORT_HEALTH_OK:
+		return "ok";
+	case REPORT_HEALTH_FLAT:
+		return "flat";
+	case REPORT_HEALTH_DIVERGED:
+		return "diverged";
+	default:
+		return NULL;
+	}
+}
+
+enum report_health report_health_parse(const char *text)
+{
+	if (!text)
+		return REPORT_HEALTH_UNKNOWN;
+	if (!strcmp(text, "ok"))
+		return REPORT_HEALTH_OK;
+	if (!strcmp(text, "flat"))
+		return REPORT_HEALTH_FLAT;
+	if (!strcmp(text, "diverged"))
+		return REPORT_HEALTH_DIVERGED;
+	return REPORT_HEALTH_UNKNOWN;
+}
+
 /* ---- the set of runs and its string pool ---- */
 
 void report_runs_init(struct report_runs *rs)
@@ -278,7 +305,15 @@ struct builder {
 	size_t cap;
 	struct cand *cands; /* scratch, one per run of the group */
 	int failed;	    /* out of memory */
+	int keep_diverged;  /* 1: diverged runs compete for bars */
+	char *left;	    /* per run of rs: 1 once counted as left out (diverged) */
 };
+
+/* 1 when r is left out of the bar figures: a measured run that diverged. */
+static int left_out(const struct builder *b, const struct report_run *r)
+{
+	return !b->keep_diverged && r->health == REPORT_HEALTH_DIVERGED && report_run_measured(r);
+}
 
 /* A new bar of the group titled group, whose sweep, model, sequence length and GPU count
  * are those of run of. */
@@ -328,18 +363,29 @@ static void bar_take(struct report_bar *bar, const struct report_run *r,
 	bar->checkpointing = r->checkpointing;
 }
 
-/* Decide a bar from its candidates c[0..n). */
-static void pick(struct report_bar *bar, const struct cand *c, size_t n)
+/* Decide a bar from its candidates c[0..n): the best measured run, leaving out diverged
+ * ones (unless kept), which are counted once per figure; else DIVERGED when they were all
+ * it had that ran, else OOM, FAILED or RUNNING. */
+static void pick(struct builder *bd, struct report_bar *bar, const struct cand *c, size_t n)
 {
 	const struct report_run *best = NULL;
 	const char *classes[16];
 	size_t counts[16], nclass = 0;
-	int oom = 0, failed = 0;
+	int oom = 0, failed = 0, diverged = 0;
 
 	for (size_t i = 0; i < n; i++) {
 		const struct report_run *r = c[i].r;
 		const char *cls;
 
+		if (left_out(bd, r)) {
+			size_t at = (size_t)(r - bd->rs->v);
+			diverged = 1;
+			if (at < bd->rs->n && !bd->left[at]) {
+				bd->left[at] = 1;
+				bd->fig->diverged_left_out++;
+			}
+			continue;
+		}
 		if (report_run_measured(r)) {
 			if (!best || report_run_better(r, best))
 				best = r;
@@ -365,6 +411,8 @@ static void pick(struct report_bar *bar, const struct cand *c, size_t n)
 	}
 	if (best) {
 		bar_take(bar, best, REPORT_BAR_VALUE);
+	} else if (diverged) {
+		bar->state = REPORT_BAR_DIVERGED;
 	} else if (oom) {
 		bar->state = REPORT_BAR_OOM;
 	} else if (failed) {
@@ -474,7 +522,7 @@ static void build_keyed(struct builder *b, enum report_kind kind, const char *gr
 		}
 		bar->order1 = b->cands[i].k1;
 		bar->order2 = b->cands[i].k2;
-		pick(bar, &b->cands[i], j - i);
+		pick(b, bar, &b->cands[i], j - i);
 	}
 }
 
@@ -499,7 +547,7 @@ static void build_rms(struct builder *b, const char *group, const struct report_
 		bar = bar_new(b, group, g[0], "rms_best");
 		if (!bar)
 			return;
-		pick(bar, rms, nr);
+		pick(b, bar, rms, nr);
 		rbest = bar->run;
 	}
 	if (nf) {
@@ -507,7 +555,7 @@ static void build_rms(struct builder *b, const char *group, const struct report_
 		if (!bar)
 			return;
 		bar->order1 = 1;
-		pick(bar, flash2, nf);
+		pick(b, bar, flash2, nf);
 	}
 	if (rbest) {
 		size_t m = 0;
@@ -523,7 +571,7 @@ static void build_rms(struct builder *b, const char *group, const struct report_
 			bar->micro_batch = rbest->micro_batch;
 			bar->tp = rbest->tp;
 			bar->pp = rbest->pp;
-			pick(bar, flash2, m);
+			pick(b, bar, flash2, m);
 		}
 	}
 }
@@ -588,15 +636,29 @@ static int run_by_best_group(const void *pa, const void *pb)
 
 int report_runs_best(const struct report_runs *rs, struct report_runs *out)
 {
+	return report_runs_best_opts(rs, 0, out, NULL);
+}
+
+int report_runs_best_opts(const struct report_runs *rs, int keep_diverged, struct report_runs *out,
+			  size_t *left_out)
+{
 	const struct report_run **v = malloc((rs->n ? rs->n : 1) * sizeof(*v));
-	size_t n = 0;
+	size_t n = 0, left = 0;
 	int rc = 0;
 
 	if (!v)
 		return -1;
-	for (size_t i = 0; i < rs->n; i++)
-		if (rs->v[i].status == REPORT_RUN_OK)
-			v[n++] = &rs->v[i];
+	for (size_t i = 0; i < rs->n; i++) {
+		if (rs->v[i].status != REPORT_RUN_OK)
+			continue;
+		if (!keep_diverged && rs->v[i].health == REPORT_HEALTH_DIVERGED) {
+			left++;
+			continue;
+		}
+		v[n++] = &rs->v[i];
+	}
+	if (left_out)
+		*left_out = left;
 	qsort(v, n, sizeof(*v), run_by_best_group);
 	for (size_t i = 0; i < n && !rc; i++)
 		if (i == 0 || strcmp(v[i]->model, v[i - 1]->model) ||
@@ -678,14 +740,22 @@ static void build_best(struct builder *b, const struct report_run **v, size_t n)
 			return;
 		bar->order1 = kernel_rank(v[i]->label);
 		struct cand c = {v[i], 0, 0, NULL};
-		pick(bar, &c, 1);
+		pick(b, bar, &c, 1);
 	}
 }
 
 int report_figure_build(struct report_runs *rs, enum report_kind kind, const char *sweep,
 			struct report_figure *out)
 {
-	struct builder b = {rs, out, 0, NULL, 0};
+	static const struct report_build_opts defaults;
+
+	return report_figure_build_opts(rs, kind, sweep, &defaults, out);
+}
+
+int report_figure_build_opts(struct report_runs *rs, enum report_kind kind, const char *sweep,
+			     const struct report_build_opts *o, struct report_figure *out)
+{
+	struct builder b = {rs, out, 0, NULL, 0, o->keep_diverged, NULL};
 	const struct report_run **v = NULL;
 	size_t n = 0, i, j;
 
@@ -694,7 +764,8 @@ int report_figure_build(struct report_runs *rs, enum report_kind kind, const cha
 	if (rs->n) {
 		v = malloc(rs->n * sizeof(*v));
 		b.cands = malloc(2 * rs->n * sizeof(*b.cands));
-		if (!v || !b.cands) {
+		b.left = calloc(rs->n, 1);
+		if (!v || !b.cands || !b.left) {
 			b.failed = 1;
 			goto out_free;
 		}
@@ -729,6 +800,7 @@ int report_figure_build(struct report_runs *rs, enum report_kind kind, const cha
 	}
 out_free:
 	free(b.cands);
+	free(b.left);
 	free(v);
 	if (b.failed) {
 		report_figure_release(out);
@@ -834,6 +906,9 @@ void report_bar_mfu_text(const struct report_bar *b, const char *unknown_text, c
 		break;
 	case REPORT_BAR_RUNNING:
 		snprintf(buf, len, "RUNNING");
+		break;
+	case REPORT_BAR_DIVERGED:
+		snprintf(buf, len, "DIVERGED");
 		break;
 	}
 }

@@ -48,6 +48,19 @@ enum report_phase {
 
 enum report_status { REPORT_RUN_OK = 0, REPORT_RUN_FAILED, REPORT_RUN_RUNNING };
 
+/* A run's health, run_summary.health (docs/schema.md, "Run health"). */
+enum report_health {
+	REPORT_HEALTH_UNKNOWN = 0, /* NULL: too short, no loss, imported */
+	REPORT_HEALTH_OK,
+	REPORT_HEALTH_FLAT,
+	REPORT_HEALTH_DIVERGED
+};
+
+/* "ok", "flat", "diverged"; NULL for unknown. */
+const char *report_health_name(enum report_health h);
+/* The health named by text (NULL or anything else: unknown). */
+enum report_health report_health_parse(const char *text);
+
 /* One run (attempt). Strings point into the owning set's string pool. */
 struct report_run {
 	long run_id;
@@ -77,9 +90,18 @@ struct report_run {
 	long long peak_mem;		  /* bytes, max over steps; < 0 unknown */
 	long long rank_mem_min, rank_mem_max; /* per-rank peaks, bytes; valid when rank_n */
 	int rank_n;			      /* ranks in rank_peak_mem; 0 unknown */
-	long long model_mem; /* the planner's model of the trainer (lb_memory_trainer) for the
-				run's layout and backend, bytes, without the GPU reserve; < 0
-				unknown (an imported run, no flags, a layout it cannot build) */
+	long long model_mem;   /* the planner's model of the trainer (lb_memory_trainer) for the
+				  run's layout and backend, bytes, without the GPU reserve; < 0
+				  unknown (an imported run, no flags, a layout it cannot build) */
+	long long planned_mem; /* what the planner plans for it: model_mem, plus on a GPU the
+				  LB_TRAINER_GPU_RESERVE_GIB it reserves for the CUDA runtime;
+				  bytes, < 0 unknown (with model_mem) */
+	enum report_health health;
+	int has_mfu_no_embed;
+	double mfu_no_embed; /* fraction: MFU without the input embedding lookup (imported: the
+				paper's MFU in that count); valid when has_mfu_no_embed */
+	long long device_peak_mem; /* bytes: the device's own reading, most loaded rank, every
+				      step; < 0 unknown (not recorded) */
 };
 
 /* 1 when the run has at least one phase time. */
@@ -116,9 +138,13 @@ int report_run_better(const struct report_run *a, const struct report_run *b);
 
 /* The best_layout view's rule applied to a set of runs: per (model, seq_len, gpus), the ok
  * run that ranks highest by report_run_better (ok runs without MFU or TFLOP/s rank last,
- * by run_id), exactly as the view orders them. Appends a copy of each winner to out
- * (initialised by the caller). Returns 0, or -1 when out of memory. */
+ * by run_id), diverged runs left out, exactly as the view orders them. Appends a copy of
+ * each winner to out (initialised by the caller). Returns 0, or -1 when out of memory. */
 int report_runs_best(const struct report_runs *rs, struct report_runs *out);
+/* The same; keep_diverged: diverged runs compete too; *left_out (may be NULL): how many ok
+ * runs were left out as diverged. */
+int report_runs_best_opts(const struct report_runs *rs, int keep_diverged, struct report_runs *out,
+			  size_t *left_out);
 
 /* Kernel classes shared by the figures: imported runs match the paper's kernel string,
  * ours the attention and norm kernels. Our cudnn (cuDNN's fused flash attention) is
@@ -133,7 +159,8 @@ enum report_bar_state {
 	REPORT_BAR_VALUE = 0, /* a measured winner: run is set */
 	REPORT_BAR_OOM,	      /* nothing measured; at least one candidate ran out of memory */
 	REPORT_BAR_FAILED,    /* nothing measured; candidates failed otherwise (failure_class) */
-	REPORT_BAR_RUNNING    /* nothing measured or failed yet; some candidate still running */
+	REPORT_BAR_RUNNING,   /* nothing measured or failed yet; some candidate still running */
+	REPORT_BAR_DIVERGED   /* nothing measured but diverged runs, which were left out */
 };
 
 /*
@@ -164,6 +191,14 @@ struct report_figure {
 	enum report_kind kind;
 	struct report_bar *bars; /* n bars, ordered by group, then series */
 	size_t n;
+	size_t diverged_left_out; /* distinct diverged runs that were candidates of a bar and
+				     were left out (0 with keep_diverged) */
+};
+
+/* How a figure is built. */
+struct report_build_opts {
+	int keep_diverged; /* 1: diverged runs compete for bars like any ok run (and are marked);
+			      0 (default): the bar figures leave them out */
 };
 
 /*
@@ -180,6 +215,12 @@ struct report_figure {
  */
 int report_figure_build(struct report_runs *rs, enum report_kind kind, const char *sweep,
 			struct report_figure *out);
+/* The same with options (report_figure_build: every option 0). The bar figures (kernels
+ * ... best) leave diverged runs out unless o->keep_diverged, counting them in
+ * out->diverged_left_out; a bar whose only measured candidates diverged is
+ * REPORT_BAR_DIVERGED. The per-run figures (phases, memory) show every run. */
+int report_figure_build_opts(struct report_runs *rs, enum report_kind kind, const char *sweep,
+			     const struct report_build_opts *o, struct report_figure *out);
 void report_figure_release(struct report_figure *f);
 
 /* Number of distinct groups in a figure (bars are ordered by group). */
@@ -207,7 +248,8 @@ size_t report_figure_series(const struct report_figure *f, const char ***series)
 int report_figure_all_mfu(const struct report_figure *f);
 
 /* A bar's MFU cell: "70.57" (percent, two decimals), "n/a" (unknown peak; unknown_text),
- * "OOM", "FAILED(nccl_error)", "RUNNING". Writes into buf (snprintf semantics). */
+ * "OOM", "FAILED(nccl_error)", "RUNNING", "DIVERGED". Writes into buf (snprintf
+ * semantics). */
 void report_bar_mfu_text(const struct report_bar *b, const char *unknown_text, char *buf,
 			 size_t len);
 

@@ -16,8 +16,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "common/model.h"
 #include "common/util.h"
 #include "results/db.h"
+#include "results/health.h"
 #include "results/runlog.h"
 
 enum {
@@ -48,35 +50,50 @@ static const char *const queries[Q_COUNT] = {
 	"INSERT INTO runs (run_uid, layout_id, sweep, job_ref, source, label, status, hosts, gpu, "
 	"peak_tflops, world_size, versions, git_commit, backend, flags, flops_per_step, "
 	"hw_flops_per_step, tokens_per_step, params, start_time, log_path, log_bytes, "
-	"bytes_ingested) VALUES (?1, ?2, ?3, ?4, 'run', ?5, 'running', ?6, ?7, ?8, ?9, ?10, ?11, "
-	"?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, 0, 0)",
+	"bytes_ingested, flops_per_step_no_embed) VALUES (?1, ?2, ?3, ?4, 'run', ?5, 'running', "
+	"?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, 0, 0, ?20)",
     [Q_STEP] = "INSERT OR REPLACE INTO steps (run_id, step, warmup, time_s, tokens, loss, "
 	       "peak_mem_bytes, forward_s, backward_s, optimizer_s, comm_exposed_s, bubble_s, "
-	       "rank_peak_mem) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+	       "rank_peak_mem, device_peak_mem_bytes, rank_device_peak_mem) VALUES (?1, ?2, ?3, "
+	       "?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
     [Q_END] = "UPDATE runs SET status = ?2, failure_class = ?3, message = ?4, exit_code = ?5, "
 	      "failed_rank = ?6, end_time = ?7 WHERE id = ?1",
     [Q_STATS_READ] = "SELECT time_s, warmup, peak_mem_bytes, forward_s, backward_s, optimizer_s, "
-		     "comm_exposed_s, bubble_s, rank_peak_mem FROM steps WHERE run_id = ?1",
+		     "comm_exposed_s, bubble_s, rank_peak_mem, loss, device_peak_mem_bytes, "
+		     "rank_device_peak_mem FROM steps WHERE run_id = ?1 ORDER BY step",
     [Q_STATS_WRITE] = "INSERT OR REPLACE INTO run_stats (run_id, n_steps, step_time_mean, "
 		      "step_time_median, step_time_std, peak_mem_bytes, forward_s, backward_s, "
-		      "optimizer_s, comm_exposed_s, bubble_s, rank_peak_mem) VALUES (?1, ?2, ?3, "
-		      "?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+		      "optimizer_s, comm_exposed_s, bubble_s, rank_peak_mem, "
+		      "device_peak_mem_bytes, rank_device_peak_mem, loss_first, "
+		      "loss_last_quarter, health) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, "
+		      "?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
     [Q_FINISH] = "UPDATE runs SET log_path = ?2, log_bytes = ?3, bytes_ingested = ?4, "
 		 "log_hash = ?5, collected = strftime('%Y-%m-%dT%H:%M:%SZ', 'now') WHERE id = ?1",
 };
 
-#define N_PHASES 5 /* forward, backward, optimizer, comm_exposed, bubble */
+#define N_PHASES  5  /* forward, backward, optimizer, comm_exposed, bubble */
+#define STEP_COLS 15 /* bound values per step row (bind_step) */
+
+/* An element-wise maximum of per-rank arrays (bytes): n of cap. */
+struct rank_max {
+	long long *v;
+	size_t n, cap;
+};
 
 /* One run's step statistics while its steps are read (the run_stats row). Buffers are
  * reused from run to run; stats_acc_reset empties them. */
 struct stats_acc {
 	double *t; /* steady-state step times, seconds; n of cap */
 	size_t n, cap;
-	long long peak;	      /* max peak_mem_bytes over every step; -1 unknown */
-	double sum[N_PHASES]; /* steady-state phase sums, seconds */
-	long cnt[N_PHASES];   /* steady-state steps that have the phase */
-	long long *rank;      /* element-wise max of rank_peak_mem; nrank of rank_cap */
-	size_t nrank, rank_cap;
+	long long peak;		  /* max peak_mem_bytes over every step; -1 unknown */
+	double sum[N_PHASES];	  /* steady-state phase sums, seconds */
+	long cnt[N_PHASES];	  /* steady-state steps that have the phase */
+	struct rank_max rank;	  /* element-wise max of rank_peak_mem */
+	long long dev_peak;	  /* max device_peak_mem_bytes over every step; -1 unknown */
+	struct rank_max rank_dev; /* element-wise max of rank_device_peak_mem */
+	double *loss;		  /* every step's loss in step order (NaN: not finite); nloss of
+				     loss_cap: the run's health (results/health.h) */
+	size_t nloss, loss_cap;
 };
 
 struct collector {
@@ -244,12 +261,27 @@ static long long insert_run(struct collector *c, const char *file, const struct 
 	bind_i64(s, 17, h->params, h->params >= 0);
 	bind_str(s, 18, h->start_time);
 	bind_str(s, 19, abspath);
+	bind_dbl(s, 20, lb_flops_per_step_as(&h->layout, LB_FLOPS_NO_EMBED), 1);
 	if (run(s) != SQLITE_DONE)
 		return -1;
 	return sqlite3_last_insert_rowid(c->db);
 }
 
-/* Bind one step's 13 values at parameters base+1 .. base+13. */
+/* The FLOPs per step the header records against the count of its layout and model
+ * (common/model.h, the one home): a log of another build's arithmetic, or edited by hand,
+ * is named; its own figure is kept (the views divide it). */
+static void check_flops(struct collector *c, const char *file, const struct runlog_header *h)
+{
+	double want = lb_flops_per_step(&h->layout);
+
+	if (h->flops_per_step >= 0 && fabs(h->flops_per_step - want) > 1e-9 * want)
+		warn(c,
+		     "%s:1: flops_per_step %.17g differs from %.17g computed from the layout and "
+		     "model (docs/flops.md); keeping the log's, its MFU may be wrong",
+		     file, h->flops_per_step, want);
+}
+
+/* Bind one step's STEP_COLS values at parameters base+1 .. base+STEP_COLS. */
 static void bind_step(sqlite3_stmt *s, int base, long long run_id, const struct runlog_step *p)
 {
 	sqlite3_bind_int64(s, base + 1, run_id);
@@ -265,6 +297,8 @@ static void bind_step(sqlite3_stmt *s, int base, long long run_id, const struct 
 	bind_dbl(s, base + 11, p->comm_exposed_s, 1);
 	bind_dbl(s, base + 12, p->bubble_s, 1);
 	bind_str(s, base + 13, p->rank_peak_mem);
+	bind_i64(s, base + 14, p->device_peak_mem_bytes, p->device_peak_mem_bytes >= 0);
+	bind_str(s, base + 15, p->rank_device_peak_mem);
 }
 
 static int write_step(struct collector *c, long long run_id, const struct runlog_step *p)
@@ -278,7 +312,7 @@ static int write_step_batch(struct collector *c, long long run_id,
 			    const struct runlog_step *const *p)
 {
 	for (int k = 0; k < STEP_BATCH; k++)
-		bind_step(c->q[Q_STEP_BATCH], 13 * k, run_id, p[k]);
+		bind_step(c->q[Q_STEP_BATCH], STEP_COLS * k, run_id, p[k]);
 	return run_all_bound(c->q[Q_STEP_BATCH]) == SQLITE_DONE ? 0 : -1;
 }
 
@@ -393,8 +427,9 @@ static int cmp_double(const void *a, const void *b)
 static void stats_acc_reset(struct stats_acc *a)
 {
 	a->n = 0;
-	a->peak = -1;
-	a->nrank = 0;
+	a->peak = a->dev_peak = -1;
+	a->rank.n = a->rank_dev.n = 0;
+	a->nloss = 0;
 	for (int k = 0; k < N_PHASES; k++) {
 		a->sum[k] = 0;
 		a->cnt[k] = 0;
@@ -404,8 +439,66 @@ static void stats_acc_reset(struct stats_acc *a)
 static void stats_acc_release(struct stats_acc *a)
 {
 	free(a->t);
-	free(a->rank);
+	free(a->rank.v);
+	free(a->rank_dev.v);
+	free(a->loss);
 	memset(a, 0, sizeof(*a));
+}
+
+/* Fold a rank array (JSON text of non-negative integers, or NULL) into m. -1 when out of
+ * memory. */
+static int rank_max_add(struct rank_max *m, const char *rank_json)
+{
+	if (!rank_json || *rank_json != '[')
+		return 0;
+	const char *p = rank_json + 1;
+	for (size_t i = 0;; i++) {
+		char *end;
+		long long v;
+		while (*p == ' ' || *p == ',')
+			p++;
+		if (*p < '0' || *p > '9')
+			break;
+		errno = 0;
+		v = strtoll(p, &end, 10);
+		if (end == p || errno)
+			break;
+		p = end;
+		if (i == m->cap) {
+			size_t nc = m->cap ? 2 * m->cap : 16;
+			long long *r = realloc(m->v, nc * sizeof(*r));
+			if (!r)
+				return -1;
+			m->v = r;
+			m->cap = nc;
+		}
+		if (i >= m->n) {
+			m->v[i] = v;
+			m->n = i + 1;
+		} else if (v > m->v[i]) {
+			m->v[i] = v;
+		}
+	}
+	return 0;
+}
+
+/* The step's loss (NaN: not finite, or absent) and device readings, every step. -1 when
+ * out of memory. */
+static int stats_acc_add_more(struct stats_acc *a, double loss, long long dev_peak,
+			      const char *rank_dev_json)
+{
+	if (dev_peak > a->dev_peak)
+		a->dev_peak = dev_peak;
+	if (a->nloss == a->loss_cap) {
+		size_t nc = a->loss_cap ? 2 * a->loss_cap : 1024;
+		double *v = realloc(a->loss, nc * sizeof(*v));
+		if (!v)
+			return -1;
+		a->loss = v;
+		a->loss_cap = nc;
+	}
+	a->loss[a->nloss++] = loss;
+	return rank_max_add(&a->rank_dev, rank_dev_json);
 }
 
 /* Add one step: its time (steady state only), peak, phases (NaN: absent; steady state
@@ -432,37 +525,42 @@ static int stats_acc_add(struct stats_acc *a, int warmup, double time_s, long lo
 				a->cnt[k]++;
 			}
 	}
-	if (!rank_json || *rank_json != '[')
+	return rank_max_add(&a->rank, rank_json);
+}
+
+/* Bind the JSON text of m at parameter col (nothing when empty). -1 when out of memory. */
+static int bind_rank_max(sqlite3_stmt *wr, int col, const struct rank_max *m)
+{
+	char *json, *q;
+
+	if (!m->n)
 		return 0;
-	const char *p = rank_json + 1;
-	for (size_t i = 0;; i++) {
-		char *end;
-		long long v;
-		while (*p == ' ' || *p == ',')
-			p++;
-		if (*p < '0' || *p > '9')
-			break;
-		errno = 0;
-		v = strtoll(p, &end, 10);
-		if (end == p || errno)
-			break;
-		p = end;
-		if (i == a->rank_cap) {
-			size_t nc = a->rank_cap ? 2 * a->rank_cap : 16;
-			long long *r = realloc(a->rank, nc * sizeof(*r));
-			if (!r)
-				return -1;
-			a->rank = r;
-			a->rank_cap = nc;
-		}
-		if (i >= a->nrank) {
-			a->rank[i] = v;
-			a->nrank = i + 1;
-		} else if (v > a->rank[i]) {
-			a->rank[i] = v;
-		}
-	}
+	json = malloc(m->n * 21 + 2);
+	if (!json)
+		return -1;
+	q = json;
+	*q++ = '[';
+	for (size_t i = 0; i < m->n; i++)
+		q += sprintf(q, "%s%lld", i ? "," : "", m->v[i]);
+	*q++ = ']';
+	*q = 0;
+	sqlite3_bind_text(wr, col, json, -1, SQLITE_TRANSIENT);
+	free(json);
 	return 0;
+}
+
+/* The run's health and its losses (results/health.h) at parameters 15..17. */
+static void bind_health(sqlite3_stmt *wr, const struct stats_acc *a)
+{
+	struct results_health_verdict h;
+	const char *name;
+
+	results_health_class(a->loss, a->nloss, &h);
+	bind_dbl(wr, 15, h.first, 1);
+	bind_dbl(wr, 16, h.last_quarter, 1);
+	name = results_health_name(h.health);
+	if (name)
+		sqlite3_bind_text(wr, 17, name, -1, SQLITE_STATIC);
 }
 
 /* Write the run_stats row from the accumulated steps (a->t is reordered): the same
@@ -494,19 +592,13 @@ static int write_stats(sqlite3_stmt *wr, long long run_id, struct stats_acc *a)
 	for (int k = 0; k < N_PHASES; k++)
 		if (a->cnt[k])
 			sqlite3_bind_double(wr, 7 + k, a->sum[k] / (double)a->cnt[k]);
-	if (a->nrank) {
-		char *json = malloc(a->nrank * 21 + 2), *q;
-		if (!json)
-			return -1;
-		q = json;
-		*q++ = '[';
-		for (size_t i = 0; i < a->nrank; i++)
-			q += sprintf(q, "%s%lld", i ? "," : "", a->rank[i]);
-		*q++ = ']';
-		*q = 0;
-		sqlite3_bind_text(wr, 12, json, -1, SQLITE_TRANSIENT);
-		free(json);
+	if (a->dev_peak >= 0)
+		sqlite3_bind_int64(wr, 13, a->dev_peak);
+	if (bind_rank_max(wr, 12, &a->rank) || bind_rank_max(wr, 14, &a->rank_dev)) {
+		sqlite3_clear_bindings(wr);
+		return -1;
 	}
+	bind_health(wr, a);
 	rc = run(wr) == SQLITE_DONE ? 0 : -1;
 	return rc;
 }
@@ -533,7 +625,14 @@ static int refresh_stats(sqlite3_stmt *rd, sqlite3_stmt *wr, long long run_id, s
 				  sqlite3_column_type(rd, 2) == SQLITE_NULL
 				      ? -1
 				      : sqlite3_column_int64(rd, 2),
-				  ph, (const char *)sqlite3_column_text(rd, 8))) {
+				  ph, (const char *)sqlite3_column_text(rd, 8)) ||
+		    stats_acc_add_more(
+			a,
+			sqlite3_column_type(rd, 9) == SQLITE_NULL ? NAN
+								  : sqlite3_column_double(rd, 9),
+			sqlite3_column_type(rd, 10) == SQLITE_NULL ? -1
+								   : sqlite3_column_int64(rd, 10),
+			(const char *)sqlite3_column_text(rd, 11))) {
 			sqlite3_reset(rd);
 			return -1;
 		}
@@ -835,7 +934,9 @@ static int stats_from_items(struct collector *c, const struct job *j, long long 
 			double ph[N_PHASES] = {p->forward_s, p->backward_s, p->optimizer_s,
 					       p->comm_exposed_s, p->bubble_s};
 			if (stats_acc_add(&c->acc, p->warmup, p->time_s, p->peak_mem_bytes, ph,
-					  p->rank_peak_mem))
+					  p->rank_peak_mem) ||
+			    stats_acc_add_more(&c->acc, p->loss, p->device_peak_mem_bytes,
+					       p->rank_device_peak_mem))
 				return -1;
 		}
 		return write_stats(c->q[Q_STATS_WRITE], run_id, &c->acc);
@@ -949,6 +1050,7 @@ static void write_job(struct collector *c, struct job *j)
 		run_id = insert_run(c, j->file, &j->hdr.header, j->abspath);
 		if (run_id < 0)
 			goto out_db_error_rollback;
+		check_flops(c, j->file, &j->hdr.header);
 	} else {
 		run_id = k.id;
 	}
@@ -1215,7 +1317,7 @@ int results_collect_path(sqlite3 *db, const char *path, struct collect_stats *st
 	 * disk twice, and on a busy disk the syncs, not the inserts, set the pace */
 	sqlite3_exec(db, "PRAGMA wal_autocheckpoint = 16384", NULL, NULL, NULL);
 	for (i = 0; i < Q_COUNT; i++) {
-		char batch[STEP_BATCH * 64 + 256];
+		char batch[STEP_BATCH * STEP_COLS * 6 + 512];
 		const char *sql = queries[i];
 		if (i == Q_STEP_BATCH) {
 			/* the single-row statement with STEP_BATCH rows of numbered parameters */
@@ -1225,10 +1327,10 @@ int results_collect_path(sqlite3 *db, const char *path, struct collect_stats *st
 			for (int k = 0; k < STEP_BATCH; k++) {
 				at += (size_t)snprintf(batch + at, sizeof(batch) - at, "%s(",
 						       k ? "," : "");
-				for (int v = 1; v <= 13; v++)
+				for (int v = 1; v <= STEP_COLS; v++)
 					at += (size_t)snprintf(batch + at, sizeof(batch) - at,
-							       "?%d%s", 13 * k + v,
-							       v < 13 ? "," : ")");
+							       "?%d%s", STEP_COLS * k + v,
+							       v < STEP_COLS ? "," : ")");
 			}
 			sql = batch;
 		}

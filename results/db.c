@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "common/embed.h"
+#include "results/upgrade.h"
 
 const char *results_default_db(void)
 {
@@ -398,7 +399,8 @@ static int open_write(const char *path, sqlite3 **out, char *err, size_t errlen)
 			snprintf(err, errlen, "results/schema.sql is not embedded in this build");
 			goto out_close;
 		}
-		if (results_migrate(h, schema, merr, sizeof(merr))) {
+		if (results_migrate(h, schema, merr, sizeof(merr)) ||
+		    (v >= 1 && v < 2 && results_upgrade_runs(h, merr, sizeof(merr)))) {
 			snprintf(err, errlen, "database '%s': %s", path, merr);
 			goto out_close;
 		}

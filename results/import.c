@@ -32,8 +32,8 @@ const char *results_paper_failure_class(const char *failure)
 static const char upsert_run_sql[] =
     "INSERT INTO runs (run_uid, layout_id, sweep, source, label, status, failure_class, message, "
     "gpu, peak_tflops, world_size, flags, flops_per_step, hw_flops_per_step, tokens_per_step, "
-    "params, log_path, measured_step_time, mfu_reported) VALUES (?1, ?2, ?3, 'paper', ?4, ?5, "
-    "?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18) "
+    "params, log_path, measured_step_time, mfu_reported, flops_per_step_no_embed) VALUES (?1, "
+    "?2, ?3, 'paper', ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19) "
     "ON CONFLICT (run_uid) DO UPDATE SET layout_id = excluded.layout_id, label = excluded.label, "
     "status = excluded.status, failure_class = excluded.failure_class, "
     "message = excluded.message, gpu = excluded.gpu, peak_tflops = excluded.peak_tflops, "
@@ -41,7 +41,8 @@ static const char upsert_run_sql[] =
     "flops_per_step = excluded.flops_per_step, hw_flops_per_step = excluded.hw_flops_per_step, "
     "tokens_per_step = excluded.tokens_per_step, params = excluded.params, "
     "log_path = excluded.log_path, measured_step_time = excluded.measured_step_time, "
-    "mfu_reported = excluded.mfu_reported";
+    "mfu_reported = excluded.mfu_reported, "
+    "flops_per_step_no_embed = excluded.flops_per_step_no_embed";
 
 static int is_dir(const char *path)
 {
@@ -94,6 +95,7 @@ static int write_row(sqlite3 *db, sqlite3_stmt *s, const char *sweep, const stru
 	sqlite3_bind_int64(s, 14, (sqlite3_int64)l->global_batch * l->seq_len);
 	sqlite3_bind_int64(s, 15, lb_param_count(&l->model));
 	sqlite3_bind_text(s, 16, path, -1, SQLITE_STATIC);
+	sqlite3_bind_double(s, 19, lb_flops_per_step_as(l, LB_FLOPS_NO_EMBED));
 	if (!r->failed) {
 		sqlite3_bind_double(s, 17, r->step_time_s);
 		sqlite3_bind_double(s, 18, r->mfu);

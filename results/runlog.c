@@ -415,7 +415,7 @@ static int parse_step(struct ctx *c, const cJSON *root, struct runlog_step *s)
 	struct ctx pc;
 
 	c->what = "step";
-	s->tokens = s->peak_mem_bytes = -1;
+	s->tokens = s->peak_mem_bytes = s->device_peak_mem_bytes = -1;
 	s->loss = s->forward_s = s->backward_s = s->optimizer_s = s->comm_exposed_s = s->bubble_s =
 	    NAN;
 	if (get_int64(c, root, "step", 1, 0, INT64_MAX, &s->step) ||
@@ -424,7 +424,10 @@ static int parse_step(struct ctx *c, const cJSON *root, struct runlog_step *s)
 	    get_int64(c, root, "tokens", 0, 0, INT64_MAX, &s->tokens) ||
 	    get_double(c, root, "loss", 0, 1, -INFINITY, &s->loss) ||
 	    get_int64(c, root, "peak_mem_bytes", 0, 0, INT64_MAX, &s->peak_mem_bytes) ||
-	    get_int_array(c, root, "rank_peak_mem_bytes", &s->rank_peak_mem))
+	    get_int_array(c, root, "rank_peak_mem_bytes", &s->rank_peak_mem) ||
+	    get_int64(c, root, "device_peak_mem_bytes", 0, 0, INT64_MAX,
+		      &s->device_peak_mem_bytes) ||
+	    get_int_array(c, root, "rank_device_peak_mem_bytes", &s->rank_device_peak_mem))
 		return -1;
 	ph = cJSON_GetObjectItemCaseSensitive(root, "phases");
 	if (!ph || cJSON_IsNull(ph))
@@ -672,7 +675,8 @@ static int fast_phases(struct scan *sc, struct runlog_step *s)
 	}
 }
 
-static int fast_rank_mem(struct scan *sc, struct runlog_step *s)
+/* An array of byte counts into *out (malloc'd canonical text). */
+static int fast_rank_mem(struct scan *sc, char **out)
 {
 	char buf[512];
 	size_t at = 1;
@@ -698,10 +702,10 @@ static int fast_rank_mem(struct scan *sc, struct runlog_step *s)
 	}
 	buf[at++] = ']';
 	buf[at] = 0;
-	s->rank_peak_mem = malloc(at + 1);
-	if (s->rank_peak_mem)
-		memcpy(s->rank_peak_mem, buf, at + 1);
-	return s->rank_peak_mem != NULL;
+	*out = malloc(at + 1);
+	if (*out)
+		memcpy(*out, buf, at + 1);
+	return *out != NULL;
 }
 
 enum { F_TYPE = 1, F_STEP = 2, F_WARMUP = 4, F_TIME = 8, F_REQUIRED = 15 };
@@ -712,7 +716,7 @@ static int fast_step(const char *line, size_t len, struct runlog_step *s)
 	unsigned seen = 0, bit;
 
 	memset(s, 0, sizeof(*s));
-	s->tokens = s->peak_mem_bytes = -1;
+	s->tokens = s->peak_mem_bytes = s->device_peak_mem_bytes = -1;
 	s->loss = s->forward_s = s->backward_s = s->optimizer_s = s->comm_exposed_s = s->bubble_s =
 	    NAN;
 	if (!sc_char(&sc, '{'))
@@ -757,8 +761,17 @@ static int fast_step(const char *line, size_t len, struct runlog_step *s)
 			ok = sc_literal(&sc, "null") || sc_uint(&sc, &s->peak_mem_bytes);
 		} else if (KEY_IS(k, n, "rank_peak_mem_bytes")) {
 			bit = 128;
-			ok = !s->rank_peak_mem && (sc_literal(&sc, "null") ||
-						   (sc_char(&sc, '[') && fast_rank_mem(&sc, s)));
+			ok = !s->rank_peak_mem &&
+			     (sc_literal(&sc, "null") ||
+			      (sc_char(&sc, '[') && fast_rank_mem(&sc, &s->rank_peak_mem)));
+		} else if (KEY_IS(k, n, "device_peak_mem_bytes")) {
+			bit = 512;
+			ok = sc_literal(&sc, "null") || sc_uint(&sc, &s->device_peak_mem_bytes);
+		} else if (KEY_IS(k, n, "rank_device_peak_mem_bytes")) {
+			bit = 1024;
+			ok = !s->rank_device_peak_mem &&
+			     (sc_literal(&sc, "null") ||
+			      (sc_char(&sc, '[') && fast_rank_mem(&sc, &s->rank_device_peak_mem)));
 		} else if (KEY_IS(k, n, "phases")) {
 			bit = 256;
 			ok = sc_literal(&sc, "null") || (sc_char(&sc, '{') && fast_phases(&sc, s));
@@ -779,7 +792,8 @@ static int fast_step(const char *line, size_t len, struct runlog_step *s)
 	return 1;
 out_not_handled:
 	free(s->rank_peak_mem);
-	s->rank_peak_mem = NULL;
+	free(s->rank_device_peak_mem);
+	s->rank_peak_mem = s->rank_device_peak_mem = NULL;
 	return 0;
 }
 
@@ -874,7 +888,8 @@ void runlog_record_release(struct runlog_record *rec)
 		break;
 	case RUNLOG_STEP:
 		free(rec->step.rank_peak_mem);
-		rec->step.rank_peak_mem = NULL;
+		free(rec->step.rank_device_peak_mem);
+		rec->step.rank_peak_mem = rec->step.rank_device_peak_mem = NULL;
 		break;
 	case RUNLOG_END:
 		free(rec->end.message);

@@ -47,7 +47,9 @@ struct runlog_step {
 	double loss;		/* NaN when null or absent */
 	int64_t peak_mem_bytes; /* -1 absent */
 	double forward_s, backward_s, optimizer_s, comm_exposed_s, bubble_s; /* NaN absent */
-	char *rank_peak_mem; /* JSON array text, malloc'd or NULL */
+	char *rank_peak_mem;	       /* JSON array text, malloc'd or NULL */
+	int64_t device_peak_mem_bytes; /* the device's own reading, most loaded rank; -1 absent */
+	char *rank_device_peak_mem;    /* its per-rank array as JSON text, malloc'd or NULL */
 };
 
 struct runlog_end {

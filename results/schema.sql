@@ -1,11 +1,10 @@
 -- layoutbench results database: the one schema, embedded into the binary.
 -- Migration steps start at lines "-- migrate: N"; results_open() applies every step newer
 -- than PRAGMA user_version in one exclusive transaction, setting user_version = N after
--- each. No database has been released yet, so the schema is one step; from the first
--- release on, a change is a new step "-- migrate: 2" (ALTER TABLE ..., DROP VIEW and
--- CREATE VIEW again, ...) with RESULTS_SCHEMA_VERSION in results/db.h raised, and a
--- released step is never edited. Times are ISO 8601 UTC text; durations seconds; memory
--- bytes. Column reference: docs/schema.md.
+-- each. A change is a new step (ALTER TABLE ..., DROP VIEW and CREATE VIEW again, ...)
+-- with RESULTS_SCHEMA_VERSION in results/db.h raised, and a step is never edited once
+-- databases exist that have it (step 2 is the first such change). Times are ISO 8601 UTC
+-- text; durations seconds; memory bytes. Column reference: docs/schema.md.
 
 -- migrate: 1
 
@@ -110,8 +109,6 @@ CREATE TABLE runs (
 	log_path TEXT,                 -- absolute path of the run log
 	log_bytes INTEGER,             -- size of the log at the last collect
 	bytes_ingested INTEGER,        -- bytes of complete lines read (resume offset)
-	log_hash TEXT,                 -- a 64-bit hash (16 hex digits) of those bytes: what was
-	                               -- read, so that a log that reuses the run_uid is known
 	measured_step_time REAL,       -- imported runs: the sheet's mean step time, seconds
 	mfu_reported REAL,             -- imported runs: the sheet's MFU, fraction
 	collected TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ', 'now'))
@@ -234,3 +231,100 @@ CREATE TABLE slurm_local_tasks (
 	pid INTEGER NOT NULL           -- its process group
 );
 
+
+-- migrate: 2
+-- Numbers a reader can trust: each run's loss trajectory classed (run health:
+-- results/health.h), the model FLOPs without the input embedding lookup beside the paper's
+-- count (common/model.h, LB_FLOPS_NO_EMBED), and the device's own memory reading beside
+-- the allocator's count. Rows of an older database get the new columns filled once, after
+-- this step, by results_upgrade_runs (results/upgrade.h) from their step rows and flags.
+
+ALTER TABLE runs ADD COLUMN flops_per_step_no_embed REAL; -- model FLOPs per step without the
+                               -- input embedding lookup (Megatron-LM's, torchtitan's count)
+ALTER TABLE steps ADD COLUMN device_peak_mem_bytes INTEGER; -- the device's reading, most
+                               -- loaded rank (total less free, since the run began)
+ALTER TABLE steps ADD COLUMN rank_device_peak_mem TEXT; -- JSON array, per rank
+ALTER TABLE run_stats ADD COLUMN device_peak_mem_bytes INTEGER; -- maximum over every step
+ALTER TABLE run_stats ADD COLUMN rank_device_peak_mem TEXT; -- element-wise maximum
+ALTER TABLE run_stats ADD COLUMN loss_first REAL;       -- the first step's loss
+ALTER TABLE run_stats ADD COLUMN loss_last_quarter REAL; -- mean loss of the last ceil(n/4) steps
+ALTER TABLE run_stats ADD COLUMN health TEXT;           -- ok | flat | diverged; NULL unknown
+
+DROP VIEW best_layout;
+DROP VIEW run_summary;
+
+-- One row per run, ours or imported: the layout, the steady-state statistics (an imported
+-- run, without steps, has the sheet's measured step time), throughput, MFU and HFU at
+-- query time from the FLOPs and the peak the run recorded; MFU without the input
+-- embedding lookup beside it; the run's health (a run that failed as diverged is
+-- diverged); the device's memory reading beside the counted peak.
+CREATE VIEW run_summary AS
+WITH base AS (
+	SELECT r.id AS run_id, r.run_uid, r.sweep, r.source, r.layout_id,
+	       COALESCE(r.label, l.label, l.attention || '+' || l.norm) AS label,
+	       l.model, l.seq_len, l.global_batch,
+	       COALESCE(r.world_size, l.gpus) AS gpus,
+	       l.micro_batch, l.tp, l.pp, l.dp, l.sequence_parallel, l.zero_stage,
+	       l.checkpointing, l.attention, l.norm,
+	       r.status, r.failure_class, r.message, r.gpu, r.peak_tflops,
+	       st.n_steps,
+	       COALESCE(st.step_time_median, r.measured_step_time) AS step_time_median,
+	       COALESCE(st.step_time_mean, r.measured_step_time) AS step_time_mean,
+	       st.step_time_std,
+	       COALESCE(r.tokens_per_step, l.global_batch * l.seq_len) AS tokens_per_step,
+	       r.flops_per_step, r.hw_flops_per_step, r.mfu_reported,
+	       r.flops_per_step_no_embed,
+	       st.peak_mem_bytes,
+	       r.start_time, r.end_time,
+	       st.forward_s, st.backward_s, st.optimizer_s, st.comm_exposed_s, st.bubble_s,
+	       st.rank_peak_mem, l.virtual_stages, l.stage_layers,
+	       CASE WHEN r.failure_class = 'diverged' THEN 'diverged' ELSE st.health END
+		       AS health,
+	       st.loss_first, st.loss_last_quarter,
+	       st.device_peak_mem_bytes, st.rank_device_peak_mem
+	FROM runs r
+	JOIN layouts l ON l.layout_id = r.layout_id
+	LEFT JOIN run_stats st ON st.run_id = r.id
+)
+SELECT run_id, run_uid, sweep, source, layout_id, label, model, seq_len, global_batch, gpus,
+       micro_batch, tp, pp, dp, sequence_parallel, zero_stage, checkpointing, attention, norm,
+       status, failure_class, message, gpu, peak_tflops, n_steps,
+       step_time_median, step_time_mean, step_time_std,
+       CASE WHEN step_time_mean > 0 THEN tokens_per_step / step_time_mean / gpus END
+	       AS tokens_per_s_per_gpu,
+       CASE WHEN step_time_mean > 0 THEN flops_per_step / step_time_mean / gpus / 1e12 END
+	       AS tflops_per_gpu,
+       CASE WHEN step_time_mean > 0 AND peak_tflops > 0 THEN
+	       flops_per_step / (step_time_mean * gpus * peak_tflops * 1e12) END AS mfu,
+       CASE WHEN step_time_mean > 0 AND peak_tflops > 0 THEN
+	       hw_flops_per_step / (step_time_mean * gpus * peak_tflops * 1e12) END AS hfu,
+       mfu_reported, peak_mem_bytes, start_time, end_time,
+       forward_s, backward_s, optimizer_s, comm_exposed_s, bubble_s, rank_peak_mem,
+       virtual_stages, stage_layers,
+       CASE WHEN step_time_mean > 0 AND peak_tflops > 0 THEN
+	       flops_per_step_no_embed / (step_time_mean * gpus * peak_tflops * 1e12) END
+	       AS mfu_no_embed,
+       health, loss_first, loss_last_quarter, device_peak_mem_bytes, rank_device_peak_mem
+FROM base;
+
+-- Per (model, seq_len, gpus): the ok run with the highest COALESCE(mfu_reported, mfu);
+-- where MFU is unknown (no peak) runs rank by tflops_per_gpu. Diverged runs are left out
+-- (their speed is not that of a run that trains).
+CREATE VIEW best_layout AS
+SELECT * FROM (
+	SELECT s.*, COALESCE(s.mfu_reported, s.mfu) AS mfu_best,
+	       ROW_NUMBER() OVER (PARTITION BY s.model, s.seq_len, s.gpus
+				  ORDER BY COALESCE(s.mfu_reported, s.mfu) DESC NULLS LAST,
+					   s.tflops_per_gpu DESC NULLS LAST, s.run_id) AS rank
+	FROM run_summary s WHERE s.status = 'ok' AND s.health IS NOT 'diverged'
+) WHERE rank = 1;
+
+
+-- migrate: 3
+-- A run's identity beyond its run_uid: a hash of the log bytes read so far, so that a log
+-- that reuses a collected run's run_uid is recognised and refused rather than read on from
+-- the old offset (docs/run-log.md). Runs collected before this step have NULL: their next
+-- collect checks layout, start time and hosts only, and records the hash.
+
+ALTER TABLE runs ADD COLUMN log_hash TEXT; -- a 64-bit hash (16 hex digits) of the first
+                               -- bytes_ingested bytes of the log

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "results/health_db.h"
 #include "slurm/track.h"
 
 static void print_status(const char *sweep, const struct results_job *jobs, size_t n)
@@ -44,6 +45,29 @@ static void print_status(const char *sweep, const struct results_job *jobs, size
 			       jobs[i].failure_class, *jobs[i].reason ? ": " : "", jobs[i].reason);
 }
 
+/* The health of the sweep's runs that ended ok (docs/schema.md, "Run health"), and each
+ * one that is not ok with its loss from the first step to the last quarter's mean. */
+static int print_health(sqlite3 *db, const char *sweep)
+{
+	struct results_health_summary h;
+	char err[256];
+
+	if (results_health_summary(db, sweep, &h, err, sizeof(err))) {
+		fprintf(stderr, "error: sweep '%s': %s\n", sweep, err);
+		return 1;
+	}
+	if (h.ok + h.flat + h.diverged + h.unknown)
+		printf(
+		    "  health ok %zu, flat %zu, diverged %zu, unknown %zu (runs that ended ok)\n",
+		    h.ok, h.flat, h.diverged, h.unknown);
+	for (size_t i = 0; i < h.n_runs; i++)
+		printf("  %s %s  run %s  loss %.4g -> %.4g\n", h.runs[i].health,
+		       h.runs[i].layout_id, h.runs[i].run_uid, h.runs[i].loss_first,
+		       h.runs[i].loss_last_quarter);
+	results_health_summary_release(&h);
+	return 0;
+}
+
 int cmd_status(int argc, char **argv)
 {
 	struct track_cmd t;
@@ -69,6 +93,8 @@ int cmd_status(int argc, char **argv)
 			rc = 1;
 		}
 		print_status(t.names[s], jobs, n);
+		if (print_health(t.db, t.names[s]))
+			rc = 1;
 		free(jobs);
 	}
 out_close:

@@ -6,7 +6,7 @@
  */
 // fuzz-sources: results/runlog.c common/layout.c common/model.c common/util.c
 // fuzz-libs: -lcjson -lm
-// fuzz-seeds: tests/fixtures/runlogs/*.jsonl
+// fuzz-seeds: tests/fixtures/runlogs/*.jsonl tests/fixtures/memory/*.jsonl
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -51,7 +51,9 @@ static void check_line(const char *p, size_t n)
 		    !same_double(x->optimizer_s, y->optimizer_s) ||
 		    !same_double(x->comm_exposed_s, y->comm_exposed_s) ||
 		    !same_double(x->bubble_s, y->bubble_s) ||
-		    !same_str(x->rank_peak_mem, y->rank_peak_mem))
+		    !same_str(x->rank_peak_mem, y->rank_peak_mem) ||
+		    x->device_peak_mem_bytes != y->device_peak_mem_bytes ||
+		    !same_str(x->rank_device_peak_mem, y->rank_device_peak_mem))
 			abort();
 	}
 	runlog_record_release(&a);

@@ -12,7 +12,8 @@ tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT INT TERM
 fail=0
 for name in paper-13b-2k paper-13b-8k paper-30b-2k paper-30b-8k paper-65b-2k paper-13b-2k-sp \
-	paper-13b-8k-sp paper-30b-2k-sp paper-30b-8k-sp quickstart h200-1gpu h200-attention h200-1gpu-memory; do
+	paper-13b-8k-sp paper-30b-2k-sp paper-30b-8k-sp quickstart h200-1gpu h200-attention h200-1gpu-memory \
+	memory-boundary; do
 	[ -f "sweeps/specs/$name.json" ] || { echo "FAIL: sweeps/specs/$name.json is missing"; fail=1; }
 done
 n=0

@@ -36,13 +36,14 @@ done
 grep -q "^error: database '$tmp/none.db' not found" "$tmp/m.err" || { cat "$tmp/m.err"; echo "FAIL: missing db message"; fail=1; }
 [ -e "$tmp/none.db" ] && { echo "FAIL: report created a database"; fail=1; }
 
-# unknown peak: CSV MFU empty (and its sd), ranked by TFLOP/s; the step time's spread
-# over the steady-state steps all the same (0.2 s and 0.3 s: sd 0.05; 0.5 s twice: 0)
+# unknown peak: CSV MFU empty (and its sd, and MFU without the embedding), ranked by
+# TFLOP/s; the step time's spread over the steady-state steps all the same (0.2 s and
+# 0.3 s: sd 0.05; 0.5 s twice: 0); the fixtures' constant loss is flat
 "$LB" report --db "$db" --figure kernels --format csv >"$tmp/k.csv" || fail=1
 cat >"$tmp/k.want" <<'EOF'
-group,series,mfu,micro_batch,tp,pp,checkpointing,dp,sequence_parallel,model,seq_len,gpus,tflops_per_gpu,mfu_sd,step_time_s,step_time_sd_s,steps
-cpu-sweep,flash+unfused,,2,1,1,none,2,0,tiny,128,2,0.002,,0.25,0.05,3
-cpu-sweep,flash+fused,,1,1,1,none,2,0,tiny,128,2,0.001,,0.5,0,3
+group,series,mfu,micro_batch,tp,pp,checkpointing,dp,sequence_parallel,model,seq_len,gpus,tflops_per_gpu,mfu_sd,step_time_s,step_time_sd_s,steps,mfu_no_embed,health
+cpu-sweep,flash+unfused,,2,1,1,none,2,0,tiny,128,2,0.002,,0.25,0.05,3,,flat
+cpu-sweep,flash+fused,,1,1,1,none,2,0,tiny,128,2,0.001,,0.5,0,3,,flat
 EOF
 diff -u "$tmp/k.want" "$tmp/k.csv" || { echo "FAIL: kernels csv"; fail=1; }
 "$LB" report --db "$db" --figure best --format csv >"$tmp/b.csv" || fail=1
@@ -52,8 +53,8 @@ grep -q '^tiny/128/2,flash+unfused,,2,1,1,none,' "$tmp/b.csv" || { cat "$tmp/b.c
 # sequence length and GPUs
 LAYOUTBENCH_DB="$db" "$LB" report --figure kernels >"$tmp/k.md" || { echo "FAIL: LAYOUTBENCH_DB"; fail=1; }
 grep -qx '### tiny, seq 128, 2 GPUs (sweep cpu-sweep)' "$tmp/k.md" || { cat "$tmp/k.md"; echo "FAIL: md group"; fail=1; }
-grep -qF '| flash+unfused | n/a | - | 0.002 | 0.25 | 0.05 | 2 | 1 | 1 | 2 | off | none |' "$tmp/k.md" || { cat "$tmp/k.md"; echo "FAIL: md n/a row"; fail=1; }
-grep -qF '| flash+fused | n/a | - | 0.001 | 0.5 | 0 | 1 | 1 | 1 | 2 | off | none |' "$tmp/k.md" || { echo "FAIL: md second row"; fail=1; }
+grep -qF '| flash+unfused | n/a | - | - | 0.002 | 0.25 | 0.05 | 2 | 1 | 1 | 2 | off | none | flat |' "$tmp/k.md" || { cat "$tmp/k.md"; echo "FAIL: md n/a row"; fail=1; }
+grep -qF '| flash+fused | n/a | - | - | 0.001 | 0.5 | 0 | 1 | 1 | 1 | 2 | off | none | flat |' "$tmp/k.md" || { echo "FAIL: md second row"; fail=1; }
 
 # --sweep
 # a sweep the database does not know: exit 1, the known ones named, nothing on stdout
@@ -72,11 +73,11 @@ cmp -s "$tmp/s2.csv" "$tmp/k.csv" || { echo "FAIL: --sweep cpu-sweep"; fail=1; }
 # trainer's model for its layout (these fixtures' peaks are made up: the model's figure is
 # what is checked, and the OOM run's row)
 "$LB" report --db "$db" --figure memory --format csv >"$tmp/mem.csv" || fail=1
-head -n 1 "$tmp/mem.csv" | grep -qx 'group,run_id,label,micro_batch,tp,pp,dp,sequence_parallel,checkpointing,attention,norm,peak_mem_mib,model_mem_mib,error_pct,status,model,seq_len,gpus' ||
+head -n 1 "$tmp/mem.csv" | grep -qx 'group,run_id,label,micro_batch,tp,pp,dp,sequence_parallel,checkpointing,attention,norm,peak_mem_mib,model_mem_mib,error_pct,status,model,seq_len,gpus,planned_mem_mib,device_peak_mem_mib,device_minus_planned_mib' ||
 	{ head -n 1 "$tmp/mem.csv"; echo "FAIL: memory csv header"; fail=1; }
-grep -q ',flash,fused,,8.737,,oom,tiny,128,2$' "$tmp/mem.csv" ||
-	{ cat "$tmp/mem.csv"; echo "FAIL: memory: the OOM run's row (no peak, the model's 8.737 MiB)"; fail=1; }
-[ "$(grep -c '^group,series,mfu,micro_batch,tp,pp,checkpointing,dp,sequence_parallel,model,seq_len,gpus,tflops_per_gpu,mfu_sd,step_time_s,step_time_sd_s,steps$' "$tmp/all.csv")" = 7 ] ||
+grep -q ',flash,fused,,8.737,,oom,tiny,128,2,8.737,,$' "$tmp/mem.csv" ||
+	{ cat "$tmp/mem.csv"; echo "FAIL: memory: the OOM run's row (no peak, the model's 8.737 MiB, planned the same on the CPU, no device reading)"; fail=1; }
+[ "$(grep -c '^group,series,mfu,micro_batch,tp,pp,checkpointing,dp,sequence_parallel,model,seq_len,gpus,tflops_per_gpu,mfu_sd,step_time_s,step_time_sd_s,steps,mfu_no_embed,health$' "$tmp/all.csv")" = 7 ] ||
 	{ echo "FAIL: csv section headers"; fail=1; }
 
 # --out: md to report.md, html to report.html; nothing on stdout

@@ -10,7 +10,7 @@ LB="$BUILD/layoutbench"
 DATA=${LB_PAPER_DATA:-../shared/paper-data}
 GOLDEN=tests/golden/report
 FIGURES="kernels checkpointing microbatch tp-pp seqpar rms best"
-HEADER='group,series,mfu,micro_batch,tp,pp,checkpointing,dp,sequence_parallel,model,seq_len,gpus,tflops_per_gpu,mfu_sd,step_time_s,step_time_sd_s,steps'
+HEADER='group,series,mfu,micro_batch,tp,pp,checkpointing,dp,sequence_parallel,model,seq_len,gpus,tflops_per_gpu,mfu_sd,step_time_s,step_time_sd_s,steps,mfu_no_embed,health'
 
 [ -x "$LB" ] || { echo "error: '$LB' not built (make BUILD=$BUILD)"; exit 1; }
 if ! ls "$DATA"/*.csv >/dev/null 2>&1; then
@@ -43,7 +43,7 @@ for fig in $FIGURES; do
 	check_golden "$fig.csv" "$tmp/$fig.csv"
 done
 # phases: imported runs have no phase times, so the figure is its header alone
-PHASES_HEADER='group,label,micro_batch,tp,pp,dp,sequence_parallel,step_time_s,forward_s,backward_s,optimizer_s,comm_exposed_s,bubble_s,peak_mem_mib,rank_peak_mem_min_mib,rank_peak_mem_max_mib,ranks,checkpointing,model,seq_len,gpus,run_id,step_time_sd_s,steps'
+PHASES_HEADER='group,label,micro_batch,tp,pp,dp,sequence_parallel,step_time_s,forward_s,backward_s,optimizer_s,comm_exposed_s,bubble_s,peak_mem_mib,rank_peak_mem_min_mib,rank_peak_mem_max_mib,ranks,checkpointing,model,seq_len,gpus,run_id,step_time_sd_s,steps,health'
 "$LB" report --db "$db" --figure phases --format csv >"$tmp/phases.csv" &&
 	[ "$(cat "$tmp/phases.csv")" = "$PHASES_HEADER" ] ||
 	{ echo "FAIL: phases.csv is not its header alone"; fail=1; }

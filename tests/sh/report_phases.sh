@@ -2,8 +2,9 @@
 # End-to-end test of the report's phases figure: two two-rank CPU runs of the trainer
 # (TP 2; PP 2), collected into a temporary database; `report --figure phases` must show
 # one row per run with a step time, every phase (exposed communication and pipeline
-# bubble included; the bubble positive with PP 2, zero with PP 1) and the peaks of both
-# ranks, in CSV (the documented header), markdown and HTML.
+# bubble included; the bubble positive with PP 2, zero with PP 1), the peaks of both
+# ranks and the run's health (ok: the tiny model's loss falls), in CSV (the documented
+# header), markdown and HTML.
 BUILD=${BUILD:-build}
 LB="$BUILD/layoutbench"
 TRAIN="$BUILD/layoutbench-train"
@@ -13,7 +14,7 @@ tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT
 fail=0
 db="$tmp/r.db"
-HEADER='group,label,micro_batch,tp,pp,dp,sequence_parallel,step_time_s,forward_s,backward_s,optimizer_s,comm_exposed_s,bubble_s,peak_mem_mib,rank_peak_mem_min_mib,rank_peak_mem_max_mib,ranks,checkpointing,model,seq_len,gpus,run_id,step_time_sd_s,steps'
+HEADER='group,label,micro_batch,tp,pp,dp,sequence_parallel,step_time_s,forward_s,backward_s,optimizer_s,comm_exposed_s,bubble_s,peak_mem_mib,rank_peak_mem_min_mib,rank_peak_mem_max_mib,ranks,checkpointing,model,seq_len,gpus,run_id,step_time_sd_s,steps,health'
 
 for layout in "--tp 2 --pp 1" "--tp 1 --pp 2"; do
 	# shellcheck disable=SC2086
@@ -42,14 +43,15 @@ tail -n +2 "$tmp/p.csv" | awk -F, '
 	$18 != "none" || $19 != "tiny" || $20 != 32 || $21 != 2 { print "FAIL: row " NR ": group fields " $18 "," $19 "," $20 "," $21; bad = 1 }
 	$22 != NR { print "FAIL: row " NR ": run id " $22; bad = 1 }
 	$23 == "" || $24 != 3 { print "FAIL: row " NR ": step sd " $23 " over " $24 " steps"; bad = 1 }
+	$25 != "ok" { print "FAIL: row " NR ": health " $25 ", the loss falls"; bad = 1 }
 	END { exit bad }' || { cat "$tmp/p.csv"; fail=1; }
 
 # markdown: a table under the sweep, every cell filled, both ranks counted
 "$LB" report --db "$db" --figure phases >"$tmp/p.md" || fail=1
 grep -q '^### tiny, seq 32, 2 GPUs (sweep phases-sweep)$' "$tmp/p.md" || { echo "FAIL: md group"; fail=1; }
-grep -q '^| run | label | mbs | TP | PP | DP | SP | ckpt | step s | step sd | forward s | backward s | optimizer s | exposed comm s | bubble s | peak MiB | rank peaks |$' "$tmp/p.md" ||
+grep -q '^| run | label | mbs | TP | PP | DP | SP | ckpt | step s | step sd | forward s | backward s | optimizer s | exposed comm s | bubble s | peak MiB | rank peaks | health |$' "$tmp/p.md" ||
 	{ echo "FAIL: md header"; fail=1; }
-[ "$(grep -c 'MiB over 2 ranks |$' "$tmp/p.md")" = 2 ] || { cat "$tmp/p.md"; echo "FAIL: md rank peaks"; fail=1; }
+[ "$(grep -c 'MiB over 2 ranks | ok |$' "$tmp/p.md")" = 2 ] || { cat "$tmp/p.md"; echo "FAIL: md rank peaks"; fail=1; }
 grep '^| flash' "$tmp/p.md" | grep -q ' - ' && { cat "$tmp/p.md"; echo "FAIL: md has empty cells"; fail=1; }
 
 # --figure all includes it; HTML has its table, and a stacked bar plot where gnuplot is

@@ -5,6 +5,7 @@
  * from the view: known peak -> MFU from the mean steady-state step time; unknown peak (CPU)
  * -> MFU n/a, ranked by TFLOP/s per GPU; the memory figure's model from the runs' flags.
  */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -32,7 +33,8 @@
 	"step_time_mean REAL, step_time_std REAL, tokens_per_s_per_gpu REAL, "                     \
 	"tflops_per_gpu REAL, mfu REAL, hfu REAL, mfu_reported REAL, peak_mem_bytes INTEGER, "     \
 	"start_time TEXT, end_time TEXT, forward_s REAL, backward_s REAL, optimizer_s REAL, "      \
-	"comm_exposed_s REAL, bubble_s REAL, rank_peak_mem TEXT"
+	"comm_exposed_s REAL, bubble_s REAL, rank_peak_mem TEXT, mfu_no_embed REAL, health TEXT, " \
+	"device_peak_mem_bytes INTEGER"
 
 static void exec(sqlite3 *db, const char *sql)
 {
@@ -113,11 +115,12 @@ static void test_contract_tables(void **state)
 	assert_int_equal(rs.v[0].n_steps, 0);
 
 	char *csv = figure_csv(&rs, REPORT_KERNELS);
-	assert_string_equal(csv, "group,series,mfu,micro_batch,tp,pp,checkpointing,dp,sequence_"
-				 "parallel,model,seq_len,gpus,"
-				 "tflops_per_gpu,mfu_sd,step_time_s,step_time_sd_s,steps\n"
-				 "p,torch,37.89,1,2,2,none,16,0,llama-13b,2048,64,118.2,,26.5,,\n"
-				 "q,flash+fused,,1,2,1,none,1,1,tiny,128,2,0.0042,,2,0.1,5\n");
+	assert_string_equal(
+	    csv, "group,series,mfu,micro_batch,tp,pp,checkpointing,dp,sequence_"
+		 "parallel,model,seq_len,gpus,"
+		 "tflops_per_gpu,mfu_sd,step_time_s,step_time_sd_s,steps,mfu_no_embed,health\n"
+		 "p,torch,37.89,1,2,2,none,16,0,llama-13b,2048,64,118.2,,26.5,,,,\n"
+		 "q,flash+fused,,1,2,1,none,1,1,tiny,128,2,0.0042,,2,0.1,5,,\n");
 	free(csv);
 	report_runs_release(&rs);
 
@@ -131,13 +134,13 @@ static void test_contract_tables(void **state)
 	assert_int_equal(report_load_best(db, NULL, &rs, err, sizeof(err)), 0);
 	assert_int_equal(rs.n, 2);
 	csv = figure_csv(&rs, REPORT_BEST);
-	assert_string_equal(csv,
-			    "group,series,mfu,micro_batch,tp,pp,checkpointing,dp,sequence_parallel,"
-			    "model,seq_len,gpus,"
-			    "tflops_per_gpu,mfu_sd,step_time_s,step_time_sd_s,steps\n"
-			    "llama-13b/2048/64,torch,37.89,1,2,2,none,16,0,llama-13b,2048,64,"
-			    "118.2,,26.5,,\n"
-			    "tiny/128/2,flash+fused,,1,2,1,none,1,1,tiny,128,2,0.0042,,2,0.1,5\n");
+	assert_string_equal(
+	    csv, "group,series,mfu,micro_batch,tp,pp,checkpointing,dp,sequence_parallel,"
+		 "model,seq_len,gpus,"
+		 "tflops_per_gpu,mfu_sd,step_time_s,step_time_sd_s,steps,mfu_no_embed,health\n"
+		 "llama-13b/2048/64,torch,37.89,1,2,2,none,16,0,llama-13b,2048,64,"
+		 "118.2,,26.5,,,,\n"
+		 "tiny/128/2,flash+fused,,1,2,1,none,1,1,tiny,128,2,0.0042,,2,0.1,5,,\n");
 	free(csv);
 	report_runs_release(&rs);
 
@@ -228,18 +231,20 @@ static void test_real_schema(void **state)
 	 * from the view: steady steps 2 s and 4 s, sample sd sqrt(2) = 1.41421 s, MFU sd
 	 * 106.84 * 1.41421 / 3 = 50.364 points */
 	char *csv = figure_csv(&rs, REPORT_KERNELS);
-	assert_string_equal(csv, "group,series,mfu,micro_batch,tp,pp,checkpointing,dp,sequence_"
-				 "parallel,model,seq_len,gpus,"
-				 "tflops_per_gpu,mfu_sd,step_time_s,step_time_sd_s,steps\n"
-				 "s,flash+fused,106.84,1,1,1,none,1,0,tiny,128,1,333.333,50.364,3,"
-				 "1.41421,2\n");
+	assert_string_equal(
+	    csv, "group,series,mfu,micro_batch,tp,pp,checkpointing,dp,sequence_"
+		 "parallel,model,seq_len,gpus,"
+		 "tflops_per_gpu,mfu_sd,step_time_s,step_time_sd_s,steps,mfu_no_embed,health\n"
+		 "s,flash+fused,106.84,1,1,1,none,1,0,tiny,128,1,333.333,50.364,3,"
+		 "1.41421,2,,\n");
 	free(csv);
 	csv = figure_csv(&rs, REPORT_TP_PP);
-	assert_string_equal(csv, "group,series,mfu,micro_batch,tp,pp,checkpointing,dp,sequence_"
-				 "parallel,model,seq_len,gpus,"
-				 "tflops_per_gpu,mfu_sd,step_time_s,step_time_sd_s,steps\n"
-				 "s,\"1,1\",106.84,1,1,1,none,1,0,tiny,128,1,333.333,50.364,3,"
-				 "1.41421,2\n");
+	assert_string_equal(
+	    csv, "group,series,mfu,micro_batch,tp,pp,checkpointing,dp,sequence_"
+		 "parallel,model,seq_len,gpus,"
+		 "tflops_per_gpu,mfu_sd,step_time_s,step_time_sd_s,steps,mfu_no_embed,health\n"
+		 "s,\"1,1\",106.84,1,1,1,none,1,0,tiny,128,1,333.333,50.364,3,"
+		 "1.41421,2,,\n");
 	free(csv);
 	report_runs_release(&rs);
 
@@ -255,10 +260,11 @@ static void test_real_schema(void **state)
 	report_runs_init(&rs);
 	assert_int_equal(report_load_runs(db, NULL, &rs, err, sizeof(err)), 0);
 	csv = figure_csv(&rs, REPORT_PHASES);
-	assert_string_equal(csv, "group,label,micro_batch,tp,pp,dp,sequence_parallel,step_time_s,"
-				 "forward_s,backward_s,optimizer_s,comm_exposed_s,bubble_s,"
-				 "peak_mem_mib,rank_peak_mem_min_mib,rank_peak_mem_max_mib,ranks,"
-				 "checkpointing,model,seq_len,gpus,run_id,step_time_sd_s,steps\n");
+	assert_string_equal(
+	    csv, "group,label,micro_batch,tp,pp,dp,sequence_parallel,step_time_s,"
+		 "forward_s,backward_s,optimizer_s,comm_exposed_s,bubble_s,"
+		 "peak_mem_mib,rank_peak_mem_min_mib,rank_peak_mem_max_mib,ranks,"
+		 "checkpointing,model,seq_len,gpus,run_id,step_time_sd_s,steps,health\n");
 	free(csv);
 	report_runs_release(&rs);
 	exec(db, "UPDATE steps SET forward_s = time_s / 5, backward_s = 2 * time_s / 5, "
@@ -274,11 +280,11 @@ static void test_real_schema(void **state)
 			    "group,label,micro_batch,tp,pp,dp,sequence_parallel,step_time_s,"
 			    "forward_s,backward_s,optimizer_s,comm_exposed_s,bubble_s,"
 			    "peak_mem_mib,rank_peak_mem_min_mib,rank_peak_mem_max_mib,ranks,"
-			    "checkpointing,model,seq_len,gpus,run_id,step_time_sd_s,steps\n"
-			    "s,flash+fused,1,1,1,1,0,3,,,,,,,,,,none,tiny,128,1,1,1.41421,2\n"
+			    "checkpointing,model,seq_len,gpus,run_id,step_time_sd_s,steps,health\n"
+			    "s,flash+fused,1,1,1,1,0,3,,,,,,,,,,none,tiny,128,1,1,1.41421,2,\n"
 			    "s,flash+fused,2,1,1,1,0,5,1,2,0.125,1.5,0,3.000,1.500,3.000,2,none,"
-			    "tiny,128,1,2,0,2\n"
-			    "s,flash+fused,8,1,1,1,0,1000,,,,,,,,,,none,tiny,128,1,4,0,2\n");
+			    "tiny,128,1,2,0,2,\n"
+			    "s,flash+fused,8,1,1,1,0,1000,,,,,,,,,,none,tiny,128,1,4,0,2,\n");
 	free(csv);
 	report_runs_release(&rs);
 
@@ -315,6 +321,8 @@ static void test_real_schema(void **state)
 				 : r->run_id == 3 ? (long long)est3.total
 						  : -1;
 		assert_true(r->model_mem == want);
+		/* planned: on a GPU, the 1 GiB the planner reserves for the CUDA runtime more */
+		assert_true(r->planned_mem == (r->run_id == 3 ? want + 1073741824LL : want));
 	}
 	struct report_figure f;
 	assert_int_equal(report_figure_build(&rs, REPORT_MEMORY, NULL, &f), 0);
@@ -324,6 +332,38 @@ static void test_real_schema(void **state)
 	assert_int_equal(f.bars[1].run->run_id, 3);
 	assert_int_equal(f.bars[1].state, REPORT_BAR_OOM);
 	report_figure_release(&f);
+	report_runs_release(&rs);
+
+	/* health, MFU without the embedding and the device's reading come from the view; the
+	 * best_layout view leaves a diverged run out, and report_load_diverged counts it */
+	exec(db, "UPDATE run_stats SET health = 'diverged', device_peak_mem_bytes = 5 WHERE "
+		 "run_id = 1");
+	exec(db, "UPDATE runs SET flops_per_step_no_embed = 5e14 WHERE id = 1");
+	report_runs_init(&rs);
+	assert_int_equal(report_load_runs(db, NULL, &rs, err, sizeof(err)), 0);
+	for (size_t i = 0; i < rs.n; i++) {
+		const struct report_run *r = &rs.v[i];
+		if (r->run_id == 1) {
+			assert_int_equal(r->health, REPORT_HEALTH_DIVERGED);
+			assert_true(r->has_mfu_no_embed);
+			assert_true(fabs(r->mfu_no_embed - r->mfu / 2) < 1e-12);
+			assert_true(r->device_peak_mem == 5);
+		} else {
+			assert_int_equal(r->health, REPORT_HEALTH_UNKNOWN);
+			assert_false(r->has_mfu_no_embed);
+			assert_true(r->device_peak_mem == -1);
+		}
+	}
+	report_runs_release(&rs);
+	size_t nd = 0;
+	assert_int_equal(report_load_diverged(db, NULL, &nd, err, sizeof(err)), 0);
+	assert_int_equal(nd, 1);
+	assert_int_equal(report_load_diverged(db, "s", &nd, err, sizeof(err)), 0);
+	assert_int_equal(nd, 1);
+	report_runs_init(&rs);
+	assert_int_equal(report_load_best(db, NULL, &rs, err, sizeof(err)), 0);
+	assert_int_equal(rs.n, 1);
+	assert_int_equal(rs.v[0].run_id, 2);
 	report_runs_release(&rs);
 
 	results_close(db);

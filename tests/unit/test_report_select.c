@@ -37,6 +37,7 @@ static struct report_run mk(const char *sweep, double mfu, double tflops)
 	r.micro_batch = r.tp = r.pp = 1;
 	r.dp = 8;
 	r.step_time = r.step_time_sd = -1; /* as loaded without steps */
+	r.device_peak_mem = r.planned_mem = r.model_mem = -1;
 	r.status = REPORT_RUN_OK;
 	if (mfu >= 0) {
 		r.has_mfu = 1;
@@ -237,8 +238,8 @@ static void test_unknown_peak(void **state)
 	assert_false(report_figure_all_mfu(&f));
 	render_md(&sb, &f);
 	assert_non_null(strstr(lb_strbuf_str(&sb),
-			       "| flash+fused | n/a | - | 0.005 | - | - | 1 | 2 "
-			       "| 1 | 8 | off | none |"));
+			       "| flash+fused | n/a | - | - | 0.005 | - | - | 1 | 2 "
+			       "| 1 | 8 | off | none | - |"));
 	report_figure_release(&f);
 	lb_strbuf_release(&sb);
 	report_runs_release(&rs);
@@ -619,6 +620,7 @@ static void test_phases(void **state)
 	a.tp = 2;
 	a.dp = 4;
 	a.peak_mem = 2 * 1048576;
+	a.health = REPORT_HEALTH_OK;
 	report_run_set_rank_mem(&a, "[1048576,2097152]");
 	assert_int_equal(a.rank_n, 2);
 	add(&rs, a);
@@ -638,8 +640,8 @@ static void test_phases(void **state)
 
 	csv_all(&rs, REPORT_PHASES, NULL, csv, sizeof(csv));
 	assert_string_equal(csv, "a,flash+fused,1,2,1,4,0,0.5,0.125,0.25,0.0625,0.03125,0,2.000,"
-				 "1.000,2.000,2,none,tiny,128,8,101,0.0125,10\n"
-				 "a,flash+fused,1,1,1,8,0,0.25,,,,,,,,,,none,tiny,128,8,102,,\n");
+				 "1.000,2.000,2,none,tiny,128,8,101,0.0125,10,ok\n"
+				 "a,flash+fused,1,1,1,8,0,0.25,,,,,,,,,,none,tiny,128,8,102,,,\n");
 	csv_of(&rs, REPORT_PHASES, "b", csv, sizeof(csv));
 	assert_string_equal(csv, "");
 
@@ -649,10 +651,10 @@ static void test_phases(void **state)
 	assert_non_null(strstr(lb_strbuf_str(&sb), "| 101 | flash+fused | 1 | 2 | 1 | 4 | off | "
 						   "none | 0.5 | 0.013 | 0.125 | 0.25 | 0.0625 | "
 						   "0.0312 | 0 | 2.0 | 1.0\xe2\x80\x93"
-						   "2.0 MiB over 2 ranks |\n"));
+						   "2.0 MiB over 2 ranks | ok |\n"));
 	assert_non_null(strstr(lb_strbuf_str(&sb), "| 102 | flash+fused | 1 | 1 | 1 | 8 | off | "
 						   "none | 0.25 | - | - | - | - | - | - | - | - "
-						   "|\n"));
+						   "| - |\n"));
 	assert_null(strstr(lb_strbuf_str(&sb), "### b"));
 	assert_null(strstr(lb_strbuf_str(&sb), "### c"));
 	lb_strbuf_release(&sb);
@@ -703,6 +705,8 @@ static void test_memory(void **state)
 	a.run_id = 201;
 	a.peak_mem = 100 * 1048576LL;
 	a.model_mem = 99 * 1048576LL;
+	a.planned_mem = (99 + 1024) * 1048576LL; /* a GPU run: the 1 GiB reserve planned */
+	a.device_peak_mem = (99 + 1024) * 1048576LL + 300 * 1048576LL;
 	add(&rs, a);
 	struct report_run o = failed("m", "oom");
 	o.run_id = 202;
@@ -723,16 +727,119 @@ static void test_memory(void **state)
 
 	csv_all(&rs, REPORT_MEMORY, NULL, csv, sizeof(csv));
 	assert_string_equal(csv, "m,201,flash+fused,1,1,1,8,0,none,flash,fused,100.000,99.000,"
-				 "1.0000,ok,tiny,128,8\n"
+				 "1.0000,ok,tiny,128,8,1123.000,1423.000,300.000\n"
 				 "m,202,flash+fused,1,1,1,8,0,none,flash,fused,,300.000,,oom,tiny,"
-				 "128,8\n");
+				 "128,8,,,\n");
 	assert_int_equal(report_figure_build(&rs, REPORT_MEMORY, NULL, &f), 0);
 	render_md(&sb, &f);
-	assert_non_null(strstr(lb_strbuf_str(&sb), "| 201 | flash+fused | 1 | 1 | 1 | 8 | off | "
-						   "none | 100.0 | 99.0 | +1.00% |\n"));
+	assert_non_null(strstr(lb_strbuf_str(&sb),
+			       "| 201 | flash+fused | 1 | 1 | 1 | 8 | off | "
+			       "none | 100.0 | 99.0 | +1.00% | 1123.0 | 1423.0 | "
+			       "+300.0 |\n"));
 	assert_non_null(strstr(lb_strbuf_str(&sb), "| 202 | flash+fused | 1 | 1 | 1 | 8 | off | "
-						   "none | OOM | 300.0 | - |\n"));
+						   "none | OOM | 300.0 | - | - | - | - |\n"));
 	lb_strbuf_release(&sb);
+	report_figure_release(&f);
+	report_runs_release(&rs);
+}
+
+/* Diverged runs: left out of every bar figure unless kept, counted once per figure however
+ * many bars they were candidates of; a bar with nothing else measured is DIVERGED; flat
+ * runs and runs of unknown health compete; a failure of class diverged stays a failure;
+ * with keep_diverged they compete and are marked. */
+static void test_diverged(void **state)
+{
+	(void)state;
+	struct report_runs rs, best;
+	struct report_figure f;
+	struct report_build_opts keep = {1};
+	struct lb_strbuf sb = LB_STRBUF_INIT;
+	char csv[2048];
+	size_t left = 99;
+
+	report_runs_init(&rs);
+	struct report_run fast = mk("d", 0.64, 100), slow = mk("d", 0.62, 97);
+	fast.health = REPORT_HEALTH_DIVERGED;
+	slow.health = REPORT_HEALTH_FLAT;
+	add(&rs, fast);
+	add(&rs, slow);
+	struct report_run lone = mk("d", 0.70, 110); /* the only run of its label */
+	lone.label = "cudnn+fused";
+	lone.attention = "cudnn";
+	lone.health = REPORT_HEALTH_DIVERGED;
+	add(&rs, lone);
+	struct report_run fd = failed("d", "diverged");
+	fd.label = "naive+unfused";
+	fd.health = REPORT_HEALTH_DIVERGED;
+	add(&rs, fd);
+
+	csv_all(&rs, REPORT_KERNELS, NULL, csv, sizeof(csv));
+	assert_string_equal(csv, "d,naive+unfused,FAILED(diverged),,,,,,,tiny,128,8,,,,,,,\n"
+				 "d,flash+fused,62.00,1,1,1,none,8,0,tiny,128,8,97,,,,,,flat\n"
+				 "d,cudnn+fused,DIVERGED,,,,,,,tiny,128,8,,,,,,,\n");
+	assert_int_equal(report_figure_build(&rs, REPORT_KERNELS, NULL, &f), 0);
+	assert_int_equal(f.diverged_left_out, 2);
+	render_md(&sb, &f);
+	assert_non_null(strstr(lb_strbuf_str(&sb),
+			       "\n2 diverged runs left out (their loss rose or was not finite; "
+			       "--keep-diverged keeps them, marked).\n"));
+	lb_strbuf_release(&sb);
+	report_figure_release(&f);
+
+	/* kept: the fast diverged run wins its bar and says so */
+	assert_int_equal(report_figure_build_opts(&rs, REPORT_KERNELS, NULL, &keep, &f), 0);
+	assert_int_equal(f.diverged_left_out, 0);
+	render_md(&sb, &f);
+	assert_non_null(strstr(lb_strbuf_str(&sb), "| flash+fused | 64.00 | - | - | 100.00 | - | - "
+						   "| 1 | 1 | 1 | 8 | off | none | diverged |\n"));
+	assert_non_null(strstr(lb_strbuf_str(&sb), "| cudnn+fused | 70.00 |"));
+	assert_null(strstr(lb_strbuf_str(&sb), "left out"));
+	lb_strbuf_release(&sb);
+	render_html_figure(&sb, &f, NULL, NULL);
+	assert_non_null(strstr(lb_strbuf_str(&sb), "<td class=\"fail\">diverged</td>"));
+	lb_strbuf_release(&sb);
+	report_figure_release(&f);
+
+	/* the RMSNorm comparison: a diverged flash2 run is a candidate of two bars, and is
+	 * counted once */
+	report_runs_release(&rs);
+	report_runs_init(&rs);
+	struct report_run rms = mk("r", 0.6, 90), f2 = mk("r", 0.65, 95);
+	f2.norm = "unfused";
+	f2.label = "flash+unfused";
+	f2.health = REPORT_HEALTH_DIVERGED;
+	add(&rs, rms);
+	add(&rs, f2);
+	assert_int_equal(report_figure_build(&rs, REPORT_RMS, NULL, &f), 0);
+	assert_int_equal(f.n, 3);
+	assert_int_equal(f.bars[1].state, REPORT_BAR_DIVERGED);
+	assert_int_equal(f.bars[2].state, REPORT_BAR_DIVERGED);
+	assert_int_equal(f.diverged_left_out, 1);
+	report_figure_release(&f);
+
+	/* the best layouts: the view's rule leaves diverged runs out and counts them */
+	report_runs_init(&best);
+	assert_int_equal(report_runs_best_opts(&rs, 0, &best, &left), 0);
+	assert_int_equal(left, 1);
+	assert_int_equal(best.n, 1);
+	assert_true(best.v[0].mfu == 0.6);
+	report_runs_release(&best);
+	report_runs_init(&best);
+	assert_int_equal(report_runs_best_opts(&rs, 1, &best, &left), 0);
+	assert_int_equal(left, 0);
+	assert_true(best.v[0].mfu == 0.65);
+	report_runs_release(&best);
+	report_runs_init(&best);
+	assert_int_equal(report_runs_best(&rs, &best), 0);
+	assert_true(best.v[0].mfu == 0.6);
+	report_runs_release(&best);
+
+	/* the per-run figures show every run */
+	rs.v[1].step_time = 1;
+	rs.v[1].phase[REPORT_PHASE_FORWARD] = 0.5;
+	assert_int_equal(report_figure_build(&rs, REPORT_PHASES, NULL, &f), 0);
+	assert_int_equal(f.n, 2);
+	assert_int_equal(f.diverged_left_out, 0);
 	report_figure_release(&f);
 	report_runs_release(&rs);
 }
@@ -824,19 +931,19 @@ static void test_spread(void **state)
 	assert_true(report_bar_mfu_sd(bc) < 0); /* no peak: no MFU */
 	render_md(&sb, &f);
 	assert_non_null(strstr(lb_strbuf_str(&sb),
-			       "| flash+fused | 50.00 | 0.50 | 100.00 | 2 | 0.02 | 1 | 1 | 1 | 8 | "
-			       "off | none |\n"));
-	assert_non_null(strstr(lb_strbuf_str(&sb), "| flash+fused | n/a | - | 0.01 | 4 | 0.5 | 1 | "
-						   "1 | 1 | 8 | off | none |\n"));
+			       "| flash+fused | 50.00 | - | 0.50 | 100.00 | 2 | 0.02 | 1 | 1 | 1 | "
+			       "8 | off | none | - |\n"));
+	assert_non_null(strstr(lb_strbuf_str(&sb), "| flash+fused | n/a | - | - | 0.01 | 4 | 0.5 | "
+						   "1 | 1 | 1 | 8 | off | none | - |\n"));
 	lb_strbuf_release(&sb);
 	report_figure_release(&f);
 	csv_all(&rs, REPORT_KERNELS, "s", csv, sizeof(csv));
 	assert_string_equal(csv, "s,flash+fused,50.00,1,1,1,none,8,0,tiny,128,8,100,0.500,2,0.02,"
-				 "15\n");
+				 "15,,\n");
 	/* one step: no standard deviation; an imported run: none either */
 	rs.v[0].n_steps = 1;
 	csv_all(&rs, REPORT_KERNELS, "s", csv, sizeof(csv));
-	assert_string_equal(csv, "s,flash+fused,50.00,1,1,1,none,8,0,tiny,128,8,100,,2,,1\n");
+	assert_string_equal(csv, "s,flash+fused,50.00,1,1,1,none,8,0,tiny,128,8,100,,2,,1,,\n");
 	report_runs_release(&rs);
 }
 
@@ -845,6 +952,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_kind_names),
 	    cmocka_unit_test(test_memory),
+	    cmocka_unit_test(test_diverged),
 	    cmocka_unit_test(test_intern),
 	    cmocka_unit_test(test_ranking_and_ties),
 	    cmocka_unit_test(test_failed_bars),

@@ -170,6 +170,14 @@ static void test_import_every_file(void **state)
 				      "peak_tflops <> 312 OR source <> 'paper'"),
 			 0);
 	assert_int_equal(q_int(e->db, "SELECT count(*) FROM runs WHERE flops_per_step IS NULL"), 0);
+	/* beside the paper's count, the one without the input embedding lookup: 6*V*h per
+	 * token less (vocabulary 128000 untied, hidden from the layout) */
+	assert_int_equal(q_int(e->db, "SELECT count(*) FROM runs r JOIN layouts l USING "
+				      "(layout_id) WHERE abs(r.flops_per_step - "
+				      "r.flops_per_step_no_embed - 6.0 * l.vocab * l.hidden * "
+				      "r.tokens_per_step) > 1e-6 * r.flops_per_step OR "
+				      "r.flops_per_step_no_embed IS NULL"),
+			 0);
 	assert_int_equal(q_int(e->db, "SELECT count(*) FROM steps"), 0);
 	/* the paper's headline: 70.5% MFU for Llama 13B (2k, 64 GPUs) */
 	assert_int_equal(q_int(e->db,

@@ -119,6 +119,39 @@ static void test_step_and_end(void **state)
 	runlog_record_release(&r);
 }
 
+/* The device's own memory reading: both paths read it alike; absent is -1 / NULL. */
+static void test_step_device_memory(void **state)
+{
+	const char *s = "{\"type\":\"step\",\"step\":1,\"warmup\":false,\"time_s\":1.0,"
+			"\"tokens\":8192,\"loss\":10.5,\"peak_mem_bytes\":4000,"
+			"\"rank_peak_mem_bytes\":[1000,4000],\"device_peak_mem_bytes\":9500,"
+			"\"rank_device_peak_mem_bytes\":[9000,9500]}\n";
+	const char *none = "{\"type\":\"step\",\"step\":1,\"warmup\":false,\"time_s\":1.0}";
+	struct runlog_record r, g;
+	char err[256];
+
+	(void)state;
+	assert_int_equal(runlog_parse_line(s, strlen(s), &r, err, sizeof(err)), 0);
+	assert_int_equal(runlog_parse_line_general(s, strlen(s), &g, err, sizeof(err)), 0);
+	assert_true(r.step.device_peak_mem_bytes == 9500);
+	assert_true(g.step.device_peak_mem_bytes == 9500);
+	assert_string_equal(r.step.rank_device_peak_mem, "[9000,9500]");
+	assert_string_equal(g.step.rank_device_peak_mem, "[9000,9500]");
+	assert_string_equal(r.step.rank_peak_mem, "[1000,4000]");
+	runlog_record_release(&r);
+	runlog_record_release(&g);
+	assert_int_equal(runlog_parse_line(none, strlen(none), &r, err, sizeof(err)), 0);
+	assert_true(r.step.device_peak_mem_bytes == -1);
+	assert_null(r.step.rank_device_peak_mem);
+	runlog_record_release(&r);
+	expect_fault("{\"type\":\"step\",\"step\":1,\"warmup\":false,\"time_s\":1,"
+		     "\"device_peak_mem_bytes\":-5}",
+		     "'device_peak_mem_bytes': expected an integer in [0,");
+	expect_fault("{\"type\":\"step\",\"step\":1,\"warmup\":false,\"time_s\":1,"
+		     "\"rank_device_peak_mem_bytes\":[1,\"x\"]}",
+		     "'rank_device_peak_mem_bytes[1]': expected an integer");
+}
+
 static void test_faults_name_key(void **state)
 {
 	(void)state;
@@ -243,11 +276,9 @@ static void test_fixtures(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_header_of_ok_fixture),
-	    cmocka_unit_test(test_step_and_end),
-	    cmocka_unit_test(test_faults_name_key),
-	    cmocka_unit_test(test_header_layout_faults),
-	    cmocka_unit_test(test_fixtures),
+	    cmocka_unit_test(test_header_of_ok_fixture), cmocka_unit_test(test_step_and_end),
+	    cmocka_unit_test(test_step_device_memory),	 cmocka_unit_test(test_faults_name_key),
+	    cmocka_unit_test(test_header_layout_faults), cmocka_unit_test(test_fixtures),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -569,7 +569,9 @@ static int plans_of(struct gb *g, struct graph *gr)
 	return 0;
 }
 
-/* The graph of a problem, built on first use; every failure ends the run here. */
+/* The graph of a problem, built on first use; every failure ends the run here. NULL only
+ * inside a CUDA graph capture that can still fall back (lbc_graph_abort): a graph is
+ * built, and its plan tuned, where the device can be waited for. */
 static struct graph *graph_of(int bwd, int b, int s, int nh, int nkv, int d)
 {
 	struct graph *gr = NULL;
@@ -591,6 +593,8 @@ static struct graph *graph_of(int bwd, int b, int s, int nh, int nkv, int d)
 	if (!gr)
 		lb_fatal(__FILE__, __LINE__, "error",
 			 "--attention cudnn: more than %d attention shapes in one run", MAX_GRAPHS);
+	if (lbc_graph_abort("a cuDNN attention plan would be built inside the capture"))
+		return NULL;
 	memset(&g, 0, sizeof(g));
 	g.uid = U_VIRTUAL;
 	g.what = bwd ? "backward" : "forward";
@@ -689,10 +693,15 @@ static void run(struct graph *gr, int n, const int64_t *uids, void *const *ptrs,
 		size_t acc_bytes)
 {
 	cudnnBackendDescriptor_t vp = NULL;
-	void *ws = lbc_workspace((size_t)gr->ws);
+	void *ws;
 	cudnnStatus_t st;
 	const char *call = "cudnnSetStream";
 
+	/* the first call's tuning waits for the device: never inside a capture */
+	if (gr->ncand > 1 &&
+	    lbc_graph_abort("a cuDNN attention plan would be tuned inside the capture"))
+		return;
+	ws = lbc_workspace((size_t)gr->ws);
 	st = dnn.set_stream(dnn.h, lbc_stream);
 	if (st == CUDNN_STATUS_SUCCESS) {
 		call = "variant pack";
@@ -719,6 +728,8 @@ static void run(struct graph *gr, int n, const int64_t *uids, void *const *ptrs,
 		char last[256] = "";
 
 		dnn.last_error(last, sizeof(last));
+		if (lbc_graph_soft(call, dnn.err_string(st)))
+			return;
 		lb_fatal(__FILE__, __LINE__, "error", "--attention cudnn: %s (%s%s%s)", call,
 			 dnn.err_string(st), last[0] ? ": " : "", last);
 	}
@@ -730,6 +741,10 @@ void lbc_attn_cudnn_fwd(void *out, void *lse, void *scratch, const void *qkv, in
 	struct graph *gr = graph_of(0, b, s, nh, nkv, d);
 	const act_t *base = (const act_t *)qkv;
 	int64_t uids[] = {U_Q, U_K, U_V, U_O, U_STATS, U_SCALE, U_NEGINF};
+
+	(void)scratch;
+	if (!gr)
+		return;
 	void *ptrs[] = {(void *)base,
 			(void *)(base + (size_t)nh * d),
 			(void *)(base + (size_t)(nh + nkv) * d),
@@ -738,7 +753,6 @@ void lbc_attn_cudnn_fwd(void *out, void *lse, void *scratch, const void *qkv, in
 			&gr->scale,
 			&gr->neginf};
 
-	(void)scratch;
 	run(gr, 7, uids, ptrs, NULL, 0);
 }
 
@@ -752,6 +766,9 @@ void lbc_attn_cudnn_bwd(void *dqkv, void *scratch, const void *dout, const void 
 	float *sums = dqacc + (size_t)b * s * nh * d;
 	int64_t uids[] = {U_Q,	U_K,  U_V,    U_O,     U_DO,	U_STATS,  U_DQ,
 			  U_DK, U_DV, U_SUMS, U_DQACC, U_SCALE, U_NEGINF, U_ONE};
+
+	if (!gr)
+		return;
 	void *ptrs[] = {(void *)base,
 			(void *)(base + (size_t)nh * d),
 			(void *)(base + (size_t)(nh + nkv) * d),

@@ -34,7 +34,7 @@
 # embedding) and without the input embedding (Megatron's and torchtitan's), the "gaps" (the
 # step's wall time less its forward, backward and optimizer GPU times: where the GPU waited
 # for the host), what the graphs did, peak memory, the losses; our graphs-on step against
-# the peer's recipes (ours / theirs, step time). Writes at most five files under $OUT (or
+# the peer's recipes (ours / theirs, step time). Writes four files under $OUT (or
 # $BUILD/graphs): table.txt (the table), sweep.log (bench_attn's lines), runs.tsv (one row
 # per run), logs.tgz (every log and run log). Exit 0 when every part that ran passed.
 #

@@ -10,22 +10,23 @@
 #     TESTS=gpu_graphs (graphs on against off for every checkpointing mode, and tp 2 and 4,
 #     pp, dp with ZeRO-1 and 2 as ranks sharing the GPU through the staged communicator,
 #     against graphs off, one GPU rank and the CPU). Meanwhile, in the background, the
-#     PyTorch peer compiles each setting once (global batch 1, two steps) so that its timed
-#     runs later find torch.compile's caches warm;
-#  2. sweep: build/bench/bench_attn (cuDNN's attention at one sequence of 2048 tokens, 40
-#     heads of 128: every graph variant and engine configuration, checked and timed; the
-#     fastest, and what the trainer's plans reach);
-#  3. train: our trainer with --cuda-graphs 0 and 1 at seq 2048 (global batch 16) and seq
+#     PyTorch peer compiles its strongest recipe's two settings once (global batch 1, two
+#     steps) so that their timed runs later find torch.compile's caches warm; the timed
+#     parts wait for it to end;
+#  2. train: our trainer with --cuda-graphs 0 and 1 at seq 2048 (global batch 16) and seq
 #     8192 (global batch 4), micro-batch 1, Llama-13B width cut to 8 layers, vocabulary
 #     32000, cudnn attention, fused norm, lr 1e-4, 3 warm-up and 8 timed steps, the losses
 #     checked finite and falling; with graphs, every rank must say it captured and
 #     replayed, and no capture may have failed;
-#  4. peer: bench/peer_torch.py compiled with its bf16 recipe (bf16 parameters and
+#  3. peer: bench/peer_torch.py compiled with its bf16 recipe (bf16 parameters and
 #     gradients, fp32 master copy: the strongest) at both settings, lr 1e-4, the same steps;
-#  5. tp: tp 2 and tp 4 as ranks on the one GPU (staged), graphs 0 and 1 (4 layers, global
+#  4. tp: tp 2 and tp 4 as ranks on the one GPU (staged), graphs 0 and 1 (4 layers, global
 #     batch 4, seq 2048): the compute time (forward + backward less the host-timed
 #     collectives) is where graphs show;
-#  6. peer, its autocast recipe at both settings;
+#  5. sweep: build/bench/bench_attn (cuDNN's attention at one sequence of 2048 tokens, 40
+#     heads of 128: every graph variant and engine configuration, checked and timed, for
+#     up to a minute; the fastest, and what the trainer's plans reach);
+#  6. peer, its autocast recipe at both settings (compiled cold);
 #  7. sweep-alt: the sweep again with PyTorch's own cuDNN (LB_ALT_CUDNN, or found in its
 #     venv), when there is time.
 #
@@ -98,11 +99,13 @@ peer_sets() {
 	fi
 }
 peer_args() { [ "$1" = - ] || printf -- '--recipe %s' "$1"; }
+# the settings run first (and compiled once during the checks): the strongest recipe's
+peer_first() { if [ "$recipe_flag" = 1 ]; then peer_sets | grep '^bf16'; else peer_sets; fi; }
 
 # 1. checks, with the peer's compile warm-up in the background
 if has peer && [ "$have_torch" = 1 ]; then
 	(
-		for s in $(peer_sets); do
+		for s in $(peer_first); do
 			set -- $(echo "$s" | tr '_' ' ')
 			timeout 200 python3 bench/peer_torch.py --mode compile $(peer_args "$1") \
 				--seq-len "$2" --global-batch 1 --micro-batch 1 --steps 2 --warmup 1 \
@@ -149,8 +152,8 @@ sweep() { # name extra-env...
 	name=$1
 	shift
 	t0=$(date +%s)
-	if lim=$(limit 110 50); then
-		env "$@" timeout "$lim" "$BUILD/bench/bench_attn" --max-s $((lim - 25)) \
+	if lim=$(limit 80 45); then
+		env "$@" timeout "$lim" "$BUILD/bench/bench_attn" --max-s $((lim - 20)) \
 			>"$logs/$name.log" 2>&1
 		st=$?
 		[ "$st" = 0 ] || rc=1
@@ -164,8 +167,6 @@ sweep() { # name extra-env...
 		skip "$name" "no time"
 	fi
 }
-has sweep && sweep sweep
-
 # the background warm-up must not share the GPU with the timed runs
 if [ -n "$bg" ]; then
 	t0=$(date +%s)
@@ -176,7 +177,7 @@ if [ -n "$bg" ]; then
 		part "peer compile warm-up" "$(($(date +%s) - t0))" "stopped (no time left to wait)"
 	else
 		part "peer compile warm-up (waited)" "$(($(date +%s) - t0))" \
-			"$(grep -h '^peer=' "$logs"/peer-warm-*.log 2>/dev/null | wc -l) of $(peer_sets | wc -l) settings compiled"
+			"$(grep -h '^peer=' "$logs"/peer-warm-*.log 2>/dev/null | wc -l) of $(peer_first | wc -l) settings compiled"
 	fi
 	wait "$bg" 2>/dev/null
 	bg=
@@ -277,7 +278,7 @@ peer_part() { # which: first (the strongest recipe) or rest
 		return 0
 	fi
 	if [ "$1" = first ]; then
-		peer_runs $(peer_sets | grep '^bf16')
+		peer_runs $(peer_first)
 	else
 		peer_runs $(peer_sets | grep -v '^bf16')
 	fi
@@ -310,6 +311,7 @@ if has tp; then
 		done
 	done
 fi
+has sweep && sweep sweep
 peer_part rest
 
 

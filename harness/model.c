@@ -841,27 +841,41 @@ static void attn_fwd(struct lb_llama *m, struct lb_layer_acts *a)
 	}
 }
 
+/* out = x + the row-parallel projection of in (T, K) through w (H, K): one GEMM whose
+ * epilogue adds the residual where the backend has it and nothing is to be reduced over
+ * tp, else the GEMM into tmp, the reduction over tp, then the add. */
+static int proj_residual(struct lb_llama *m, void *out, const void *x, const void *in,
+			 const void *w, int kdim)
+{
+	const struct lb_ops *o = m->ops;
+	void *r;
+
+	if (o->matmul_add && (!m->tp || m->tp->size == 1)) {
+		o->matmul_add(out, in, w, x, m->T, m->H, kdim, 0, 1);
+		return 0;
+	}
+	o->matmul(m->tmp, in, w, m->T, m->H, kdim, 0, 1, 1.0, 0, 0);
+	CHECK(tp_reduce(m, m->tmp, m->nloc, &r));
+	o->add(out, x, r, (size_t)m->Tl * m->H);
+	return 0;
+}
+
 /* One layer's forward: a->x_in -> y (T, H). */
 static int layer_fwd(struct lb_llama *m, int j, struct lb_layer_acts *a, void *y)
 {
 	const struct lb_ops *o = m->ops;
 	int T = m->T, H = m->H, hd = m->nh * m->D;
-	size_t tlh = (size_t)m->Tl * H;
-	void *r, *xf;
+	void *xf;
 
 	CHECK(norm_fwd_full(m, a->xn1, a->xhat1, a->rstd1, a->x_in, P(m->lt[j].attn_norm), &xf));
 	o->matmul(a->qkv, xf, P(m->lt[j].wqkv), T, m->qkv_dim, H, 0, 1, 1.0, 0, 0);
 	o->rope_fwd(a->qkv, m->rope, T, m->S, m->qkv_dim, m->nh + m->nkv, m->D);
 	attn_fwd(m, a);
-	o->matmul(m->tmp, a->att, P(m->lt[j].wo), T, H, hd, 0, 1, 1.0, 0, 0); /* row-parallel */
-	CHECK(tp_reduce(m, m->tmp, m->nloc, &r));
-	o->add(a->x_mid, a->x_in, r, tlh);
+	CHECK(proj_residual(m, a->x_mid, a->x_in, a->att, P(m->lt[j].wo), hd)); /* row-parallel */
 	CHECK(norm_fwd_full(m, a->xn2, a->xhat2, a->rstd2, a->x_mid, P(m->lt[j].mlp_norm), &xf));
 	o->matmul(a->gu, xf, P(m->lt[j].wgu), T, 2 * m->F, H, 0, 1, 1.0, 0, 0);
 	o->swiglu_fwd(a->act, a->gu, T, m->F);
-	o->matmul(m->tmp, a->act, P(m->lt[j].wdown), T, H, m->F, 0, 1, 1.0, 0, 0); /* row-par. */
-	CHECK(tp_reduce(m, m->tmp, m->nloc, &r));
-	o->add(y, a->x_mid, r, tlh);
+	CHECK(proj_residual(m, y, a->x_mid, a->act, P(m->lt[j].wdown), m->F)); /* row-parallel */
 	return 0;
 }
 

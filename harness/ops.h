@@ -134,6 +134,12 @@ struct lb_ops {
 	 * Accumulation is in fp32 on every backend that has a narrower type. */
 	void (*matmul)(void *c, const void *a, const void *b, int m, int n, int k, int ta, int tb,
 		       double alpha, int accumulate, int c_f32);
+	/* Optional (NULL: the model issues matmul, then add): out (M, N) = op(A) op(B) +
+	 * addend, all act, the residual add done by the GEMM (its epilogue) instead of a pass
+	 * of its own (cuBLASLt on the H200 rounds the product to bf16 before it adds: the bits
+	 * of matmul then add). out must not alias a or b; addend may be out. */
+	void (*matmul_add)(void *out, const void *a, const void *b, const void *addend, int m,
+			   int n, int k, int ta, int tb);
 
 	/* --- RMSNorm: y = x / sqrt(mean(x^2) + eps) * w, per row of (T, H) ---
 	 * fused: one pass per row; saves rstd (T). */

@@ -629,7 +629,8 @@ static double cuda_event_elapsed(void *a, void *b)
 
 struct gemm_key {
 	int m, n, k, ta, tb, batch, c_f32, beta_nz;
-	int align_a, align_b, align_c, pad; /* bytes, powers of two up to 256; pad: 0 */
+	int align_a, align_b, align_c; /* bytes, powers of two up to 256 */
+	int c_in;		       /* 1: C read from its own buffer, D written to another */
 	long long lda, ldb, ldc, sa, sb, sc;
 };
 
@@ -784,12 +785,13 @@ static size_t gemm_c_extent(const struct gemm_key *q)
 	return (size_t)e * (q->c_f32 ? sizeof(float) : sizeof(act_t));
 }
 
-/* One tuning run of algo, into the scratch sc (C and D); 1 when cuBLASLt accepted it. */
+/* One tuning run of algo into the scratch sc (D; C too unless cin, the caller's C, which is
+ * only read); 1 when cuBLASLt accepted it. */
 static int tune_run(const struct gemm_plan *p, const cublasLtMatmulAlgo_t *algo, void *sc,
-		    const void *a, const void *b, float alpha, float beta)
+		    const void *cin, const void *a, const void *b, float alpha, float beta)
 {
-	return cublasLtMatmul(lbc_lt, p->op, &alpha, b, p->la, a, p->lb, &beta, sc, p->lc, sc,
-			      p->lc, algo, lbc.workspace, WORKSPACE_B,
+	return cublasLtMatmul(lbc_lt, p->op, &alpha, b, p->la, a, p->lb, &beta, cin ? cin : sc,
+			      p->lc, sc, p->lc, algo, lbc.workspace, WORKSPACE_B,
 			      lbc_stream) == CUBLAS_STATUS_SUCCESS;
 }
 
@@ -818,7 +820,8 @@ static int tune_run(const struct gemm_plan *p, const cublasLtMatmulAlgo_t *algo,
  * or no candidate runs, the CUDA error is cleared and 0, the heuristic's first, is returned.
  */
 static int gemm_tune(const struct gemm_plan *p, const cublasLtMatmulHeuristicResult_t *res, int n,
-		     const void *a, const void *b, const void *c, float alpha, float beta)
+		     const void *a, const void *b, const void *c, const void *cin, float alpha,
+		     float beta)
 {
 	cudaEvent_t ev[2 * TUNE_ALGOS];
 	int ran[TUNE_ALGOS];
@@ -835,7 +838,7 @@ static int gemm_tune(const struct gemm_plan *p, const cublasLtMatmulHeuristicRes
 	if (!bytes || cudaMalloc((void **)&base, bytes + off) != cudaSuccess || !base)
 		goto out_clear;
 	sc = base + off;
-	if (beta != 0.0f &&
+	if (beta != 0.0f && !cin &&
 	    cudaMemcpyAsync(sc, c, bytes, cudaMemcpyDeviceToDevice, lbc_stream) != cudaSuccess)
 		goto out_free;
 	for (i = 0; i < n; i++) {
@@ -845,13 +848,13 @@ static int gemm_tune(const struct gemm_plan *p, const cublasLtMatmulHeuristicRes
 		if (res[i].state != CUBLAS_STATUS_SUCCESS)
 			continue;
 		/* the warm-up: a refusal here (or below) marks the candidate unavailable */
-		ran[i] = tune_run(p, &res[i].algo, sc, a, b, alpha, beta);
+		ran[i] = tune_run(p, &res[i].algo, sc, cin, a, b, alpha, beta);
 		if (!ran[i])
 			continue;
 		if (cudaEventRecord(ev[2 * i], lbc_stream) != cudaSuccess)
 			goto out_free;
 		for (r = 0; r < TUNE_RUNS && ran[i]; r++)
-			ran[i] = tune_run(p, &res[i].algo, sc, a, b, alpha, beta);
+			ran[i] = tune_run(p, &res[i].algo, sc, cin, a, b, alpha, beta);
 		if (cudaEventRecord(ev[2 * i + 1], lbc_stream) != cudaSuccess)
 			goto out_free;
 		last = i;
@@ -901,7 +904,8 @@ static void gemm_no_algorithm(const struct gemm_key *key)
  * beta are the first call's: the candidates are timed on them (gemm_tune, which writes a
  * scratch C, never c). */
 static const struct gemm_plan *gemm_plan_get(const struct gemm_key *key, const void *a,
-					     const void *b, const void *c, float alpha, float beta)
+					     const void *b, const void *c, const void *cin,
+					     float alpha, float beta)
 {
 	cublasLtMatmulHeuristicResult_t res[TUNE_ALGOS];
 	struct gemm_plan p;
@@ -929,7 +933,7 @@ static const struct gemm_plan *gemm_plan_get(const struct gemm_key *key, const v
 	got = gemm_heuristics(&p, res, gemm_tune_on() ? TUNE_ALGOS : 1);
 	if (got < 1)
 		gemm_no_algorithm(key);
-	p.algo = res[got > 1 ? gemm_tune(&p, res, got, a, b, c, alpha, beta) : 0].algo;
+	p.algo = res[got > 1 ? gemm_tune(&p, res, got, a, b, c, cin, alpha, beta) : 0].algo;
 	plans.count++;
 	return gemm_put(plans.slot, plans.cap, &p);
 }
@@ -984,12 +988,16 @@ static __global__ void gemm_beta_kernel(T *c, int m, int n, long long ldc, long 
  * are measured neither wait nor allocate. LAYOUTBENCH_GEMM_TUNE=0 keeps the heuristic's
  * first choice instead.
  */
-void lbc_gemm(void *c, int c_f32, const void *a, const void *b, int m, int n, int k, int ta, int tb,
-	      long long lda, long long ldb, long long ldc, long long stride_a, long long stride_b,
-	      long long stride_c, int batch, float alpha, float beta)
+/* lbc_gemm with C read from cin (NULL: from c itself) and the result written to c (cuBLASLt's
+ * D): a GEMM whose epilogue adds another buffer. cin must not be c's alias in part. */
+static void gemm_ex(void *c, const void *cin, int c_f32, const void *a, const void *b, int m, int n,
+		    int k, int ta, int tb, long long lda, long long ldb, long long ldc,
+		    long long stride_a, long long stride_b, long long stride_c, int batch,
+		    float alpha, float beta)
 {
 	struct gemm_key key;
 	const struct gemm_plan *p;
+	const void *cr = cin ? cin : c;
 
 	if (m <= 0 || n <= 0 || batch <= 0)
 		return;
@@ -1009,6 +1017,11 @@ void lbc_gemm(void *c, int c_f32, const void *a, const void *b, int m, int n, in
 	}
 	gemm_key_make(&key, c_f32, a, b, c, m, n, k, ta, tb, lda, ldb, ldc, stride_a, stride_b,
 		      stride_c, batch, beta);
+	key.c_in = cin != NULL;
+	if (cin) /* the alignment the heuristic is told must hold for both */
+		key.align_c = key.align_c < gemm_align(cin, stride_c, c_f32 ? 4 : 2, batch)
+				  ? key.align_c
+				  : gemm_align(cin, stride_c, c_f32 ? 4 : 2, batch);
 	if (lbc_graph_capturing() && !gemm_plan_find(&key)) {
 		/* a problem first seen inside a capture (the tuning waits for the device, which
 		 * a capture cannot): the heuristic's first algorithm, not cached; the graph is
@@ -1021,16 +1034,24 @@ void lbc_gemm(void *c, int c_f32, const void *a, const void *b, int m, int n, in
 		if (gemm_heuristics(&tmp, &res1, 1) < 1)
 			gemm_no_algorithm(&key);
 		lbc_graph_drop("a GEMM problem first seen inside the capture");
-		LBC_CHECK_LT(cublasLtMatmul(lbc_lt, tmp.op, &alpha, b, tmp.la, a, tmp.lb, &beta, c,
+		LBC_CHECK_LT(cublasLtMatmul(lbc_lt, tmp.op, &alpha, b, tmp.la, a, tmp.lb, &beta, cr,
 					    tmp.lc, c, tmp.lc, &res1.algo, lbc.workspace,
 					    WORKSPACE_B, lbc_stream));
 		gemm_plan_release(&tmp);
 		return;
 	}
-	p = gemm_plan_get(&key, a, b, c, alpha, beta);
-	/* swapped operands: column-major C^T = op(B)^T op(A)^T; C and D are one buffer */
-	LBC_CHECK_LT(cublasLtMatmul(lbc_lt, p->op, &alpha, b, p->la, a, p->lb, &beta, c, p->lc, c,
+	p = gemm_plan_get(&key, a, b, c, cin, alpha, beta);
+	/* swapped operands: column-major C^T = op(B)^T op(A)^T; C read from cr, D written to c */
+	LBC_CHECK_LT(cublasLtMatmul(lbc_lt, p->op, &alpha, b, p->la, a, p->lb, &beta, cr, p->lc, c,
 				    p->lc, &p->algo, lbc.workspace, WORKSPACE_B, lbc_stream));
+}
+
+void lbc_gemm(void *c, int c_f32, const void *a, const void *b, int m, int n, int k, int ta, int tb,
+	      long long lda, long long ldb, long long ldc, long long stride_a, long long stride_b,
+	      long long stride_c, int batch, float alpha, float beta)
+{
+	gemm_ex(c, NULL, c_f32, a, b, m, n, k, ta, tb, lda, ldb, ldc, stride_a, stride_b, stride_c,
+		batch, alpha, beta);
 }
 
 /* The table's matmul: natural leading dims, one matrix, C overwritten or accumulated. */
@@ -1039,6 +1060,15 @@ static void cuda_matmul(void *c, const void *a, const void *b, int m, int n, int
 {
 	lbc_gemm(c, c_f32, a, b, m, n, k, ta, tb, ta ? m : k, tb ? k : n, n, 0, 0, 0, 1,
 		 (float)alpha, accumulate ? 1.0f : 0.0f);
+}
+
+/* The table's matmul_add: out = op(A) op(B) + addend (bf16), the addend read as cuBLASLt's
+ * C and the result written as its D, so the residual add needs no pass of its own. */
+static void cuda_matmul_add(void *out, const void *a, const void *b, const void *addend, int m,
+			    int n, int k, int ta, int tb)
+{
+	gemm_ex(out, addend == out ? NULL : addend, 0, a, b, m, n, k, ta, tb, ta ? m : k,
+		tb ? k : n, n, 0, 0, 0, 1, 1.0f, 1.0f);
 }
 
 /* ------------------------------------------------------------------------------------------
@@ -1575,6 +1605,7 @@ static struct lb_ops cuda_table(void)
 	t.norm_scratch = lbc_norm_scratch;
 
 	t.matmul = cuda_matmul;
+	t.matmul_add = cuda_matmul_add;
 
 	t.rmsnorm_fwd = lbc_rmsnorm_fwd;
 	t.rmsnorm_bwd = lbc_rmsnorm_bwd;
@@ -1650,6 +1681,7 @@ static struct lb_ops replay_table(void)
 	REPLAY_STUB(t, cast);
 	REPLAY_STUB(t, fill_normal);
 	REPLAY_STUB(t, matmul);
+	REPLAY_STUB(t, matmul_add);
 	REPLAY_STUB(t, rmsnorm_fwd);
 	REPLAY_STUB(t, rmsnorm_bwd);
 	REPLAY_STUB(t, rmsnorm_unfused_fwd);

@@ -548,6 +548,63 @@ static int mm_case(int m, int n, int k, int ta, int tb, int cf32, double alpha, 
 	return bad;
 }
 
+/* matmul_add (the projection's GEMM adding the residual stream): out = op(A) op(B) + X, all
+ * bf16, against the fp64 reference of the same values. Tolerance: matmul's (k + 2) E on
+ * |A| |B| + |X|, the product's rounding to bf16 before the add (U |A B|, what cuBLASLt
+ * does), and the result's rounding (U); out prefilled with garbage. Also printed: how many
+ * elements differ from matmul then add (the model's path without it; expected none). */
+static int mma_case(int m, int n, int k, int ta, int tb)
+{
+	size_t na = (size_t)m * k, nb = (size_t)k * n, nc = (size_t)m * n, same = 0;
+	double *a, *b, *x, *aa, *ba, *mag, *at, *ref, *two;
+	struct bp pa, pb, px, po, pt;
+	void *ma;
+	int bad;
+
+	seed(((uint64_t)m * 137 + n) * 137 + k + 7 * ta + 11 * tb);
+	a = hrand(na, 1, LB_K_ACT);
+	b = hrand(nb, 1, LB_K_ACT);
+	x = hrand(nc, 4, LB_K_ACT);
+	pa = bp_new(a, na, LB_K_ACT);
+	pb = bp_new(b, nb, LB_K_ACT);
+	px = bp_new(x, nc, LB_K_ACT);
+	po = bp_new(hrand(nc, 100, LB_K_ACT), nc, LB_K_ACT);
+	pt = bp_new(NULL, nc, LB_K_ACT);
+	G->matmul_add(po.g, pa.g, pb.g, px.g, m, n, k, ta, tb);
+	R->matmul(po.r, pa.r, pb.r, m, n, k, ta, tb, 1.0, 0, 0);
+	R->add(po.r, po.r, px.r, nc);
+	G->matmul(pt.g, pa.g, pb.g, m, n, k, ta, tb, 1.0, 0, 0); /* the unfused path */
+	G->add(pt.g, pt.g, px.g, nc);
+
+	aa = scaled(a, na, 1);
+	ba = scaled(b, nb, 1);
+	for (size_t e = 0; e < na; e++)
+		aa[e] = fabs(aa[e]);
+	for (size_t e = 0; e < nb; e++)
+		ba[e] = fabs(ba[e]);
+	ma = ref_up(scaled(x, nc, 0), nc);
+	R->matmul(ma, ref_up(aa, na), ref_up(ba, nb), m, n, k, ta, tb, 1.0, 0, 1);
+	mag = hnew(nc);
+	R->read(mag, ma, nc, LB_K_F32);
+	ref = bp_ref(&po);
+	at = hnew(nc);
+	for (size_t e = 0; e < nc; e++)
+		at[e] = MARGIN * (k + 2) * E_F32 * (mag[e] + fabs(x[e])) +
+			MARGIN * U_BF16 * fabs(ref[e] - x[e]);
+	bad = check(say("matmul_add %dx%dx%d %s%s", m, n, k, ta ? "T" : "N", tb ? "T" : "N"),
+		    bp_gpu(&po), ref, nc, 0, at, MARGIN * U_BF16);
+	two = bp_gpu(&pt);
+	{
+		double *one = bp_gpu(&po);
+
+		for (size_t e = 0; e < nc; e++)
+			same += one[e] == two[e];
+	}
+	print_message("    matmul_add vs matmul then add: %zu of %zu elements equal\n", same, nc);
+	release();
+	return bad;
+}
+
 static void test_matmul(void **state)
 {
 	int bad = 0;
@@ -569,6 +626,14 @@ static void test_matmul(void **state)
 	bad += mm_case(512, 512, 1536, 0, 0, 0, 1.0, 0);
 	bad += mm_case(1536, 512, 512, 1, 0, 1, 1.0, 1);
 	bad += mm_case(512, 1536, 512, 1, 1, 1, 0.5, 0);
+	/* the fused residual add of the output and down projections (N, T: x W^T) */
+	if (G->matmul_add) {
+		bad += mma_case(48, 80, 24, 0, 1);
+		bad += mma_case(512, 512, 1536, 0, 1);
+		bad += mma_case(40, 64, 128, 0, 0);
+	} else {
+		print_message("  skip: backend %s has no matmul_add\n", G->name);
+	}
 	assert_int_equal(bad, 0);
 }
 

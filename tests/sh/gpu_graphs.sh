@@ -2,15 +2,15 @@
 # The trainer with CUDA graphs on the GPU (--cuda-graphs 1; make test-gpu runs it; on a
 # machine without a GPU, or with a build without CUDA, it skips with the reason).
 #
-#  1. The tiny model, 20 steps, graphs on against graphs off: every step within 2% (the
+#  1. The tiny model, 12 steps, graphs on against graphs off: every step within 2% (the
 #     GPU suites' bound; both run the same kernels with the same algorithms, so they differ
 #     only where atomics add in another order: expect far less), for flash and, on a
 #     model widened to head dim 64 with grouped-query heads, cuDNN's attention, each with
 #     no, selective and full checkpointing; each graphs-on run says on stderr that it
 #     captured segments and replayed them, and warns of no failed capture.
 #  2. Ranks sharing the GPU through the staged communicator (the graphs cut at every
-#     collective): tp 2 and tp 4 with and without sequence parallelism, tp 2 with pp 2,
-#     dp 2 with ZeRO-1 (the reduction hook inside the last backward) and ZeRO-2 (its
+#     collective): tp 2 and tp 4 with and without sequence parallelism, tp 2 with pp 2 and
+#     SP, dp 2 with ZeRO-1 (the reduction hook inside the last backward) and ZeRO-2 (its
 #     backward without graphs), 6 steps each, graphs on within 2% of graphs off and of
 #     the single-rank GPU run, and within 3% of the CPU's single-rank run (gpu_train.sh's
 #     bound against the CPU).
@@ -73,7 +73,7 @@ graphs_used() {
 }
 
 # 1. graphs on against off, one rank
-tiny="--model tiny --seq-len 64 --global-batch 8 --micro-batch 2 --steps 20 --warmup 1 --device cuda"
+tiny="--model tiny --seq-len 64 --global-batch 8 --micro-batch 2 --steps 12 --warmup 1 --device cuda"
 wide="--hidden 256 --heads 4 --kv-heads 2 --lr 0.001"
 for a in flash cudnn; do
 	extra=
@@ -84,7 +84,7 @@ for a in flash cudnn; do
 		run "$d0" $tiny $extra --attention "$a" --checkpointing "$c" --cuda-graphs 0 || continue
 		run "$d1" $tiny $extra --attention "$a" --checkpointing "$c" --cuda-graphs 1 || continue
 		graphs_used "$d1" "$name" 1
-		compare "graphs on vs off, $name" "$d1" "$d0" 0.02 20
+		compare "graphs on vs off, $name" "$d1" "$d0" 0.02 12
 	done
 done
 
@@ -92,7 +92,7 @@ done
 lay="--model tiny --seq-len 32 --global-batch 8 --micro-batch 1 --steps 6 --warmup 1"
 run "$tmp/cpu" $lay --device cpu
 run "$tmp/one" $lay --device cuda
-for l in "2 1 1 0 0" "2 1 1 1 0" "4 1 1 0 0" "4 1 1 1 0" "2 2 1 1 0" "1 1 2 0 1" "1 1 2 0 2" "2 1 2 1 1"; do
+for l in "2 1 1 0 0" "2 1 1 1 0" "4 1 1 0 0" "4 1 1 1 0" "2 2 1 1 0" "1 1 2 0 1" "1 1 2 0 2"; do
 	set -- $l
 	n=$(($1 * $2 * $3))
 	name="tp$1 pp$2 dp$3 sp$4 zero$5"

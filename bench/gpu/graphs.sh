@@ -76,16 +76,16 @@ limit() {
 part() { printf '%s\t%s\t%s\n' "$1" "$2" "$3" >>"$rows"; }
 skip() { part "$1" 0 "skipped: $2"; }
 
-nvidia-smi -L >"$logs/device.txt" 2>&1
-nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,power.limit --format=csv \
+timeout 30 nvidia-smi -L >"$logs/device.txt" 2>&1
+timeout 30 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,power.limit --format=csv \
 	>>"$logs/device.txt" 2>&1
 date -u '+%Y-%m-%d %H:%M:%S UTC' >>"$logs/device.txt"
 git rev-parse --short=12 HEAD >>"$logs/device.txt" 2>/dev/null
 have_torch=0
-python3 -c 'import torch' 2>/dev/null && have_torch=1
+timeout 90 python3 -c 'import torch' 2>/dev/null && have_torch=1
 recipe_flag=0
-[ "$have_torch" = 1 ] && python3 bench/peer_torch.py --help 2>/dev/null | grep -q -- '--recipe' &&
-	recipe_flag=1
+[ "$have_torch" = 1 ] && timeout 90 python3 bench/peer_torch.py --help 2>/dev/null |
+	grep -q -- '--recipe' && recipe_flag=1
 export TORCHINDUCTOR_CACHE_DIR="$work/inductor" TORCHINDUCTOR_FX_GRAPH_CACHE=1
 export TORCHINDUCTOR_AUTOGRAD_CACHE=1
 
@@ -107,7 +107,7 @@ if has peer && [ "$have_torch" = 1 ]; then
 	(
 		for s in $(peer_first); do
 			set -- $(echo "$s" | tr '_' ' ')
-			timeout 200 python3 bench/peer_torch.py --mode compile $(peer_args "$1") \
+			timeout -k 10 200 python3 bench/peer_torch.py --mode compile $(peer_args "$1") \
 				--seq-len "$2" --global-batch 1 --micro-batch 1 --steps 2 --warmup 1 \
 				--lr 1e-4 >"$logs/peer-warm-$1-$2.log" 2>&1 &
 			echo $! >"$work/warm.pid"
@@ -119,7 +119,7 @@ fi
 if has checks; then
 	t0=$(date +%s)
 	if lim=$(limit 150 30); then
-		timeout "$lim" "$BUILD/tests/test_gpu_ops" >"$logs/test_gpu_ops.log" 2>&1
+		timeout -k 10 "$lim" "$BUILD/tests/test_gpu_ops" >"$logs/test_gpu_ops.log" 2>&1
 		st=$?
 		[ "$st" = 0 ] || rc=1
 		part "checks: test_gpu_ops" "$(($(date +%s) - t0))" \
@@ -136,7 +136,7 @@ if has checks; then
 		t0=$(date +%s)
 		if lim=$(limit 240 60); then
 			LAYOUTBENCH_CUDA_GRAPHS=$g BUILD=$BUILD TESTS=$test LB_REQUIRE_GPU=1 LB_FUZZ=0 \
-				timeout "$lim" sh tests/run.sh >"$log" 2>&1
+				timeout -k 10 "$lim" sh tests/run.sh >"$log" 2>&1
 			st=$?
 			cp "$BUILD/test-logs/$test.log" "$logs/$test-$g-detail.log" 2>/dev/null
 			[ "$st" = 0 ] || rc=1
@@ -153,7 +153,7 @@ sweep() { # name extra-env...
 	shift
 	t0=$(date +%s)
 	if lim=$(limit 80 45); then
-		env "$@" timeout "$lim" "$BUILD/bench/bench_attn" --max-s $((lim - 20)) \
+		env "$@" timeout -k 10 "$lim" "$BUILD/bench/bench_attn" --max-s $((lim - 20)) \
 			>"$logs/$name.log" 2>&1
 		st=$?
 		[ "$st" = 0 ] || rc=1
@@ -194,7 +194,7 @@ ours() {
 		return
 	fi
 	rm -rf "$d"
-	timeout "$lim" "$TRAIN" "$@" --device cuda --quiet --cuda-graphs "$g" --run-dir "$d" \
+	timeout -k 10 "$lim" "$TRAIN" "$@" --device cuda --quiet --cuda-graphs "$g" --run-dir "$d" \
 		>"$d.out" 2>"$d.err"
 	st=$?
 	gr=$(grep -h "cuda graphs:" "$d.err" | head -n 1 | sed 's/.*cuda graphs: //')
@@ -244,7 +244,7 @@ peer_runs() {
 			skip "$name" "no time"
 			continue
 		fi
-		timeout "$lim" python3 bench/peer_torch.py --mode compile $(peer_args "$1") \
+		timeout -k 10 "$lim" python3 bench/peer_torch.py --mode compile $(peer_args "$1") \
 			--seq-len "$2" --global-batch "$3" --micro-batch 1 --steps 11 --warmup 3 \
 			--lr 1e-4 >"$logs/peer-$1-$2.log" 2>&1
 		st=$?
@@ -319,7 +319,7 @@ peer_part rest
 if has sweep-alt; then
 	alt=${LB_ALT_CUDNN:-}
 	[ -z "$alt" ] && [ "$have_torch" = 1 ] &&
-		alt=$(python3 -c 'import nvidia.cudnn, os; print(os.path.join(list(nvidia.cudnn.__path__)[0], "lib"))' 2>/dev/null)
+		alt=$(timeout 60 python3 -c 'import nvidia.cudnn, os; print(os.path.join(list(nvidia.cudnn.__path__)[0], "lib"))' 2>/dev/null)
 	if [ -n "$alt" ] && [ -f "$alt/libcudnn.so.9" ]; then
 		sweep sweep-alt LD_LIBRARY_PATH="$alt:${LD_LIBRARY_PATH:-}"
 	else

@@ -9,6 +9,12 @@
  * re-runs the layer's forward in a shared workspace just before its backward; selective
  * keeps everything except the attention core's saved state (probabilities or the
  * log-sum-exp), which one shared buffer holds and the backward recomputes from q, k, v.
+ *
+ * Graphs (ops.h graph_begin; --cuda-graphs 1 on a backend that has them): a chunk's
+ * forward and backward of one micro-batch are each one segment, keyed by what decides
+ * the work and its buffers (direction, chunk, slot, the hook, fresh or first gradients);
+ * every collective and the data-parallel hook inside them is host work, between
+ * graph_pause and graph_resume. The token uploads come before the segment.
  */
 #include "harness/model.h"
 
@@ -670,6 +676,22 @@ int lb_comm_rc_status(int rc)
 	return (rc == LB_COMM_ETIMEOUT || rc == LB_COMM_EPEER) ? LB_E_TIMEOUT : LB_E_COMM;
 }
 
+/* Host work inside a segment (a collective, the backward hook): the segment's graph
+ * pauses around it. host_begin: 0, or LB_E_RERUN (the capture failed before anything of
+ * the segment ran: stop; the segment runs again without a graph). */
+static int host_begin(struct lb_llama *m)
+{
+	if (m->ops->graph_pause && m->ops->graph_pause() == LB_GRAPH_RERUN)
+		return LB_E_RERUN;
+	return 0;
+}
+
+static void host_end(struct lb_llama *m)
+{
+	if (m->ops->graph_resume)
+		m->ops->graph_resume();
+}
+
 static int tp_all_reduce(struct lb_llama *m, void *buf, size_t n, enum lb_kind k, enum lb_redop op)
 {
 	double t0;
@@ -677,9 +699,12 @@ static int tp_all_reduce(struct lb_llama *m, void *buf, size_t n, enum lb_kind k
 
 	if (!m->tp || m->tp->size == 1)
 		return 0;
+	if ((rc = host_begin(m)))
+		return rc;
 	t0 = lb_now_s();
 	rc = m->tp->ops->all_reduce(m->tp, buf, buf, n, m->ops->dtype[k], op, m->ops->stream());
 	m->comm_s += lb_now_s() - t0;
+	host_end(m);
 	return lb_comm_rc_status(rc);
 }
 
@@ -693,10 +718,13 @@ static int tp_reduce(struct lb_llama *m, void *full, void *local, void **res)
 	*res = full;
 	if (!m->sp)
 		return tp_all_reduce(m, full, (size_t)m->T * m->H, LB_K_ACT, LB_SUM);
+	if ((rc = host_begin(m)))
+		return rc;
 	t0 = lb_now_s();
 	rc = m->tp->ops->reduce_scatter(m->tp, full, local, (size_t)m->Tl * m->H,
 					m->ops->dtype[LB_K_ACT], LB_SUM, m->ops->stream());
 	m->comm_s += lb_now_s() - t0;
+	host_end(m);
 	*res = local;
 	return lb_comm_rc_status(rc);
 }
@@ -704,11 +732,16 @@ static int tp_reduce(struct lb_llama *m, void *full, void *local, void **res)
 /* SP: gather the tokens of every tp rank, local (Tl, H) -> full (T, H). */
 static int tp_gather(struct lb_llama *m, const void *local, void *full)
 {
-	double t0 = lb_now_s();
-	int rc = m->tp->ops->all_gather(m->tp, local, full, (size_t)m->Tl * m->H,
-					m->ops->dtype[LB_K_ACT], m->ops->stream());
+	double t0;
+	int rc;
 
+	if ((rc = host_begin(m)))
+		return rc;
+	t0 = lb_now_s();
+	rc = m->tp->ops->all_gather(m->tp, local, full, (size_t)m->Tl * m->H,
+				    m->ops->dtype[LB_K_ACT], m->ops->stream());
 	m->comm_s += lb_now_s() - t0;
+	host_end(m);
 	return lb_comm_rc_status(rc);
 }
 
@@ -808,27 +841,41 @@ static void attn_fwd(struct lb_llama *m, struct lb_layer_acts *a)
 	}
 }
 
+/* out = x + the row-parallel projection of in (T, K) through w (H, K): one GEMM whose
+ * epilogue adds the residual where the backend has it and nothing is to be reduced over
+ * tp, else the GEMM into tmp, the reduction over tp, then the add. */
+static int proj_residual(struct lb_llama *m, void *out, const void *x, const void *in,
+			 const void *w, int kdim)
+{
+	const struct lb_ops *o = m->ops;
+	void *r;
+
+	if (o->matmul_add && (!m->tp || m->tp->size == 1)) {
+		o->matmul_add(out, in, w, x, m->T, m->H, kdim, 0, 1);
+		return 0;
+	}
+	o->matmul(m->tmp, in, w, m->T, m->H, kdim, 0, 1, 1.0, 0, 0);
+	CHECK(tp_reduce(m, m->tmp, m->nloc, &r));
+	o->add(out, x, r, (size_t)m->Tl * m->H);
+	return 0;
+}
+
 /* One layer's forward: a->x_in -> y (T, H). */
 static int layer_fwd(struct lb_llama *m, int j, struct lb_layer_acts *a, void *y)
 {
 	const struct lb_ops *o = m->ops;
 	int T = m->T, H = m->H, hd = m->nh * m->D;
-	size_t tlh = (size_t)m->Tl * H;
-	void *r, *xf;
+	void *xf;
 
 	CHECK(norm_fwd_full(m, a->xn1, a->xhat1, a->rstd1, a->x_in, P(m->lt[j].attn_norm), &xf));
 	o->matmul(a->qkv, xf, P(m->lt[j].wqkv), T, m->qkv_dim, H, 0, 1, 1.0, 0, 0);
 	o->rope_fwd(a->qkv, m->rope, T, m->S, m->qkv_dim, m->nh + m->nkv, m->D);
 	attn_fwd(m, a);
-	o->matmul(m->tmp, a->att, P(m->lt[j].wo), T, H, hd, 0, 1, 1.0, 0, 0); /* row-parallel */
-	CHECK(tp_reduce(m, m->tmp, m->nloc, &r));
-	o->add(a->x_mid, a->x_in, r, tlh);
+	CHECK(proj_residual(m, a->x_mid, a->x_in, a->att, P(m->lt[j].wo), hd)); /* row-parallel */
 	CHECK(norm_fwd_full(m, a->xn2, a->xhat2, a->rstd2, a->x_mid, P(m->lt[j].mlp_norm), &xf));
 	o->matmul(a->gu, xf, P(m->lt[j].wgu), T, 2 * m->F, H, 0, 1, 1.0, 0, 0);
 	o->swiglu_fwd(a->act, a->gu, T, m->F);
-	o->matmul(m->tmp, a->act, P(m->lt[j].wdown), T, H, m->F, 0, 1, 1.0, 0, 0); /* row-par. */
-	CHECK(tp_reduce(m, m->tmp, m->nloc, &r));
-	o->add(y, a->x_mid, r, tlh);
+	CHECK(proj_residual(m, y, a->x_mid, a->act, P(m->lt[j].wdown), m->F)); /* row-parallel */
 	return 0;
 }
 
@@ -836,10 +883,11 @@ static int layer_fwd(struct lb_llama *m, int j, struct lb_layer_acts *a, void *y
 static int layer_bwd(struct lb_llama *m, int j, struct lb_layer_acts *a)
 {
 	const struct lb_ops *o = m->ops;
-	int T = m->T, H = m->H, F = m->F, hd = m->nh * m->D, acc = !m->grad_fresh;
+	int fresh = m->grad_fresh || m->grad_first, acc = !fresh;
+	int T = m->T, H = m->H, F = m->F, hd = m->nh * m->D;
 	void *dy = m->dres, *d, *xf;
 
-	if (m->grad_fresh) { /* the norms' weight gradients accumulate over the tokens */
+	if (fresh) { /* the norms' weight gradients accumulate over the tokens */
 		o->zero(G(m->lt[j].attn_norm), (size_t)H, LB_K_F32);
 		o->zero(G(m->lt[j].mlp_norm), (size_t)H, LB_K_F32);
 	}
@@ -901,25 +949,19 @@ static struct lb_layer_acts layer_acts(struct lb_llama *m, struct lb_slot *s, in
 
 /* --- chunk forward and backward --- */
 
-int lb_llama_forward(struct lb_llama *m, int chunk, int slot, const int32_t *tokens,
-		     const int32_t *targets, const void *in, double loss_scale, double *loss_sum)
+/* The forward's device work (the segment): the tokens and targets are in the slot. */
+static int fwd_body(struct lb_llama *m, int chunk, int slot, const void *in, double loss_scale)
 {
 	const struct lb_ops *o = m->ops;
-	const struct lb_chunk *ch;
-	struct lb_slot *s;
-	int nl, T = m->T, H = m->H;
+	const struct lb_chunk *ch = &m->chunks[chunk];
+	struct lb_slot *s = &ch->slots[slot];
+	int nl = ch->layer_hi - ch->layer_lo, T = m->T, H = m->H;
 	size_t tlh = (size_t)m->Tl * H;
 	void *r, *xf;
 
-	if (chunk < 0 || chunk >= m->n_chunks || slot < 0 || slot >= m->chunks[chunk].n_slots)
-		return LB_E_INVAL;
-	ch = &m->chunks[chunk];
-	s = &ch->slots[slot];
-	nl = ch->layer_hi - ch->layer_lo;
 	if (ch->first) {
 		void *e = m->sp ? m->tmp : s->layers[0].x_in;
 
-		o->write_i32(s->tokens, tokens, (size_t)T);
 		o->embed_fwd(e, P(m->t_embed), s->tokens, T, H, m->v0, m->V);
 		CHECK(tp_reduce(m, e, s->layers[0].x_in, &r)); /* vocab-parallel */
 	} else if (in) {
@@ -935,7 +977,6 @@ int lb_llama_forward(struct lb_llama *m, int chunk, int slot, const int32_t *tok
 		return 0;
 
 	/* final norm, vocab-parallel head, cross-entropy with its gradient */
-	o->write_i32(s->targets, targets, (size_t)T);
 	CHECK(norm_fwd_full(m, s->xnf, s->xhatf, s->rstdf, s->x_out, P(m->t_norm), &xf));
 	o->matmul(s->logits, xf, P(m->t_head), T, m->V, H, 0, 1, 1.0, 0, 0);
 	o->xent_max(s->rowmax, s->logits, T, m->V);
@@ -946,31 +987,29 @@ int lb_llama_forward(struct lb_llama *m, int chunk, int slot, const int32_t *tok
 	o->xent_grad(s->logits, s->losses, s->rowmax, s->sumexp, s->tgt, s->targets, T, m->V, m->v0,
 		     loss_scale);
 	o->sum_acc(m->loss_acc, s->losses, (size_t)T);
-	if (loss_sum)
-		*loss_sum = o->sum(s->losses, (size_t)T);
 	return 0;
 }
 
-int lb_llama_backward(struct lb_llama *m, int chunk, int slot, const void *dout)
+/* The backward's device work (the segment). */
+static int bwd_body(struct lb_llama *m, int chunk, int slot, const void *dout)
 {
 	const struct lb_ops *o = m->ops;
-	const struct lb_chunk *ch;
-	struct lb_slot *s;
-	int nl, T = m->T, H = m->H;
+	const struct lb_chunk *ch = &m->chunks[chunk];
+	struct lb_slot *s = &ch->slots[slot];
+	int nl = ch->layer_hi - ch->layer_lo, T = m->T, H = m->H, rc;
 	size_t tlh = (size_t)m->Tl * H;
 	void *d, *xf;
 
-	if (chunk < 0 || chunk >= m->n_chunks || slot < 0 || slot >= m->chunks[chunk].n_slots)
-		return LB_E_INVAL;
-	ch = &m->chunks[chunk];
-	s = &ch->slots[slot];
-	nl = ch->layer_hi - ch->layer_lo;
 	if (ch->last) {
 		o->matmul(m->dxn, s->logits, P(m->t_head), T, H, m->V, 0, 0, 1.0, 0, 0);
 		CHECK(whole(m, s->xnf, &xf));
-		o->matmul(G(m->t_head), s->logits, xf, m->V, H, T, 1, 0, 1.0, 1, 1);
+		/* the first backward of the step writes the head's gradient (a tied head's
+		 * embedding gradient too: the embedding's backward adds to it below) */
+		o->matmul(G(m->t_head), s->logits, xf, m->V, H, T, 1, 0, 1.0, !m->grad_first, 1);
 		CHECK(tp_reduce(m, m->dxn, m->nloc, &d));
 		o->zero(m->dres, tlh, LB_K_ACT);
+		if (m->grad_first)
+			o->zero(G(m->t_norm), (size_t)H, LB_K_F32);
 		norm_bwd(m, m->dres, G(m->t_norm), d, s->x_out, s->xhatf, P(m->t_norm), s->rstdf);
 	} else if (!dout) {
 		o->copy(m->dres, m->dout_buf, tlh, LB_K_ACT);
@@ -980,13 +1019,21 @@ int lb_llama_backward(struct lb_llama *m, int chunk, int slot, const void *dout)
 	for (int j = nl - 1; j >= 0; j--) {
 		struct lb_layer_acts a = layer_acts(m, s, j);
 
-		if (m->bwd_hook)
-			CHECK(m->bwd_hook(m->bwd_hook_arg, ch->j0 + j, 0));
+		if (m->bwd_hook) {
+			CHECK(host_begin(m));
+			rc = m->bwd_hook(m->bwd_hook_arg, ch->j0 + j, 0);
+			host_end(m);
+			CHECK(rc);
+		}
 		if (m->layout.checkpointing == LB_CKPT_FULL)
 			CHECK(layer_fwd(m, ch->j0 + j, &a, m->tmp2)); /* recompute from the input */
 		CHECK(layer_bwd(m, ch->j0 + j, &a));
-		if (m->bwd_hook)
-			CHECK(m->bwd_hook(m->bwd_hook_arg, ch->j0 + j, 1));
+		if (m->bwd_hook) {
+			CHECK(host_begin(m));
+			rc = m->bwd_hook(m->bwd_hook_arg, ch->j0 + j, 1);
+			host_end(m);
+			CHECK(rc);
+		}
 	}
 	if (ch->first) {
 		void *dy = m->dres;
@@ -995,7 +1042,87 @@ int lb_llama_backward(struct lb_llama *m, int chunk, int slot, const void *dout)
 			CHECK(tp_gather(m, m->dres, m->tmp));
 			dy = m->tmp;
 		}
+		/* the embedding's backward adds; the first backward of the step starts it at
+		 * zero, unless this stage's tied head wrote it above */
+		if (m->grad_first && !(m->layout.model.tied && m->last))
+			o->zero(G(m->t_embed), m->tensors[m->t_embed].count, LB_K_F32);
 		o->embed_bwd(G(m->t_embed), dy, s->tokens, T, H, m->v0, m->V);
 	}
 	return 0;
+}
+
+/* What decides a segment's work and buffers: its graph's key (ops.h graph_begin). */
+struct seg_key {
+	char name[48]; /* "forward of chunk 0, slot 1", for messages */
+	int bwd, chunk, slot, hook, fresh, first;
+	const void *in, *dout;
+	double loss_scale;
+};
+
+/* Run a chunk's forward (bwd 0) or backward as a graph segment when graphs are on, else
+ * as it is. */
+static int segment(struct lb_llama *m, int bwd, int chunk, int slot, const void *in,
+		   const void *dout, double loss_scale)
+{
+	const struct lb_ops *real = m->ops;
+	struct seg_key k;
+	int rc, st;
+
+	/* ZeRO-2's hook points the layers' gradients at a new slot per micro-batch: the
+	 * backward's buffers change from call to call, so it runs without a graph */
+	if (!m->graphs || !real->graph_begin || (bwd && m->zero2))
+		return bwd ? bwd_body(m, chunk, slot, dout)
+			   : fwd_body(m, chunk, slot, in, loss_scale);
+	memset(&k, 0, sizeof(k)); /* the key is compared as bytes */
+	snprintf(k.name, sizeof(k.name), "%s of chunk %d, slot %d", bwd ? "backward" : "forward",
+		 chunk, slot);
+	k.bwd = bwd;
+	k.chunk = chunk;
+	k.slot = slot;
+	k.hook = bwd && m->bwd_hook != NULL;
+	k.fresh = bwd && m->grad_fresh;
+	k.first = bwd && m->grad_first;
+	k.in = in;
+	k.dout = dout;
+	k.loss_scale = bwd ? 0 : loss_scale;
+	m->ops = real->graph_begin(&k, sizeof(k));
+	rc = bwd ? bwd_body(m, chunk, slot, dout) : fwd_body(m, chunk, slot, in, loss_scale);
+	m->ops = real;
+	st = real->graph_end(rc == 0);
+	if (st == LB_GRAPH_RERUN || rc == LB_E_RERUN) /* nothing of it ran: again, eagerly */
+		rc =
+		    bwd ? bwd_body(m, chunk, slot, dout) : fwd_body(m, chunk, slot, in, loss_scale);
+	if (st >= 0 && st < LB_GRAPH_NRUNS)
+		m->graph_runs[st]++;
+	return rc;
+}
+
+int lb_llama_forward(struct lb_llama *m, int chunk, int slot, const int32_t *tokens,
+		     const int32_t *targets, const void *in, double loss_scale, double *loss_sum)
+{
+	const struct lb_chunk *ch;
+	struct lb_slot *s;
+	int rc;
+
+	if (chunk < 0 || chunk >= m->n_chunks || slot < 0 || slot >= m->chunks[chunk].n_slots)
+		return LB_E_INVAL;
+	ch = &m->chunks[chunk];
+	s = &ch->slots[slot];
+	/* the host's ids go up before the device work (a graph cannot hold them) */
+	if (ch->first)
+		m->ops->write_i32(s->tokens, tokens, (size_t)m->T);
+	if (ch->last)
+		m->ops->write_i32(s->targets, targets, (size_t)m->T);
+	if ((rc = segment(m, 0, chunk, slot, in, NULL, loss_scale)))
+		return rc;
+	if (ch->last && loss_sum)
+		*loss_sum = m->ops->sum(s->losses, (size_t)m->T);
+	return 0;
+}
+
+int lb_llama_backward(struct lb_llama *m, int chunk, int slot, const void *dout)
+{
+	if (chunk < 0 || chunk >= m->n_chunks || slot < 0 || slot >= m->chunks[chunk].n_slots)
+		return LB_E_INVAL;
+	return segment(m, 1, chunk, slot, NULL, dout, 0);
 }

@@ -36,6 +36,9 @@
  * (ETIMEOUT, EPEER); LB_E_COMM otherwise. The one map, for the model and the trainer. */
 int lb_comm_rc_status(int rc);
 #define LB_E_INVAL -4 /* a shape this object cannot run */
+/* Inside the model only (never returned): a graph capture failed before anything of its
+ * segment ran, which runs again without a graph. */
+#define LB_E_RERUN -6
 
 /* One tensor of the flat parameter buffer (this rank's shard). */
 struct lb_tensor {
@@ -139,6 +142,14 @@ struct lb_llama {
 	int grad_fresh; /* 1: the layers' weight gradients of this backward
 			   overwrite instead of accumulate (ZeRO-2: a new slot per
 			   micro-batch) */
+	int grad_first; /* 1: this backward is its chunk's first of the optimizer
+			   step: every weight gradient it produces is written, not
+			   added (the trainer then zeroes no gradient buffer before
+			   a step; set per backward by the trainer, 0 otherwise) */
+	int graphs;	/* 1: forward and backward run as graph segments where the
+			   backend has graphs (ops.h graph_begin; --cuda-graphs) */
+	/* segments by what graph_end said (LB_GRAPH_*) */
+	long graph_runs[LB_GRAPH_NRUNS];
 	/* Called before (after = 0) and after (after = 1) each layer's backward, when set:
 	 * where the data-parallel reduction hooks in (harness/gradsync.h). 0 or an LB_E_*
 	 * code, which ends the backward. */

@@ -140,6 +140,12 @@ struct lb_ops {
 	 * Accumulation is in fp32 on every backend that has a narrower type. */
 	void (*matmul)(void *c, const void *a, const void *b, int m, int n, int k, int ta, int tb,
 		       double alpha, int accumulate, int c_f32);
+	/* Optional (NULL: the model issues matmul, then add): out (M, N) = op(A) op(B) +
+	 * addend, all act, the residual add done by the GEMM (its epilogue) instead of a pass
+	 * of its own (cuBLASLt on the H200 rounds the product to bf16 before it adds: the bits
+	 * of matmul then add). out must not alias a or b; addend may be out. */
+	void (*matmul_add)(void *out, const void *a, const void *b, const void *addend, int m,
+			   int n, int k, int ta, int tb);
 
 	/* --- RMSNorm: y = x / sqrt(mean(x^2) + eps) * w, per row of (T, H) ---
 	 * fused: one pass per row; saves rstd (T). */
@@ -242,6 +248,56 @@ struct lb_ops {
 	/* The same, read back at once (tests and checks; waits for the device). */
 	double (*sum)(const void *x, size_t n);
 	double (*sum_sq)(const void *x, size_t n);
+
+	/* --- AdamW with its per-step scalars in backend memory (optional: NULL on the CPU,
+	 * whose trainer computes them on the host) ---
+	 * So that the optimizer needs no host value computed from the step's gradients (no
+	 * wait inside a step) and a captured graph of it serves every step. sc: LB_ADAMW_SC
+	 * elements of the F64 kind, {1 - b1^step, 1 - b2^step, grad_scale, step}.
+	 * adamw_scalars: enqueue sc = those values, computed on the host in double (as adamw
+	 *   computes them), grad_scale < 0 leaving sc[2] as it is (clip_scale sets it).
+	 * clip_scale: sc[2] = lb_optim_clip_scale(sqrt(sq[0]), clip) (optim.h), in double
+	 *   on the device; sq: one F64 element (the squared global gradient norm).
+	 * adamw_dev: adamw with c1, c2 and grad_scale read from sc: the same arithmetic. */
+	void (*adamw_scalars)(void *sc, int step, double b1, double b2, double grad_scale);
+	void (*clip_scale)(void *sc, const void *sq, double clip);
+	void (*adamw_dev)(void *param, void *master, const void *grad, void *m, void *v, size_t n,
+			  double lr, double b1, double b2, double eps, double wd, const void *sc);
+
+	/* --- graphs (optional: NULL on the CPU, which has no launches to save) ---
+	 * A segment is work the caller issues the same way each time it runs it (the same
+	 * ops on the same buffers with the same scalars), named by a key (bytes compared as
+	 * they are: zero the padding). Host-side work inside a segment (a collective that
+	 * stages through the host, a hook that switches streams) is bracketed by graph_pause
+	 * and graph_resume (they nest). The first time a key is seen its segment runs as
+	 * usual (the first call's tuning happens there); the second time it is captured,
+	 * piece by piece between the pauses, each piece launched as soon as it is captured
+	 * (the host work that follows reads what it wrote); from then on it is replayed.
+	 * graph_begin returns the table the caller issues the segment's ops through until
+	 * graph_end: this one, or on a replay a table whose device work does nothing outside
+	 * a pause (its work is in the graphs) while the host work between pauses runs as
+	 * usual, each graph_pause and graph_end launching the next piece.
+	 * graph_pause returns 0, or LB_GRAPH_RERUN when the capture failed before anything
+	 * of the segment ran: the caller stops issuing, calls graph_end(0) and runs the
+	 * segment again without graphs (ops = this table, no graph_begin). A capture that
+	 * fails after a piece ran ends the run (LB_FATAL, naming --cuda-graphs 0).
+	 * graph_end(ok): ok 0 abandons the segment (the caller's error, or a rerun); returns
+	 * what happened (LB_GRAPH_*). */
+	const struct lb_ops *(*graph_begin)(const void *key, size_t len);
+	int (*graph_pause)(void);
+	void (*graph_resume)(void);
+	int (*graph_end)(int ok);
+};
+
+#define LB_ADAMW_SC 4 /* elements of adamw_scalars' sc */
+
+/* What graph_end says of a segment. */
+enum lb_graph_run {
+	LB_GRAPH_EAGER = 0, /* ran as usual (first seen, or graphs given up for its key) */
+	LB_GRAPH_CAPTURED,  /* captured and launched; replayed from now on */
+	LB_GRAPH_REPLAYED,  /* replayed */
+	LB_GRAPH_RERUN,	    /* the capture failed before anything ran: run it again, eagerly */
+	LB_GRAPH_NRUNS
 };
 
 /* The CPU reference tables (static; never freed). fp32 is the trainer's backend; fp64 is

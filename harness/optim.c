@@ -55,17 +55,20 @@ void lb_optim_free(struct lb_optim *o)
 	memset(o, 0, sizeof(*o));
 }
 
-void lb_optim_step(struct lb_optim *o, void *params, const void *grads,
-		   const struct lb_tensor *tensors, int n_tensors, double grad_scale)
+/* The AdamW calls of a step: per range, maximal runs of tensors that follow one another
+ * in the flat buffer (no padding between them) with the same decay flag: run(ctx, flat
+ * [a, b), state offset s, decay). */
+static void adamw_runs(const struct lb_optim *o, const struct lb_tensor *tensors, int n_tensors,
+		       void (*run)(void *ctx, size_t a, size_t b, size_t s, int decay), void *ctx)
 {
-	const struct lb_ops *ops = o->ops;
-
-	o->step++;
 	for (int k = 0; k < o->n_r; k++) {
 		const struct lb_range *r = &o->r[k];
+		size_t ra = 0, rb = 0;
+		int rd = -1;
 
 		for (int i = 0; i < n_tensors; i++) {
-			size_t a = tensors[i].offset, b = a + tensors[i].count, s;
+			size_t a = tensors[i].offset, b = a + tensors[i].count;
+			int d = tensors[i].decay != 0;
 
 			if (a < r->lo)
 				a = r->lo;
@@ -73,14 +76,74 @@ void lb_optim_step(struct lb_optim *o, void *params, const void *grads,
 				b = r->hi;
 			if (a >= b)
 				continue;
-			s = r->soff + (a - r->lo);
-			ops->adamw(
-			    lb_at(ops, params, a, LB_K_ACT), lb_at(ops, o->master, s, LB_K_F32),
-			    lb_at(ops, (void *)grads, s, LB_K_F32), lb_at(ops, o->m, s, LB_K_F32),
-			    lb_at(ops, o->v, s, LB_K_F32), b - a, o->lr, o->beta1, o->beta2, o->eps,
-			    tensors[i].decay ? o->weight_decay : 0.0, o->step, grad_scale);
+			if (d == rd && a == rb) {
+				rb = b;
+				continue;
+			}
+			if (rd >= 0)
+				run(ctx, ra, rb, r->soff + (ra - r->lo), rd);
+			ra = a;
+			rb = b;
+			rd = d;
 		}
+		if (rd >= 0)
+			run(ctx, ra, rb, r->soff + (ra - r->lo), rd);
 	}
+}
+
+struct step_ctx {
+	const struct lb_optim *o;
+	const struct lb_ops *ops;
+	void *params;
+	const void *grads, *sc;
+	double grad_scale;
+};
+
+static void run_host(void *ctx, size_t a, size_t b, size_t s, int decay)
+{
+	const struct step_ctx *c = ctx;
+	const struct lb_optim *o = c->o;
+	const struct lb_ops *ops = c->ops;
+
+	ops->adamw(lb_at(ops, c->params, a, LB_K_ACT), lb_at(ops, o->master, s, LB_K_F32),
+		   lb_at(ops, (void *)c->grads, s, LB_K_F32), lb_at(ops, o->m, s, LB_K_F32),
+		   lb_at(ops, o->v, s, LB_K_F32), b - a, o->lr, o->beta1, o->beta2, o->eps,
+		   decay ? o->weight_decay : 0.0, o->step, c->grad_scale);
+}
+
+static void run_dev(void *ctx, size_t a, size_t b, size_t s, int decay)
+{
+	const struct step_ctx *c = ctx;
+	const struct lb_optim *o = c->o;
+	const struct lb_ops *ops = c->ops;
+
+	ops->adamw_dev(lb_at(ops, c->params, a, LB_K_ACT), lb_at(ops, o->master, s, LB_K_F32),
+		       lb_at(ops, (void *)c->grads, s, LB_K_F32), lb_at(ops, o->m, s, LB_K_F32),
+		       lb_at(ops, o->v, s, LB_K_F32), b - a, o->lr, o->beta1, o->beta2, o->eps,
+		       decay ? o->weight_decay : 0.0, c->sc);
+}
+
+void lb_optim_step(struct lb_optim *o, void *params, const void *grads,
+		   const struct lb_tensor *tensors, int n_tensors, double grad_scale)
+{
+	struct step_ctx c = {o, o->ops, params, grads, NULL, grad_scale};
+
+	o->step++;
+	adamw_runs(o, tensors, n_tensors, run_host, &c);
+}
+
+int lb_optim_next_step(struct lb_optim *o)
+{
+	return ++o->step;
+}
+
+void lb_optim_step_dev(const struct lb_optim *o, const struct lb_ops *ops, void *params,
+		       const void *grads, const struct lb_tensor *tensors, int n_tensors,
+		       const void *sc)
+{
+	struct step_ctx c = {o, ops, params, grads, sc, 0};
+
+	adamw_runs(o, tensors, n_tensors, run_dev, &c);
 }
 
 double lb_optim_clip_scale(double norm, double clip)

@@ -46,9 +46,20 @@ int lb_optim_init(struct lb_optim *o, const struct lb_ops *ops, const void *para
 void lb_optim_free(struct lb_optim *o);
 
 /* One AdamW step on the ranges: grads (f32, state layout) scaled by grad_scale; the
- * updated parameters written into params (flat); decay per tensor. */
+ * updated parameters written into params (flat); decay per tensor. One adamw call per
+ * run of consecutive tensors of one range with the same decay (the arithmetic is per
+ * element: the same values as a call per tensor, fewer launches). */
 void lb_optim_step(struct lb_optim *o, void *params, const void *grads,
 		   const struct lb_tensor *tensors, int n_tensors, double grad_scale);
+
+/* The same step with its scalars in backend memory (ops.h adamw_scalars, adamw_dev): the
+ * caller counts the step with lb_optim_next_step and enqueues adamw_scalars(sc, that
+ * step, ...) itself (before a graph of this, which must not hold the step number), then
+ * this issues the adamw_dev calls through ops (the segment's table). */
+int lb_optim_next_step(struct lb_optim *o);
+void lb_optim_step_dev(const struct lb_optim *o, const struct lb_ops *ops, void *params,
+		       const void *grads, const struct lb_tensor *tensors, int n_tensors,
+		       const void *sc);
 
 /* Gradient-norm clipping (Pascanu et al. 2013): the factor min(1, clip / norm); 1 when
  * clip <= 0. norm is the global L2 norm of the gradients. */

@@ -514,6 +514,16 @@ static int rank_main(const struct lb_rank_env *env, void *arg)
 		code = rank_fail(x, lg, world, rank, 0, cls, culprit, msg);
 		goto out;
 	}
+	if (o->cuda_graphs && ops->graph_begin) { /* what the graphs did, per rank */
+		long gr[LB_GRAPH_NRUNS];
+
+		lb_trainer_graph_runs(t, gr);
+		fprintf(stderr,
+			"layoutbench-train: rank %d: cuda graphs: %ld segments captured, %ld "
+			"replayed, %ld run without a graph, %ld captures given up\n",
+			rank, gr[LB_GRAPH_CAPTURED], gr[LB_GRAPH_REPLAYED], gr[LB_GRAPH_EAGER],
+			gr[LB_GRAPH_RERUN]);
+	}
 	if (rank == 0) {
 		snprintf(msg, sizeof(msg), "%d steps", l->steps);
 		lb_trainlog_end(lg, NULL, msg, -1, LB_EXIT_OK);

@@ -58,6 +58,10 @@ struct lb_train_opts {
 	int pipe_overlap;	     /* --pipe-overlap: 1 (default) the pipeline's sends and
 					receives on the p2p stream (harness/pipestream.h);
 					0 on the compute stream */
+	int cuda_graphs;	     /* --cuda-graphs / LAYOUTBENCH_CUDA_GRAPHS: 1 captures
+					each micro-batch's forward and backward and the
+					optimizer as graphs and replays them (ops.h
+					graph_begin; no effect where the backend has none) */
 };
 
 #define LB_TRAIN_DEFAULT_LR	      3e-3
@@ -118,7 +122,13 @@ struct lb_trainer {
 			      optimizer, other, overlapped), n_ev / 2 + 4 */
 	double opt_comm_s; /* collectives inside the optimizer phase, s */
 	double grad_norm;  /* of the last step, before clipping */
-	char err[1024];	   /* what failed, after an LB_E_* return */
+	int fresh_grads;   /* 1 while lb_trainer_step runs its list: each chunk's first
+			      backward writes its gradients (model.h grad_first) */
+	void *sc;	   /* LB_ADAMW_SC f64: AdamW's step scalars on the device, when the
+			      backend keeps them there (ops.h adamw_dev); else NULL */
+	/* the optimizer's graph segments by how they ran (the model counts its own) */
+	long graph_runs[LB_GRAPH_NRUNS];
+	char err[1024]; /* what failed, after an LB_E_* return */
 };
 
 /* Build model, optimizer and data for opts (after lb_train_check) on backend ops.
@@ -154,6 +164,10 @@ int lb_trainer_step(struct lb_trainer *t, int step, double *loss);
  * (installed by the run for SIGTERM and SIGINT). */
 int lb_train_stop_signal(void);
 void lb_train_on_signal(int sig);
+
+/* Segments run by how (ops.h LB_GRAPH_*), the model's and the optimizer's together: n
+ * (LB_GRAPH_NRUNS entries). */
+void lb_trainer_graph_runs(const struct lb_trainer *t, long *n);
 
 /* The whole run: checks, the ranks (srun tasks, or --nproc-per-node forked here), run
  * log, steps, live lines on stderr, the end record. Returns the process exit status

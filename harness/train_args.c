@@ -30,6 +30,7 @@ void lb_train_opts_init(struct lb_train_opts *o)
 	o->grad_bucket = LB_GRAD_BUCKET_DEFAULT;
 	o->grad_overlap = 1;
 	o->pipe_overlap = 1;
+	o->cuda_graphs = 0;
 }
 
 const char *lb_train_usage(void)
@@ -73,6 +74,9 @@ const char *lb_train_usage(void)
 	    "                          stream (1, default), or on the compute stream (0)\n"
 	    "  --pipe-overlap 0|1      pipeline sends and receives on a stream of their own\n"
 	    "                          (1, default), or on the compute stream (0)\n"
+	    "  --cuda-graphs 0|1       1: capture each micro-batch's forward and backward and\n"
+	    "                          the optimizer as CUDA graphs and replay them; 0 (default,\n"
+	    "                          or $LAYOUTBENCH_CUDA_GRAPHS): launch every kernel\n"
 	    "  --dump-params FILE      testing aid: write the whole model's fp32 parameters\n"
 	    "                          after the last step (rank 0)\n"
 	    "  --quiet                 no progress line per step on stderr\n"
@@ -146,6 +150,7 @@ static const struct {
     {"--grad-bucket", 1},
     {"--grad-overlap", 1},
     {"--pipe-overlap", 1},
+    {"--cuda-graphs", 1},
 };
 
 static int set_train_flag(struct lb_train_opts *o, const char *name, const char *v, char *err,
@@ -224,6 +229,10 @@ static int set_train_flag(struct lb_train_opts *o, const char *name, const char 
 		if (strcmp(v, "0") && strcmp(v, "1"))
 			goto bad_enum;
 		o->pipe_overlap = v[0] == '1';
+	} else if (!strcmp(name, "--cuda-graphs")) {
+		if (strcmp(v, "0") && strcmp(v, "1"))
+			goto bad_enum;
+		o->cuda_graphs = v[0] == '1';
 	} else if (!strcmp(name, "--dump-params")) {
 		if (!*v || strlen(v) >= sizeof(o->dump_params))
 			goto bad;
@@ -240,6 +249,7 @@ bad_enum:
 		 : !strcmp(name, "--gpu-comm")		? "auto, nccl or staged"
 		 : !strcmp(name, "--grad-overlap")	? "0 or 1"
 		 : !strcmp(name, "--pipe-overlap")	? "0 or 1"
+		 : !strcmp(name, "--cuda-graphs")	? "0 or 1"
 		 : !strcmp(name, "--bootstrap")		? "auto, file or pmi2"
 							: "u16 or u32");
 	return -1;
@@ -261,10 +271,20 @@ int lb_train_parse_args(struct lb_train_opts *o, int argc, char **argv, char *er
 	char **rest;
 	int nrest = 0, rc = 0;
 	const char *env = getenv("LAYOUTBENCH_MEM_LIMIT");
+	const char *graphs = getenv("LAYOUTBENCH_CUDA_GRAPHS");
 
 	if (env && *env && lb_parse_bytes(env, &o->mem_limit)) {
 		snprintf(err, errlen, "LAYOUTBENCH_MEM_LIMIT: invalid byte count '%s'", env);
 		return -1;
+	}
+	if (graphs && *graphs) { /* the flag wins */
+		if (strcmp(graphs, "0") && strcmp(graphs, "1")) {
+			snprintf(err, errlen,
+				 "LAYOUTBENCH_CUDA_GRAPHS: unknown value '%s' (expected 0 or 1)",
+				 graphs);
+			return -1;
+		}
+		o->cuda_graphs = graphs[0] == '1';
 	}
 	for (int i = 1; i < argc; i++) /* --help wins over any error */
 		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {

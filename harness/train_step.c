@@ -4,6 +4,14 @@
  * by the pipeline schedule's executor (lb_schedule_execute, the one path for the
  * trainer and the tests), the gradient reductions, norm, clipping and AdamW, the phase
  * times, the stop flag and fault injection. See train.h, docs/trainer.md.
+ *
+ * What a step waits for: where the backend keeps AdamW's scalars on the device (ops.h
+ * adamw_dev) and one rank sees the whole gradient norm, nothing before the step's end
+ * (the norm, the clip factor and AdamW run on the device; the loss and the norm are read
+ * back once, after the optimizer); with several ranks the norm is summed on the host,
+ * which reads it before AdamW. The gradients are not zeroed before a step: each chunk's
+ * first backward writes them (model.h grad_first). With --cuda-graphs 1 the optimizer is
+ * a graph segment too.
  */
 #include "harness/train.h"
 
@@ -158,6 +166,8 @@ int lb_trainer_init_par(struct lb_trainer *t, const struct lb_train_opts *o,
 		return LB_E_INVAL;
 	}
 	rc = lb_llama_init_slots(&t->model, ops, t->tp, l, t->stage, t->sched.n_slots);
+	if (rc == 0)
+		t->model.graphs = o->cuda_graphs;
 	/* two events per forward or backward of a step (of each model chunk), two for the
 	 * optimizer */
 	t->n_ev = 4 * t->accum * t->sched.chunks + 2;
@@ -172,6 +182,9 @@ int lb_trainer_init_par(struct lb_trainer *t, const struct lb_train_opts *o,
 			rc = LB_E_OOM;
 	}
 	if (rc == 0 && !(t->stats = ops->alloc(2, LB_K_F64)))
+		rc = LB_E_OOM;
+	if (rc == 0 && ops->adamw_dev && ops->adamw_scalars && ops->clip_scale &&
+	    !(t->sc = ops->alloc(LB_ADAMW_SC, LB_K_F64)))
 		rc = LB_E_OOM;
 	if (rc == 0)
 		rc = lb_optim_init(&t->optim, ops, t->model.params, t->gs.r, t->gs.n_r, o->lr,
@@ -237,7 +250,9 @@ void lb_trainer_free(struct lb_trainer *t)
 		t->ops->free_(t->tied_buf);
 	if (t->ops && t->stats)
 		t->ops->free_(t->stats);
-	t->tied_buf = t->stats = NULL;
+	if (t->ops && t->sc)
+		t->ops->free_(t->sc);
+	t->tied_buf = t->stats = t->sc = NULL;
 	for (int i = 0; t->ev && i < t->n_ev; i++)
 		if (t->ev[i])
 			t->ops->event_destroy(t->ev[i]);
@@ -363,6 +378,8 @@ static int exec_backward(void *ctx, const struct lb_step *st)
 	 * order */
 	lb_pipestream_compute(&x->t->ps, st); /* its gradient arrived, the last one was sent */
 	lb_gradsync_backward(&x->t->gs, st->micro == 0, st->micro == x->t->accum - 1);
+	/* a chunk's first backward of the step writes its gradients: no zeroing before */
+	x->t->model.grad_first = x->t->fresh_grads && st->micro == 0;
 	compute_begin(x, st);
 	return compute_end(x, st, lb_llama_backward(&x->t->model, st->chunk, st->slot, NULL));
 }
@@ -476,31 +493,107 @@ int lb_trainer_run_steps(struct lb_trainer *t, int step, const struct lb_step *l
  * without ZeRO only dp rank 0 counts), norm gains on tp rank 0 only, a tied embedding's
  * last-stage copy not at all. Enqueued: the sum lands in acc (one f64 element), which
  * the caller zeroed. */
-static void local_sum_sq(struct lb_trainer *t, void *acc)
+static void local_sum_sq(struct lb_trainer *t, const struct lb_ops *ops, void *acc)
 {
 	struct lb_llama *m = &t->model;
 	void *g = lb_gradsync_grads(&t->gs);
 
 	if (!t->gs.zero && t->dp_rank != 0)
 		return;
+	/* one call per run of counted tensors that follow one another in a range (no
+	 * padding between them): the same sum, fewer launches */
 	for (int k = 0; k < t->optim.n_r; k++) {
 		const struct lb_range *r = &t->optim.r[k];
+		size_t ra = 0, rb = 0;
+		int open = 0;
 
 		for (int i = 0; i < m->n_tensors; i++) {
 			size_t a = m->tensors[i].offset, b = a + m->tensors[i].count;
 
 			if (lb_llama_tied_copy(m, i) ||
-			    (lb_llama_tp_replicated(m, i) && m->tp_rank))
+			    (lb_llama_tp_replicated(m, i) && m->tp_rank)) {
+				if (open)
+					ops->sum_sq_acc(
+					    acc, lb_at(ops, g, r->soff + (ra - r->lo), LB_K_F32),
+					    rb - ra);
+				open = 0;
 				continue;
+			}
 			if (a < r->lo)
 				a = r->lo;
 			if (b > r->hi)
 				b = r->hi;
-			if (a < b)
-				t->ops->sum_sq_acc(
-				    acc, lb_at(t->ops, g, r->soff + (a - r->lo), LB_K_F32), b - a);
+			if (a >= b)
+				continue;
+			if (open && a == rb) {
+				rb = b;
+				continue;
+			}
+			if (open)
+				ops->sum_sq_acc(
+				    acc, lb_at(ops, g, r->soff + (ra - r->lo), LB_K_F32), rb - ra);
+			ra = a;
+			rb = b;
+			open = 1;
 		}
+		if (open)
+			ops->sum_sq_acc(acc, lb_at(ops, g, r->soff + (ra - r->lo), LB_K_F32),
+					rb - ra);
 	}
+}
+
+/* The optimizer's device work as a graph segment (ops.h graph_begin) when graphs are on:
+ * with `norm`, the gradient norm and the clip factor into t->stats and t->sc first (one
+ * rank sees the whole norm); with `adamw`, AdamW from t->sc. */
+struct opt_key {
+	char name[48];
+	int norm, adamw;
+};
+
+static void opt_body(struct lb_trainer *t, const struct lb_ops *o, int norm, int adamw)
+{
+	struct lb_llama *m = &t->model;
+	void *sq = lb_at(o, t->stats, 1, LB_K_F64);
+
+	if (norm) {
+		o->copy(t->stats, m->loss_acc, 1, LB_K_F64);
+		o->zero(sq, 1, LB_K_F64);
+		local_sum_sq(t, o, sq);
+	}
+	if (norm && adamw)
+		o->clip_scale(t->sc, sq, t->opts.clip);
+	if (adamw)
+		lb_optim_step_dev(&t->optim, o, m->params, lb_gradsync_grads(&t->gs), m->tensors,
+				  m->n_tensors, t->sc);
+}
+
+static void opt_segment(struct lb_trainer *t, int norm, int adamw)
+{
+	const struct lb_ops *ops = t->ops;
+	struct opt_key k;
+	int st;
+
+	if (!t->opts.cuda_graphs || !ops->graph_begin) {
+		opt_body(t, ops, norm, adamw);
+		return;
+	}
+	memset(&k, 0, sizeof(k));
+	snprintf(k.name, sizeof(k.name), "optimizer (%s%s%s)", norm ? "norm" : "",
+		 norm && adamw ? ", " : "", adamw ? "AdamW" : "");
+	k.norm = norm;
+	k.adamw = adamw;
+	opt_body(t, ops->graph_begin(&k, sizeof(k)), norm, adamw);
+	st = ops->graph_end(1);
+	if (st == LB_GRAPH_RERUN) /* nothing of it ran: again, eagerly */
+		opt_body(t, ops, norm, adamw);
+	if (st >= 0 && st < LB_GRAPH_NRUNS)
+		t->graph_runs[st]++;
+}
+
+void lb_trainer_graph_runs(const struct lb_trainer *t, long *n)
+{
+	for (int i = 0; i < LB_GRAPH_NRUNS; i++)
+		n[i] = t->graph_runs[i] + t->model.graph_runs[i];
 }
 
 /* pp > 1 with a tied embedding: first and last stage swap their copies' gradients and
@@ -596,8 +689,12 @@ int lb_trainer_step(struct lb_trainer *t, int step, double *loss)
 	default:
 		break;
 	}
-	lb_llama_zero_grads(m);
-	if ((rc = lb_trainer_run_steps(t, step, t->sched.steps, t->sched.n_steps, NULL)))
+	/* no zeroing: each chunk's first backward writes the gradients (grad_first) */
+	t->fresh_grads = 1;
+	rc = lb_trainer_run_steps(t, step, t->sched.steps, t->sched.n_steps, NULL);
+	t->fresh_grads = 0;
+	m->grad_first = 0;
+	if (rc)
 		return rc;
 	SET_TAG(TAG_OTHER(t));
 	if ((rc = lb_gradsync_sp_rest(&t->gs))) {
@@ -611,14 +708,26 @@ int lb_trainer_step(struct lb_trainer *t, int step, double *loss)
 	STEP_COMM(t->gs.err[0] ? t->gs.err : "data-parallel gradient reduction",
 		  lb_gradsync_finish(&t->gs));
 
-	/* the optimizer phase: the gradient norm on the device, then the step's one read of
-	 * the loss and the norm (the clip factor needs the global norm), then AdamW */
+	/* the optimizer phase: the gradient norm on the device; with the scalars on the
+	 * device and one rank, the clip factor and AdamW there too, and the step's one read
+	 * of the loss and the norm after them; else that read first (the clip factor needs
+	 * the global norm), then AdamW */
 	cw = t->comm_s;
 	SET_TAG(TAG_OPT(t));
 	ops->event_record(t->ev[n_opt]);
-	ops->copy(t->stats, m->loss_acc, 1, LB_K_F64);
-	ops->zero(lb_at(ops, t->stats, 1, LB_K_F64), 1, LB_K_F64);
-	local_sum_sq(t, lb_at(ops, t->stats, 1, LB_K_F64));
+	if (t->sc && (!t->world || t->world->size == 1) && !t->dp) {
+		ops->adamw_scalars(t->sc, lb_optim_next_step(&t->optim), t->optim.beta1,
+				   t->optim.beta2, -1.0);
+		opt_segment(t, 1, 1);
+		ops->event_record(t->ev[n_opt + 1]);
+		t->opt_comm_s = 0;
+		SET_TAG(TAG_OTHER(t));
+		ops->read(host, t->stats, 2, LB_K_F64); /* the step's end */
+		*loss = host[0] * t->loss_scale;
+		t->grad_norm = sqrt(host[1]);
+		goto times;
+	}
+	opt_segment(t, 1, 0);
 	ops->read(host, t->stats, 2, LB_K_F64);
 	sum = host[0];
 	sq = host[1];
@@ -641,13 +750,20 @@ int lb_trainer_step(struct lb_trainer *t, int step, double *loss)
 		STEP_COMM("gradient norm all-reduce", lb_comm_sum_double(t->world, &sq));
 	t->grad_norm = sqrt(sq);
 	scale = lb_optim_clip_scale(t->grad_norm, t->opts.clip);
-	lb_optim_step(&t->optim, m->params, lb_gradsync_grads(&t->gs), m->tensors, m->n_tensors,
-		      scale);
+	if (t->sc) {
+		ops->adamw_scalars(t->sc, lb_optim_next_step(&t->optim), t->optim.beta1,
+				   t->optim.beta2, scale);
+		opt_segment(t, 0, 1);
+	} else {
+		lb_optim_step(&t->optim, m->params, lb_gradsync_grads(&t->gs), m->tensors,
+			      m->n_tensors, scale);
+	}
 	/* ZeRO: every rank gets the updated slices */
 	STEP_COMM("data-parallel parameter all-gather", lb_gradsync_gather_params(&t->gs));
 	ops->event_record(t->ev[n_opt + 1]);
 	t->opt_comm_s = t->comm_s - cw;
 	SET_TAG(TAG_OTHER(t));
+times:
 	ops->event_elapsed(t->ev[n_opt], t->ev[n_opt + 1]); /* the step's end: times complete */
 	if (!device_comm_times(t)) /* host-timed groups (CPU, staged), and the device's waits */
 		t->bubble_s += lb_pipestream_wait_s(&t->ps);

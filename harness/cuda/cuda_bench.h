@@ -12,6 +12,7 @@
 #define LB_CUDA_BENCH_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -43,6 +44,20 @@ double lb_cuda_mem_used(void);
  * stream makes no progress meanwhile, as when a device call hangs (the communicator
  * watchdog's test). 0, or -1 when the launch failed. */
 int lb_cuda_stall(double seconds);
+
+/* The attention variant sweep at one shape (B sequences of S tokens, nh query and nkv
+ * key-value heads of dim d, causal): every variant of cuDNN's forward and backward graphs
+ * (the trainer's; as cuDNN's frontend builds them; the dP-workspace backward; ...) with every
+ * engine configuration cuDNN offers for it (its heuristic's lists, every engine with its
+ * default knobs, the knobs of the fastest engine through their ranges), each plan's outputs
+ * checked against the trainer's plan's and timed. Tab-separated lines to out: TRAINER (the
+ * trainer's own plans), SWEEP per plan, VARIANT per variant, BEST per direction and for
+ * forward + backward (flushed as they come). Stops starting plans after max_s seconds.
+ * *trainer and *best (TFLOP/s forward + backward: the trainer's plans, the fastest checked
+ * ones; -1 when unknown). 0, or -1 (no cuDNN, out of memory). Implemented in
+ * harness/cuda/attention_cudnn.cu. */
+int lb_cuda_cudnn_sweep(int b, int s, int nh, int nkv, int d, double max_s, FILE *out,
+			double *trainer, double *best);
 
 #ifdef __cplusplus
 }

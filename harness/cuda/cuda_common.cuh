@@ -31,6 +31,45 @@ extern "C" {
 
 typedef __nv_bfloat16 act_t;
 
+/*
+ * CUDA graphs (graph.cu; the ops table's graph_begin ... graph_end, ops.h). What the other
+ * files need of them:
+ *  - lbc_graph_capturing: 1 while a segment is being captured outside a pause: what is
+ *    enqueued now goes into a graph and runs only when that piece is launched. Work that
+ *    must not be captured (a first call's tuning, which waits for the device) asks first.
+ *  - lbc_graph_soft: a CUDA, cuBLASLt or cuDNN call failed (what, why). During a capture
+ *    that nothing of has run yet the failure is noted and absorbed (1): the capture is
+ *    dropped and its segment runs again without a graph. Otherwise 0 (after a line on
+ *    stderr when it happened inside a capture): the caller's fatal error follows.
+ *  - lbc_graph_abort: the same for a condition a capture cannot take (a plan that would
+ *    have to be built and tuned now): 1 when absorbed (the caller enqueues nothing); it
+ *    ends the run (naming --cuda-graphs 0) when a piece of the segment already ran.
+ *  - lbc_graph_drop: the capture goes on, but its graphs are not kept (a GEMM with an
+ *    untuned algorithm): the next time the segment runs eagerly and is captured again.
+ *  - lbc_graph_invalidate: device memory a graph may name is freed or moved (the shared
+ *    workspace grew, a buffer was freed): every graph is dropped (captured again later).
+ *  - lbc_graph_guard: a call that cannot be part of a segment (a host transfer, a wait,
+ *    a stream switch) ends the run when made inside one outside a pause.
+ *  - lbc_graph_skip: 1 on a replay outside a pause: an op of the replay table does nothing.
+ */
+int lbc_graph_capturing(void);
+int lbc_graph_soft(const char *what, const char *why);
+int lbc_graph_abort(const char *why);
+void lbc_graph_drop(const char *why);
+void lbc_graph_invalidate(void);
+void lbc_graph_guard(const char *what);
+int lbc_graph_skip(void);
+/* The table's members (graph.cu). */
+const struct lb_ops *lbc_graph_begin(const void *key, size_t len);
+int lbc_graph_pause(void);
+void lbc_graph_resume(void);
+int lbc_graph_end(int ok);
+/* The table graph_begin returns on a replay (ops_cuda.cu): the cuda table's, with every
+ * op that only enqueues device work doing nothing while lbc_graph_skip() says so. */
+const struct lb_ops *lbc_replay_table(void);
+/* The main stream (the one segments are captured on and replayed on). */
+cudaStream_t lbc_main_stream(void);
+
 /* The backend's stream and cuBLASLt handle (ops_cuda.cu; valid after init). */
 extern cudaStream_t lbc_stream;
 extern cublasLtHandle_t lbc_lt;
@@ -38,7 +77,7 @@ extern cublasLtHandle_t lbc_lt;
 #define LBC_CHECK(call)                                                                            \
 	do {                                                                                       \
 		cudaError_t e_ = (call);                                                           \
-		if (e_ != cudaSuccess)                                                             \
+		if (e_ != cudaSuccess && !lbc_graph_soft(#call, cudaGetErrorString(e_)))           \
 			lb_fatal(__FILE__, __LINE__,                                               \
 				 e_ == cudaErrorMemoryAllocation ? "oom" : "error", "%s: %s",      \
 				 #call, cudaGetErrorString(e_));                                   \
@@ -46,7 +85,7 @@ extern cublasLtHandle_t lbc_lt;
 #define LBC_CHECK_LT(call)                                                                         \
 	do {                                                                                       \
 		cublasStatus_t s_ = (call);                                                        \
-		if (s_ != CUBLAS_STATUS_SUCCESS)                                                   \
+		if (s_ != CUBLAS_STATUS_SUCCESS && !lbc_graph_soft(#call, "a cuBLASLt error"))     \
 			lb_fatal(__FILE__, __LINE__,                                               \
 				 s_ == CUBLAS_STATUS_ALLOC_FAILED ? "oom" : "error",               \
 				 "%s: cublas status %d", #call, (int)s_);                          \

@@ -12,7 +12,8 @@
  * sum_sq, event_elapsed and sync wait, and lbc_gemm on the first call of each distinct
  * problem (the tuning; the first, warm-up step), which also briefly holds a scratch copy of
  * C outside the counting allocator (LAYOUTBENCH_GEMM_TUNE=0: no tuning, no wait). The
- * trainer drives the backend from one host thread: nothing here takes a lock.
+ * trainer drives the backend from one host thread: nothing here takes a lock. The table's
+ * graph members are graph.cu's; the replay table they hand out is built here.
  */
 #include <ctype.h>
 #include <math.h>
@@ -178,6 +179,7 @@ static void *cuda_alloc(size_t n, enum lb_kind k)
 {
 	size_t es;
 
+	lbc_graph_guard("alloc");
 	if ((unsigned)k >= LB_NKINDS)
 		return NULL;
 	es = kind_size[k];
@@ -192,12 +194,15 @@ static void cuda_free(void *p)
 
 	if (!p)
 		return;
+	lbc_graph_guard("free");
 	s = mem_find(p);
 	if (!s)
 		lb_fatal(__FILE__, __LINE__, "error", "free of %p, which the allocator never gave",
 			 p);
-	/* cudaFree waits for the device: work still reading p has finished */
+	/* cudaFree waits for the device: work still reading p has finished; a graph that
+	 * names p must not run again */
 	LBC_CHECK(cudaFree(p));
+	lbc_graph_invalidate();
 	mem.live -= s->bytes;
 	mem.count--;
 	s->p = SLOT_TOMB;
@@ -209,6 +214,10 @@ void *lbc_workspace(size_t bytes)
 	void *p;
 
 	if (bytes <= lbc.ws_bytes)
+		return lbc.workspace;
+	/* not inside a capture: the captured work is dropped and runs again, eagerly, where
+	 * the workspace can grow (the graphs that name the old one are dropped then) */
+	if (lbc_graph_abort("the shared workspace would have to grow"))
 		return lbc.workspace;
 	p = mem_alloc_bytes(bytes);
 	if (!p)
@@ -473,6 +482,7 @@ static void cuda_write(void *dst, const double *src, size_t n, enum lb_kind k)
 
 	if (!n)
 		return;
+	lbc_graph_guard("write");
 	stage_init();
 	for (size_t off = 0; off < n; off += chunk, b ^= 1) {
 		size_t cnt = n - off < chunk ? n - off : chunk;
@@ -504,6 +514,7 @@ static void cuda_read(double *dst, const void *src, size_t n, enum lb_kind k)
 
 	if (!n)
 		return;
+	lbc_graph_guard("read");
 	stage_init();
 	read_enqueue(0, src, 0, n < chunk ? n : chunk, es);
 	for (size_t off = 0; off < n; off += chunk, b ^= 1) {
@@ -522,6 +533,7 @@ static void cuda_write_i32(int32_t *dst, const int32_t *src, size_t n)
 
 	if (!n)
 		return;
+	lbc_graph_guard("write_i32");
 	ring.next = (ring.next + 1) % RING_N;
 	if (!ring.ev[i])
 		LBC_CHECK(cudaEventCreateWithFlags(&ring.ev[i], cudaEventDisableTiming));
@@ -558,6 +570,7 @@ static void *cuda_stream(void)
 
 static void cuda_sync(void)
 {
+	lbc_graph_guard("sync");
 	LBC_CHECK(cudaStreamSynchronize(lbc_stream));
 }
 
@@ -580,12 +593,18 @@ static void cuda_event_destroy(void *ev)
 
 static void cuda_event_record(void *ev)
 {
+	lbc_graph_guard("event_record");
 	LBC_CHECK(cudaEventRecord((cudaEvent_t)ev, lbc_stream));
 }
 
 /* The side stream and the pipeline's p2p stream (created at init) and the backend's own:
  * lbc_stream is whichever the following ops go to. */
 static cudaStream_t main_stream, side, p2p;
+
+cudaStream_t lbc_main_stream(void)
+{
+	return main_stream;
+}
 
 static void *cuda_side_stream(void)
 {
@@ -599,11 +618,13 @@ static void *cuda_p2p_stream(void)
 
 static void cuda_use_stream(void *s)
 {
+	lbc_graph_guard("use_stream");
 	lbc_stream = s ? (cudaStream_t)s : main_stream;
 }
 
 static void cuda_wait_event(void *ev)
 {
+	lbc_graph_guard("wait_event");
 	LBC_CHECK(cudaStreamWaitEvent(lbc_stream, (cudaEvent_t)ev, 0));
 }
 
@@ -611,6 +632,7 @@ static double cuda_event_elapsed(void *a, void *b)
 {
 	float ms = 0;
 
+	lbc_graph_guard("event_elapsed");
 	LBC_CHECK(cudaEventSynchronize((cudaEvent_t)b));
 	LBC_CHECK(cudaEventElapsedTime(&ms, (cudaEvent_t)a, (cudaEvent_t)b));
 	return ms * 1e-3;
@@ -633,7 +655,8 @@ static double cuda_event_elapsed(void *a, void *b)
 
 struct gemm_key {
 	int m, n, k, ta, tb, batch, c_f32, beta_nz;
-	int align_a, align_b, align_c, pad; /* bytes, powers of two up to 256; pad: 0 */
+	int align_a, align_b, align_c; /* bytes, powers of two up to 256 */
+	int c_in;		       /* 1: C read from its own buffer, D written to another */
 	long long lda, ldb, ldc, sa, sb, sc;
 };
 
@@ -788,12 +811,13 @@ static size_t gemm_c_extent(const struct gemm_key *q)
 	return (size_t)e * (q->c_f32 ? sizeof(float) : sizeof(act_t));
 }
 
-/* One tuning run of algo, into the scratch sc (C and D); 1 when cuBLASLt accepted it. */
+/* One tuning run of algo into the scratch sc (D; C too unless cin, the caller's C, which is
+ * only read); 1 when cuBLASLt accepted it. */
 static int tune_run(const struct gemm_plan *p, const cublasLtMatmulAlgo_t *algo, void *sc,
-		    const void *a, const void *b, float alpha, float beta)
+		    const void *cin, const void *a, const void *b, float alpha, float beta)
 {
-	return cublasLtMatmul(lbc_lt, p->op, &alpha, b, p->la, a, p->lb, &beta, sc, p->lc, sc,
-			      p->lc, algo, lbc.workspace, WORKSPACE_B,
+	return cublasLtMatmul(lbc_lt, p->op, &alpha, b, p->la, a, p->lb, &beta, cin ? cin : sc,
+			      p->lc, sc, p->lc, algo, lbc.workspace, WORKSPACE_B,
 			      lbc_stream) == CUBLAS_STATUS_SUCCESS;
 }
 
@@ -822,7 +846,8 @@ static int tune_run(const struct gemm_plan *p, const cublasLtMatmulAlgo_t *algo,
  * or no candidate runs, the CUDA error is cleared and 0, the heuristic's first, is returned.
  */
 static int gemm_tune(const struct gemm_plan *p, const cublasLtMatmulHeuristicResult_t *res, int n,
-		     const void *a, const void *b, const void *c, float alpha, float beta)
+		     const void *a, const void *b, const void *c, const void *cin, float alpha,
+		     float beta)
 {
 	cudaEvent_t ev[2 * TUNE_ALGOS];
 	int ran[TUNE_ALGOS];
@@ -839,7 +864,7 @@ static int gemm_tune(const struct gemm_plan *p, const cublasLtMatmulHeuristicRes
 	if (!bytes || cudaMalloc((void **)&base, bytes + off) != cudaSuccess || !base)
 		goto out_clear;
 	sc = base + off;
-	if (beta != 0.0f &&
+	if (beta != 0.0f && !cin &&
 	    cudaMemcpyAsync(sc, c, bytes, cudaMemcpyDeviceToDevice, lbc_stream) != cudaSuccess)
 		goto out_free;
 	for (i = 0; i < n; i++) {
@@ -849,13 +874,13 @@ static int gemm_tune(const struct gemm_plan *p, const cublasLtMatmulHeuristicRes
 		if (res[i].state != CUBLAS_STATUS_SUCCESS)
 			continue;
 		/* the warm-up: a refusal here (or below) marks the candidate unavailable */
-		ran[i] = tune_run(p, &res[i].algo, sc, a, b, alpha, beta);
+		ran[i] = tune_run(p, &res[i].algo, sc, cin, a, b, alpha, beta);
 		if (!ran[i])
 			continue;
 		if (cudaEventRecord(ev[2 * i], lbc_stream) != cudaSuccess)
 			goto out_free;
 		for (r = 0; r < TUNE_RUNS && ran[i]; r++)
-			ran[i] = tune_run(p, &res[i].algo, sc, a, b, alpha, beta);
+			ran[i] = tune_run(p, &res[i].algo, sc, cin, a, b, alpha, beta);
 		if (cudaEventRecord(ev[2 * i + 1], lbc_stream) != cudaSuccess)
 			goto out_free;
 		last = i;
@@ -881,23 +906,41 @@ out_clear:
 	return best;
 }
 
+/* The cached plan of key, or NULL. */
+static const struct gemm_plan *gemm_plan_find(const struct gemm_key *key)
+{
+	if (plans.cap)
+		for (size_t i = (size_t)gemm_hash(key) & (plans.cap - 1); plans.slot[i].used;
+		     i = (i + 1) & (plans.cap - 1))
+			if (!memcmp(&plans.slot[i].key, key, sizeof(*key)))
+				return &plans.slot[i];
+	return NULL;
+}
+
+static void gemm_no_algorithm(const struct gemm_key *key)
+{
+	lb_fatal(__FILE__, __LINE__, "error",
+		 "cublasLt has no algorithm for gemm m=%d n=%d k=%d ta=%d tb=%d lda=%lld "
+		 "ldb=%lld ldc=%lld batch=%d c_f32=%d align=%d/%d/%d",
+		 key->m, key->n, key->k, key->ta, key->tb, key->lda, key->ldb, key->ldc, key->batch,
+		 key->c_f32, key->align_a, key->align_b, key->align_c);
+}
+
 /* The cached plan of key, made (and its algorithm chosen) on first use. a, b, c, alpha and
  * beta are the first call's: the candidates are timed on them (gemm_tune, which writes a
  * scratch C, never c). */
 static const struct gemm_plan *gemm_plan_get(const struct gemm_key *key, const void *a,
-					     const void *b, const void *c, float alpha, float beta)
+					     const void *b, const void *c, const void *cin,
+					     float alpha, float beta)
 {
 	cublasLtMatmulHeuristicResult_t res[TUNE_ALGOS];
 	struct gemm_plan p;
+	const struct gemm_plan *hit = gemm_plan_find(key);
 	size_t i;
 	int got;
 
-	if (plans.cap) {
-		for (i = (size_t)gemm_hash(key) & (plans.cap - 1); plans.slot[i].used;
-		     i = (i + 1) & (plans.cap - 1))
-			if (!memcmp(&plans.slot[i].key, key, sizeof(*key)))
-				return &plans.slot[i];
-	}
+	if (hit)
+		return hit;
 	if ((plans.count + 1) * 2 > plans.cap) { /* grow at half load */
 		size_t ncap = plans.cap ? plans.cap * 2 : 64;
 		struct gemm_plan *ns = (struct gemm_plan *)calloc(ncap, sizeof(*ns));
@@ -915,12 +958,8 @@ static const struct gemm_plan *gemm_plan_get(const struct gemm_key *key, const v
 	memset(res, 0, sizeof(res));
 	got = gemm_heuristics(&p, res, gemm_tune_on() ? TUNE_ALGOS : 1);
 	if (got < 1)
-		lb_fatal(__FILE__, __LINE__, "error",
-			 "cublasLt has no algorithm for gemm m=%d n=%d k=%d ta=%d tb=%d lda=%lld "
-			 "ldb=%lld ldc=%lld batch=%d c_f32=%d align=%d/%d/%d",
-			 key->m, key->n, key->k, key->ta, key->tb, key->lda, key->ldb, key->ldc,
-			 key->batch, key->c_f32, key->align_a, key->align_b, key->align_c);
-	p.algo = res[got > 1 ? gemm_tune(&p, res, got, a, b, c, alpha, beta) : 0].algo;
+		gemm_no_algorithm(key);
+	p.algo = res[got > 1 ? gemm_tune(&p, res, got, a, b, c, cin, alpha, beta) : 0].algo;
 	plans.count++;
 	return gemm_put(plans.slot, plans.cap, &p);
 }
@@ -975,12 +1014,16 @@ static __global__ void gemm_beta_kernel(T *c, int m, int n, long long ldc, long 
  * are measured neither wait nor allocate. LAYOUTBENCH_GEMM_TUNE=0 keeps the heuristic's
  * first choice instead.
  */
-void lbc_gemm(void *c, int c_f32, const void *a, const void *b, int m, int n, int k, int ta, int tb,
-	      long long lda, long long ldb, long long ldc, long long stride_a, long long stride_b,
-	      long long stride_c, int batch, float alpha, float beta)
+/* lbc_gemm with C read from cin (NULL: from c itself) and the result written to c (cuBLASLt's
+ * D): a GEMM whose epilogue adds another buffer. cin must not be c's alias in part. */
+static void gemm_ex(void *c, const void *cin, int c_f32, const void *a, const void *b, int m, int n,
+		    int k, int ta, int tb, long long lda, long long ldb, long long ldc,
+		    long long stride_a, long long stride_b, long long stride_c, int batch,
+		    float alpha, float beta)
 {
 	struct gemm_key key;
 	const struct gemm_plan *p;
+	const void *cr = cin ? cin : c;
 
 	if (m <= 0 || n <= 0 || batch <= 0)
 		return;
@@ -1000,10 +1043,41 @@ void lbc_gemm(void *c, int c_f32, const void *a, const void *b, int m, int n, in
 	}
 	gemm_key_make(&key, c_f32, a, b, c, m, n, k, ta, tb, lda, ldb, ldc, stride_a, stride_b,
 		      stride_c, batch, beta);
-	p = gemm_plan_get(&key, a, b, c, alpha, beta);
-	/* swapped operands: column-major C^T = op(B)^T op(A)^T; C and D are one buffer */
-	LBC_CHECK_LT(cublasLtMatmul(lbc_lt, p->op, &alpha, b, p->la, a, p->lb, &beta, c, p->lc, c,
+	key.c_in = cin != NULL;
+	if (cin) /* the alignment the heuristic is told must hold for both */
+		key.align_c = key.align_c < gemm_align(cin, stride_c, c_f32 ? 4 : 2, batch)
+				  ? key.align_c
+				  : gemm_align(cin, stride_c, c_f32 ? 4 : 2, batch);
+	if (lbc_graph_capturing() && !gemm_plan_find(&key)) {
+		/* a problem first seen inside a capture (the tuning waits for the device, which
+		 * a capture cannot): the heuristic's first algorithm, not cached; the graph is
+		 * right but not kept, so the segment runs eagerly (and tunes) the next time */
+		struct gemm_plan tmp;
+		cublasLtMatmulHeuristicResult_t res1;
+
+		memset(&res1, 0, sizeof(res1));
+		gemm_plan_init(&tmp, &key);
+		if (gemm_heuristics(&tmp, &res1, 1) < 1)
+			gemm_no_algorithm(&key);
+		lbc_graph_drop("a GEMM problem first seen inside the capture");
+		LBC_CHECK_LT(cublasLtMatmul(lbc_lt, tmp.op, &alpha, b, tmp.la, a, tmp.lb, &beta, cr,
+					    tmp.lc, c, tmp.lc, &res1.algo, lbc.workspace,
+					    WORKSPACE_B, lbc_stream));
+		gemm_plan_release(&tmp);
+		return;
+	}
+	p = gemm_plan_get(&key, a, b, c, cin, alpha, beta);
+	/* swapped operands: column-major C^T = op(B)^T op(A)^T; C read from cr, D written to c */
+	LBC_CHECK_LT(cublasLtMatmul(lbc_lt, p->op, &alpha, b, p->la, a, p->lb, &beta, cr, p->lc, c,
 				    p->lc, &p->algo, lbc.workspace, WORKSPACE_B, lbc_stream));
+}
+
+void lbc_gemm(void *c, int c_f32, const void *a, const void *b, int m, int n, int k, int ta, int tb,
+	      long long lda, long long ldb, long long ldc, long long stride_a, long long stride_b,
+	      long long stride_c, int batch, float alpha, float beta)
+{
+	gemm_ex(c, NULL, c_f32, a, b, m, n, k, ta, tb, lda, ldb, ldc, stride_a, stride_b, stride_c,
+		batch, alpha, beta);
 }
 
 /* The table's matmul: natural leading dims, one matrix, C overwritten or accumulated. */
@@ -1012,6 +1086,15 @@ static void cuda_matmul(void *c, const void *a, const void *b, int m, int n, int
 {
 	lbc_gemm(c, c_f32, a, b, m, n, k, ta, tb, ta ? m : k, tb ? k : n, n, 0, 0, 0, 1,
 		 (float)alpha, accumulate ? 1.0f : 0.0f);
+}
+
+/* The table's matmul_add: out = op(A) op(B) + addend (bf16), the addend read as cuBLASLt's
+ * C and the result written as its D, so the residual add needs no pass of its own. */
+static void cuda_matmul_add(void *out, const void *a, const void *b, const void *addend, int m,
+			    int n, int k, int ta, int tb)
+{
+	gemm_ex(out, addend == out ? NULL : addend, 0, a, b, m, n, k, ta, tb, ta ? m : k,
+		tb ? k : n, n, 0, 0, 0, 1, 1.0f, 1.0f);
 }
 
 /* ------------------------------------------------------------------------------------------
@@ -1177,6 +1260,7 @@ static void cuda_sum_sq_acc(void *acc, const void *x, size_t n)
 
 static double sum_now(const void *x, size_t n, int sq)
 {
+	lbc_graph_guard("sum");
 	LBC_CHECK(cudaMemsetAsync(lbc.red, 0, sizeof(double), lbc_stream));
 	sum_enqueue(lbc.red, x, n, sq);
 	LBC_CHECK(cudaMemcpyAsync(lbc.red_host, lbc.red, sizeof(double), cudaMemcpyDeviceToHost,
@@ -1217,9 +1301,16 @@ static __device__ __forceinline__ float adamw_elem(float &m, float &v, float w, 
 	return w - a.lr * ((m / a.c1) / (sqrtf(v / a.c2) + a.eps) + a.wd * w);
 }
 
+/* DEV: c1, c2 and the gradient scale from sc (adamw_dev) instead of a. */
+template <int DEV>
 static __global__ void adamw_kernel(act_t *param, float *master, const float *grad, float *m,
-				    float *v, size_t n, size_t nvec, adamw_args a)
+				    float *v, size_t n, size_t nvec, adamw_args a, const double *sc)
 {
+	if (DEV) {
+		a.c1 = (float)sc[0];
+		a.c2 = (float)sc[1];
+		a.gs = (float)sc[2];
+	}
 	for (size_t i = GRID_START; i < nvec; i += GRID_STEP) {
 		float4 w = ((const float4 *)master)[i], g = ((const float4 *)grad)[i];
 		float4 mi = ((const float4 *)m)[i], vi = ((const float4 *)v)[i];
@@ -1249,31 +1340,96 @@ static __global__ void adamw_kernel(act_t *param, float *master, const float *gr
 	}
 }
 
-static void cuda_adamw(void *param, void *master, const void *grad, void *m, void *v, size_t n,
-		       double lr, double b1, double b2, double eps, double wd, int step,
-		       double grad_scale)
+/* The constant part of the arguments; c1, c2 and gs are the caller's. */
+static adamw_args adamw_make(double lr, double b1, double b2, double eps, double wd)
 {
 	adamw_args a;
-	size_t nvec = aligned(master, 16) && aligned(grad, 16) && aligned(m, 16) &&
-			      aligned(v, 16) && aligned(param, 8)
-			  ? n / 4
-			  : 0;
 
-	if (!n)
-		return;
+	memset(&a, 0, sizeof(a));
 	a.lr = (float)lr;
 	a.b1 = (float)b1;
 	a.b2 = (float)b2;
 	a.omb1 = (float)(1.0 - b1);
 	a.omb2 = (float)(1.0 - b2);
-	a.c1 = (float)(1.0 - pow(b1, step));
-	a.c2 = (float)(1.0 - pow(b2, step));
 	a.eps = (float)eps;
 	a.wd = (float)wd;
+	return a;
+}
+
+static size_t adamw_nvec(const void *param, const void *master, const void *grad, const void *m,
+			 const void *v, size_t n)
+{
+	return aligned(master, 16) && aligned(grad, 16) && aligned(m, 16) && aligned(v, 16) &&
+		       aligned(param, 8)
+		   ? n / 4
+		   : 0;
+}
+
+static void cuda_adamw(void *param, void *master, const void *grad, void *m, void *v, size_t n,
+		       double lr, double b1, double b2, double eps, double wd, int step,
+		       double grad_scale)
+{
+	adamw_args a = adamw_make(lr, b1, b2, eps, wd);
+	size_t nvec = adamw_nvec(param, master, grad, m, v, n);
+
+	if (!n)
+		return;
+	a.c1 = (float)(1.0 - pow(b1, step));
+	a.c2 = (float)(1.0 - pow(b2, step));
 	a.gs = (float)grad_scale;
-	adamw_kernel<<<grid_for(nvec + (n - nvec * 4)), THREADS, 0, lbc_stream>>>(
+	adamw_kernel<0><<<grid_for(nvec + (n - nvec * 4)), THREADS, 0, lbc_stream>>>(
 	    (act_t *)param, (float *)master, (const float *)grad, (float *)m, (float *)v, n, nvec,
-	    a);
+	    a, NULL);
+	LBC_LAUNCHED();
+}
+
+/* AdamW's step scalars in device memory (ops.h adamw_scalars, clip_scale, adamw_dev): the
+ * same values as cuda_adamw computes on the host (c1, c2 in double on the host, rounded to
+ * float in the kernel; the clip factor in double), read by the kernel from sc, so a
+ * captured optimizer serves every step and no step waits for its gradient norm. */
+static __global__ void adamw_scalars_kernel(double *sc, double c1, double c2, double gs,
+					    double step)
+{
+	sc[0] = c1;
+	sc[1] = c2;
+	if (gs >= 0)
+		sc[2] = gs;
+	sc[3] = step;
+}
+
+static void cuda_adamw_scalars(void *sc, int step, double b1, double b2, double grad_scale)
+{
+	adamw_scalars_kernel<<<1, 1, 0, lbc_stream>>>(
+	    (double *)sc, 1.0 - pow(b1, step), 1.0 - pow(b2, step), grad_scale, (double)step);
+	LBC_LAUNCHED();
+}
+
+/* lb_optim_clip_scale (harness/optim.c) on the device, in double: sqrt and the division
+ * are correctly rounded there as on the host. */
+static __global__ void clip_scale_kernel(double *sc, const double *sq, double clip)
+{
+	double norm = sqrt(sq[0]);
+
+	sc[2] = (clip <= 0 || !(norm > clip)) ? 1.0 : clip / norm;
+}
+
+static void cuda_clip_scale(void *sc, const void *sq, double clip)
+{
+	clip_scale_kernel<<<1, 1, 0, lbc_stream>>>((double *)sc, (const double *)sq, clip);
+	LBC_LAUNCHED();
+}
+
+static void cuda_adamw_dev(void *param, void *master, const void *grad, void *m, void *v, size_t n,
+			   double lr, double b1, double b2, double eps, double wd, const void *sc)
+{
+	adamw_args a = adamw_make(lr, b1, b2, eps, wd);
+	size_t nvec = adamw_nvec(param, master, grad, m, v, n);
+
+	if (!n)
+		return;
+	adamw_kernel<1><<<grid_for(nvec + (n - nvec * 4)), THREADS, 0, lbc_stream>>>(
+	    (act_t *)param, (float *)master, (const float *)grad, (float *)m, (float *)v, n, nvec,
+	    a, (const double *)sc);
 	LBC_LAUNCHED();
 }
 
@@ -1476,6 +1632,7 @@ static struct lb_ops cuda_table(void)
 	t.norm_scratch = lbc_norm_scratch;
 
 	t.matmul = cuda_matmul;
+	t.matmul_add = cuda_matmul_add;
 
 	t.rmsnorm_fwd = lbc_rmsnorm_fwd;
 	t.rmsnorm_bwd = lbc_rmsnorm_bwd;
@@ -1506,12 +1663,87 @@ static struct lb_ops cuda_table(void)
 	t.sum_sq_acc = cuda_sum_sq_acc;
 	t.sum = cuda_sum;
 	t.sum_sq = cuda_sum_sq;
+
+	t.adamw_scalars = cuda_adamw_scalars;
+	t.clip_scale = cuda_clip_scale;
+	t.adamw_dev = cuda_adamw_dev;
+
+	t.graph_begin = lbc_graph_begin;
+	t.graph_pause = lbc_graph_pause;
+	t.graph_resume = lbc_graph_resume;
+	t.graph_end = lbc_graph_end;
 	return t;
 }
 
 extern "C" const struct lb_ops *lb_ops_cuda(void)
 {
 	static const struct lb_ops table = cuda_table();
+
+	return &table;
+}
+
+/*
+ * The replay table (graph.cu): the cuda table with each member that only enqueues device
+ * work replaced by a stub that calls the cuda table's member unless a segment is being
+ * replayed outside its pauses, when the graphs already hold that work. The members that
+ * return a value, wait, move host data or pick streams stay the cuda table's (each of
+ * those refuses to run inside a segment outside a pause: lbc_graph_guard).
+ */
+template <typename T, T M> struct replay_stub;
+template <typename... A, void (*lb_ops::*M)(A...)> struct replay_stub<void (*lb_ops::*)(A...), M> {
+	static void fn(A... a)
+	{
+		if (!lbc_graph_skip())
+			(lb_ops_cuda()->*M)(a...);
+	}
+};
+#define REPLAY_STUB(t, name) ((t).name = replay_stub<decltype(&lb_ops::name), &lb_ops::name>::fn)
+
+static struct lb_ops replay_table(void)
+{
+	struct lb_ops t = *lb_ops_cuda();
+
+	REPLAY_STUB(t, zero);
+	REPLAY_STUB(t, copy);
+	REPLAY_STUB(t, cast);
+	REPLAY_STUB(t, fill_normal);
+	REPLAY_STUB(t, matmul);
+	REPLAY_STUB(t, matmul_add);
+	REPLAY_STUB(t, rmsnorm_fwd);
+	REPLAY_STUB(t, rmsnorm_bwd);
+	REPLAY_STUB(t, rmsnorm_unfused_fwd);
+	REPLAY_STUB(t, rmsnorm_unfused_bwd);
+	REPLAY_STUB(t, rope_fwd);
+	REPLAY_STUB(t, rope_bwd);
+	REPLAY_STUB(t, attn_naive_fwd);
+	REPLAY_STUB(t, attn_fused_fwd);
+	REPLAY_STUB(t, attn_probs_bwd);
+	REPLAY_STUB(t, attn_flash_fwd);
+	REPLAY_STUB(t, attn_flash_bwd);
+	REPLAY_STUB(t, attn_cudnn_fwd);
+	REPLAY_STUB(t, attn_cudnn_bwd);
+	REPLAY_STUB(t, swiglu_fwd);
+	REPLAY_STUB(t, swiglu_bwd);
+	REPLAY_STUB(t, embed_fwd);
+	REPLAY_STUB(t, embed_bwd);
+	REPLAY_STUB(t, xent_max);
+	REPLAY_STUB(t, xent_sum);
+	REPLAY_STUB(t, xent_grad);
+	REPLAY_STUB(t, adamw);
+	REPLAY_STUB(t, add);
+	REPLAY_STUB(t, acc);
+	REPLAY_STUB(t, scale);
+	REPLAY_STUB(t, sum_acc);
+	REPLAY_STUB(t, sum_sq_acc);
+	REPLAY_STUB(t, adamw_scalars);
+	REPLAY_STUB(t, clip_scale);
+	REPLAY_STUB(t, adamw_dev);
+	return t;
+}
+
+const struct lb_ops *lbc_replay_table(void)
+{
+	static const struct lb_ops table = replay_table();
 
 	return &table;
 }

@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "harness/ops.h"
+#include "harness/optim.h"
 #ifdef LB_WITH_CUDA
 #include "harness/cuda/cuda_bench.h"
 #endif
@@ -547,6 +548,63 @@ static int mm_case(int m, int n, int k, int ta, int tb, int cf32, double alpha, 
 	return bad;
 }
 
+/* matmul_add (the projection's GEMM adding the residual stream): out = op(A) op(B) + X, all
+ * bf16, against the fp64 reference of the same values. Tolerance: matmul's (k + 2) E on
+ * |A| |B| + |X|, the product's rounding to bf16 before the add (U |A B|, what cuBLASLt
+ * does), and the result's rounding (U); out prefilled with garbage. Also printed: how many
+ * elements differ from matmul then add (the model's path without it; expected none). */
+static int mma_case(int m, int n, int k, int ta, int tb)
+{
+	size_t na = (size_t)m * k, nb = (size_t)k * n, nc = (size_t)m * n, same = 0;
+	double *a, *b, *x, *aa, *ba, *mag, *at, *ref, *two;
+	struct bp pa, pb, px, po, pt;
+	void *ma;
+	int bad;
+
+	seed(((uint64_t)m * 137 + n) * 137 + k + 7 * ta + 11 * tb);
+	a = hrand(na, 1, LB_K_ACT);
+	b = hrand(nb, 1, LB_K_ACT);
+	x = hrand(nc, 4, LB_K_ACT);
+	pa = bp_new(a, na, LB_K_ACT);
+	pb = bp_new(b, nb, LB_K_ACT);
+	px = bp_new(x, nc, LB_K_ACT);
+	po = bp_new(hrand(nc, 100, LB_K_ACT), nc, LB_K_ACT);
+	pt = bp_new(NULL, nc, LB_K_ACT);
+	G->matmul_add(po.g, pa.g, pb.g, px.g, m, n, k, ta, tb);
+	R->matmul(po.r, pa.r, pb.r, m, n, k, ta, tb, 1.0, 0, 0);
+	R->add(po.r, po.r, px.r, nc);
+	G->matmul(pt.g, pa.g, pb.g, m, n, k, ta, tb, 1.0, 0, 0); /* the unfused path */
+	G->add(pt.g, pt.g, px.g, nc);
+
+	aa = scaled(a, na, 1);
+	ba = scaled(b, nb, 1);
+	for (size_t e = 0; e < na; e++)
+		aa[e] = fabs(aa[e]);
+	for (size_t e = 0; e < nb; e++)
+		ba[e] = fabs(ba[e]);
+	ma = ref_up(scaled(x, nc, 0), nc);
+	R->matmul(ma, ref_up(aa, na), ref_up(ba, nb), m, n, k, ta, tb, 1.0, 0, 1);
+	mag = hnew(nc);
+	R->read(mag, ma, nc, LB_K_F32);
+	ref = bp_ref(&po);
+	at = hnew(nc);
+	for (size_t e = 0; e < nc; e++)
+		at[e] = MARGIN * (k + 2) * E_F32 * (mag[e] + fabs(x[e])) +
+			MARGIN * U_BF16 * fabs(ref[e] - x[e]);
+	bad = check(say("matmul_add %dx%dx%d %s%s", m, n, k, ta ? "T" : "N", tb ? "T" : "N"),
+		    bp_gpu(&po), ref, nc, 0, at, MARGIN * U_BF16);
+	two = bp_gpu(&pt);
+	{
+		double *one = bp_gpu(&po);
+
+		for (size_t e = 0; e < nc; e++)
+			same += one[e] == two[e];
+	}
+	print_message("    matmul_add vs matmul then add: %zu of %zu elements equal\n", same, nc);
+	release();
+	return bad;
+}
+
 static void test_matmul(void **state)
 {
 	int bad = 0;
@@ -568,6 +626,14 @@ static void test_matmul(void **state)
 	bad += mm_case(512, 512, 1536, 0, 0, 0, 1.0, 0);
 	bad += mm_case(1536, 512, 512, 1, 0, 1, 1.0, 1);
 	bad += mm_case(512, 1536, 512, 1, 1, 1, 0.5, 0);
+	/* the fused residual add of the output and down projections (N, T: x W^T) */
+	if (G->matmul_add) {
+		bad += mma_case(48, 80, 24, 0, 1);
+		bad += mma_case(512, 512, 1536, 0, 1);
+		bad += mma_case(40, 64, 128, 0, 0);
+	} else {
+		print_message("  skip: backend %s has no matmul_add\n", G->name);
+	}
 	assert_int_equal(bad, 0);
 }
 
@@ -1250,6 +1316,188 @@ static void test_adamw(void **state)
 	assert_int_equal(bad, 0);
 }
 
+/*
+ * AdamW with its scalars in device memory (adamw_scalars, clip_scale, adamw_dev): the same
+ * bits as adamw given the same step and scale (the trainer relies on it: a step with the
+ * scalars on the device equals one with them on the host), and the clip factor exactly
+ * lb_optim_clip_scale's (double on both sides). Skipped where the backend has none.
+ */
+static void test_adamw_device_scalars(void **state)
+{
+	static const double sqs[] = {0, 1e-12, 0.25, 1, 1.0000001, 4, 2.5e-3, 7.3e5};
+	static const double clips[] = {0, 0.5, 1, 3};
+	size_t n = 100003;
+	double lr = 1e-2, b1 = 0.9, b2 = 0.95, eps = 1e-8, wd = 0.1, sc[LB_ADAMW_SC];
+	struct bp pp, pmaster, pg, pm, pv, qp, qmaster, qm, qv;
+	void *dsc, *dsq;
+	int bad = 0;
+
+	(void)state;
+	if (!G->adamw_dev || !G->adamw_scalars || !G->clip_scale) {
+		print_message("  skip: backend %s keeps AdamW's scalars on the host\n", G->name);
+		return;
+	}
+	seed(78);
+	{
+		double *p0 = hrand(n, 5, LB_K_ACT), *m0 = hrand(n, 1, LB_K_F32);
+
+		pp = bp_new(p0, n, LB_K_ACT);
+		qp = bp_new(p0, n, LB_K_ACT);
+		pmaster = bp_new(m0, n, LB_K_F32);
+		qmaster = bp_new(m0, n, LB_K_F32);
+	}
+	pg = bp_new(NULL, n, LB_K_F32);
+	pm = bp_new(NULL, n, LB_K_F32);
+	pv = bp_new(NULL, n, LB_K_F32);
+	qm = bp_new(NULL, n, LB_K_F32);
+	qv = bp_new(NULL, n, LB_K_F32);
+	dsc = hold(G, G->alloc(LB_ADAMW_SC, LB_K_F64));
+	dsq = hold(G, G->alloc(1, LB_K_F64));
+	for (int step = 1; step <= 3; step++) {
+		double gs = step == 2 ? 0.37 : 1.0;
+
+		G->write(pg.g, hrand(n, 0.02, LB_K_F32), n, LB_K_F32);
+		G->adamw(pp.g, pmaster.g, pg.g, pm.g, pv.g, n, lr, b1, b2, eps, wd, step, gs);
+		G->adamw_scalars(dsc, step, b1, b2, gs);
+		G->adamw_dev(qp.g, qmaster.g, pg.g, qm.g, qv.g, n, lr, b1, b2, eps, wd, dsc);
+	}
+	bad += check("adamw_dev vs adamw: param", bp_gpu(&qp), bp_gpu(&pp), n, 0, NULL, 0);
+	bad +=
+	    check("adamw_dev vs adamw: master", bp_gpu(&qmaster), bp_gpu(&pmaster), n, 0, NULL, 0);
+	bad += check("adamw_dev vs adamw: m", bp_gpu(&qm), bp_gpu(&pm), n, 0, NULL, 0);
+	bad += check("adamw_dev vs adamw: v", bp_gpu(&qv), bp_gpu(&pv), n, 0, NULL, 0);
+	/* the scalars: c1, c2 and step as the host computes them; gs < 0 keeps sc[2] */
+	G->adamw_scalars(dsc, 7, b1, b2, 0.625);
+	G->adamw_scalars(dsc, 9, b1, b2, -1);
+	G->read(sc, dsc, LB_ADAMW_SC, LB_K_F64);
+	if (sc[0] != 1.0 - pow(b1, 9) || sc[1] != 1.0 - pow(b2, 9) || sc[2] != 0.625 ||
+	    sc[3] != 9) {
+		print_message("    adamw_scalars: %.17g %.17g %.17g %.17g  FAIL\n", sc[0], sc[1],
+			      sc[2], sc[3]);
+		bad++;
+	}
+	for (size_t i = 0; i < sizeof(sqs) / sizeof(sqs[0]); i++)
+		for (size_t c = 0; c < sizeof(clips) / sizeof(clips[0]); c++) {
+			double want = lb_optim_clip_scale(sqrt(sqs[i]), clips[c]);
+
+			G->write(dsq, &sqs[i], 1, LB_K_F64);
+			G->clip_scale(dsc, dsq, clips[c]);
+			G->read(sc, dsc, LB_ADAMW_SC, LB_K_F64);
+			if (sc[2] != want) {
+				print_message("    clip_scale sq %.17g clip %g: %.17g, want %.17g  "
+					      "FAIL\n",
+					      sqs[i], clips[c], sc[2], want);
+				bad++;
+			}
+		}
+	print_message("  %-54s exact\n", "adamw_dev, adamw_scalars, clip_scale");
+	release();
+	assert_int_equal(bad, 0);
+}
+
+/*
+ * Graph segments (graph_begin ... graph_end): a segment of adds with a pause in the middle
+ * (host work there reads what the first piece wrote) and a GEMM after it, run five times
+ * on new inputs each time: run as usual, captured, then replayed, and every time the same
+ * values as the same ops issued without graphs; a freed buffer drops the graphs (the next
+ * run captures again); a second key keeps its own graphs. Skipped where the backend has
+ * no graphs.
+ */
+static void test_graphs(void **state)
+{
+	static const int want[] = {LB_GRAPH_EAGER, LB_GRAPH_CAPTURED, LB_GRAPH_REPLAYED,
+				   LB_GRAPH_REPLAYED, LB_GRAPH_REPLAYED};
+	char key[32] = "test segment", key2[32] = "test segment 2";
+	int m = 48, k = 64, nn = 40, bad = 0;
+	size_t n = (size_t)m * k;
+	void *x, *y, *z, *w, *c, *c2, *spare;
+	double *hx, *hy, *hz, *hc, *hc2;
+
+	(void)state;
+	if (!G->graph_begin) {
+		print_message("  skip: backend %s has no graphs\n", G->name);
+		return;
+	}
+	x = hold(G, G->alloc(n, LB_K_ACT));
+	y = hold(G, G->alloc(n, LB_K_ACT));
+	z = hold(G, G->alloc(n, LB_K_ACT));
+	w = hold(G, G->alloc((size_t)k * nn, LB_K_ACT));
+	c = hold(G, G->alloc((size_t)m * nn, LB_K_ACT));
+	c2 = hold(G, G->alloc((size_t)m * nn, LB_K_ACT));
+	spare = G->alloc(16, LB_K_F32);
+	hy = hnew(n);
+	hz = hnew(n);
+	hc = hnew((size_t)m * nn);
+	hc2 = hnew((size_t)m * nn);
+	seed(99);
+	G->write(w, hrand((size_t)k * nn, 1, LB_K_ACT), (size_t)k * nn, LB_K_ACT);
+	for (int run = 0; run < 7; run++) {
+		const struct lb_ops *o;
+		int st, got_mid = 1;
+
+		if (run == 5) { /* freed memory drops every graph */
+			G->free_(spare);
+			spare = NULL;
+		}
+		hx = hnew(n);
+		for (size_t e = 0; e < n; e++)
+			hx[e] = (irand(33) - 16) / 8.0; /* sums of these are exact in bf16 */
+		G->write(x, hx, n, LB_K_ACT);
+		/* the reference: the same ops, outside any segment */
+		G->add(y, x, x, n);
+		G->add(z, y, x, n);
+		G->matmul(c2, z, w, m, nn, k, 0, 0, 1.0, 0, 0);
+		G->read(hc2, c2, (size_t)m * nn, LB_K_ACT);
+		G->zero(y, n, LB_K_ACT);
+		G->zero(z, n, LB_K_ACT);
+		G->zero(c, (size_t)m * nn, LB_K_ACT);
+
+		o = G->graph_begin(key, sizeof(key));
+		o->add(y, x, x, n);
+		if (G->graph_pause() != 0) {
+			print_message("    graph_pause: a rerun asked for  FAIL\n");
+			bad++;
+		}
+		G->read(hy, y, n, LB_K_ACT); /* host work reads what the first piece wrote */
+		for (size_t e = 0; e < n; e++)
+			got_mid &= hy[e] == 2 * hx[e];
+		G->graph_resume();
+		o->add(z, y, x, n);
+		o->matmul(c, z, w, m, nn, k, 0, 0, 1.0, 0, 0);
+		st = G->graph_end(1);
+		G->read(hz, z, n, LB_K_ACT);
+		G->read(hc, c, (size_t)m * nn, LB_K_ACT);
+		if (!got_mid || st != (run < 5 ? want[run] : want[run - 4])) {
+			print_message(
+			    "    run %d: graph_end said %d (want %d), the pause saw %s  FAIL\n",
+			    run, st, run < 5 ? want[run] : want[run - 4],
+			    got_mid ? "the first piece's values" : "stale values");
+			bad++;
+		}
+		bad += check(say("graph segment run %d: z = 3x", run), hz, scaled(hx, n, 3), n, 0,
+			     NULL, 0);
+		/* the same algorithm on the same values; a split-K one may add in another
+		 * order: one bf16 rounding apart at most */
+		bad += check(say("graph segment run %d: gemm as without graphs", run), hc, hc2,
+			     (size_t)m * nn, 1e-3, NULL, MARGIN * U_BF16);
+		/* a second key, without pauses: its own graphs */
+		o = G->graph_begin(key2, sizeof(key2));
+		o->add(z, x, x, n);
+		st = G->graph_end(1);
+		G->read(hz, z, n, LB_K_ACT);
+		bad += check(say("graph segment 2 run %d: z = 2x", run), hz, scaled(hx, n, 2), n, 0,
+			     NULL, 0);
+		if (st != (run < 5 ? want[run] : want[run - 4])) {
+			print_message("    segment 2 run %d: graph_end said %d  FAIL\n", run, st);
+			bad++;
+		}
+	}
+	if (spare)
+		G->free_(spare);
+	release();
+	assert_int_equal(bad, 0);
+}
+
 /* --- elementwise and reductions --- */
 
 /*
@@ -1343,6 +1591,8 @@ int main(void)
 	    cmocka_unit_test(test_embed),
 	    cmocka_unit_test(test_xent),
 	    cmocka_unit_test(test_adamw),
+	    cmocka_unit_test(test_adamw_device_scalars),
+	    cmocka_unit_test(test_graphs),
 	    cmocka_unit_test(test_elementwise_and_reductions),
 	};
 	const char *name = getenv("LB_GPU_OPS_BACKEND");

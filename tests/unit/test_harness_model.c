@@ -4,7 +4,9 @@
  * untied and tied head, every checkpointing mode, attention variant and norm kernel);
  * the 18 combinations of checkpointing x attention x norm agree on loss and gradients to
  * 1e-5 relative in fp32 on the tiny preset; the parameter table covers the flat buffer
- * and matches lb_param_count; initialisation is deterministic.
+ * and matches lb_param_count; initialisation is deterministic; where the backend fuses the
+ * residual add into the projection's GEMM (matmul_add) the model uses it, with the same
+ * losses and gradients bit for bit.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -150,7 +152,7 @@ static double rel_diff(const double *a, const double *b, size_t n)
 	return s > 0 ? d / s : d;
 }
 
-static void run_f32(const struct lb_layout *l, double *loss, double *grads)
+static void run_ops(const struct lb_ops *o, const struct lb_layout *l, double *loss, double *grads)
 {
 	struct lb_llama m;
 	int32_t tok[256], tgt[256];
@@ -159,7 +161,7 @@ static void run_f32(const struct lb_layout *l, double *loss, double *grads)
 	struct lb_data d;
 	char err[256];
 
-	assert_int_equal(lb_llama_init(&m, lb_ops_cpu(), NULL, l, 0, 1), 0);
+	assert_int_equal(lb_llama_init(&m, o, NULL, l, 0, 1), 0);
 	assert_int_equal(lb_data_open(&d, NULL, 2, l->model.vocab, l->seq_len, 5, err, sizeof(err)),
 			 0);
 	lb_llama_zero_grads(&m);
@@ -175,6 +177,58 @@ static void run_f32(const struct lb_layout *l, double *loss, double *grads)
 	lb_ops_cpu()->read(grads, m.grads, m.n_params, LB_K_F32);
 	lb_data_close(&d);
 	lb_llama_free(&m);
+}
+
+static void run_f32(const struct lb_layout *l, double *loss, double *grads)
+{
+	run_ops(lb_ops_cpu(), l, loss, grads);
+}
+
+/* A backend with matmul_add: the CPU's matmul, then its add (what the fused GEMM computes),
+ * counted. */
+static int fused_calls;
+
+static void fused_matmul_add(void *out, const void *a, const void *b, const void *addend, int m,
+			     int n, int k, int ta, int tb)
+{
+	fused_calls++;
+	lb_ops_cpu()->matmul(out, a, b, m, n, k, ta, tb, 1.0, 0, 0);
+	lb_ops_cpu()->add(out, out, addend, (size_t)m * n);
+}
+
+/* The output and down projections add the residual stream in their GEMM where the backend
+ * offers it (twice a layer, again in full checkpointing's recompute): the same numbers. */
+static void test_matmul_add_fused(void **state)
+{
+	struct lb_ops fused = *lb_ops_cpu();
+	struct lb_layout l;
+	struct lb_llama probe;
+	double la, lb, *ga, *gb;
+
+	fused.matmul_add = fused_matmul_add;
+	lb_layout_init(&l);
+	assert_int_equal(lb_model_preset("tiny-gqa", &l.model), 0);
+	l.seq_len = 24;
+	l.micro_batch = 2;
+	l.global_batch = 4;
+	assert_int_equal(lb_llama_init(&probe, lb_ops_cpu(), NULL, &l, 0, 1), 0);
+	ga = malloc(probe.n_params * sizeof(double));
+	gb = malloc(probe.n_params * sizeof(double));
+	assert_true(ga && gb);
+	for (int ck = 0; ck < 3; ck++) {
+		l.checkpointing = ck;
+		run_f32(&l, &la, ga);
+		fused_calls = 0;
+		run_ops(&fused, &l, &lb, gb);
+		/* 2 micro-batches, each 2 a layer in its forward (and its full recompute) */
+		assert_int_equal(fused_calls,
+				 2 * 2 * l.model.n_layers * (ck == LB_CKPT_FULL ? 2 : 1));
+		assert_memory_equal(&la, &lb, sizeof(la));
+		assert_memory_equal(ga, gb, probe.n_params * sizeof(double));
+	}
+	free(ga);
+	free(gb);
+	lb_llama_free(&probe);
 }
 
 static void test_modes_agree(void **state)
@@ -400,6 +454,7 @@ int main(void)
 	    cmocka_unit_test(test_gradcheck_tied_naive_full_unfused),
 	    cmocka_unit_test(test_gradcheck_fused_softmax_selective),
 	    cmocka_unit_test(test_modes_agree),
+	    cmocka_unit_test(test_matmul_add_fused),
 	    cmocka_unit_test(test_pp2_stages_match_pp1),
 	    cmocka_unit_test(test_checkpointing_memory),
 	};

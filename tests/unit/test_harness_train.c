@@ -3,7 +3,9 @@
  * on a repeated batch and on the synthetic stream, bitwise-equal losses for one seed,
  * token files (u16, u32, wrap, an id >= vocab naming its offset), the data-parallel
  * slicing rule, the memory limit as an out-of-memory, and the run-log writer (keys,
- * escaping, the end record).
+ * escaping, the end record); a step zeroes no gradient buffer (each chunk's first
+ * backward writes the gradients) and issues one AdamW call per run of tensors and one
+ * norm reduction per run of counted ones.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -82,6 +84,23 @@ static void test_parse_flags(void **state)
 	assert_int_equal(o.pipe_overlap, 0);
 	assert_int_equal(parse(&o, "--pipe-overlap 2", err, sizeof(err)), -1);
 	assert_non_null(strstr(err, "--pipe-overlap: unknown value '2' (expected 0 or 1)"));
+	/* --cuda-graphs: off by default, LAYOUTBENCH_CUDA_GRAPHS sets the default, the flag
+	 * wins, anything but 0 or 1 is refused naming what is expected */
+	assert_int_equal(parse(&o, "", err, sizeof(err)), 0);
+	assert_int_equal(o.cuda_graphs, 0);
+	assert_int_equal(parse(&o, "--cuda-graphs 1", err, sizeof(err)), 0);
+	assert_int_equal(o.cuda_graphs, 1);
+	assert_int_equal(parse(&o, "--cuda-graphs yes", err, sizeof(err)), -1);
+	assert_string_equal(err, "--cuda-graphs: unknown value 'yes' (expected 0 or 1)");
+	setenv("LAYOUTBENCH_CUDA_GRAPHS", "1", 1);
+	assert_int_equal(parse(&o, "", err, sizeof(err)), 0);
+	assert_int_equal(o.cuda_graphs, 1);
+	assert_int_equal(parse(&o, "--cuda-graphs=0", err, sizeof(err)), 0);
+	assert_int_equal(o.cuda_graphs, 0);
+	setenv("LAYOUTBENCH_CUDA_GRAPHS", "on", 1);
+	assert_int_equal(parse(&o, "", err, sizeof(err)), -1);
+	assert_string_equal(err, "LAYOUTBENCH_CUDA_GRAPHS: unknown value 'on' (expected 0 or 1)");
+	unsetenv("LAYOUTBENCH_CUDA_GRAPHS");
 
 	/* refusals: cuda in a CPU build (a CUDA build accepts it), a rank count that is not
 	 * tp*pp*dp, an impossible layout */
@@ -275,6 +294,93 @@ static void test_same_seed_bitwise(void **state)
 	assert_true(a[0] != b[0]);
 	free(pa);
 	free(pb);
+}
+
+/* The CPU table with its zero, adamw and sum_sq_acc calls counted. */
+static struct {
+	size_t max_zero_f32; /* the largest f32 zeroing */
+	int adamw, sum_sq;
+} calls;
+
+static void count_zero(void *p, size_t n, enum lb_kind k)
+{
+	if (k == LB_K_F32 && n > calls.max_zero_f32)
+		calls.max_zero_f32 = n;
+	lb_ops_cpu()->zero(p, n, k);
+}
+
+static void count_adamw(void *p, void *ms, const void *g, void *m, void *v, size_t n, double lr,
+			double b1, double b2, double eps, double wd, int step, double gs)
+{
+	calls.adamw++;
+	lb_ops_cpu()->adamw(p, ms, g, m, v, n, lr, b1, b2, eps, wd, step, gs);
+}
+
+static void count_sum_sq(void *acc, const void *x, size_t n)
+{
+	calls.sum_sq++;
+	lb_ops_cpu()->sum_sq_acc(acc, x, n);
+}
+
+/* A step zeroes no gradient buffer: each chunk's first backward writes its gradients, so
+ * garbage left in them (NaN) changes nothing, untied and tied; and the optimizer issues
+ * one AdamW call per run of tensors with one decay (4 per layer, the embedding, the final
+ * norm and the head: 19 for the tiny model, not one per tensor, 27) and one norm
+ * reduction for the whole buffer of one rank. */
+static void test_step_writes_gradients(void **state)
+{
+	struct lb_ops counted = *lb_ops_cpu();
+
+	counted.zero = count_zero;
+	counted.adamw = count_adamw;
+	counted.sum_sq_acc = count_sum_sq;
+	for (int tied = 0; tied <= 1; tied++) {
+		struct lb_train_opts o;
+		struct lb_trainer t;
+		double clean[3], dirty[3];
+		float *g;
+
+		double *acc, *wrote;
+		size_t ng;
+
+		tiny_opts(&o);
+		if (tied)
+			assert_int_equal(lb_model_preset("tiny-tied", &o.layout.model), 0);
+		/* the reference gradients of step 0: zeroed, then every backward adds */
+		assert_int_equal(lb_trainer_init(&t, &o, lb_ops_cpu(), NULL), 0);
+		ng = t.model.n_grads;
+		acc = malloc(ng * sizeof(double));
+		wrote = malloc(ng * sizeof(double));
+		assert_true(acc && wrote);
+		lb_llama_zero_grads(&t.model);
+		assert_int_equal(lb_trainer_run_steps(&t, 0, t.sched.steps, t.sched.n_steps, NULL),
+				 0);
+		lb_ops_cpu()->read(acc, t.model.grads, ng, LB_K_F32);
+		lb_trainer_free(&t);
+		assert_int_equal(lb_trainer_init(&t, &o, lb_ops_cpu(), NULL), 0);
+		for (int s = 0; s < 3; s++)
+			assert_int_equal(lb_trainer_step(&t, s, &clean[s]), 0);
+		lb_trainer_free(&t);
+
+		assert_int_equal(lb_trainer_init(&t, &o, &counted, NULL), 0);
+		memset(&calls, 0, sizeof(calls));
+		for (int s = 0; s < 3; s++) {
+			g = t.model.grads; /* the CPU backend's f32 memory */
+			for (size_t i = 0; i < t.model.n_grads; i++)
+				g[i] = NAN;
+			assert_int_equal(lb_trainer_step(&t, s, &dirty[s]), 0);
+			if (s == 0) /* the step's gradients, written over the garbage */
+				lb_ops_cpu()->read(wrote, t.model.grads, ng, LB_K_F32);
+		}
+		assert_memory_equal(acc, wrote, ng * sizeof(double));
+		free(acc);
+		free(wrote);
+		assert_true(calls.max_zero_f32 < t.model.n_grads / 4);
+		assert_int_equal(calls.adamw, 3 * (4 * t.model.n_layers + (tied ? 2 : 3)));
+		assert_int_equal(calls.sum_sq, 3);
+		lb_trainer_free(&t);
+		assert_memory_equal(clean, dirty, sizeof(clean));
+	}
 }
 
 static char *write_tokens(const char *dir, const char *name, int elem, const uint32_t *ids, int n)
@@ -483,6 +589,7 @@ int main(void)
 	    cmocka_unit_test(test_parse_bytes),
 	    cmocka_unit_test(test_repeated_batch_loss_falls),
 	    cmocka_unit_test(test_run_steps_refuses_sends),
+	    cmocka_unit_test(test_step_writes_gradients),
 	    cmocka_unit_test(test_dp_group_sums_gradients),
 	    cmocka_unit_test(test_synthetic_loss_falls_in_8_steps),
 	    cmocka_unit_test(test_same_seed_bitwise),

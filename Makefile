@@ -179,7 +179,7 @@ $(BUILD)/bench/%: bench/%.c $(LIBCLI) $(LIBHARNESS) $(LIBCOMMON)
 # a short fuzz run; ends with one summary line "N passed, N failed, N skipped".
 test: deps
 	$(Q)$(MAKE) --no-print-directory test-run
-test-run: all $(UNIT_BIN)
+test-run: all $(UNIT_BIN) $(BUILD)/bench/bench_plan
 	$(Q)BUILD=$(BUILD) sh tests/run.sh
 
 # make test-gpu: the GPU tests alone, on a machine with a GPU (a skip is a failure here).

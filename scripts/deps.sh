@@ -10,7 +10,8 @@
 # Debian 12, clang 19's on Debian 13), not a versioned libclang-rt-N-dev.
 set -eu
 PKGS="build-essential pkg-config libsqlite3-dev sqlite3 libcjson-dev libcurl4-openssl-dev
-libcmocka-dev gnuplot-nox libslurm-dev slurm-client clang libclang-rt-dev cmark"
+libcmocka-dev gnuplot-nox libslurm-dev slurm-client clang libclang-rt-dev cmark
+valgrind"
 missing_of() {
 	for p in "$@"; do
 		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||

@@ -23,6 +23,14 @@ int lb_parse_double(const char *s, double min, double max, double *out);
 /* The name rule for sweep names and Slurm names: [A-Za-z0-9_.-]+, shorter than max. */
 int lb_name_ok(const char *s, size_t max);
 
+/* The one rule for a sweep's name, which names its run folder, its job scripts and Slurm
+ * jobs and its rows: 1 to LB_SWEEP_NAME_MAX letters, digits, '.', '_' and '-', starting
+ * with a letter or a digit (so never '.', '..', a hidden folder or an option such as
+ * '-rf'). Applied where a name comes in: a spec's "name", --sweep, a run log's header.
+ * Returns 0, or -1 with err saying what is wrong with the name and what a name is. */
+#define LB_SWEEP_NAME_MAX 63
+int lb_sweep_name_check(const char *name, char *err, size_t errlen);
+
 /* Create path and its missing parents (mkdir -p, mode 0777 less the umask). 0, or -1 with
  * err naming the folder that could not be made and why. */
 int lb_mkdir_p(const char *path, char *err, size_t errlen);

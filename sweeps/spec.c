@@ -1400,8 +1400,18 @@ int spec_parse(const char *path, const char *text, size_t len, struct sweep_spec
 		       "zip, union, where, run, step_time_guess_s, cluster)"))
 		goto out_free;
 	if (!(v = cJSON_GetObjectItemCaseSensitive(root, "name"))) {
-		fail(&c, NULL, "missing 'name' (letters, digits, '_', '.' and '-')");
+		fail(&c, NULL,
+		     "missing 'name' (1 to 63 letters, digits, '.', '_' or '-', starting with a "
+		     "letter or a digit)");
 		goto out_free;
+	}
+	if (cJSON_IsString(v)) { /* the one rule for sweep names (common/util.h) */
+		char nerr[256];
+
+		if (lb_sweep_name_check(v->valuestring, nerr, sizeof(nerr))) {
+			fail(&c, "name", "%s", nerr);
+			goto out_free;
+		}
 	}
 	if (get_name(&c, v, "name", out->name, sizeof(out->name)))
 		goto out_free;

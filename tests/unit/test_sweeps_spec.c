@@ -240,7 +240,8 @@ static void test_hostile_strings(void **state)
 		const char *h = hostile[i];
 
 		snprintf(text, sizeof(text), "{\"name\": \"%s\", \"model\": \"tiny\"}", h);
-		bad(text, "name: expected a name of letters, digits");
+		bad(text, "name: sweep name");
+		bad(text, "a sweep name is 1 to 63 letters, digits");
 		snprintf(text, sizeof(text), "{" H ", \"cluster\": {\"partition\": \"%s\"}}", h);
 		bad(text, "cluster.partition: expected a name of letters, digits");
 		snprintf(text, sizeof(text), "{" H ", \"cluster\": {\"account\": \"%s\"}}", h);
@@ -275,7 +276,14 @@ static void test_hostile_strings(void **state)
 	/* names at the length limit */
 	bad("{\"name\": \"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\", "
 	    "\"model\": \"tiny\"}",
-	    "name: expected a name of letters, digits, '_', '.' and '-' (at most 63)");
+	    "name: sweep name 'aaaaaaaaaaaaaaaaaaaa...' is 64 characters long: a sweep name is 1 "
+	    "to 63 letters, digits, '.', '_' or '-', starting with a letter or a digit");
+	/* names that pass the character set but not as a folder or a job name */
+	bad("{\"name\": \".\", \"model\": \"tiny\"}", "name: sweep name '.' starts with '.'");
+	bad("{\"name\": \"..\", \"model\": \"tiny\"}", "name: sweep name '..' starts with '.'");
+	bad("{\"name\": \"-rf\", \"model\": \"tiny\"}", "name: sweep name '-rf' starts with '-'");
+	bad("{\"name\": \".hidden\", \"model\": \"tiny\"}", "starting with a letter or a digit");
+	good("{\"name\": \"a..b-c_d.9\", \"model\": \"tiny\"}");
 	/* env values are arbitrary text (the renderer quotes them); setup lines are shell */
 	good("{" H ", \"cluster\": {\"env\": {\"A_1\": \"$(id) `x` ; 'q' \\\"\"}}}");
 	good("{" H ", \"cluster\": {\"setup\": [\"module load cuda/12.4 && echo $HOME\"]}}");

@@ -14,9 +14,9 @@
 #define NCOLS 17 /* id .. norm (14), label, mem_gib, status */
 
 /* GPUs a layout's job allocates (tp*pp*dp for a valid layout). */
-static int entry_gpus(const struct plan_entry *e)
+static long long entry_gpus(const struct plan_entry *e)
 {
-	return e->layout.gpus_per_node * e->layout.nodes;
+	return (long long)e->layout.gpus_per_node * e->layout.nodes; /* past 2^31 too */
 }
 
 static void format_cells(const struct plan_entry *e, char cells[NCOLS][192], int for_table)
@@ -27,7 +27,7 @@ static void format_cells(const struct plan_entry *e, char cells[NCOLS][192], int
 	snprintf(cells[1], 192, "%s", l->model.name);
 	snprintf(cells[2], 192, "%d", l->seq_len);
 	snprintf(cells[3], 192, "%d", l->global_batch);
-	snprintf(cells[4], 192, "%d", entry_gpus(e));
+	snprintf(cells[4], 192, "%lld", entry_gpus(e));
 	snprintf(cells[5], 192, "%d", l->micro_batch);
 	snprintf(cells[6], 192, "%d", l->tp);
 	snprintf(cells[7], 192, "%d", l->pp);
@@ -206,7 +206,7 @@ static cJSON *entry_json(const struct plan_entry *e)
 		cJSON_AddNullToObject(o, "mem_gib");
 	else
 		cJSON_AddNumberToObject(o, "mem_gib", round2(e->mem_gib));
-	cJSON_AddNumberToObject(o, "gpus", entry_gpus(e));
+	cJSON_AddNumberToObject(o, "gpus", (double)entry_gpus(e));
 	cJSON_AddNumberToObject(o, "accum", lb_layout_accum_steps(l));
 	const struct field shape[] = {{"seq_len", l->seq_len},
 				      {"global_batch", l->global_batch},

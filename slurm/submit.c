@@ -213,6 +213,22 @@ int submit_sweep(const struct submit_opts *o, char *err, size_t errlen)
 	eo.hold = getenv("LB_SUBMIT_HOLD") && !strcmp(getenv("LB_SUBMIT_HOLD"), "1");
 	es.o = &eo;
 
+	/* the whole spec is checked before anything is made: its job scripts render (names,
+	 * paths, cluster settings), so a spec the renderer refuses leaves no database */
+	if (!o->dry_run) {
+		struct slurm_render_opts ro = {0};
+		struct slurm_batch b;
+		char train[SLURM_PATH_MAX];
+
+		slurm_default_train_path(train, sizeof(train));
+		ro.runs_dir = runs;
+		ro.train_path = train;
+		ro.throttle = o->throttle;
+		ro.max_array = o->max_array;
+		if (slurm_render_batch(&plan, NULL, 0, &ro, &b, err, errlen))
+			goto out_close;
+		slurm_batch_free(&b);
+	}
 	/* an executor that cannot start (no Slurm configuration, no token) says so before
 	 * any database is made */
 	if (!o->dry_run && strcmp(exname, "local") && !track_exec_get(&es, exname, err, errlen))

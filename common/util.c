@@ -318,6 +318,16 @@ fail:
 	return -1;
 }
 
+int lb_path_join(char *out, size_t len, const char *dir, const char *name)
+{
+	size_t n = strlen(dir);
+
+	while (n > 1 && dir[n - 1] == '/')
+		n--;
+	return snprintf(out, len, "%.*s%s%s", (int)n, dir, n && dir[n - 1] == '/' ? "" : "/",
+			name);
+}
+
 int lb_sweep_name_check(const char *name, char *err, size_t errlen)
 {
 	static const char rule[] = "a sweep name is 1 to 63 letters, digits, '.', '_' or '-', "

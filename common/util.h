@@ -31,6 +31,10 @@ int lb_name_ok(const char *s, size_t max);
 #define LB_SWEEP_NAME_MAX 63
 int lb_sweep_name_check(const char *name, char *err, size_t errlen);
 
+/* dir + "/" + name into out (snprintf's contract), with one slash however many dir ends
+ * with ("rep/" and "report.html" make "rep/report.html"; "/" and "x" make "/x"). */
+int lb_path_join(char *out, size_t len, const char *dir, const char *name);
+
 /* Create path and its missing parents (mkdir -p, mode 0777 less the umask). 0, or -1 with
  * err naming the folder that could not be made and why. */
 int lb_mkdir_p(const char *path, char *err, size_t errlen);

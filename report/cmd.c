@@ -74,7 +74,7 @@ static int emit(const char *dir, const char *name, const struct lb_strbuf *sb)
 		return -1;
 	}
 	if (dir) {
-		snprintf(path, sizeof(path), "%s/%s", dir, name);
+		lb_path_join(path, sizeof(path), dir, name); /* "rep/": no "rep//report.html" */
 		f = fopen(path, "w");
 		if (!f) {
 			fprintf(stderr, "error: cannot write '%s': %s\n", path, strerror(errno));

@@ -132,7 +132,7 @@ void render_csv_field(struct lb_strbuf *sb, const char *s)
 /*
  * A figure as a table: its columns (a header for the page, a header for CSV, either may be
  * absent), then one row per bar (per run in the phases figure), each cell holding its text
- * for the page (markdown and HTML: "-" or "n/a" where unknown, short numbers) and its text
+ * for the page (markdown and HTML: "-" or "unknown" where unknown, short numbers) and its text
  * for CSV ("" where unknown, more digits). Cell texts live in one arena, NUL-separated, so
  * a table costs a handful of allocations whatever its size.
  */
@@ -477,7 +477,7 @@ static void table_bars(struct table *t, const struct report_figure *f)
 		} else {
 			table_cell(t, b->series, NULL, CELL_TEXT);
 		}
-		report_bar_mfu_text(b, "n/a", mfu, sizeof(mfu));
+		report_bar_mfu_text(b, "unknown", mfu, sizeof(mfu));
 		report_bar_mfu_text(b, "", mfu_csv, sizeof(mfu_csv));
 		table_cell(t, mfu, mfu_csv, r ? CELL_NUM : CELL_FAIL);
 		table_mfu_sd(t, report_bar_mfu_sd(b));
@@ -816,7 +816,7 @@ void render_html_begin(struct lb_strbuf *sb, const char *title)
 	    "optimizer step (the PaLM count, 6N + 12&middot;L&middot;h&middot;s per token, "
 	    "recomputation not counted) divided by the mean steady-state step time, the GPU "
 	    "count and the GPU's dense bf16 peak. Runs imported from the paper show the paper's "
-	    "own MFU (A100, 312 TFLOP/s). Where the peak is unknown (CPU runs) MFU reads n/a "
+	    "own MFU (A100, 312 TFLOP/s). Where the peak is unknown (CPU runs) MFU reads unknown "
 	    "and runs are ranked and plotted by TFLOP/s per GPU. Bars are grouped by sweep, model, "
 	    "sequence length and GPU count. Each bar is the best run among its candidates; its "
 	    "label gives (micro-batch, TP, PP). OOM: every candidate ran out of memory. The "
@@ -824,6 +824,36 @@ void render_html_begin(struct lb_strbuf *sb, const char *title)
 	    "steady-state steps (warmup excluded), MFU sd the same carried over to MFU (MFU "
 	    "&times; step sd / mean step time, to first order), in MFU points; - for a run with "
 	    "fewer than two such steps, or imported.</p>\n");
+}
+
+/* SVG text, where gnuplot's tooltips (<title> elements: a plot's title) keep the line
+ * breaks of a gnuplot string as the two characters '\' 'n': each becomes ", " there
+ * ("llama-30b, seq 8192, 128 GPUs"), the rest is copied as it is. */
+static void add_svg_text(struct lb_strbuf *sb, const char *p, size_t n)
+{
+	const char *end = p + n;
+
+	while (p < end) {
+		const char *t = strstr(p, "<title>"), *e;
+
+		if (!t || t >= end) {
+			lb_strbuf_add(sb, p, (size_t)(end - p));
+			return;
+		}
+		e = strstr(t, "</title>");
+		if (!e || e >= end)
+			e = end;
+		lb_strbuf_add(sb, p, (size_t)(t - p));
+		for (; t < e; t++) {
+			if (t[0] == '\\' && t + 1 < e && t[1] == 'n') {
+				lb_strbuf_adds(sb, ", ");
+				t++;
+			} else {
+				lb_strbuf_add(sb, t, 1);
+			}
+		}
+		p = e;
+	}
 }
 
 /* The <svg> element of gnuplot's output, without the XML prologue, its <title> (gnuplot's
@@ -838,14 +868,15 @@ static void add_svg(struct lb_strbuf *sb, const char *svg, const char *title)
 		p = svg;
 	t = strstr(p, gp_title);
 	if (!t) {
-		lb_strbuf_adds(sb, p);
+		add_svg_text(sb, p, strlen(p));
 		return;
 	}
-	lb_strbuf_add(sb, p, (size_t)(t - p));
+	add_svg_text(sb, p, (size_t)(t - p));
 	lb_strbuf_adds(sb, "<title>");
 	render_html_escape(sb, title);
 	lb_strbuf_adds(sb, "</title>");
-	lb_strbuf_adds(sb, t + sizeof(gp_title) - 1);
+	t += sizeof(gp_title) - 1;
+	add_svg_text(sb, t, strlen(t));
 }
 
 void render_html_figure(struct lb_strbuf *sb, const struct report_figure *f, const char *svg,

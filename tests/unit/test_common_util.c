@@ -121,6 +121,25 @@ static void test_json(void **state)
 }
 
 /* lb_read_file: a whole file, NUL-terminated; a folder or a missing file refused. */
+static void test_path_join(void **state)
+{
+	char buf[64];
+
+	(void)state;
+	lb_path_join(buf, sizeof(buf), "rep/", "report.html");
+	assert_string_equal(buf, "rep/report.html");
+	lb_path_join(buf, sizeof(buf), "rep", "report.html");
+	assert_string_equal(buf, "rep/report.html");
+	lb_path_join(buf, sizeof(buf), "a/b///", "x");
+	assert_string_equal(buf, "a/b/x");
+	lb_path_join(buf, sizeof(buf), "/", "x");
+	assert_string_equal(buf, "/x");
+	lb_path_join(buf, sizeof(buf), "//", "x");
+	assert_string_equal(buf, "/x");
+	assert_int_equal(lb_path_join(buf, 4, "rep", "report.html"), 15);
+	assert_string_equal(buf, "rep");
+}
+
 /* The one sweep-name rule (common/util.h): what passes, and what each refusal says. */
 static void test_sweep_name_check(void **state)
 {
@@ -188,7 +207,7 @@ int main(void)
 	    cmocka_unit_test(test_parse_long), cmocka_unit_test(test_parse_u64_double),
 	    cmocka_unit_test(test_fnv),	       cmocka_unit_test(test_strbuf),
 	    cmocka_unit_test(test_json),       cmocka_unit_test(test_read_file),
-	    cmocka_unit_test(test_sweep_name_check),
+	    cmocka_unit_test(test_sweep_name_check), cmocka_unit_test(test_path_join),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

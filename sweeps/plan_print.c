@@ -53,7 +53,8 @@ static void format_cells(const struct plan_entry *e, char cells[NCOLS][192], int
 	if (e->status == PLAN_INVALID)
 		snprintf(cells[15], 192, "%s", for_table ? "-" : "");
 	else
-		snprintf(cells[15], 192, "%.1f", e->mem_gib);
+		snprintf(cells[15], 192, e->mem_gib >= 0.1 || e->mem_gib <= 0 ? "%.1f" : "%.2g",
+			 e->mem_gib); /* a tiny layout's 0.0041, not 0.0 */
 	switch (e->status) {
 	case PLAN_OK:
 		snprintf(cells[16], 192, "ok");
@@ -173,8 +174,15 @@ static void write_csv(FILE *f, const struct sweep_plan *p)
 	}
 }
 
+/* Two decimals; below 0.1 (a tiny model's few MiB) two significant digits instead, so
+ * that no estimate reads 0. */
 static double round2(double x)
 {
+	if (x > 0 && x < 0.1) {
+		double scale = pow(10.0, 1.0 - floor(log10(x)));
+
+		return round(x * scale) / scale;
+	}
 	return round(x * 100.0) / 100.0;
 }
 

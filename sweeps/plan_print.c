@@ -4,10 +4,13 @@
  */
 #include "sweeps/plan_print.h"
 
+#include "common/model.h"
+
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "common/layout.h"
 
@@ -82,9 +85,28 @@ static void warn_unpruned(const struct sweep_plan *p)
 			p->name);
 }
 
+/* A cluster.gpu the peak table does not know (a misspelling such as "A1OO", or a GPU it
+ * lacks) leaves every run's MFU without a peak: say so, with the names it knows, unless
+ * the spec gives the peak itself. */
+static void warn_unknown_gpu(const struct sweep_plan *p)
+{
+	char names[256];
+
+	if (!p->cluster.gpu[0] || lb_gpu_known(p->cluster.gpu) || p->cluster.peak_tflops > 0 ||
+	    !strcmp(p->cluster.device, "cpu") || !strcasecmp(p->cluster.gpu, "cpu"))
+		return;
+	lb_gpu_names(names, sizeof(names));
+	fprintf(stderr,
+		"warning: plan '%s': cluster.gpu '%s' is not a GPU layoutbench knows, so its "
+		"runs' MFU will have no peak (known: %s; a misspelling? or set "
+		"cluster.peak_tflops)\n",
+		p->name, p->cluster.gpu, names);
+}
+
 static void print_summary(FILE *f, const struct sweep_plan *p)
 {
 	warn_unpruned(p);
+	warn_unknown_gpu(p);
 	fprintf(f, "plan '%s': %zu layouts: %zu ok, %zu oom, %zu invalid", p->name, p->n_entries,
 		p->n_ok, p->n_oom, p->n_invalid);
 	if (p->n_filtered && p->n_duplicates)

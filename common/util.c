@@ -333,11 +333,15 @@ int lb_sweep_name_check(const char *name, char *err, size_t errlen)
 	static const char rule[] = "a sweep name is 1 to 63 letters, digits, '.', '_' or '-', "
 				   "starting with a letter or a digit";
 	size_t n;
+	int shown = 1; /* the name goes into the message only when every byte is printable */
 
 	if (!name || !*name) {
 		snprintf(err, errlen, "the sweep name is empty: %s", rule);
 		return -1;
 	}
+	for (n = 0; name[n]; n++)
+		if ((unsigned char)name[n] < 0x20 || (unsigned char)name[n] >= 0x7f)
+			shown = 0;
 	for (n = 0; name[n]; n++) {
 		unsigned char c = (unsigned char)name[n];
 
@@ -345,7 +349,11 @@ int lb_sweep_name_check(const char *name, char *err, size_t errlen)
 			continue;
 		if (n > 0 && (c == '.' || c == '_' || c == '-'))
 			continue;
-		if (n == 0 && (c == '.' || c == '_' || c == '-'))
+		if (!shown)
+			snprintf(err, errlen,
+				 "sweep name has the byte 0x%02x at character %zu: %s", c, n + 1,
+				 rule);
+		else if (n == 0 && (c == '.' || c == '_' || c == '-'))
 			snprintf(err, errlen, "sweep name '%.80s' starts with '%c': %s", name, c,
 				 rule);
 		else if (c >= 0x20 && c < 0x7f)

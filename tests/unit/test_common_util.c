@@ -156,6 +156,7 @@ static void test_sweep_name_check(void **state)
 	    {"a/b", "sweep name 'a/b' has '/' at character 2"},
 	    {"a b", "has ' ' at character 2"},
 	    {"a\nb", "has the byte 0x0a at character 2"},
+	    {"a b\033[2J", "sweep name has the byte 0x20 at character 2"}, /* never shown */
 	    {"x1234567890123456789012345678901234567890123456789012345678901234",
 	     "sweep name 'x1234567890123456789...' is 65 characters long"},
 	};

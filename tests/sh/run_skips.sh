@@ -60,6 +60,7 @@ check '^  SKIP  test_skipdemo_all +\(the demo data is absent\)$' \
 check '^  PASS  test_skipdemo_mixed .*\(1 skipped: the demo data is absent\)$' \
 	"a binary that passed one test and skipped one does not name its skip"
 check '^  SKIP  test_skipdemo_77 +\(no device here\)$' "an exit 77 is not a skip"
+check '^passed with tests skipped: test_skipdemo_mixed \(1\)$' "the partial skip is not listed before the summary"
 check '^1 passed, 0 failed, 2 skipped$' "the summary does not count the skips as skips"
 [ $rc = 0 ] || { echo "FAIL: run.sh exited $rc"; fail=1; }
 [ $fail = 0 ] || sed 's/^/    | /' "$tmp/out"

@@ -365,7 +365,7 @@ void plot_script(struct lb_strbuf *sb, const struct report_figure *f)
 		else if (b->run->has_tflops)
 			snprintf(val, sizeof(val), y >= 1 ? "%.1f" : "%.3g", y);
 		else
-			snprintf(val, sizeof(val), "unknown");
+			snprintf(val, sizeof(val), "n/a");
 		snprintf(text, sizeof(text), "%s %s", val, ann);
 		lb_strbuf_addf(sb, "%g %.6f ", xs[i], y);
 		gp_data_text(sb, text);
@@ -377,7 +377,7 @@ void plot_script(struct lb_strbuf *sb, const struct report_figure *f)
 		const struct report_bar *b = &f->bars[i];
 		if (b->state == REPORT_BAR_VALUE)
 			continue;
-		report_bar_mfu_text(b, "unknown", text, sizeof(text));
+		report_bar_mfu_text(b, "n/a", text, sizeof(text));
 		lb_strbuf_addf(sb, "%g 0 ", xs[i]);
 		gp_data_text(sb, text);
 		lb_strbuf_adds(sb, "\n");

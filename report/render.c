@@ -132,7 +132,7 @@ void render_csv_field(struct lb_strbuf *sb, const char *s)
 /*
  * A figure as a table: its columns (a header for the page, a header for CSV, either may be
  * absent), then one row per bar (per run in the phases figure), each cell holding its text
- * for the page (markdown and HTML: "-" or "unknown" where unknown, short numbers) and its text
+ * for the page (markdown and HTML: "-" or "n/a" where unknown, short numbers) and its text
  * for CSV ("" where unknown, more digits). Cell texts live in one arena, NUL-separated, so
  * a table costs a handful of allocations whatever its size.
  */
@@ -477,7 +477,7 @@ static void table_bars(struct table *t, const struct report_figure *f)
 		} else {
 			table_cell(t, b->series, NULL, CELL_TEXT);
 		}
-		report_bar_mfu_text(b, "unknown", mfu, sizeof(mfu));
+		report_bar_mfu_text(b, "n/a", mfu, sizeof(mfu));
 		report_bar_mfu_text(b, "", mfu_csv, sizeof(mfu_csv));
 		table_cell(t, mfu, mfu_csv, r ? CELL_NUM : CELL_FAIL);
 		table_mfu_sd(t, report_bar_mfu_sd(b));
@@ -816,7 +816,7 @@ void render_html_begin(struct lb_strbuf *sb, const char *title)
 	    "optimizer step (the PaLM count, 6N + 12&middot;L&middot;h&middot;s per token, "
 	    "recomputation not counted) divided by the mean steady-state step time, the GPU "
 	    "count and the GPU's dense bf16 peak. Runs imported from the paper show the paper's "
-	    "own MFU (A100, 312 TFLOP/s). Where the peak is unknown (CPU runs) MFU reads unknown "
+	    "own MFU (A100, 312 TFLOP/s). Where the peak is unknown (CPU runs) MFU reads n/a "
 	    "and runs are ranked and plotted by TFLOP/s per GPU. Bars are grouped by sweep, model, "
 	    "sequence length and GPU count. Each bar is the best run among its candidates; its "
 	    "label gives (micro-batch, TP, PP). OOM: every candidate ran out of memory. The "

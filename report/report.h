@@ -206,7 +206,7 @@ size_t report_figure_series(const struct report_figure *f, const char ***series)
  * TFLOP/s per GPU). */
 int report_figure_all_mfu(const struct report_figure *f);
 
-/* A bar's MFU cell: "70.57" (percent, two decimals), "unknown" (unknown peak; unknown_text),
+/* A bar's MFU cell: "70.57" (percent, two decimals), "n/a" (unknown peak; unknown_text),
  * "OOM", "FAILED(nccl_error)", "RUNNING". Writes into buf (snprintf semantics). */
 void report_bar_mfu_text(const struct report_bar *b, const char *unknown_text, char *buf,
 			 size_t len);

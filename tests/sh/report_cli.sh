@@ -1,7 +1,7 @@
 #!/bin/sh
 # End-to-end test of `layoutbench report` on our own runs: three CPU run logs
 # (tests/golden/report/runs: unknown peak, one OOM) collected into a temporary database;
-# MFU must read unknown (never invented) with TFLOP/s per GPU shown and used for ranking, in
+# MFU must read n/a (never invented) with TFLOP/s per GPU shown and used for ranking, in
 # CSV (empty MFU), markdown and HTML. Also: usage errors (exit 2), a missing database
 # (exit 1), --sweep, LAYOUTBENCH_DB, --out for each format, and `--figure all` CSV sections.
 BUILD=${BUILD:-build}
@@ -48,12 +48,12 @@ diff -u "$tmp/k.want" "$tmp/k.csv" || { echo "FAIL: kernels csv"; fail=1; }
 "$LB" report --db "$db" --figure best --format csv >"$tmp/b.csv" || fail=1
 grep -q '^tiny/128/2,flash+unfused,,2,1,1,none,' "$tmp/b.csv" || { cat "$tmp/b.csv"; echo "FAIL: best by TFLOP/s"; fail=1; }
 
-# markdown: unknown and TFLOP/s per GPU, the step time and its sd; the group named by model,
+# markdown: n/a and TFLOP/s per GPU, the step time and its sd; the group named by model,
 # sequence length and GPUs
 LAYOUTBENCH_DB="$db" "$LB" report --figure kernels >"$tmp/k.md" || { echo "FAIL: LAYOUTBENCH_DB"; fail=1; }
 grep -qx '### tiny, seq 128, 2 GPUs (sweep cpu-sweep)' "$tmp/k.md" || { cat "$tmp/k.md"; echo "FAIL: md group"; fail=1; }
-grep -qF '| flash+unfused | unknown | - | 0.002 | 0.25 | 0.05 | 2 | 1 | 1 | 2 | off | none |' "$tmp/k.md" || { cat "$tmp/k.md"; echo "FAIL: md unknown row"; fail=1; }
-grep -qF '| flash+fused | unknown | - | 0.001 | 0.5 | 0 | 1 | 1 | 1 | 2 | off | none |' "$tmp/k.md" || { echo "FAIL: md second row"; fail=1; }
+grep -qF '| flash+unfused | n/a | - | 0.002 | 0.25 | 0.05 | 2 | 1 | 1 | 2 | off | none |' "$tmp/k.md" || { cat "$tmp/k.md"; echo "FAIL: md n/a row"; fail=1; }
+grep -qF '| flash+fused | n/a | - | 0.001 | 0.5 | 0 | 1 | 1 | 1 | 2 | off | none |' "$tmp/k.md" || { echo "FAIL: md second row"; fail=1; }
 
 # --sweep
 # a sweep the database does not know: exit 1, the known ones named, nothing on stdout
@@ -91,7 +91,7 @@ if command -v "${LB_GNUPLOT:-gnuplot}" >/dev/null 2>&1; then
 	grep -F '<title>' "$page" | grep -qF '\n' && { echo "FAIL: a tooltip shows a literal \\n"; fail=1; }
 	grep -qF '<title>tiny, seq 128, ' "$page" || { grep -F '<title>' "$page" | head -3; echo "FAIL: group tooltip"; fail=1; }
 	grep -q 'TFLOP/s per GPU (model FLOPs)' "$page" || { echo "FAIL: plot axis is not TFLOP/s"; fail=1; }
-	grep -q '<td class="num">unknown</td>' "$page" || { echo "FAIL: html unknown"; fail=1; }
+	grep -q '<td class="num">n/a</td>' "$page" || { echo "FAIL: html n/a"; fail=1; }
 	grep -q '<td class="num">0.002</td>' "$page" || { echo "FAIL: html TFLOP/s"; fail=1; }
 	grep -q 'MFU \[%\]' "$page" && { echo "FAIL: plot claims MFU without a peak"; fail=1; }
 	# seqpar has no runs: a figure with no plot, still a heading

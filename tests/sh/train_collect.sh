@@ -27,7 +27,7 @@ got=$("$LB" sql --db "$tmp/r.db" --format csv \
 [ "$got" = "ok,3" ] || { echo "FAIL: run_summary: got '$got', want 'ok,3' (warmup excluded)"; fail=1; }
 "$LB" report --db "$tmp/r.db" --figure best >"$tmp/report" 2>&1 ||
 	{ cat "$tmp/report"; echo "FAIL: report --figure best"; fail=1; }
-grep -q "^| tiny | 32 | 1 | unknown |" "$tmp/report" || { cat "$tmp/report"; echo "FAIL: the run is not in the report"; fail=1; }
+grep -q "^| tiny | 32 | 1 | n/a |" "$tmp/report" || { cat "$tmp/report"; echo "FAIL: the run is not in the report"; fail=1; }
 
 # a GPU the peak table lacks: --peak-tflops gives the peak the run log records, and MFU
 # follows from it (here on the CPU, where the table has none and MFU is otherwise null)

@@ -3,7 +3,7 @@
  * holding the contract's columns as plain tables (run_summary, best_layout), and against
  * the real schema (results_open) with runs and steps inserted directly, where MFU comes
  * from the view: known peak -> MFU from the mean steady-state step time; unknown peak (CPU)
- * -> MFU unknown, ranked by TFLOP/s per GPU; the memory figure's model from the runs' flags.
+ * -> MFU n/a, ranked by TFLOP/s per GPU; the memory figure's model from the runs' flags.
  */
 #include <setjmp.h>
 #include <stdarg.h>

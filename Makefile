@@ -111,7 +111,7 @@ FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
 BENCH_SRC := $(wildcard bench/bench_*.c)
 BENCH_BIN := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 
-.PHONY: all test test-run test-gpu asan bench bench-gpu fuzz deps quickstart clean format test-slurm cuda-arch
+.PHONY: all test test-run test-gpu asan bench bench-gpu fuzz deps quickstart clean format test-slurm cuda-arch paper-data
 all: $(LB) $(TRAIN)
 
 $(BUILD)/obj/%.o: %.c $(CONFIG_STAMP)
@@ -179,7 +179,7 @@ $(BUILD)/bench/%: bench/%.c $(LIBCLI) $(LIBHARNESS) $(LIBCOMMON)
 # a short fuzz run; ends with one summary line "N passed, N failed, N skipped".
 test: deps
 	$(Q)$(MAKE) --no-print-directory test-run
-test-run: all $(UNIT_BIN)
+test-run: all $(UNIT_BIN) $(BUILD)/bench/bench_plan
 	$(Q)BUILD=$(BUILD) sh tests/run.sh
 
 # make test-gpu: the GPU tests alone, on a machine with a GPU (a skip is a failure here).
@@ -204,6 +204,12 @@ fuzz:
 
 deps:
 	$(Q)sh scripts/deps.sh
+
+# make paper-data: the paper's measured runs as CSV (scripts/paper-data.sh), fetched from
+# the authors' repository, or PAPER_FROM=DIR (a local copy of it); into PAPER_OUT.
+PAPER_OUT ?= paper-data
+paper-data:
+	$(Q)sh scripts/paper-data.sh $(if $(PAPER_FROM),--from '$(PAPER_FROM)') --out '$(PAPER_OUT)'
 
 deps-check:
 	$(Q)sh scripts/deps.sh --check

@@ -7,6 +7,12 @@
  * entries are spot-checked against the odometer order; a wrong count is a FAIL.
  * Prints RESULT lines (bench/run.sh); the wall time is the median of 3 runs.
  * LB_BENCH_THREADS=N sets the planner's thread count (default: the online CPUs).
+ *
+ * `bench_plan --slice K` plans only the last K values of the layers axis (K * 100,000
+ * points; K = 1: 80 layers, where every pipeline size is valid and the memory model runs
+ * its deepest pipelines), once, checked against the oracle likewise, and prints the point
+ * count: tests/sh/plan_cost.sh counts its instructions under callgrind, which a loaded
+ * machine does not change, against a budget per point.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +25,8 @@
 
 #define N 10
 static const int layers[N] = {8, 16, 24, 32, 40, 48, 56, 64, 72, 80};
+static const int *lay = layers; /* the layers axis planned: its last n_lay values */
+static int n_lay = N;
 static const int seqs[N] = {256, 512, 1024, 1536, 2048, 3072, 4096, 6144, 8192, 16384};
 static const int gbs[N] = {64, 96, 128, 192, 256, 384, 512, 1024, 1536, 2048};
 static const int mbs[N] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10}; /* where: micro_batch <= 8 */
@@ -40,7 +48,7 @@ static void list(char *buf, size_t len, const int *v)
 	size_t n = 0;
 	int i;
 
-	for (i = 0; i < N; i++)
+	for (i = 0; i < (v == lay ? n_lay : N); i++)
 		n += (size_t)snprintf(buf + n, len - n, "%s%d", i ? ", " : "", v[i]);
 }
 
@@ -57,7 +65,7 @@ static void oracle(size_t *n_kept, size_t *n_valid)
 	base.steps = 10;
 	base.warmup = 1;
 	*n_kept = *n_valid = 0;
-	for (a = 0; a < N; a++)
+	for (a = 0; a < n_lay; a++)
 		for (b = 0; b < N; b++)
 			for (c = 0; c < N; c++)
 				for (d = 0; d < N; d++)
@@ -68,7 +76,7 @@ static void oracle(size_t *n_kept, size_t *n_valid)
 							if (mbs[d] > 8)
 								continue;
 							l = base;
-							l.model.n_layers = layers[a];
+							l.model.n_layers = lay[a];
 							l.seq_len = seqs[b];
 							l.global_batch = gbs[c];
 							l.micro_batch = mbs[d];
@@ -92,16 +100,34 @@ static int cmp_double(const void *x, const void *y)
 	return a < b ? -1 : a > b;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 	char spec[4096], l1[128], l2[128], l3[128], l4[128], l5[128], l6[128], err[1024];
 	struct sweep_opts opts = {0, 0}; /* threads: LB_BENCH_THREADS, 0 = the online CPUs */
 	struct sweep_plan p;
-	size_t want_kept, want_valid, i;
+	size_t want_kept, want_valid, i, total;
 	double t[3], cpu[3], wall;
-	int run, bad = 0;
+	int run, runs = 3, bad = 0;
+	long slice = 0;
 
-	list(l1, sizeof(l1), layers);
+	if (argc == 3 && !strcmp(argv[1], "--slice")) {
+		char *end;
+
+		slice = strtol(argv[2], &end, 10);
+		if (*end || end == argv[2] || slice < 1 || slice > N) {
+			fprintf(stderr, "error: --slice '%s': expected 1 to %d\n", argv[2], N);
+			return 2;
+		}
+		n_lay = (int)slice;
+		lay = layers + N - n_lay;
+		runs = 1;
+	} else if (argc != 1) {
+		fprintf(stderr, "usage: bench_plan [--slice K]\n");
+		return 2;
+	}
+	total = (size_t)n_lay * 100000;
+
+	list(l1, sizeof(l1), lay);
 	list(l2, sizeof(l2), seqs);
 	list(l3, sizeof(l3), gbs);
 	list(l4, sizeof(l4), mbs);
@@ -119,7 +145,7 @@ int main(void)
 		opts.threads = 0;
 	oracle(&want_kept, &want_valid);
 	printf("oracle: %zu points kept by where, %zu valid layouts\n", want_kept, want_valid);
-	for (run = 0; run < 3; run++) {
+	for (run = 0; run < runs; run++) {
 		double t0 = clock_s(CLOCK_MONOTONIC), c0 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
 
 		if (sweep_plan_text_opts("bench.json", spec, strlen(spec), &opts, &p, err,
@@ -135,11 +161,11 @@ int main(void)
 		       "%zu duplicates\n",
 		       run, t[run], cpu[run], p.n_entries, p.n_ok, p.n_oom, p.n_invalid,
 		       p.n_filtered, p.n_duplicates);
-		if (p.n_entries != want_kept || p.n_filtered != 1000000 - want_kept ||
+		if (p.n_entries != want_kept || p.n_filtered != total - want_kept ||
 		    p.n_duplicates != 0 || p.n_ok + p.n_oom != want_valid ||
 		    p.n_invalid != want_kept - want_valid) {
 			printf("wrong counts: want %zu entries, %zu filtered, %zu valid\n",
-			       want_kept, 1000000 - want_kept, want_valid);
+			       want_kept, total - want_kept, want_valid);
 			bad = 1;
 		}
 		/* spot checks: the last axis (pp) varies fastest; mb 9 and 10 are dropped */
@@ -159,7 +185,7 @@ int main(void)
 			a = (int)(k / N);
 			if (l->pp != pps[f] || l->tp != tps[e] || l->micro_batch != mbs[d] ||
 			    l->global_batch != gbs[c] || l->seq_len != seqs[b] ||
-			    l->model.n_layers != layers[a] || l->dp != DP) {
+			    l->model.n_layers != lay[a] || l->dp != DP) {
 				printf("entry %zu is not the expected point\n", i);
 				bad = 1;
 			}
@@ -171,6 +197,11 @@ int main(void)
 	if (bad) {
 		printf("RESULT\tplan_1m_points_correct\t0\tbool\t1\tFAIL\n");
 		return 1;
+	}
+	if (slice) { /* a slice: its answer, not its time (plan_cost.sh counts instructions) */
+		printf("RESULT\tplan_slice_correct\t1\tbool\t1\tPASS\n");
+		printf("points %zu\n", total);
+		return 0;
 	}
 	qsort(t, 3, sizeof(t[0]), cmp_double);
 	qsort(cpu, 3, sizeof(cpu[0]), cmp_double);

@@ -60,7 +60,10 @@ static int cmd_help(int argc, char **argv)
 	} else {
 		const struct lb_command *c = lb_command_find(a.operands[0]);
 		if (!c) {
-			fprintf(stderr, "error: unknown command '%s'\n", a.operands[0]);
+			const char *near = lb_command_suggest(a.operands[0]);
+
+			fprintf(stderr, "error: unknown command '%s'%s%s%s\n", a.operands[0],
+				near ? ": did you mean '" : "", near ? near : "", near ? "'?" : "");
 			rc = 2;
 			goto out_release_args;
 		}
@@ -99,7 +102,14 @@ int main(int argc, char **argv)
 	const struct lb_command *c = lb_command_find(argv[1]);
 	int (*fn)(int, char **) = find_function(argv[1]);
 	if (!c || !fn) {
-		fprintf(stderr, "error: unknown command '%s' (see 'layoutbench help')\n", argv[1]);
+		const char *near = lb_command_suggest(argv[1]);
+
+		if (near)
+			fprintf(stderr, "error: unknown command '%s': did you mean '%s'? (see "
+				"'layoutbench help')\n", argv[1], near);
+		else
+			fprintf(stderr, "error: unknown command '%s' (see 'layoutbench help')\n",
+				argv[1]);
 		return 2;
 	}
 	for (int i = 2; i < argc; i++) {

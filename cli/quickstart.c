@@ -22,7 +22,7 @@
 
 /* Loss at the first and last step of each run, beside its speed: the run is learning
  * (and every layout, split or not, computes the same losses), and how fast each went.
- * MFU is unknown on a CPU (no peak), never invented. */
+ * MFU is unknown on a CPU (no peak), never invented: n/a, as the report writes it. */
 static const char *qs_loss_query =
     "SELECT s.layout_id AS layout, s.label, s.micro_batch AS mbs, s.checkpointing AS ckpt,"
     " s.tp, s.pp, s.dp, s.sequence_parallel AS sp, s.zero_stage AS zero,"
@@ -33,7 +33,7 @@ static const char *qs_loss_query =
     " printf('%.4f', s.step_time_mean) AS step_s,"
     " printf('%.0f', s.tokens_per_s_per_gpu) AS tokens_per_s,"
     " printf('%.4f', s.tflops_per_gpu) AS tflops,"
-    " CASE WHEN s.mfu IS NULL THEN 'unknown' ELSE printf('%.2f%%', 100 * s.mfu) END AS mfu"
+    " CASE WHEN s.mfu IS NULL THEN 'n/a' ELSE printf('%.2f%%', 100 * s.mfu) END AS mfu"
     " FROM run_summary s WHERE s.sweep = 'quickstart' AND s.status = 'ok'"
     " ORDER BY s.tflops_per_gpu DESC";
 

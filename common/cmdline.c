@@ -129,7 +129,7 @@ static const struct lb_option report_opts[] = {
     OPT_DB,
     OPT_SWEEP,
     CHOICE(LB_OPT_FIGURE, "figure", NULL, FIGURES, NULL, LB_OPT_REQUIRED,
-	   "the figure (the paper's figures 1-5, rms, best, phases) or all"),
+	   "the figure (the paper's figures 1-5, rms, best, phases, memory) or all"),
     CHOICE(LB_OPT_FORMAT, "format", NULL, "md|csv|html", "md", 0,
 	   "markdown tables, CSV, or one HTML page with the plots"),
     TEXT(LB_OPT_OUT, "out", "DIR", NULL, "write files into DIR (default stdout)"),
@@ -191,6 +191,51 @@ const struct lb_command *lb_command_find(const char *name)
 		if (!strcmp(lb_commands[i].name, name))
 			return &lb_commands[i];
 	return NULL;
+}
+
+/* The edit distance between a and b with an adjacent swap counting one edit (Damerau's
+ * optimal string alignment: "plna" is one from "plan"); strings longer than 31 are far. */
+static int edit_distance(const char *a, const char *b)
+{
+	size_t n = strlen(a), m = strlen(b);
+	int d[32][32];
+
+	if (n > 31 || m > 31)
+		return 99;
+	for (size_t i = 0; i <= n; i++)
+		d[i][0] = (int)i;
+	for (size_t j = 0; j <= m; j++)
+		d[0][j] = (int)j;
+	for (size_t i = 1; i <= n; i++)
+		for (size_t j = 1; j <= m; j++) {
+			int v = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+
+			if (d[i - 1][j] + 1 < v)
+				v = d[i - 1][j] + 1;
+			if (d[i][j - 1] + 1 < v)
+				v = d[i][j - 1] + 1;
+			if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
+			    d[i - 2][j - 2] + 1 < v)
+				v = d[i - 2][j - 2] + 1;
+			d[i][j] = v;
+		}
+	return d[n][m];
+}
+
+const char *lb_command_suggest(const char *name)
+{
+	const char *best = NULL;
+	int best_d = 3; /* at most two edits */
+
+	for (size_t i = 0; name && i < lb_n_commands; i++) {
+		int dist = edit_distance(name, lb_commands[i].name);
+
+		if (dist < best_d && (size_t)dist < strlen(lb_commands[i].name)) {
+			best_d = dist;
+			best = lb_commands[i].name;
+		}
+	}
+	return best;
 }
 
 /* ------------------------------------------------------------------ parsing */

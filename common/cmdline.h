@@ -79,6 +79,9 @@ extern const size_t lb_n_commands;
 
 /* The command named name, or NULL. */
 const struct lb_command *lb_command_find(const char *name);
+/* The command a misspelled name most likely meant (at most two edits, an adjacent swap
+ * one: "plna" -> "plan"), or NULL. */
+const char *lb_command_suggest(const char *name);
 
 /* What lb_args_parse found. Strings point into argv or the table (not owned). */
 struct lb_args {

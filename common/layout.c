@@ -181,33 +181,97 @@ static int pipeline_suffix(const struct lb_layout *l, char *buf, size_t len, con
 	return (int)used;
 }
 
+/* A text built with snprintf's contract (the length it needs; truncated, NUL-terminated
+ * within len) by plain appends: the canonical text is made for every point of a grid, and
+ * one snprintf of its 21 fields cost more than the rest of judging a point. */
+struct tbuf {
+	char *p;
+	size_t len, used;
+};
+
+static void put_n(struct tbuf *b, const char *s, size_t n)
+{
+	if (b->used + n < b->len)
+		memcpy(b->p + b->used, s, n);
+	else
+		for (size_t i = 0; i < n; i++)
+			if (b->used + i + 1 < b->len)
+				b->p[b->used + i] = s[i];
+	b->used += n;
+}
+
+static void put_s(struct tbuf *b, const char *s)
+{
+	put_n(b, s, strlen(s));
+}
+
+/* key (a literal: " layers=") and v in decimal, as "%d" writes it */
+#define put_kv(b, key, v) put_kv_n(b, key, sizeof(key) - 1, v)
+static void put_kv_n(struct tbuf *b, const char *key, size_t klen, int v)
+{
+	char d[12];
+	int n = 12;
+	unsigned u = v < 0 ? 0u - (unsigned)v : (unsigned)v;
+
+	put_n(b, key, klen);
+	do
+		d[--n] = (char)('0' + u % 10);
+	while ((u /= 10) && n > 1);
+	if (v < 0)
+		d[--n] = '-';
+	put_n(b, d + n, (size_t)(12 - n));
+}
+
 int lb_layout_canonical(const struct lb_layout *l, char *buf, size_t len)
 {
 	const struct lb_model *m = &l->model;
 	char pipe[LB_MAX_STAGES * 12 + 64];
+	struct tbuf b = {buf, len, 0};
 
 	if (pipeline_suffix(l, pipe, sizeof(pipe), " virtual_stages=%d", " stage_layers=") < 0)
 		pipe[0] = '\0';
-	return snprintf(buf, len,
-			"model=%s layers=%d hidden=%d heads=%d kv_heads=%d ffn=%d vocab=%d tied=%d "
-			"seq_len=%d global_batch=%d micro_batch=%d tp=%d pp=%d dp=%d "
-			"gpus_per_node=%d nodes=%d sequence_parallel=%d zero_stage=%d "
-			"checkpointing=%s attention=%s norm=%s%s",
-			m->name, m->n_layers, m->hidden, m->n_heads, m->n_kv_heads, m->ffn,
-			m->vocab, m->tied, l->seq_len, l->global_batch, l->micro_batch, l->tp,
-			l->pp, l->dp, l->gpus_per_node, l->nodes, l->sequence_parallel,
-			l->zero_stage, lb_ckpt_name(l->checkpointing), lb_attn_name(l->attention),
-			lb_norm_name(l->norm), pipe);
+	put_s(&b, "model=");
+	put_s(&b, m->name);
+	put_kv(&b, " layers=", m->n_layers);
+	put_kv(&b, " hidden=", m->hidden);
+	put_kv(&b, " heads=", m->n_heads);
+	put_kv(&b, " kv_heads=", m->n_kv_heads);
+	put_kv(&b, " ffn=", m->ffn);
+	put_kv(&b, " vocab=", m->vocab);
+	put_kv(&b, " tied=", m->tied);
+	put_kv(&b, " seq_len=", l->seq_len);
+	put_kv(&b, " global_batch=", l->global_batch);
+	put_kv(&b, " micro_batch=", l->micro_batch);
+	put_kv(&b, " tp=", l->tp);
+	put_kv(&b, " pp=", l->pp);
+	put_kv(&b, " dp=", l->dp);
+	put_kv(&b, " gpus_per_node=", l->gpus_per_node);
+	put_kv(&b, " nodes=", l->nodes);
+	put_kv(&b, " sequence_parallel=", l->sequence_parallel);
+	put_kv(&b, " zero_stage=", l->zero_stage);
+	put_s(&b, " checkpointing=");
+	put_s(&b, lb_ckpt_name(l->checkpointing));
+	put_s(&b, " attention=");
+	put_s(&b, lb_attn_name(l->attention));
+	put_s(&b, " norm=");
+	put_s(&b, lb_norm_name(l->norm));
+	put_s(&b, pipe);
+	if (len)
+		buf[b.used < len ? b.used : len - 1] = '\0';
+	return b.used > INT_MAX ? -1 : (int)b.used;
 }
 
 void lb_layout_id(const struct lb_layout *l, char out[LB_ID_LEN + 1])
 {
+	static const char hex[] = "0123456789abcdef";
 	char buf[LB_MAX_STAGES * 12 + 1024];
 	int n = lb_layout_canonical(l, buf, sizeof(buf));
 	size_t used = n < 0 ? 0 : ((size_t)n < sizeof(buf) ? (size_t)n : sizeof(buf) - 1);
 	uint64_t h = lb_fnv1a64(buf, used);
 
-	snprintf(out, LB_ID_LEN + 1, "%016llx", (unsigned long long)h);
+	for (int i = LB_ID_LEN - 1; i >= 0; i--, h >>= 4) /* "%016llx" */
+		out[i] = hex[h & 15];
+	out[LB_ID_LEN] = '\0';
 }
 
 static const char *const ckpt_names[] = {"none", "full", "selective"};

@@ -165,7 +165,13 @@ static const struct {
     {"v100", -1.0},	  /* no bf16 tensor cores: a bf16 MFU has no peak to divide by */
 };
 
-int lb_gpu_peak_tflops(const char *product, double *tflops)
+/* The table's product names as people write them, in the table's order. */
+static const char *const peak_names[] = {"GH200", "H200 NVL", "H200", "H100 NVL", "H100 PCIe",
+					 "H100",  "A100",     "B200", "L40S",	  "MI300X",
+					 "MI250X", "V100"};
+
+/* The index of the table's row that product matches, or -1. */
+static int peak_row(const char *product)
 {
 	char norm[256];
 	size_t i, n;
@@ -181,15 +187,42 @@ int lb_gpu_peak_tflops(const char *product, double *tflops)
 		norm[i] = (c == '-' || c == '_') ? ' ' : c;
 	}
 	norm[n] = '\0';
-	for (i = 0; i < sizeof(peaks) / sizeof(peaks[0]); i++) {
-		if (!strstr(norm, peaks[i].pattern))
-			continue;
-		if (peaks[i].tflops < 0)
-			return -1;
-		*tflops = peaks[i].tflops;
-		return 0;
-	}
+	for (i = 0; i < sizeof(peaks) / sizeof(peaks[0]); i++)
+		if (strstr(norm, peaks[i].pattern))
+			return (int)i;
 	return -1;
+}
+
+int lb_gpu_known(const char *product)
+{
+	return peak_row(product) >= 0;
+}
+
+int lb_gpu_names(char *buf, size_t len)
+{
+	size_t used = 0;
+
+	if (len)
+		buf[0] = '\0';
+	for (size_t i = 0; i < sizeof(peak_names) / sizeof(peak_names[0]); i++) {
+		int n = snprintf(used < len ? buf + used : NULL, used < len ? len - used : 0,
+				 "%s%s", i ? ", " : "", peak_names[i]);
+
+		if (n < 0)
+			return -1;
+		used += (size_t)n;
+	}
+	return (int)used;
+}
+
+int lb_gpu_peak_tflops(const char *product, double *tflops)
+{
+	int i = peak_row(product);
+
+	if (i < 0 || peaks[i].tflops < 0)
+		return -1;
+	*tflops = peaks[i].tflops;
+	return 0;
 }
 
 /*

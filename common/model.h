@@ -59,6 +59,11 @@ double lb_hw_flops_per_step(const struct lb_layout *l);
  * a spec ("A100", "NVIDIA A100-SXM4-80GB", "H100", "NVIDIA H200", ...). Returns 0 and
  * sets *tflops, or -1 when unknown (never a guess). */
 int lb_gpu_peak_tflops(const char *product, double *tflops);
+/* 1 if the table knows product (with a peak, or known to have none: V100), else 0: an
+ * unknown name may be a misspelling ("A1OO"). */
+int lb_gpu_known(const char *product);
+/* The products the table knows, "GH200, H200 NVL, H200, ..." (snprintf's contract). */
+int lb_gpu_names(char *buf, size_t len);
 
 /* Memory per GPU, bytes, of the most loaded rank: the largest of the first pipeline
  * stage (embedding, the most micro-batches in flight), the first stage with the larger

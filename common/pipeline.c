@@ -580,9 +580,18 @@ int lb_schedule_slots(enum lb_sched_kind kind, int pp, int chunks, int stage, in
 
 	if (check_args(kind, pp, chunks, stage, n_micro, err, errlen))
 		return -1;
-	/* 1F1B and the interleaved schedule hold no more once n reaches 2 * pp: a margin
+	/* One chunk per stage: the count the list gives, without the list (the planner asks
+	 * this for every stage of every layout of a grid). 1F1B: the pp - stage - 1 warm-up
+	 * forwards and the steady state's one more, at most the step's micro-batches; GPipe:
+	 * every micro-batch. test_schedule_pipeline checks both against the whole list. */
+	if (kind != LB_SCHED_INTERLEAVED) {
+		memset(n_slots, 0, sizeof(int) * LB_MAX_VIRTUAL_STAGES);
+		n_slots[0] = kind == LB_SCHED_GPIPE || n_micro < pp - stage ? n_micro : pp - stage;
+		return 0;
+	}
+	/* the interleaved schedule holds no more once n reaches 2 * pp: a margin
 	 * of twice that (a multiple of pp, as the interleaved schedule needs) */
-	if (kind != LB_SCHED_GPIPE && n > LB_SCHED_SLOTS_CAP * pp)
+	if (n > LB_SCHED_SLOTS_CAP * pp)
 		n = LB_SCHED_SLOTS_CAP * pp;
 	if (lb_schedule_build(kind, pp, chunks, stage, n, &s, err, errlen))
 		return -1;

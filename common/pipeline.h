@@ -85,11 +85,11 @@ enum lb_sched_kind lb_schedule_effective(const struct lb_layout *l, enum lb_sche
 int lb_schedule_for_layout(const struct lb_layout *l, enum lb_sched_kind asked, int stage,
 			   struct lb_schedule *out, char *err, size_t errlen);
 
-/* The activation slots per chunk (n_slots) of a schedule, without its whole list: for 1F1B
- * (a stage holds at most pp - stage micro-batches) and the interleaved schedule (its
- * warm-up is shorter than 2 * pp micro-batches through every chunk) they stop growing once
- * n_micro reaches 2 * pp, so the list built has at most LB_SCHED_SLOTS_CAP * pp
- * micro-batches; GPipe holds every micro-batch and is built whole. The planner's memory
+/* The activation slots per chunk (n_slots) of a schedule, without its whole list: 1F1B
+ * holds min(pp - stage, n_micro) and GPipe every micro-batch, counted without a list; the
+ * interleaved schedule's (its warm-up is shorter than 2 * pp micro-batches through every
+ * chunk) stop growing once n_micro reaches 2 * pp, so the list built has at most
+ * LB_SCHED_SLOTS_CAP * pp micro-batches. The planner's memory
  * model asks this for every layout of a grid (a step of 262144 micro-batches included);
  * test_schedule_pipeline checks it against the whole list. Same contract as
  * lb_schedule_build and lb_schedule_for_layout. */

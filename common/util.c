@@ -520,6 +520,61 @@ fail:
 	return -1;
 }
 
+int lb_path_join(char *out, size_t len, const char *dir, const char *name)
+{
+	size_t n = strlen(dir);
+
+	while (n > 1 && dir[n - 1] == '/')
+		n--;
+	return snprintf(out, len, "%.*s%s%s", (int)n, dir, n && dir[n - 1] == '/' ? "" : "/",
+			name);
+}
+
+int lb_sweep_name_check(const char *name, char *err, size_t errlen)
+{
+	static const char rule[] = "a sweep name is 1 to 63 letters, digits, '.', '_' or '-', "
+				   "starting with a letter or a digit";
+	size_t n;
+	int shown = 1; /* the name goes into the message only when every byte is printable */
+
+	if (!name || !*name) {
+		snprintf(err, errlen, "the sweep name is empty: %s", rule);
+		return -1;
+	}
+	for (n = 0; name[n]; n++)
+		if ((unsigned char)name[n] < 0x20 || (unsigned char)name[n] >= 0x7f)
+			shown = 0;
+	for (n = 0; name[n]; n++) {
+		unsigned char c = (unsigned char)name[n];
+
+		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'))
+			continue;
+		if (n > 0 && (c == '.' || c == '_' || c == '-'))
+			continue;
+		if (!shown)
+			snprintf(err, errlen,
+				 "sweep name has the byte 0x%02x at character %zu: %s", c, n + 1,
+				 rule);
+		else if (n == 0 && (c == '.' || c == '_' || c == '-'))
+			snprintf(err, errlen, "sweep name '%.80s' starts with '%c': %s", name, c,
+				 rule);
+		else if (c >= 0x20 && c < 0x7f)
+			snprintf(err, errlen, "sweep name '%.80s' has '%c' at character %zu: %s",
+				 name, c, n + 1, rule);
+		else
+			snprintf(err, errlen,
+				 "sweep name has the byte 0x%02x at character %zu: %s", c, n + 1,
+				 rule);
+		return -1;
+	}
+	if (n > LB_SWEEP_NAME_MAX) {
+		snprintf(err, errlen, "sweep name '%.20s...' is %zu characters long: %s", name, n,
+			 rule);
+		return -1;
+	}
+	return 0;
+}
+
 int lb_name_ok(const char *s, size_t max)
 {
 	size_t n = 0;
@@ -534,20 +589,4 @@ int lb_name_ok(const char *s, size_t max)
 			return 0;
 	}
 	return n < max;
-}
-
-int lb_sweep_name_check(const char *name, char *err, size_t errlen)
-{
-	struct lb_strbuf shown = LB_STRBUF_INIT;
-
-	if (lb_name_ok(name, 64))
-		return 0;
-	if (name)
-		lb_strbuf_add_visible(&shown, name, strnlen(name, 200), 0);
-	snprintf(err, errlen,
-		 "sweep name '%s%s' is not valid: a sweep name is 1 to 63 letters, digits, '.', "
-		 "'_' or '-'",
-		 lb_strbuf_str(&shown), name && strlen(name) > 200 ? "..." : "");
-	lb_strbuf_release(&shown);
-	return -1;
 }

@@ -24,13 +24,17 @@ int lb_parse_double(const char *s, double min, double max, double *out);
 /* The name rule for sweep names and Slurm names: [A-Za-z0-9_.-]+, shorter than max. */
 int lb_name_ok(const char *s, size_t max);
 
-/*
- * The one rule for a sweep name, wherever one is read (a spec's "name", --sweep, a run
- * log's header): 1 to 63 letters, digits, '.', '_' or '-' (lb_name_ok with 64), so that it
- * is safe as a folder name, in a job name and in SQL text. Returns 0, or -1 with err
- * naming the name (control characters made visible) and the rule.
- */
+/* The one rule for a sweep's name, which names its run folder, its job scripts and Slurm
+ * jobs and its rows: 1 to LB_SWEEP_NAME_MAX letters, digits, '.', '_' and '-', starting
+ * with a letter or a digit (so never '.', '..', a hidden folder or an option such as
+ * '-rf'). Applied where a name comes in: a spec's "name", --sweep, a run log's header.
+ * Returns 0, or -1 with err saying what is wrong with the name and what a name is. */
+#define LB_SWEEP_NAME_MAX 63
 int lb_sweep_name_check(const char *name, char *err, size_t errlen);
+
+/* dir + "/" + name into out (snprintf's contract), with one slash however many dir ends
+ * with ("rep/" and "report.html" make "rep/report.html"; "/" and "x" make "/x"). */
+int lb_path_join(char *out, size_t len, const char *dir, const char *name);
 
 /* Create path and its missing parents (mkdir -p, mode 0777 less the umask). 0, or -1 with
  * err naming the folder that could not be made and why. */

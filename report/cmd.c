@@ -85,7 +85,7 @@ static int emit(const char *dir, const char *name, const struct lb_strbuf *sb)
 		return -1;
 	}
 	if (dir) {
-		snprintf(path, sizeof(path), "%s/%s", dir, name);
+		lb_path_join(path, sizeof(path), dir, name); /* "rep/": no "rep//report.html" */
 		if (lb_write_file_atomic(path, text, len, err, sizeof(err))) {
 			fprintf(stderr, "error: %s\n", err);
 			return -1;

@@ -897,6 +897,36 @@ void render_html_begin(struct lb_strbuf *sb, const char *title)
 	    "measured candidate diverged.</p>\n");
 }
 
+/* SVG text, where gnuplot's tooltips (<title> elements: a plot's title) keep the line
+ * breaks of a gnuplot string as the two characters '\' 'n': each becomes ", " there
+ * ("llama-30b, seq 8192, 128 GPUs"), the rest is copied as it is. */
+static void add_svg_text(struct lb_strbuf *sb, const char *p, size_t n)
+{
+	const char *end = p + n;
+
+	while (p < end) {
+		const char *t = strstr(p, "<title>"), *e;
+
+		if (!t || t >= end) {
+			lb_strbuf_add(sb, p, (size_t)(end - p));
+			return;
+		}
+		e = strstr(t, "</title>");
+		if (!e || e >= end)
+			e = end;
+		lb_strbuf_add(sb, p, (size_t)(t - p));
+		for (; t < e; t++) {
+			if (t[0] == '\\' && t + 1 < e && t[1] == 'n') {
+				lb_strbuf_adds(sb, ", ");
+				t++;
+			} else {
+				lb_strbuf_add(sb, t, 1);
+			}
+		}
+		p = e;
+	}
+}
+
 /* The <svg> element of gnuplot's output, without the XML prologue, its <title> (gnuplot's
  * "Gnuplot") the figure's title, so that the plot is named for what it shows. */
 static void add_svg(struct lb_strbuf *sb, const char *svg, const char *title)
@@ -909,14 +939,15 @@ static void add_svg(struct lb_strbuf *sb, const char *svg, const char *title)
 		p = svg;
 	t = strstr(p, gp_title);
 	if (!t) {
-		lb_strbuf_adds(sb, p);
+		add_svg_text(sb, p, strlen(p));
 		return;
 	}
-	lb_strbuf_add(sb, p, (size_t)(t - p));
+	add_svg_text(sb, p, (size_t)(t - p));
 	lb_strbuf_adds(sb, "<title>");
 	render_html_escape(sb, title);
 	lb_strbuf_adds(sb, "</title>");
-	lb_strbuf_adds(sb, t + sizeof(gp_title) - 1);
+	t += sizeof(gp_title) - 1;
+	add_svg_text(sb, t, strlen(t));
 }
 
 void render_html_figure(struct lb_strbuf *sb, const struct report_figure *f, const char *svg,

@@ -29,11 +29,8 @@ int cmd_collect(int argc, char **argv)
 	if ((rc = lb_args_parse("collect", argc, argv, &a)))
 		goto out_release_args;
 	st.sweep = a.str[LB_OPT_SWEEP];
-	if (st.sweep && !lb_name_ok(st.sweep, LB_NAME_MAX)) {
-		fprintf(stderr,
-			"error: --sweep '%s': a sweep name is 1 to 63 letters, digits, '.', '_' or "
-			"'-' (as a spec's \"name\")\n",
-			st.sweep);
+	if (st.sweep && lb_sweep_name_check(st.sweep, err, sizeof(err))) {
+		fprintf(stderr, "error: --sweep: %s (as a spec's \"name\")\n", err);
 		rc = 2;
 		goto out_release_args;
 	}

@@ -412,11 +412,58 @@ out_close:
 	return -1;
 }
 
+/* What is wrong with a database path before SQLite tries it (its own word for a folder,
+ * or a missing parent folder, is "unable to open database file" or "disk I/O error"):
+ * 0 when nothing is, else -1 with err saying what and the fix. */
+static int check_db_path(const char *path, enum results_db_mode mode, char *err, size_t errlen)
+{
+	struct stat sb;
+	char dir[4096];
+	const char *slash;
+
+	if (!*path) {
+		snprintf(err, errlen, "the database path is empty (give --db FILE)");
+		return -1;
+	}
+	if (stat(path, &sb) == 0) {
+		if (S_ISDIR(sb.st_mode)) {
+			snprintf(err, errlen,
+				 "database '%s' is a folder, not a database file (give a file: "
+				 "--db %s%sresults.db)",
+				 path, path, path[strlen(path) - 1] == '/' ? "" : "/");
+			return -1;
+		}
+		return 0;
+	}
+	if (errno != ENOENT || mode == RESULTS_DB_READ)
+		return 0; /* the open says what it is (a missing file: open_read) */
+	slash = strrchr(path, '/');
+	if (!slash)
+		return 0;
+	snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path) ? (int)(slash - path) : 1, path);
+	if (stat(dir, &sb) != 0) {
+		snprintf(err, errlen,
+			 "database '%s': its folder '%s' does not exist (create it: mkdir -p '%s'; "
+			 "or give another --db)",
+			 path, dir, dir);
+		return -1;
+	}
+	if (!S_ISDIR(sb.st_mode)) {
+		snprintf(err, errlen, "database '%s': '%s' is not a folder (give another --db)",
+			 path, dir);
+		return -1;
+	}
+	return 0;
+}
+
 int results_db_open(const char *path, enum results_db_mode mode, sqlite3 **db, char *err,
 		    size_t errlen)
 {
 	if (!path)
 		path = results_default_db();
+	*db = NULL;
+	if (check_db_path(path, mode, err, errlen))
+		return -1;
 	return mode == RESULTS_DB_READ ? open_read(path, db, err, errlen)
 				       : open_write(path, db, err, errlen);
 }

@@ -5,12 +5,16 @@
 # --check: only report (exit 1 with the command to run) when something is missing.
 # --missing PKG...: print those of the named packages that are not installed (one line),
 # for the other scripts that install what they need (scripts/slurm-local.sh).
+# --install PKG...: install those of the named packages that are missing (as root; as
+# non-root print the command and exit 1): a package only one command needs
+# (scripts/paper-data.sh: xlsx2csv, git), installed when that command runs.
 # Why each package is needed: README.md, "Dependencies". The fuzzing runtime (libFuzzer)
 # is libclang-rt-dev, the distribution's default for its default clang (clang 14's on
 # Debian 12, clang 19's on Debian 13), not a versioned libclang-rt-N-dev.
 set -eu
 PKGS="build-essential pkg-config libsqlite3-dev sqlite3 libcjson-dev libcurl4-openssl-dev
-libcmocka-dev gnuplot-nox libslurm-dev slurm-client clang libclang-rt-dev"
+libcmocka-dev gnuplot-nox libslurm-dev slurm-client clang libclang-rt-dev cmark
+valgrind"
 missing_of() {
 	for p in "$@"; do
 		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
@@ -22,6 +26,11 @@ if [ "${1:-}" = "--missing" ]; then
 	missing_of "$@"
 	echo
 	exit 0
+fi
+if [ "${1:-}" = "--install" ]; then
+	shift
+	PKGS="$*"
+	set -- ""
 fi
 # shellcheck disable=SC2086
 missing=$(missing_of $PKGS)

@@ -34,6 +34,7 @@ int exec_slurm_open(const struct exec_opts *o, struct executor **out, char *err,
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -58,6 +59,61 @@ int exec_slurm_open(const struct exec_opts *o, struct executor **out, char *err,
 #endif
 
 static int g_inited;
+
+/* The fixes for a machine where libslurm finds no configuration. */
+#define NO_CONF_FIXES                                                                        \
+	"set SLURM_CONF to the cluster's slurm.conf, submit through slurmrestd with "        \
+	"--executor rest, or run on this machine with --executor local"
+
+/*
+ * 0 when libslurm can establish its configuration, else -1 with err naming the fixes.
+ * slurm_init() finds it in $SLURM_CONF, the default slurm.conf (/etc/slurm/slurm.conf on
+ * Debian), slurmd's configless cache or a DNS SRV record of slurmctld, and where it finds
+ * none it calls fatal(), which exits the process: so a child process tries it first (its
+ * output discarded). A SLURM_CONF that cannot be read is named at once (libslurm would
+ * retry it for 60 s before its fatal()).
+ */
+static int config_probe(char *err, size_t errlen)
+{
+	const char *conf = getenv("SLURM_CONF");
+	pid_t pid;
+	int st = 0, fd;
+
+	if (conf && *conf && access(conf, R_OK)) {
+		snprintf(err, errlen, "slurm: cannot read SLURM_CONF '%s': %s (%s)", conf,
+			 strerror(errno), NO_CONF_FIXES);
+		return -1;
+	}
+	fflush(stdout);
+	fflush(stderr);
+	pid = fork();
+	if (pid < 0)
+		return 0; /* no child to ask: slurm_init decides */
+	if (pid == 0) {
+		if ((fd = open("/dev/null", O_WRONLY)) >= 0) {
+			dup2(fd, STDOUT_FILENO);
+			dup2(fd, STDERR_FILENO);
+		}
+		slurm_init(NULL);
+		_exit(0);
+	}
+	while (waitpid(pid, &st, 0) < 0)
+		if (errno != EINTR)
+			return 0;
+	if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
+		return 0;
+	if (conf && *conf)
+		snprintf(err, errlen,
+			 "slurm: libslurm cannot load the Slurm configuration '%s' (SLURM_CONF) "
+			 "(%s)",
+			 conf, NO_CONF_FIXES);
+	else
+		snprintf(err, errlen,
+			 "slurm: no Slurm configuration on this machine (no slurm.conf, no "
+			 "SLURM_CONF, no slurmctld found through DNS): %s",
+			 NO_CONF_FIXES);
+	return -1;
+}
 
 /* A job's state reason as Slurm prints it ("Priority", "NonZeroExitCode"), or
  * "reason N" where this libslurm does not export the function. */
@@ -284,6 +340,8 @@ int exec_slurm_open(const struct exec_opts *o, struct executor **out, char *err,
 
 	*out = NULL;
 	if (!g_inited) {
+		if (config_probe(err, errlen))
+			return -1;
 		slurm_init(NULL);
 		g_inited = 1;
 	}

@@ -7,6 +7,8 @@
  */
 #include "slurm/render.h"
 
+#include "common/util.h"
+
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -138,13 +140,8 @@ static int check_plan(const struct sweep_plan *p, const struct slurm_render_opts
 	const struct sweep_cluster *c = &p->cluster;
 	const char *what = NULL, *val = NULL;
 
-	if (!slurm_safe_name(p->name)) {
-		snprintf(err, errlen,
-			 "sweep name '%s' is not safe in a job script (use 1-63 letters, digits, "
-			 "'.', '_', '-')",
-			 p->name);
+	if (lb_sweep_name_check(p->name, err, errlen)) /* the spec reader's rule */
 		return -1;
-	}
 	if (c->partition[0] && !in_set(c->partition, "._,-"))
 		what = "partition", val = c->partition;
 	else if (c->account[0] && !in_set(c->account, "._-"))

@@ -6,11 +6,61 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+
+#include <sqlite3.h>
 
 #include "results/health_db.h"
 #include "slurm/track.h"
 
-static void print_status(const char *sweep, const struct results_job *jobs, size_t n)
+/* The trainer's own word on job j: the failure class and message of the newest failed
+ * run tied to it (runs.job_ref), else of the newest failed run of its layout in the
+ * sweep that no job claims. Both "" when there is none. */
+static void run_failure(sqlite3 *db, const struct results_job *j, char *cls, size_t clen,
+			char *msg, size_t mlen)
+{
+	static const char sql[] =
+	    "SELECT COALESCE(failure_class, ''), COALESCE(message, '') FROM runs "
+	    "WHERE status = 'failed' AND (job_ref = ?1 OR (job_ref IS NULL AND sweep = ?2 AND "
+	    "layout_id = ?3)) ORDER BY job_ref IS NULL, id DESC LIMIT 1";
+	sqlite3_stmt *st = NULL;
+
+	*cls = *msg = '\0';
+	if (!db || sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+		return;
+	sqlite3_bind_int64(st, 1, j->id);
+	sqlite3_bind_text(st, 2, j->sweep, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 3, j->layout_id, -1, SQLITE_STATIC);
+	if (sqlite3_step(st) == SQLITE_ROW) {
+		snprintf(cls, clen, "%s", (const char *)sqlite3_column_text(st, 0));
+		snprintf(msg, mlen, "%s", (const char *)sqlite3_column_text(st, 1));
+	}
+	sqlite3_finalize(st);
+}
+
+/* One failed layout: the trainer's class and message where its run log has them (the
+ * scheduler's class and reason after them), else the scheduler's; a reason that only
+ * repeats the class ("cancelled: cancelled") is not repeated. */
+static void print_failed(sqlite3 *db, const struct results_job *j)
+{
+	char cls[32], msg[512], sched[256] = "";
+	int same = !strcasecmp(j->reason, j->failure_class);
+
+	run_failure(db, j, cls, sizeof(cls), msg, sizeof(msg));
+	if (*cls) {
+		snprintf(sched, sizeof(sched), " (scheduler: %s%s%s)", j->failure_class,
+			 *j->reason && !same ? ", " : "", same ? "" : j->reason);
+		printf("  failed %s  job %s (%s)  %s  %s%s%s%s\n", j->layout_id, j->job_id,
+		       j->executor, j->state, cls, *msg ? ": " : "", msg, sched);
+		return;
+	}
+	printf("  failed %s  job %s (%s)  %s  %s%s%s\n", j->layout_id, j->job_id, j->executor,
+	       j->state, j->failure_class, *j->reason && !same ? ": " : "",
+	       same ? "" : j->reason);
+}
+
+static void print_status(sqlite3 *db, const char *sweep, const struct results_job *jobs,
+			 size_t n)
 {
 	static const char *classes[] = {"oom",	     "timeout",	     "node_fail", "preempted",
 					"cancelled", "launch_error", "failed",	  "unknown"};
@@ -40,9 +90,7 @@ static void print_status(const char *sweep, const struct results_job *jobs, size
 			printf("  class %-14s %zu\n", classes[c], ccount[c]);
 	for (size_t i = 0; i < n; i++)
 		if (*jobs[i].failure_class)
-			printf("  failed %s  job %s (%s)  %s  %s%s%s\n", jobs[i].layout_id,
-			       jobs[i].job_id, jobs[i].executor, jobs[i].state,
-			       jobs[i].failure_class, *jobs[i].reason ? ": " : "", jobs[i].reason);
+			print_failed(db, &jobs[i]);
 }
 
 /* The health of the sweep's runs that ended ok (docs/schema.md, "Run health"), and each
@@ -92,7 +140,7 @@ int cmd_status(int argc, char **argv)
 				t.names[s], err);
 			rc = 1;
 		}
-		print_status(t.names[s], jobs, n);
+		print_status(t.db, t.names[s], jobs, n);
 		if (print_health(t.db, t.names[s]))
 			rc = 1;
 		free(jobs);

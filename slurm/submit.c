@@ -252,9 +252,29 @@ int submit_sweep(const struct submit_opts *o, char *err, size_t errlen)
 	eo.hold = getenv("LB_SUBMIT_HOLD") && !strcmp(getenv("LB_SUBMIT_HOLD"), "1");
 	es.o = &eo;
 
+	/* the whole spec is checked before anything is made: its job scripts render (names,
+	 * paths, cluster settings), so a spec the renderer refuses leaves no database */
+	if (!o->dry_run) {
+		struct slurm_render_opts ro = {0};
+		struct slurm_batch b;
+		char train[SLURM_PATH_MAX];
+
+		slurm_default_train_path(train, sizeof(train));
+		ro.runs_dir = runs;
+		ro.train_path = train;
+		ro.throttle = o->throttle;
+		ro.max_array = o->max_array;
+		if (slurm_render_batch(&plan, NULL, 0, &ro, &b, err, errlen))
+			goto out_close;
+		slurm_batch_free(&b);
+	}
+	/* an executor that cannot start (no Slurm configuration, no token) says so before
+	 * any database is made */
+	if (!o->dry_run && strcmp(exname, "local") && !track_exec_get(&es, exname, err, errlen))
+		goto out_close;
 	if (!o->dry_run || stat(dbp, &sb) == 0) {
 		if (results_open(dbp, &db, err, errlen))
-			goto out_free_plan;
+			goto out_close;
 	}
 	sel = calloc(plan.n_entries ? plan.n_entries : 1, sizeof(*sel));
 	if (!sel) {
@@ -299,10 +319,15 @@ int submit_sweep(const struct submit_opts *o, char *err, size_t errlen)
 		int max_array = o->max_array;
 		if (max_array <= 0 && !strcmp(exname, "slurm")) {
 			struct executor *x = NULL;
-			char e2[256];
+			char e2[1024];
 			if (exec_open("slurm", &eo, &x, e2, sizeof(e2)) == 0) {
 				max_array = x->max_array;
 				exec_close(x);
+			} else { /* a dry run needs no cluster */
+				fprintf(stderr,
+					"note: the cluster's MaxArraySize is unknown (%s); arrays "
+					"split at Slurm's default, %d (--max-array N sets it)\n",
+					e2, SLURM_DEFAULT_MAX_ARRAY);
 			}
 		}
 		slurm_default_train_path(train, sizeof(train));
@@ -358,7 +383,6 @@ out_close:
 	free(sub.rows);
 	free(sel);
 	results_close(db);
-out_free_plan:
 	sweep_plan_free(&plan);
 out_free_text:
 	free(text);

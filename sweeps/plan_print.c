@@ -4,10 +4,13 @@
  */
 #include "sweeps/plan_print.h"
 
+#include "common/model.h"
+
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "common/layout.h"
 #include "common/util.h"
@@ -15,9 +18,9 @@
 #define NCOLS 17 /* id .. norm (14), label, mem_gib, status */
 
 /* GPUs a layout's job allocates (tp*pp*dp for a valid layout). */
-static int entry_gpus(const struct plan_entry *e)
+static long long entry_gpus(const struct plan_entry *e)
 {
-	return e->layout.gpus_per_node * e->layout.nodes;
+	return (long long)e->layout.gpus_per_node * e->layout.nodes; /* past 2^31 too */
 }
 
 static void format_cells(const struct plan_entry *e, char cells[NCOLS][192], int for_table)
@@ -28,7 +31,7 @@ static void format_cells(const struct plan_entry *e, char cells[NCOLS][192], int
 	snprintf(cells[1], 192, "%s", l->model.name);
 	snprintf(cells[2], 192, "%d", l->seq_len);
 	snprintf(cells[3], 192, "%d", l->global_batch);
-	snprintf(cells[4], 192, "%d", entry_gpus(e));
+	snprintf(cells[4], 192, "%lld", entry_gpus(e));
 	snprintf(cells[5], 192, "%d", l->micro_batch);
 	snprintf(cells[6], 192, "%d", l->tp);
 	snprintf(cells[7], 192, "%d", l->pp);
@@ -54,7 +57,8 @@ static void format_cells(const struct plan_entry *e, char cells[NCOLS][192], int
 	if (e->status == PLAN_INVALID)
 		snprintf(cells[15], 192, "%s", for_table ? "-" : "");
 	else
-		snprintf(cells[15], 192, "%.1f", e->mem_gib);
+		snprintf(cells[15], 192, e->mem_gib >= 0.1 || e->mem_gib <= 0 ? "%.1f" : "%.2g",
+			 e->mem_gib); /* a tiny layout's 0.0041, not 0.0 */
 	switch (e->status) {
 	case PLAN_OK:
 		snprintf(cells[16], 192, "ok");
@@ -82,9 +86,28 @@ static void warn_unpruned(const struct sweep_plan *p)
 			p->name);
 }
 
+/* A cluster.gpu the peak table does not know (a misspelling such as "A1OO", or a GPU it
+ * lacks) leaves every run's MFU without a peak: say so, with the names it knows, unless
+ * the spec gives the peak itself. */
+static void warn_unknown_gpu(const struct sweep_plan *p)
+{
+	char names[256];
+
+	if (!p->cluster.gpu[0] || lb_gpu_known(p->cluster.gpu) || p->cluster.peak_tflops > 0 ||
+	    !strcmp(p->cluster.device, "cpu") || !strcasecmp(p->cluster.gpu, "cpu"))
+		return;
+	lb_gpu_names(names, sizeof(names));
+	fprintf(stderr,
+		"warning: plan '%s': cluster.gpu '%s' is not a GPU layoutbench knows, so its "
+		"runs' MFU will have no peak (known: %s; a misspelling? or set "
+		"cluster.peak_tflops)\n",
+		p->name, p->cluster.gpu, names);
+}
+
 static void print_summary(FILE *f, const struct sweep_plan *p)
 {
 	warn_unpruned(p);
+	warn_unknown_gpu(p);
 	fprintf(f, "plan '%s': %zu layouts: %zu ok, %zu oom, %zu invalid", p->name, p->n_entries,
 		p->n_ok, p->n_oom, p->n_invalid);
 	if (p->n_filtered && p->n_duplicates)
@@ -174,8 +197,15 @@ static void write_csv(FILE *f, const struct sweep_plan *p)
 	}
 }
 
+/* Two decimals; below 0.1 (a tiny model's few MiB) two significant digits instead, so
+ * that no estimate reads 0. */
 static double round2(double x)
 {
+	if (x > 0 && x < 0.1) {
+		double scale = pow(10.0, 1.0 - floor(log10(x)));
+
+		return round(x * scale) / scale;
+	}
 	return round(x * 100.0) / 100.0;
 }
 
@@ -207,7 +237,7 @@ static cJSON *entry_json(const struct plan_entry *e)
 		cJSON_AddNullToObject(o, "mem_gib");
 	else
 		cJSON_AddNumberToObject(o, "mem_gib", round2(e->mem_gib));
-	cJSON_AddNumberToObject(o, "gpus", entry_gpus(e));
+	cJSON_AddNumberToObject(o, "gpus", (double)entry_gpus(e));
 	cJSON_AddNumberToObject(o, "accum", lb_layout_accum_steps(l));
 	const struct field shape[] = {{"seq_len", l->seq_len},
 				      {"global_batch", l->global_batch},

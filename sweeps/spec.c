@@ -270,6 +270,10 @@ static int get_int(struct ctx *c, const cJSON *v, const char *jpath, long long m
 		}
 	}
 	show(v, got, sizeof(got));
+	/* an integer past a large limit: name the limit (a small one is in `what`) */
+	if (cJSON_IsNumber(v) && isfinite(v->valuedouble) && v->valuedouble > (double)max &&
+	    v->valuedouble == floor(v->valuedouble) && max >= 1000)
+		return fail(c, jpath, "expected %s, got %s, over the limit of %lld", what, got, max);
 	return fail(c, jpath, "expected %s, got %s", what, got);
 }
 
@@ -1331,6 +1335,41 @@ static int parse_models(struct ctx *c, const cJSON *root)
 }
 
 /* An escaped NUL (\u0000) would silently cut a cJSON string short. */
+/* The first byte after a parsed value that is not white space, or NULL: text after the
+ * spec's object is an error, not ignored (two objects, a stray word). */
+static const char *json_rest(const char *p, const char *end)
+{
+	while (p && p < end && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r'))
+		p++;
+	return p && p < end ? p : NULL;
+}
+
+/* The deepest nesting of arrays and objects in text[0..n), strings skipped: to tell a
+ * parse that stopped at cJSON's nesting limit from a syntax error. */
+static int json_depth(const char *text, size_t n)
+{
+	int depth = 0, most = 0, in_str = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		char ch = text[i];
+
+		if (in_str) {
+			if (ch == '\\')
+				i++;
+			else if (ch == '"')
+				in_str = 0;
+		} else if (ch == '"') {
+			in_str = 1;
+		} else if (ch == '[' || ch == '{') {
+			if (++depth > most)
+				most = depth;
+		} else if (ch == ']' || ch == '}') {
+			depth--;
+		}
+	}
+	return most;
+}
+
 static int has_nul_escape(const char *text, size_t len)
 {
 	size_t i, k;
@@ -1356,6 +1395,7 @@ int spec_parse(const char *path, const char *text, size_t len, struct sweep_spec
 	struct ctx c = {path ? path : "-", err, errlen, out};
 	const cJSON *v;
 	cJSON *root;
+	const char *end = NULL;
 	unsigned char set[SF_NFIELDS];
 
 	memset(out, 0, sizeof(*out));
@@ -1377,11 +1417,12 @@ int spec_parse(const char *path, const char *text, size_t len, struct sweep_spec
 		fail(&c, NULL, "contains \\u0000 in a string; NUL characters are not allowed");
 		return -1;
 	}
-	root = cJSON_ParseWithLength(text, len);
-	if (!root) {
-		const char *at = cJSON_GetErrorPtr();
+	root = cJSON_ParseWithLengthOpts(text, len, &end, 0);
+	if (!root || json_rest(end, text + len)) {
+		const char *at = root ? json_rest(end, text + len) : cJSON_GetErrorPtr();
 		size_t off = at && at >= text && at <= text + len ? (size_t)(at - text) : 0;
 		size_t line = 1, col = 1, i;
+		int deep = !root && json_depth(text, off) >= CJSON_NESTING_LIMIT;
 
 		for (i = 0; i < off; i++) {
 			if (text[i] == '\n') {
@@ -1391,7 +1432,19 @@ int spec_parse(const char *path, const char *text, size_t len, struct sweep_spec
 				col++;
 			}
 		}
-		fail(&c, NULL, "line %zu, column %zu: not valid JSON", line, col);
+		if (root)
+			fail(&c, NULL,
+			     "line %zu, column %zu: text after the spec's closing '}' (a spec is "
+			     "one JSON object)",
+			     line, col);
+		else if (deep)
+			fail(&c, NULL,
+			     "line %zu, column %zu: JSON nested deeper than %d levels, the "
+			     "reader's limit",
+			     line, col, CJSON_NESTING_LIMIT);
+		else
+			fail(&c, NULL, "line %zu, column %zu: not valid JSON", line, col);
+		cJSON_Delete(root);
 		return -1;
 	}
 	if (want_object(&c, root, "(top level)") ||
@@ -1400,8 +1453,18 @@ int spec_parse(const char *path, const char *text, size_t len, struct sweep_spec
 		       "zip, union, where, run, step_time_guess_s, cluster)"))
 		goto out_free;
 	if (!(v = cJSON_GetObjectItemCaseSensitive(root, "name"))) {
-		fail(&c, NULL, "missing 'name' (letters, digits, '_', '.' and '-')");
+		fail(&c, NULL,
+		     "missing 'name' (1 to 63 letters, digits, '.', '_' or '-', starting with a "
+		     "letter or a digit)");
 		goto out_free;
+	}
+	if (cJSON_IsString(v)) { /* the one rule for sweep names (common/util.h) */
+		char nerr[256];
+
+		if (lb_sweep_name_check(v->valuestring, nerr, sizeof(nerr))) {
+			fail(&c, "name", "%s", nerr);
+			goto out_free;
+		}
 	}
 	if (get_name(&c, v, "name", out->name, sizeof(out->name)))
 		goto out_free;

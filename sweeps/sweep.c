@@ -247,11 +247,16 @@ static int judge_point(struct worker *w, const struct merged *m, int model, stru
 			l->dp = (int)(gpus / tpp);
 		}
 	} else if (!m->has[SF_GPUS]) {
-		gpus = (long long)l->tp * l->pp * l->dp;
-		if (gpus > INT_MAX) {
-			snprintf(dbuf, sizeof(dbuf), "tp*pp*dp=%lld GPUs is too many", gpus);
+		long long tpp = (long long)l->tp * l->pp; /* each at most 2^30: no overflow */
+
+		if (l->dp > 0 && tpp > INT_MAX / l->dp) { /* tpp * dp would overflow, or not fit */
+			snprintf(dbuf, sizeof(dbuf),
+				 "tp*pp*dp=%d*%d*%d GPUs is more than %d, the most a layout has",
+				 l->tp, l->pp, l->dp, INT_MAX);
 			derr = dbuf;
 			gpus = INT_MAX;
+		} else {
+			gpus = tpp * l->dp;
 		}
 	}
 	if (gpus < cl->gpus_per_node) {

@@ -65,7 +65,7 @@ got=$("$LB" sql --db "$tmp/s.db" --format csv "SELECT sweep, count(*) FROM runs 
 [ "$got" = "sweep,count(*) by-hand,1 fixture-sweep,8 " ] ||
 	{ echo "FAIL: collect --sweep: runs by sweep: $got"; fail=1; }
 "$LB" collect --db "$tmp/s.db" --sweep 'no spaces' "$tmp/runs" >/dev/null 2>"$tmp/err6"
-[ $? = 2 ] && grep -q "^error: --sweep 'no spaces': a sweep name is" "$tmp/err6" ||
+[ $? = 2 ] && grep -q "^error: --sweep: sweep name 'no spaces' has ' ' at character 3: a sweep name is" "$tmp/err6" ||
 	{ cat "$tmp/err6"; echo "FAIL: collect --sweep with a bad name"; fail=1; }
 
 [ $fail = 0 ] && echo "collect cli: ok"

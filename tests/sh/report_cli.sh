@@ -84,8 +84,13 @@ grep -q ',flash,fused,,8.737,,oom,tiny,128,2,8.737,,$' "$tmp/mem.csv" ||
 "$LB" report --db "$db" --figure all --out "$tmp/o" >"$tmp/o.out" 2>/dev/null || fail=1
 [ -s "$tmp/o/report.md" ] && [ ! -s "$tmp/o.out" ] || { echo "FAIL: md --out"; fail=1; }
 if command -v "${LB_GNUPLOT:-gnuplot}" >/dev/null 2>&1; then
-	"$LB" report --db "$db" --figure all --format html --out "$tmp/o" 2>"$tmp/h.err" || { cat "$tmp/h.err"; fail=1; }
+	"$LB" report --db "$db" --figure all --format html --out "$tmp/o/" 2>"$tmp/h.err" || { cat "$tmp/h.err"; fail=1; }
 	page="$tmp/o/report.html"
+	# --out DIR/ names the file with one slash
+	grep -qx "wrote $tmp/o/report.html" "$tmp/h.err" || { cat "$tmp/h.err"; echo "FAIL: --out DIR/ path"; fail=1; }
+	# gnuplot's tooltips (<title>) have no literal \n: a group reads "tiny, seq 128, 2 GPUs"
+	grep -F '<title>' "$page" | grep -qF '\n' && { echo "FAIL: a tooltip shows a literal \\n"; fail=1; }
+	grep -qF '<title>tiny, seq 128, ' "$page" || { grep -F '<title>' "$page" | head -3; echo "FAIL: group tooltip"; fail=1; }
 	grep -q 'TFLOP/s per GPU (model FLOPs)' "$page" || { echo "FAIL: plot axis is not TFLOP/s"; fail=1; }
 	grep -q '<td class="num">n/a</td>' "$page" || { echo "FAIL: html n/a"; fail=1; }
 	grep -q '<td class="num">0.002</td>' "$page" || { echo "FAIL: html TFLOP/s"; fail=1; }

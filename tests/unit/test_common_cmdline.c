@@ -203,6 +203,46 @@ static void test_choices_match_code(void **state)
 	}
 }
 
+/* A misspelled command gets the one it most likely meant; a far one gets none. */
+static void test_command_suggest(void **state)
+{
+	(void)state;
+	assert_string_equal(lb_command_suggest("plna"), "plan");
+	assert_string_equal(lb_command_suggest("sumbit"), "submit");
+	assert_string_equal(lb_command_suggest("stauts"), "status");
+	assert_string_equal(lb_command_suggest("colect"), "collect");
+	assert_string_equal(lb_command_suggest("pla"), "plan");
+	assert_null(lb_command_suggest("xyzzy"));
+	assert_null(lb_command_suggest("a"));
+	assert_null(lb_command_suggest(""));
+	assert_null(lb_command_suggest(NULL));
+}
+
+/* `help report` names every figure beyond the paper's five in --figure's line. */
+static void test_figure_help_names_every_figure(void **state)
+{
+	const struct lb_command *c = lb_command_find("report");
+	const struct lb_option *o;
+	char list[256], *tok, *save = NULL;
+
+	(void)state;
+	assert_non_null(c);
+	for (o = c->options; o->name && strcmp(o->name, "figure"); o++)
+		;
+	assert_non_null(o->name);
+	snprintf(list, sizeof(list), "%s", o->choices);
+	for (tok = strtok_r(list, "|", &save); tok; tok = strtok_r(NULL, "|", &save)) {
+		static const char *const paper[] = {"kernels", "checkpointing", "microbatch",
+						    "tp-pp", "seqpar"}; /* "figures 1-5" */
+		int is_paper = 0;
+
+		for (size_t i = 0; i < 5; i++)
+			is_paper |= !strcmp(tok, paper[i]);
+		if (!is_paper && !strstr(o->help, tok))
+			fail_msg("--figure's help '%s' leaves out '%s'", o->help, tok);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -211,6 +251,8 @@ int main(void)
 	    cmocka_unit_test(test_usage_errors),
 	    cmocka_unit_test(test_usage_text),
 	    cmocka_unit_test(test_choices_match_code),
+	    cmocka_unit_test(test_command_suggest),
+	    cmocka_unit_test(test_figure_help_names_every_figure),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -685,6 +686,54 @@ static void test_chunk_layers(void **state)
 	assert_int_equal(lb_stage_layer_count(&l, 0), -1);
 }
 
+/* The canonical text is built by plain appends: the same bytes as the one snprintf it
+ * replaced, for every field at its extremes (negative and INT_MIN included), and the same
+ * snprintf contract when the buffer is short. */
+static void test_canonical_as_snprintf(void **state)
+{
+	static const int vals[] = {0, 1, -1, 7, 10, 99, 100, 12345, INT_MAX, INT_MIN, -40};
+	char got[2048], want[2048];
+	struct lb_layout l;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(vals) / sizeof(vals[0]); i++) {
+		int v = vals[i], ng, nw;
+
+		lb_layout_init(&l);
+		lb_model_preset("llama-13b", &l.model);
+		l.model.n_layers = v;
+		l.model.vocab = v == INT_MIN ? INT_MAX : -v;
+		l.tp = v;
+		l.dp = v / 3;
+		l.nodes = v;
+		l.zero_stage = v % 3;
+		l.checkpointing = (enum lb_ckpt)(i % 3);
+		nw = snprintf(want, sizeof(want),
+			      "model=%s layers=%d hidden=%d heads=%d kv_heads=%d ffn=%d vocab=%d "
+			      "tied=%d seq_len=%d global_batch=%d micro_batch=%d tp=%d pp=%d dp=%d "
+			      "gpus_per_node=%d nodes=%d sequence_parallel=%d zero_stage=%d "
+			      "checkpointing=%s attention=%s norm=%s",
+			      l.model.name, l.model.n_layers, l.model.hidden, l.model.n_heads,
+			      l.model.n_kv_heads, l.model.ffn, l.model.vocab, l.model.tied,
+			      l.seq_len, l.global_batch, l.micro_batch, l.tp, l.pp, l.dp,
+			      l.gpus_per_node, l.nodes, l.sequence_parallel, l.zero_stage,
+			      lb_ckpt_name(l.checkpointing), lb_attn_name(l.attention),
+			      lb_norm_name(l.norm));
+		ng = lb_layout_canonical(&l, got, sizeof(got));
+		assert_int_equal(ng, nw);
+		assert_string_equal(got, want);
+		for (size_t cut = 0; cut < 40; cut += 7) { /* truncated as snprintf truncates */
+			memset(got, 'x', sizeof(got));
+			assert_int_equal(lb_layout_canonical(&l, got, cut), nw);
+			if (cut)
+				assert_memory_equal(got, want, cut - 1);
+			if (cut)
+				assert_int_equal(got[cut - 1], '\0');
+			assert_int_equal(got[cut], 'x');
+		}
+	}
+}
+
 /* virtual_stages and stage_layers in the canonical text, the id and the flags: only where
  * they change the layout, so a split equal to the rule's is the same layout. */
 static void test_pipeline_fields(void **state)
@@ -807,6 +856,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_init_defaults),
 	    cmocka_unit_test(test_canonical_golden),
+	    cmocka_unit_test(test_canonical_as_snprintf),
 	    cmocka_unit_test(test_id_ignores_run_settings),
 	    cmocka_unit_test(test_enum_names),
 	    cmocka_unit_test(test_flags_round_trip),

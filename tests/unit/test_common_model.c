@@ -414,6 +414,32 @@ static void test_memory_cudnn_is_flash(void **state)
 	assert_true(ec.activations > ef.activations);
 }
 
+/* The names the peak table knows: each listed name is known, a misspelling is not. */
+static void test_gpu_known_names(void **state)
+{
+	char names[256], *tok, *save = NULL;
+	int n;
+
+	(void)state;
+	n = lb_gpu_names(names, sizeof(names));
+	assert_true(n > 0 && (size_t)n < sizeof(names));
+	for (tok = strtok_r(names, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		while (*tok == ' ')
+			tok++;
+		if (!lb_gpu_known(tok))
+			fail_msg("'%s' is listed but not known", tok);
+	}
+	assert_int_equal(lb_gpu_known("A100"), 1);
+	assert_int_equal(lb_gpu_known("NVIDIA H200"), 1);
+	assert_int_equal(lb_gpu_known("Tesla V100-SXM2-32GB"), 1); /* known, without a peak */
+	assert_int_equal(lb_gpu_known("A1OO"), 0);
+	assert_int_equal(lb_gpu_known("cpu"), 0);
+	assert_int_equal(lb_gpu_known(NULL), 0);
+	lb_gpu_names(names, sizeof(names));
+	assert_non_null(strstr(names, "A100"));
+	assert_non_null(strstr(names, "H200"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -427,6 +453,7 @@ int main(void)
 	    cmocka_unit_test(test_memory_directions),
 	    cmocka_unit_test(test_memory_uneven_stages),
 	    cmocka_unit_test(test_memory_cudnn_is_flash),
+	    cmocka_unit_test(test_gpu_known_names),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -128,6 +128,61 @@ static void test_json(void **state)
 }
 
 /* lb_read_file: a whole file, NUL-terminated; a folder or a missing file refused. */
+static void test_path_join(void **state)
+{
+	char buf[64];
+
+	(void)state;
+	lb_path_join(buf, sizeof(buf), "rep/", "report.html");
+	assert_string_equal(buf, "rep/report.html");
+	lb_path_join(buf, sizeof(buf), "rep", "report.html");
+	assert_string_equal(buf, "rep/report.html");
+	lb_path_join(buf, sizeof(buf), "a/b///", "x");
+	assert_string_equal(buf, "a/b/x");
+	lb_path_join(buf, sizeof(buf), "/", "x");
+	assert_string_equal(buf, "/x");
+	lb_path_join(buf, sizeof(buf), "//", "x");
+	assert_string_equal(buf, "/x");
+	assert_int_equal(lb_path_join(buf, 4, "rep", "report.html"), 15);
+	assert_string_equal(buf, "rep");
+}
+
+/* The one sweep-name rule (common/util.h): what passes, and what each refusal says. */
+static void test_sweep_name_check(void **state)
+{
+	static const char *const ok[] = {"a", "paper-13b-2k", "h200_1gpu", "a..b", "9x", "Z.-_",
+					 "x123456789012345678901234567890123456789012345678901234567890z"};
+	static const struct {
+		const char *name, *want;
+	} no[] = {
+	    {"", "the sweep name is empty: a sweep name is 1 to 63 letters"},
+	    {".", "sweep name '.' starts with '.': a sweep name is"},
+	    {"..", "sweep name '..' starts with '.'"},
+	    {"-rf", "sweep name '-rf' starts with '-'"},
+	    {"_x", "sweep name '_x' starts with '_'"},
+	    {"a/b", "sweep name 'a/b' has '/' at character 2"},
+	    {"a b", "has ' ' at character 2"},
+	    {"a\nb", "has the byte 0x0a at character 2"},
+	    {"a b\033[2J", "sweep name has the byte 0x20 at character 2"}, /* never shown */
+	    {"x1234567890123456789012345678901234567890123456789012345678901234",
+	     "sweep name 'x1234567890123456789...' is 65 characters long"},
+	};
+	char err[256];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)
+		if (lb_sweep_name_check(ok[i], err, sizeof(err)))
+			fail_msg("'%s' refused: %s", ok[i], err);
+	for (size_t i = 0; i < sizeof(no) / sizeof(no[0]); i++) {
+		err[0] = '\0';
+		assert_int_equal(lb_sweep_name_check(no[i].name, err, sizeof(err)), -1);
+		if (!strstr(err, no[i].want))
+			fail_msg("'%s': said '%s', want '%s'", no[i].name, err, no[i].want);
+		assert_non_null(strstr(err, "starting with a letter or a digit"));
+	}
+	assert_int_equal(lb_sweep_name_check(NULL, err, sizeof(err)), -1);
+}
+
 static void test_read_file(void **state)
 {
 	char dir[] = "/tmp/lb-util-XXXXXX", path[64], *buf = (char *)1;
@@ -292,6 +347,7 @@ int main(void)
 	    cmocka_unit_test(test_json),       cmocka_unit_test(test_read_file),
 	    cmocka_unit_test(test_json_utf8),  cmocka_unit_test(test_visible),
 	    cmocka_unit_test(test_read_fifo),  cmocka_unit_test(test_write_atomic),
+	    cmocka_unit_test(test_sweep_name_check), cmocka_unit_test(test_path_join),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

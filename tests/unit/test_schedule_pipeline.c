@@ -484,7 +484,8 @@ static void test_slots_capped(void **state)
 			for (int nm = 1; nm <= 12 * pp; nm++)
 				expect_slots(LB_SCHED_1F1B, pp, 1, s, nm);
 			expect_slots(LB_SCHED_1F1B, pp, 1, s, 1000 * pp + 7);
-			expect_slots(LB_SCHED_GPIPE, pp, 1, s, 3 * pp + 1);
+			for (int nm = 1; nm <= 3 * pp + 1; nm++)
+				expect_slots(LB_SCHED_GPIPE, pp, 1, s, nm);
 			if (pp < 2)
 				continue;
 			for (int v = 2; v <= 4; v++) {

@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -240,7 +241,8 @@ static void test_hostile_strings(void **state)
 		const char *h = hostile[i];
 
 		snprintf(text, sizeof(text), "{\"name\": \"%s\", \"model\": \"tiny\"}", h);
-		bad(text, "name: expected a name of letters, digits");
+		bad(text, "name: sweep name");
+		bad(text, "a sweep name is 1 to 63 letters, digits");
 		snprintf(text, sizeof(text), "{" H ", \"cluster\": {\"partition\": \"%s\"}}", h);
 		bad(text, "cluster.partition: expected a name of letters, digits");
 		snprintf(text, sizeof(text), "{" H ", \"cluster\": {\"account\": \"%s\"}}", h);
@@ -275,7 +277,14 @@ static void test_hostile_strings(void **state)
 	/* names at the length limit */
 	bad("{\"name\": \"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\", "
 	    "\"model\": \"tiny\"}",
-	    "name: expected a name of letters, digits, '_', '.' and '-' (at most 63)");
+	    "name: sweep name 'aaaaaaaaaaaaaaaaaaaa...' is 64 characters long: a sweep name is 1 "
+	    "to 63 letters, digits, '.', '_' or '-', starting with a letter or a digit");
+	/* names that pass the character set but not as a folder or a job name */
+	bad("{\"name\": \".\", \"model\": \"tiny\"}", "name: sweep name '.' starts with '.'");
+	bad("{\"name\": \"..\", \"model\": \"tiny\"}", "name: sweep name '..' starts with '.'");
+	bad("{\"name\": \"-rf\", \"model\": \"tiny\"}", "name: sweep name '-rf' starts with '-'");
+	bad("{\"name\": \".hidden\", \"model\": \"tiny\"}", "starting with a letter or a digit");
+	good("{\"name\": \"a..b-c_d.9\", \"model\": \"tiny\"}");
 	/* env values are arbitrary text (the renderer quotes them); setup lines are shell */
 	good("{" H ", \"cluster\": {\"env\": {\"A_1\": \"$(id) `x` ; 'q' \\\"\"}}}");
 	good("{" H ", \"cluster\": {\"setup\": [\"module load cuda/12.4 && echo $HOME\"]}}");
@@ -364,6 +373,54 @@ static void test_nul_byte(void **state)
 	assert_string_equal(err, "x.json: contains a NUL byte");
 }
 
+/* The reader takes one JSON object and names each limit it enforces: text after the
+ * object, nesting past cJSON's depth, an integer past 2^30; and a layout whose GPU count
+ * does not fit an int is invalid with its reason, not wrapped to 0 or a negative count. */
+static void test_reader_limits(void **state)
+{
+	char *deep;
+	struct sweep_plan p;
+	char err[1024];
+	size_t n = 1100, i, k = 0;
+
+	(void)state;
+	bad("{" H "} xyz", "x.json: line 1, column 32: text after the spec's closing '}'");
+	bad("{" H "}{\"name\": \"y\", \"model\": \"tiny\"}", "text after the spec's closing '}'");
+	good("{" H "}\n  \r\n\t");
+	deep = malloc(2 * n + 64);
+	assert_non_null(deep);
+	k += (size_t)sprintf(deep, "{" H ", \"description\": ");
+	for (i = 0; i < n; i++)
+		deep[k++] = '[';
+	for (i = 0; i < n; i++)
+		deep[k++] = ']';
+	deep[k++] = '}';
+	deep[k] = '\0';
+	bad(deep, "JSON nested deeper than 1000 levels, the reader's limit");
+	free(deep);
+	bad("{" H ", \"fixed\": {\"tp\": 1073741825}}",
+	    "fixed.tp: expected a positive integer, got 1073741825, over the limit of 1073741824");
+	bad("{" H ", \"grid\": {\"pp\": [1, 4294967296]}}", "over the limit of 1073741824");
+	/* 2^30 each: the GPU count is 2^90; 2^16 twice: 2^32 */
+	static const char *const big[] = {
+	    "{" H ", \"fixed\": {\"seq_len\": 64, \"global_batch\": 8, \"tp\": 1073741824, "
+	    "\"pp\": 1073741824, \"dp\": 1073741824}}",
+	    "{" H ", \"fixed\": {\"seq_len\": 64, \"global_batch\": 8, \"tp\": 65536, \"pp\": "
+	    "65536}}"};
+	for (i = 0; i < 2; i++) {
+		assert_int_equal(sweep_plan_text("x.json", big[i], strlen(big[i]), &p, err,
+						 sizeof(err)),
+				 0);
+		assert_int_equal(p.n_entries, 1);
+		assert_int_equal(p.entries[0].status, PLAN_INVALID);
+		if (!strstr(p.entries[0].reason, "GPUs is more than 2147483647"))
+			fail_msg("reason: %s", p.entries[0].reason);
+		assert_true(p.entries[0].layout.gpus_per_node > 0);
+		assert_true(p.entries[0].layout.nodes > 0);
+		sweep_plan_free(&p);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -371,7 +428,7 @@ int main(void)
 	    cmocka_unit_test(test_values),	   cmocka_unit_test(test_structure),
 	    cmocka_unit_test(test_cluster_errors), cmocka_unit_test(test_hostile_strings),
 	    cmocka_unit_test(test_nul_byte),	   cmocka_unit_test(test_partition_list),
-	    cmocka_unit_test(test_gpu_request),
+	    cmocka_unit_test(test_gpu_request),	   cmocka_unit_test(test_reader_limits),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -759,7 +759,7 @@ int lb_machine_write(FILE *f, const struct lb_machine *m, const struct lb_machin
 		if (base && !m->fitted[i])
 			continue;
 		fprintf(f, "%s\n    \"%s\": ", first ? "" : ",", lb_fit_terms[i].name);
-		fprintf(f, "%.6g", m->fit[i]);
+		fprintf(f, "%.10g", m->fit[i]);
 		first = 0;
 	}
 	fprintf(f, "}%s\n", calib_json ? "," : "");

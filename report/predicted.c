@@ -326,14 +326,22 @@ int report_predicted(sqlite3 *db, const char *sweep, const char *machine,
 	}
 	lb_strbuf_adds(out, "# Predicted against measured step times\n\nPer sweep, every ok run's "
 			    "mean steady-state step time against the one its machine predicts for "
-			    "its layout (docs/prediction.md). Left out: runs that failed other than "
-			    "by running out of memory.\n\n");
+			    "its layout (docs/prediction.md), read as calibrate reads them: a run "
+			    "whose loss rose is left out when a healthy run of its layout is there. "
+			    "Left out: runs that failed other than by running out of memory.\n\n");
 	md_header(out);
 	for (size_t k = 0; k < nsw; k++)
 		md_score(out, &sw[k]);
-	for (size_t k = 0; k < nsw; k++)
+	for (size_t k = 0; k < nsw; k++) {
 		if (sw[k].note[0])
 			lb_strbuf_addf(out, "\n%s: %s\n", sw[k].name, sw[k].note);
+		if (set.n_rose[k] || set.n_rose_left[k])
+			lb_strbuf_addf(out,
+				       "\n%s: runs whose loss rose (diverged): %d shown (no healthy run "
+				       "of their layout), %d left out (a healthy run of their layout is "
+				       "shown)\n",
+				       sw[k].name, set.n_rose[k], set.n_rose_left[k]);
+	}
 	lb_strbuf_adds(out, "\n| sweep | layout | label | mb | tp | pp | dp | sp | ckpt | "
 			    "attention | norm | measured s | predicted s | error |\n"
 			    "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | --- | --- | --- | "

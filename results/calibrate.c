@@ -30,6 +30,8 @@ void calib_set_free(struct calib_set *s)
 	free(s->sweeps);
 	free(s->n_oom);
 	free(s->n_other);
+	free(s->n_rose);
+	free(s->n_rose_left);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -87,17 +89,24 @@ static int grow(struct calib_set *s, size_t *cap)
 int calib_load(sqlite3 *db, const char *const *sweeps, size_t n, struct calib_set *out, char *err,
 	       size_t errlen)
 {
+	/* h: each ok run of the sweep and whether its loss fell (or it has no steps) */
 	static const char q_runs[] =
+	    "WITH h AS (SELECT r.id, r.layout_id, "
+	    "  COALESCE((SELECT s1.loss FROM steps s1 WHERE s1.run_id = r.id ORDER BY s1.step DESC "
+	    "            LIMIT 1) <= (SELECT s0.loss FROM steps s0 WHERE s0.run_id = r.id "
+	    "            ORDER BY s0.step LIMIT 1), 1) AS healthy "
+	    "  FROM runs r WHERE r.sweep = ?1 AND r.status = 'ok'), "
+	    "k AS (SELECT h.id, h.healthy, EXISTS (SELECT 1 FROM h h2 WHERE h2.layout_id = "
+	    "  h.layout_id AND h2.healthy) AS layout_healthy FROM h) "
 	    "SELECT r.layout_id, COALESCE(r.label, l.label, ''), rs.step_time_mean, "
 	    "COALESCE(rs.mfu_reported, rs.mfu), COALESCE(r.gpu, ''), l.model, l.n_layers, "
 	    "l.hidden, l.n_heads, l.n_kv_heads, l.ffn, l.vocab, l.tied, l.seq_len, "
 	    "l.global_batch, l.micro_batch, l.tp, l.pp, l.dp, l.gpus_per_node, l.nodes, "
 	    "l.sequence_parallel, l.zero_stage, l.checkpointing, l.attention, l.norm, "
-	    "l.virtual_stages, l.stage_layers "
-	    "FROM run_summary rs JOIN runs r ON r.id = rs.run_id "
+	    "l.virtual_stages, l.stage_layers, k.healthy, k.layout_healthy "
+	    "FROM k JOIN run_summary rs ON rs.run_id = k.id JOIN runs r ON r.id = k.id "
 	    "JOIN layouts l ON l.layout_id = r.layout_id "
-	    "WHERE rs.sweep = ?1 AND rs.status = 'ok' AND rs.step_time_mean > 0 "
-	    "ORDER BY rs.run_id";
+	    "WHERE rs.step_time_mean > 0 ORDER BY rs.run_id";
 	static const char q_failed[] =
 	    "SELECT COALESCE(failure_class, ''), COUNT(*) FROM runs WHERE sweep = ?1 AND "
 	    "status = 'failed' GROUP BY 1";
@@ -109,7 +118,9 @@ int calib_load(sqlite3 *db, const char *const *sweeps, size_t n, struct calib_se
 	out->sweeps = calloc(n ? n : 1, sizeof(char *));
 	out->n_oom = calloc(n ? n : 1, sizeof(int));
 	out->n_other = calloc(n ? n : 1, sizeof(int));
-	if (!out->sweeps || !out->n_oom || !out->n_other)
+	out->n_rose = calloc(n ? n : 1, sizeof(int));
+	out->n_rose_left = calloc(n ? n : 1, sizeof(int));
+	if (!out->sweeps || !out->n_oom || !out->n_other || !out->n_rose || !out->n_rose_left)
 		goto out_oom;
 	if (sqlite3_prepare_v2(db, q_runs, -1, &st, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(db, q_failed, -1, &sf, NULL) != SQLITE_OK) {
@@ -126,8 +137,13 @@ int calib_load(sqlite3 *db, const char *const *sweeps, size_t n, struct calib_se
 		while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 			struct lb_fit_row *r;
 			struct lb_layout *l;
-			int c = 5;
+			int c = 5, healthy = sqlite3_column_int(st, 28);
 
+			if (!healthy && sqlite3_column_int(st, 29)) {
+				out->n_rose_left[k]++; /* a healthy run of its layout is there */
+				continue;
+			}
+			out->n_rose[k] += !healthy;
 			if (out->n == cap && grow(out, &cap))
 				goto out_oom;
 			r = &out->rows[out->n];
@@ -368,7 +384,10 @@ static char *provenance(const struct calib_set *s, const struct lb_fit_result *r
 			const char *base)
 {
 	struct lb_strbuf sb = LB_STRBUF_INIT;
+	int rose = 0;
 
+	for (size_t k = 0; k < s->n_sweeps; k++)
+		rose += s->n_rose[k];
 	lb_strbuf_adds(&sb, "{\"base\": ");
 	lb_strbuf_add_json(&sb, base);
 	lb_strbuf_adds(&sb, ", \"sweeps\": [");
@@ -378,10 +397,11 @@ static char *provenance(const struct calib_set *s, const struct lb_fit_result *r
 		lb_strbuf_add_json(&sb, s->sweeps[k]);
 	}
 	lb_strbuf_addf(&sb,
-		       "], \"runs\": %d, \"terms_fitted\": %d, \"huber\": %g, "
+		       "], \"runs\": %d, \"runs_loss_rose\": %d, \"terms_fitted\": %d, \"huber\": %g, "
 		       "\"rms_relative_residual\": %.4f, \"mean_abs_relative_residual\": %.4f, "
 		       "\"max_abs_relative_residual\": %.4f}",
-		       res->n_used, res->n_params, CALIB_HUBER, res->rms, res->mean_abs, res->max_abs);
+		       res->n_used, rose, res->n_params, CALIB_HUBER, res->rms, res->mean_abs,
+		       res->max_abs);
 	return lb_strbuf_detach(&sb);
 }
 
@@ -419,6 +439,11 @@ int cmd_calibrate(int argc, char **argv)
 	base = malloc(sizeof(*base));
 	if (!m || !base) {
 		fprintf(stderr, "error: out of memory\n");
+		goto out;
+	}
+	if (!n_sweeps && !a.str[LB_OPT_KERNELS] && !a.str[LB_OPT_COLLS]) {
+		fprintf(stderr, "error: nothing to calibrate: give --sweep NAME (runs to fit), "
+				"--kernels CSV or --colls FILE (tables)\n");
 		goto out;
 	}
 	if (n_sweeps) {
@@ -580,6 +605,13 @@ int cmd_calibrate(int argc, char **argv)
 			calib_score(m, &set, idx, ns, &sc, &np);
 			score_row(rep, set.sweeps[k], np, set.n_other[k], &sc);
 		}
+		for (size_t k = 0; k < set.n_sweeps; k++)
+			if (set.n_rose[k] || set.n_rose_left[k])
+				fprintf(rep,
+					"\n%s: runs whose loss rose (diverged): %d used (no healthy "
+					"run of their layout), %d left out (a healthy run of their "
+					"layout is used)\n",
+					set.sweeps[k], set.n_rose[k], set.n_rose_left[k]);
 		fprintf(rep, "\nall: %d runs, relative residual rms %.2f%%, mean |%.2f%%|, worst "
 			     "%.2f%%\n",
 			res.n_used, 100.0 * res.rms, 100.0 * res.mean_abs, 100.0 * res.max_abs);
@@ -610,11 +642,6 @@ int cmd_calibrate(int argc, char **argv)
 			fprintf(stderr, "error: out of memory\n");
 			goto out;
 		}
-	}
-	if (!a.str[LB_OPT_KERNELS] && !a.str[LB_OPT_COLLS] && !set.n) {
-		fprintf(stderr, "error: nothing to calibrate: give --sweep NAME (runs to fit), "
-				"--kernels CSV or --colls FILE (tables)\n");
-		goto out;
 	}
 	fflush(rep);
 	out = outp ? fopen(outp, "w") : stdout;

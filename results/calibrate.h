@@ -24,11 +24,18 @@ struct calib_set {
 	size_t n_sweeps;
 	int *n_oom;   /* per sweep: runs that ran out of memory (no measurement) */
 	int *n_other; /* per sweep: runs that failed otherwise: left out, counted */
+	int *n_rose;  /* per sweep: ok runs whose loss rose, used: their layout has no other */
+	int *n_rose_left; /* per sweep: ok runs whose loss rose, left out for a healthy run of
+			     the same layout */
 	char gpu[64]; /* the GPU the runs name (the first that names one) */
 };
 
-/* Read the ok runs of sweeps[0..n) (each must exist) from db. Returns 0, or -1 with err
- * set. Free with calib_set_free (also after a failure). */
+/* Read the ok runs of sweeps[0..n) (each must exist) from db. A run whose loss rose (its
+ * last step's loss above its first's: diverged, and measured 1-4.5% faster than a healthy
+ * run of its layout on the H200) is left out when a healthy run of the same layout is
+ * there, and used (counted in n_rose) when none is; an imported run, without steps,
+ * counts as healthy. Returns 0, or -1 with err set. Free with calib_set_free (also after
+ * a failure). */
 int calib_load(sqlite3 *db, const char *const *sweeps, size_t n, struct calib_set *out, char *err,
 	       size_t errlen);
 void calib_set_free(struct calib_set *s);

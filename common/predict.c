@@ -292,8 +292,8 @@ static void layer_costs_compute(const struct lb_machine *m, const struct pc_key 
 	const double wn[4] = {qkv, H, 2.0 * F, H}, wk[4] = {H, att, H, F};
 
 	memset(c, 0, sizeof(*c));
-	if (n > m->gpus_per_node && m->gpus_per_node > 0) { /* tp across nodes */
-		bw = m->node_gbps / m->gpus_per_node;
+	if (n > k->gpn && k->gpn > 0) { /* tp across nodes */
+		bw = m->node_gbps / k->gpn;
 		lat = m->node_lat_s;
 	}
 	for (int i = 0; i < 4; i++) {
@@ -423,7 +423,9 @@ int lb_predict(const struct lb_machine *m, const struct lb_layout *l, const char
 	const double *fit = m->fit;
 	double F, B, passes, cmax = 0, csum = 0, p_stage_max = 0, p2p = 0, scale_a;
 	double cost_first_last[2];
-	int t = l->tp, p = l->pp, d = l->dp, v = lb_layout_chunks(l), accum, g = m->gpus_per_node;
+	int t = l->tp, p = l->pp, d = l->dp, v = lb_layout_chunks(l), accum;
+	/* where the ranks sit: the layout's GPUs per node (the machine's when unset) */
+	int g = l->gpus_per_node > 0 ? l->gpus_per_node : m->gpus_per_node;
 	int bott = 0;
 	char reason[160];
 

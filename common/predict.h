@@ -20,7 +20,8 @@
  * - communication: tensor/sequence-parallel all-reduce, reduce-scatter and all-gather
  *   over NVLink (ring: 2(t-1)/t or (t-1)/t of the bytes), pipeline sends, the
  *   data-parallel reduction (ZeRO's reduce-scatter and all-gather, or an all-reduce) and
- *   the part of it not hidden behind the backward.
+ *   the part of it not hidden behind the backward. Which link a collective takes follows
+ *   from the layout's GPUs per node and the rank order tp, then dp, then pp.
  *
  * Pure functions, libc and libm only; no I/O.
  */

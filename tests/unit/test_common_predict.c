@@ -108,6 +108,32 @@ static void test_tp_split(void **state)
 	close_rel(step(&m, &l), t1, 1e-3);
 }
 
+/* Where the ranks sit is the layout's: the same layout on nodes of 2 GPUs reduces its
+ * gradients over the node link, on nodes of 8 over NVLink. */
+static void test_placement(void **state)
+{
+	struct lb_machine m;
+	struct lb_layout l;
+	struct lb_prediction in, across;
+	char why[256];
+
+	gemm_only(&m);
+	m.node_gbps = 1.0; /* a slow link between nodes */
+	llama13(&l);
+	l.tp = 2, l.dp = 4;
+	assert_int_equal(lb_predict(&m, &l, NULL, NULL, &in, why, sizeof(why)), 0);
+	l.gpus_per_node = 2, l.nodes = 4;
+	assert_int_equal(lb_predict(&m, &l, NULL, NULL, &across, why, sizeof(why)), 0);
+	assert_true(in.dp_s < 1e-3);
+	/* without ZeRO an all-reduce of fp32 gradients: 3/4 of 2 x 4 bytes of the whole
+	 * model (each node holds both tensor-parallel halves) over 1 GB/s; with ZeRO-1 a
+	 * reduce-scatter of them and an all-gather of bf16 parameters, 4 + 2 bytes */
+	close_rel(across.dp_s, 0.75 * 8.0 * lb_param_count(&l.model) / 1e9, 1e-3);
+	l.zero_stage = 1;
+	assert_int_equal(lb_predict(&m, &l, NULL, NULL, &across, why, sizeof(why)), 0);
+	close_rel(across.dp_s, 0.75 * 6.0 * lb_param_count(&l.model) / 1e9, 1e-3);
+}
+
 /* The interleaved schedule: v virtual stages divide the fill and drain by v. */
 static void test_interleaved_bubble(void **state)
 {
@@ -448,6 +474,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_recompute),	  cmocka_unit_test(test_tp_split),
+	    cmocka_unit_test(test_placement),
 	    cmocka_unit_test(test_interleaved_bubble), cmocka_unit_test(test_gemm_rows),
 	    cmocka_unit_test(test_variants),	  cmocka_unit_test(test_cache),
 	    cmocka_unit_test(test_fit_recovers),	  cmocka_unit_test(test_scores),

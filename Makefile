@@ -89,7 +89,8 @@ HARNESS_SRC := $(filter-out harness/train_main.c,$(wildcard harness/*.c))
 CUDA_SRC    := $(if $(filter 1,$(WITH_CUDA)),$(wildcard harness/cuda/*.cu))
 
 # Files embedded into the CLI (one source of truth, generated copies).
-EMBED_FILES := $(wildcard results/*.sql) $(wildcard sweeps/specs/*.json) $(wildcard report/*.gp)
+EMBED_FILES := $(wildcard results/*.sql) $(wildcard sweeps/specs/*.json) $(wildcard report/*.gp) \
+               $(wildcard common/machines/*.json)
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 COMMON_OBJ  := $(call obj,$(COMMON_SRC))

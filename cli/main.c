@@ -32,6 +32,7 @@ static const struct {
     {"cancel", cmd_cancel},
     {"collect", cmd_collect},
     {"import", cmd_import},
+    {"calibrate", cmd_calibrate},
     {"report", cmd_report},
     {"sql", cmd_sql},
     {"help", cmd_help},

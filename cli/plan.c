@@ -1,13 +1,17 @@
 /*
- * `layoutbench plan SPEC [--format table|csv|json] [--render DIR]`: expand a sweep spec
- * (sweeps/), print it (sweeps/plan_print.h) and, with --render, write its job scripts
- * (slurm/render.h). The shell lives in cli/ because it joins two rooms: the planner and
- * the renderer.
+ * `layoutbench plan SPEC [--format table|csv|json] [--render DIR] [--machine M] [--sort K]`:
+ * expand a sweep spec (sweeps/), predict the step time of every layout that fits
+ * (sweeps/plan_predict.h), print it (sweeps/plan_print.h) and, with --render, write its
+ * job scripts (slurm/render.h). The shell lives in cli/ because it joins two rooms: the
+ * planner and the renderer.
  */
 #include <stdio.h>
 
+#include <stdlib.h>
+
 #include "cli/commands.h"
 #include "common/cmdline.h"
+#include "common/predict.h"
 #include "slurm/render.h"
 #include "sweeps/plan_print.h"
 #include "sweeps/sweep.h"
@@ -16,21 +20,51 @@ int cmd_plan(int argc, char **argv)
 {
 	struct lb_args a;
 	struct sweep_plan plan;
+	struct plan_predictions pred = {0};
+	struct plan_print_opts po = {0};
+	struct lb_machine *m = NULL;
 	enum plan_format fmt = PLAN_TABLE;
+	enum plan_sort sort = PLAN_SORT_SPEC;
+	size_t *order = NULL;
 	const char *render;
-	char err[1024];
-	int rc;
+	char err[1024], note[512];
+	int rc, have;
 
 	if ((rc = lb_args_parse("plan", argc, argv, &a)))
 		goto out_release_args;
 	plan_format_parse(a.str[LB_OPT_FORMAT], &fmt); /* the table's choices */
+	plan_sort_parse(a.str[LB_OPT_SORT], &sort);
 	render = a.str[LB_OPT_RENDER];
 	rc = 1;
 	if (sweep_plan_load(a.operands[0], &plan, err, sizeof(err))) {
 		fprintf(stderr, "error: %s\n", err);
 		goto out_release_args;
 	}
-	if (plan_print(stdout, stderr, &plan, fmt, err, sizeof(err))) {
+	m = malloc(sizeof(*m));
+	order = malloc((plan.n_entries ? plan.n_entries : 1) * sizeof(*order));
+	if (!m || !order) {
+		fprintf(stderr, "error: out of memory\n");
+		goto out_free_plan;
+	}
+	have = plan_machine(&plan, a.str[LB_OPT_MACHINE], m, note, sizeof(note), err, sizeof(err));
+	if (have < 0) {
+		fprintf(stderr, "error: --machine: %s\n", err);
+		goto out_free_plan;
+	}
+	if (plan_predict(&plan, have ? m : NULL, note, &pred, err, sizeof(err))) {
+		fprintf(stderr, "error: %s\n", err);
+		goto out_free_plan;
+	}
+	if (sort != PLAN_SORT_SPEC && !pred.p) {
+		fprintf(stderr, "error: --sort %s: %s\n", a.str[LB_OPT_SORT],
+			note[0] ? note : "a CPU sweep has no step-time prediction");
+		goto out_free_plan;
+	}
+	plan_sort(&plan, &pred, sort, order);
+	if (have || note[0])
+		po.pred = &pred;
+	po.order = order;
+	if (plan_print_ex(stdout, stderr, &plan, fmt, &po, err, sizeof(err))) {
 		fprintf(stderr, "error: %s\n", err);
 		goto out_free_plan;
 	}
@@ -44,6 +78,9 @@ int cmd_plan(int argc, char **argv)
 	}
 	rc = 0;
 out_free_plan:
+	plan_predictions_free(&pred);
+	free(order);
+	free(m);
 	sweep_plan_free(&plan);
 out_release_args:
 	lb_args_release(&a);

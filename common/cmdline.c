@@ -34,7 +34,8 @@
 
 #define EXECUTORS "slurm|rest|local"
 #define CLASSES	  "oom|timeout|node_fail|preempted|cancelled|launch_error|failed|unknown"
-#define FIGURES	  "kernels|checkpointing|microbatch|tp-pp|seqpar|rms|best|phases|memory|all"
+#define FIGURES                                                                                    \
+	"kernels|checkpointing|microbatch|tp-pp|seqpar|rms|best|phases|memory|predicted|all"
 
 /* The options several commands share, spelled once. */
 #define OPT_DB                                                                                     \
@@ -46,6 +47,10 @@
 #define OPT_THROTTLE                                                                               \
 	WHOLE(LB_OPT_THROTTLE, "throttle", "K", NULL, 0, 1000000,                                  \
 	      "at most K tasks of one array at once (0: no limit)")
+#define OPT_MACHINE                                                                                \
+	TEXT(LB_OPT_MACHINE, "machine", "NAME|FILE", NULL,                                         \
+	     "the machine whose step times are predicted (default the one shipped for the "       \
+	     "GPU; layoutbench help calibrate lists them)")
 #define OPT_WAIT                                                                                   \
 	SWITCH(LB_OPT_WAIT, "wait", 0,                                                             \
 	       "block until every job ended, collecting the runs as they "                         \
@@ -65,6 +70,10 @@ static const struct lb_option plan_opts[] = {
 	   "the output format (csv and json: the summary goes to stderr)"),
     TEXT(LB_OPT_RENDER, "render", "DIR", NULL,
 	 "also write the job scripts of the runnable layouts into DIR"),
+    OPT_MACHINE,
+    CHOICE(LB_OPT_SORT, "sort", NULL, "spec|mfu|time|gpu-hours", "spec", 0,
+	   "the order of the layouts: as the spec expands them, or by predicted MFU (best "
+	   "first), step time or GPU-hours (least first)"),
     END,
 };
 
@@ -81,6 +90,10 @@ static const struct lb_option submit_opts[] = {
 	  "at most N tasks per array (0: the cluster's MaxArraySize)"),
     OPT_WAIT,
     SWITCH(LB_OPT_FORCE, "force", 0, "submit layouts already completed or in flight again"),
+    WHOLE(LB_OPT_TOP, "top", "K", NULL, 1, 100000000,
+	  "only the K layouts with the best predicted MFU among those that fit (and are not "
+	  "done)"),
+    OPT_MACHINE,
     SWITCH(LB_OPT_QUIET, "quiet", 0, "no progress lines"),
     TEXT(LB_OPT_REST_URL, "rest-url", "URL", NULL,
 	 "slurmrestd: http://host:port or unix:/path (default $SLURMRESTD_URL)"),
@@ -125,17 +138,44 @@ static const struct lb_option import_opts[] = {
     END,
 };
 
+static const struct lb_option calibrate_opts[] = {
+    OPT_DB,
+    {LB_OPT_SWEEP, "sweep", LB_ARG_STRING, "NAME", NULL, NULL, 0, 0, LB_OPT_MANY,
+     "fit the terms to the ok runs of these sweeps (--sweep A B); without, only the "
+     "tables are written"},
+    TEXT(LB_OPT_MACHINE, "machine", "NAME|FILE", NULL,
+	 "the machine to start from: its tables and terms (default the one shipped for the "
+	 "runs' GPU; shipped: a100-nominal, a100-paper, h100-nominal, h200, h200-kernels)"),
+    TEXT(LB_OPT_KERNELS, "kernels", "CSV", NULL,
+	 "GEMM, attention and memory-bound rates from bench_kernels --csv on the target"),
+    TEXT(LB_OPT_COLLS, "colls", "FILE", NULL,
+	 "the link within a node from bench_colls' output (2 or more ranks)"),
+    TEXT(LB_OPT_FIT, "fit", "TERM,...", NULL,
+	 "fit only these terms (default every term the runs can tell apart)"),
+    TEXT(LB_OPT_NAME, "name", "NAME", NULL, "the name of the machine written"),
+    TEXT(LB_OPT_GPU, "gpu", "PRODUCT", NULL,
+	 "the GPU product the machine written describes (default the runs', else the "
+	 "machine's)"),
+    TEXT(LB_OPT_OUT, "out", "FILE", NULL,
+	 "write the machine file to FILE (default stdout, the report then on stderr)"),
+    SWITCH(LB_OPT_HOLDOUT, "holdout", 0,
+	   "also leave each sweep out in turn: fit on the others, predict it, print the "
+	   "scores"),
+    END,
+};
+
 static const struct lb_option report_opts[] = {
     OPT_DB,
     OPT_SWEEP,
     CHOICE(LB_OPT_FIGURE, "figure", NULL, FIGURES, NULL, LB_OPT_REQUIRED,
-	   "the figure (the paper's figures 1-5, rms, best, phases, memory) or all"),
+	   "the figure (the paper's figures 1-5, rms, best, phases, memory, predicted) or all"),
     CHOICE(LB_OPT_FORMAT, "format", NULL, "md|csv|html", "md", 0,
 	   "markdown tables, CSV, or one HTML page with the plots"),
     TEXT(LB_OPT_OUT, "out", "DIR", NULL, "write files into DIR (default stdout)"),
     SWITCH(LB_OPT_KEEP_DIVERGED, "keep-diverged", 0,
 	   "let runs whose loss diverged compete for the bars and the best layouts, marked "
 	   "(default: left out, and counted)"),
+    OPT_MACHINE,
     END,
 };
 
@@ -158,8 +198,9 @@ const struct lb_command lb_commands[] = {
      "the embedded tiny sweep end to end on the CPU: plan, train, collect, report",
      quickstart_opts},
     {"plan", "SPEC", 1, 1, 1,
-     "every grid point with its id, fields, memory per GPU and status (ok, oom or invalid "
-     "with the reason); --render writes the job scripts",
+     "every grid point with its id, fields, memory per GPU, status (ok, oom or invalid "
+     "with the reason) and predicted step time, MFU and GPU-hours; --render writes the "
+     "job scripts",
      plan_opts},
     {"submit", "SPEC", 0, 1, 1, /* none with the internal --local-worker */
      "submit the runnable layouts as job arrays; skips layouts already completed or in "
@@ -174,7 +215,13 @@ const struct lb_command lb_commands[] = {
      collect_opts},
     {"import", "FILE.csv ...", 1, -1, 0, "load the paper's measured runs as external sweeps",
      import_opts},
-    {"report", NULL, 0, 0, 0, "the paper's tables and figures", report_opts},
+    {"calibrate", NULL, 0, 0, 0,
+     "fit a machine's step-time terms to runs in the database (least squares, residuals "
+     "printed) and write the machine file; --kernels and --colls make its tables",
+     calibrate_opts},
+    {"report", NULL, 0, 0, 0,
+     "the paper's tables and figures, and predicted against measured step times",
+     report_opts},
     {"sql", "QUERY", 1, 1, 0,
      "run a query on the results database, read-only (needs no write access to the file "
      "or its folder); --write allows statements that change it",

@@ -17,6 +17,7 @@
 #include "report/cmd.h"
 #include "report/load.h"
 #include "report/plot.h"
+#include "report/predicted.h"
 #include "report/render.h"
 #include "report/report.h"
 
@@ -26,6 +27,8 @@ struct options {
 	const char *db;
 	const char *sweep;
 	const char *out;
+	const char *machine; /* --figure predicted: the machine predicted on */
+	int predicted;	     /* 1: --figure predicted (report/predicted.h) */
 	enum format format;
 	int kinds[REPORT_KIND_COUNT]; /* 1: figure requested */
 	int all;
@@ -48,7 +51,16 @@ static int parse_options(int argc, char **argv, struct options *o)
 	o->build.keep_diverged = a.given[LB_OPT_KEEP_DIVERGED] > 0;
 	fig = a.str[LB_OPT_FIGURE];
 	fmt = a.str[LB_OPT_FORMAT];
-	if (!strcmp(fig, "all")) {
+	o->machine = a.str[LB_OPT_MACHINE];
+	if (o->machine && strcmp(fig, "predicted")) {
+		fprintf(stderr, "error: --machine is for --figure predicted\n");
+		lb_usage("report");
+		rc = 2;
+		goto out_release_args;
+	}
+	if (!strcmp(fig, "predicted")) {
+		o->predicted = 1;
+	} else if (!strcmp(fig, "all")) {
 		o->all = 1;
 		for (int k = 0; k < REPORT_KIND_COUNT; k++)
 			o->kinds[k] = 1;
@@ -195,6 +207,21 @@ int cmd_report(int argc, char **argv)
 	/* a misspelled --sweep is an error, not an empty report */
 	if (o.sweep && results_sweep_check(db, path, o.sweep, err, sizeof(err))) {
 		fprintf(stderr, "error: %s\n", err);
+		goto out_release;
+	}
+	if (o.predicted) {
+		static const char *const names[] = {"predicted.md", "predicted.csv", "predicted.html"};
+		enum report_pred_format pf = o.format == FMT_CSV    ? REPORT_PRED_CSV
+					     : o.format == FMT_HTML ? REPORT_PRED_HTML
+								    : REPORT_PRED_MD;
+
+		rc = report_predicted(db, o.sweep, o.machine, pf, &sb, err, sizeof(err));
+		if (rc < 0) {
+			fprintf(stderr, "error: %s\n", err);
+			rc = 1;
+		} else if (emit(o.out, names[pf], &sb)) {
+			rc = 1;
+		}
 		goto out_release;
 	}
 	/* best alone over every sweep reads the best_layout view; with other figures (whose

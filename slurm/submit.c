@@ -20,6 +20,7 @@
 #include "results/jobs.h"
 #include "slurm/render.h"
 #include "slurm/track.h"
+#include "sweeps/plan_predict.h"
 #include "sweeps/sweep.h"
 
 void submit_opts_init(struct submit_opts *o)
@@ -311,6 +312,14 @@ int submit_sweep(const struct submit_opts *o, char *err, size_t errlen)
 		}
 		sel[n_sel++] = i;
 	}
+	if (o->top && n_sel) {
+		char info[512];
+
+		if (plan_select_top(&plan, o->machine, o->top, sel, &n_sel, info, sizeof(info), err,
+				    errlen))
+			goto out_close;
+		printf("%s\n", info);
+	}
 
 	if (o->dry_run) {
 		struct slurm_render_opts ro = {0};
@@ -423,6 +432,14 @@ int cmd_submit(int argc, char **argv)
 	o.wait = a.given[LB_OPT_WAIT] > 0;
 	o.force = a.given[LB_OPT_FORCE] > 0;
 	o.quiet = a.given[LB_OPT_QUIET] > 0;
+	o.top = a.given[LB_OPT_TOP] ? (size_t)a.num[LB_OPT_TOP] : 0;
+	o.machine = a.str[LB_OPT_MACHINE];
+	if (o.machine && !o.top) {
+		fprintf(stderr, "error: --machine predicts for --top K; give --top K as well\n");
+		lb_usage("submit");
+		rc = 2;
+		goto out_release_args;
+	}
 	rc = submit_sweep(&o, err, sizeof(err));
 	if (rc < 0) {
 		fprintf(stderr, "error: %s\n", err);

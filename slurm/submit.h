@@ -31,6 +31,8 @@ struct submit_opts {
 	int force;	 /* 1: submit layouts already done or in flight again */
 	int quiet;	 /* 1: no progress lines */
 	int local_slots; /* local executor: ranks at once; 0 = 1 (one timed job at a time) */
+	size_t top;	      /* > 0: only the top layouts by predicted MFU (plan_select_top) */
+	const char *machine;  /* the machine predicted on (NULL: the one shipped for the GPU) */
 };
 
 /* Set o to the defaults above (everything 0/NULL). */

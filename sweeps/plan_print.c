@@ -15,7 +15,41 @@
 #include "common/layout.h"
 #include "common/util.h"
 
-#define NCOLS 17 /* id .. norm (14), label, mem_gib, status */
+#define NCOLS	   17 /* id .. norm (14), label, mem_gib, status */
+#define NPRED	   3  /* predicted step_s, mfu, gpu_h */
+#define NCOLS_MAX (NCOLS + NPRED)
+
+/* The entry printed k-th. */
+static size_t at(const struct plan_print_opts *o, size_t k)
+{
+	return o && o->order ? o->order[k] : k;
+}
+
+/* The prediction of entry i, or NULL. */
+static const struct plan_pred *pred_of(const struct plan_print_opts *o, size_t i)
+{
+	if (!o || !o->pred || !o->pred->p || !o->pred->p[i].ok)
+		return NULL;
+	return &o->pred->p[i];
+}
+
+static int with_pred(const struct plan_print_opts *o)
+{
+	return o && o->pred && o->pred->p;
+}
+
+/* The prediction's cells: step seconds, MFU, GPU-hours ("-" or "" without). */
+static void pred_cells(const struct plan_pred *q, char (*cells)[192], int for_table)
+{
+	if (!q) {
+		for (int i = 0; i < NPRED; i++)
+			snprintf(cells[i], 192, "%s", for_table ? "-" : "");
+		return;
+	}
+	snprintf(cells[0], 192, q->step_s < 10 ? "%.3f" : "%.2f", q->step_s);
+	snprintf(cells[1], 192, for_table ? "%.1f%%" : "%.4f", for_table ? 100.0 * q->mfu : q->mfu);
+	snprintf(cells[2], 192, q->gpu_hours < 10 ? "%.3f" : "%.1f", q->gpu_hours);
+}
 
 /* GPUs a layout's job allocates (tp*pp*dp for a valid layout). */
 static long long entry_gpus(const struct plan_entry *e)
@@ -104,7 +138,35 @@ static void warn_unknown_gpu(const struct sweep_plan *p)
 		p->name, p->cluster.gpu, names);
 }
 
-static void print_summary(FILE *f, const struct sweep_plan *p)
+static void print_pred_summary(FILE *f, const struct sweep_plan *p, const struct plan_print_opts *o)
+{
+	const struct plan_predictions *pp = o ? o->pred : NULL;
+	double h = 0;
+
+	if (!pp)
+		return;
+	if (!pp->p) {
+		if (pp->note[0])
+			fprintf(f, "%s\n", pp->note);
+		return;
+	}
+	for (size_t i = 0; i < pp->n; i++)
+		if (pp->p[i].ok)
+			h += pp->p[i].gpu_hours;
+	fprintf(f, "predicted on machine '%s' (%s): %zu of %zu ok layouts", pp->machine,
+		pp->calibrated ? "calibrated"
+		: pp->nominal  ? "nominal tables, uncalibrated"
+			       : "measured tables, uncalibrated",
+		pp->n_pred, p->n_ok);
+	if (pp->n_pred)
+		fprintf(f, h < 10.0 ? ", %.3f GPU-hours; best MFU %.1f%% (%s)" : ", %.0f GPU-hours; best MFU %.1f%% (%s)",
+			h, 100.0 * pp->p[pp->best].mfu, p->entries[pp->best].id);
+	fprintf(f, "\n");
+	if (pp->n_unpredicted)
+		fprintf(f, "%zu ok layout(s) without a prediction; %s\n", pp->n_unpredicted, pp->note);
+}
+
+static void print_summary(FILE *f, const struct sweep_plan *p, const struct plan_print_opts *o)
 {
 	warn_unpruned(p);
 	warn_unknown_gpu(p);
@@ -125,40 +187,61 @@ static void print_summary(FILE *f, const struct sweep_plan *p)
 		fprintf(f, " GPU-hours for the %zu ok layouts at %g s per step\n", p->n_ok,
 			p->step_time_guess_s);
 	}
+	print_pred_summary(f, p, o);
 }
 
-static void write_table(FILE *f, const struct sweep_plan *p)
+static void write_table(FILE *f, const struct sweep_plan *p, const struct plan_print_opts *o)
 {
-	static const char *const heads[NCOLS] = {
-	    "id", "model", "seq",  "batch",	"gpus", "mb",	 "tp",	    "pp",     "dp",
-	    "sp", "zero",  "ckpt", "attention", "norm", "label", "mem_gib", "status",
+	static const char *const heads[NCOLS_MAX] = {
+	    "id",    "model",	  "seq",     "batch", "gpus",	"mb",	 "tp",
+	    "pp",    "dp",	  "sp",	     "zero",  "ckpt",	"attention", "norm",
+	    "label", "mem_gib", "step_s", "mfu",   "gpu_h", "status",
 	};
-	static const int right[NCOLS] = {0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 0};
-	char cells[NCOLS][192];
-	size_t w[NCOLS], i;
-	int c;
+	static const int right[NCOLS_MAX] = {0, 0, 1, 1, 1, 1, 1, 1, 1, 1,
+					     1, 0, 0, 0, 0, 1, 1, 1, 1, 0};
+	char cells[NCOLS_MAX][192];
+	size_t w[NCOLS_MAX], i;
+	int c, np = with_pred(o) ? NPRED : 0, nc = NCOLS + np;
 
-	for (c = 0; c < NCOLS; c++)
-		w[c] = strlen(heads[c]);
-	for (i = 0; i < p->n_entries; i++) {
-		format_cells(&p->entries[i], cells, 1);
-		for (c = 0; c < NCOLS; c++)
-			if (strlen(cells[c]) > w[c])
-				w[c] = strlen(cells[c]);
-	}
-	for (c = 0; c < NCOLS; c++) {
-		if (c == NCOLS - 1)
-			fprintf(f, "%s\n", heads[c]);
-		else
-			fprintf(f, right[c] ? "%*s  " : "%-*s  ", (int)w[c], heads[c]);
-	}
-	for (i = 0; i < p->n_entries; i++) {
-		format_cells(&p->entries[i], cells, 1);
-		for (c = 0; c < NCOLS; c++) {
-			if (c == NCOLS - 1)
-				fprintf(f, "%s\n", cells[c]);
-			else
-				fprintf(f, right[c] ? "%*s  " : "%-*s  ", (int)w[c], cells[c]);
+	/* the columns shown, in order: the first 16, the prediction's, the status */
+	int col[NCOLS_MAX];
+	for (c = 0; c < NCOLS - 1; c++)
+		col[c] = c;
+	for (c = 0; c < np; c++)
+		col[NCOLS - 1 + c] = NCOLS - 1 + c;
+	col[nc - 1] = NCOLS_MAX - 1;
+	for (c = 0; c < nc; c++)
+		w[c] = strlen(heads[col[c]]);
+	for (int pass = 0; pass < 2; pass++) {
+		if (pass == 1)
+			for (c = 0; c < nc; c++) {
+				if (c == nc - 1)
+					fprintf(f, "%s\n", heads[col[c]]);
+				else
+					fprintf(f, right[col[c]] ? "%*s  " : "%-*s  ", (int)w[c],
+						heads[col[c]]);
+			}
+		for (i = 0; i < p->n_entries; i++) {
+			size_t e = at(o, i);
+			char base[NCOLS][192];
+
+			format_cells(&p->entries[e], base, 1);
+			for (c = 0; c < NCOLS - 1; c++)
+				memcpy(cells[c], base[c], 192);
+			pred_cells(pred_of(o, e), &cells[NCOLS - 1], 1);
+			memcpy(cells[NCOLS_MAX - 1], base[NCOLS - 1], 192);
+			for (c = 0; c < nc; c++) {
+				const char *t = cells[col[c]];
+
+				if (pass == 0) {
+					if (strlen(t) > w[c])
+						w[c] = strlen(t);
+				} else if (c == nc - 1) {
+					fprintf(f, "%s\n", t);
+				} else {
+					fprintf(f, right[col[c]] ? "%*s  " : "%-*s  ", (int)w[c], t);
+				}
+			}
 		}
 	}
 }
@@ -179,21 +262,29 @@ static void csv_field(FILE *f, const char *s, int last)
 	fputc(last ? '\n' : ',', f);
 }
 
-static void write_csv(FILE *f, const struct sweep_plan *p)
+static void write_csv(FILE *f, const struct sweep_plan *p, const struct plan_print_opts *o)
 {
-	/* the contract's columns, then label and the oom/invalid reason */
+	/* the contract's columns, then label and the oom/invalid reason, then the prediction */
 	static const int order[] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 15, 16, 14};
-	char cells[NCOLS][192];
+	char cells[NCOLS][192], pc[NPRED][192];
 	size_t i;
-	int c;
+	int c, wp = with_pred(o);
 
 	fprintf(f, "id,model,seq_len,global_batch,gpus,micro_batch,tp,pp,dp,sequence_parallel,"
-		   "zero_stage,checkpointing,attention,norm,mem_gib,status,label,reason\n");
+		   "zero_stage,checkpointing,attention,norm,mem_gib,status,label,reason%s\n",
+		wp ? ",predicted_step_s,predicted_mfu,predicted_gpu_hours" : "");
 	for (i = 0; i < p->n_entries; i++) {
-		format_cells(&p->entries[i], cells, 0);
+		size_t e = at(o, i);
+
+		format_cells(&p->entries[e], cells, 0);
 		for (c = 0; c < NCOLS; c++)
 			csv_field(f, cells[order[c]], 0);
-		csv_field(f, p->entries[i].status == PLAN_OK ? "" : p->entries[i].reason, 1);
+		csv_field(f, p->entries[e].status == PLAN_OK ? "" : p->entries[e].reason, !wp);
+		if (wp) {
+			pred_cells(pred_of(o, e), pc, 0);
+			for (c = 0; c < NPRED; c++)
+				csv_field(f, pc[c], c == NPRED - 1);
+		}
 	}
 }
 
@@ -221,7 +312,7 @@ static void add_numbers(cJSON *o, const struct field *f, size_t n)
 		cJSON_AddNumberToObject(o, f[i].key, f[i].value);
 }
 
-static cJSON *entry_json(const struct plan_entry *e)
+static cJSON *entry_json(const struct plan_entry *e, const struct plan_pred *q, int wp)
 {
 	const struct lb_layout *l = &e->layout;
 	const struct lb_model *m = &l->model;
@@ -276,6 +367,17 @@ static cJSON *entry_json(const struct plan_entry *e)
 		add_numbers(mo, dims, sizeof(dims) / sizeof(dims[0]));
 		cJSON_AddBoolToObject(mo, "tied", m->tied);
 	}
+	if (wp && q) {
+		cJSON *po = cJSON_AddObjectToObject(o, "predicted");
+		const struct field pf[] = {{"step_s", round(q->step_s * 1e4) / 1e4},
+					   {"mfu", round(q->mfu * 1e4) / 1e4},
+					   {"gpu_hours", round(q->gpu_hours * 1e4) / 1e4}};
+
+		if (po)
+			add_numbers(po, pf, sizeof(pf) / sizeof(pf[0]));
+	} else if (wp) {
+		cJSON_AddNullToObject(o, "predicted");
+	}
 	return o;
 }
 
@@ -299,7 +401,7 @@ static char *fixed_print(const cJSON *v)
 	return f;
 }
 
-static int write_json(FILE *f, const struct sweep_plan *p)
+static int write_json(FILE *f, const struct sweep_plan *p, const struct plan_print_opts *o)
 {
 	const struct sweep_cluster *cl = &p->cluster;
 	cJSON *root = cJSON_CreateObject(), *c, *s;
@@ -350,6 +452,30 @@ static int write_json(FILE *f, const struct sweep_plan *p)
 		else
 			cJSON_AddNullToObject(s, "gpu_hours");
 	}
+	if (o && o->pred) {
+		const struct plan_predictions *pp = o->pred;
+		cJSON *po = cJSON_AddObjectToObject(root, "prediction");
+
+		if (po) {
+			double h = 0;
+
+			for (size_t j = 0; pp->p && j < pp->n; j++)
+				if (pp->p[j].ok)
+					h += pp->p[j].gpu_hours;
+			if (pp->p)
+				cJSON_AddStringToObject(po, "machine", pp->machine);
+			else
+				cJSON_AddNullToObject(po, "machine");
+			cJSON_AddBoolToObject(po, "calibrated", pp->calibrated);
+			cJSON_AddBoolToObject(po, "nominal", pp->nominal);
+			cJSON_AddNumberToObject(po, "predicted", (double)pp->n_pred);
+			if (pp->p)
+				cJSON_AddNumberToObject(po, "gpu_hours", round(h * 1e4) / 1e4);
+			else
+				cJSON_AddNullToObject(po, "gpu_hours");
+			cJSON_AddStringToObject(po, "note", pp->note);
+		}
+	}
 	/* the entries stream one at a time into the place of an empty array, in the layout
 	 * cJSON_Print gives the whole (two tabs deeper): memory stays that of one entry */
 	if (!cJSON_AddArrayToObject(root, "entries"))
@@ -362,7 +488,8 @@ static int write_json(FILE *f, const struct sweep_plan *p)
 		goto out_free;
 	fwrite(text, 1, (size_t)(tail - text) + 1, f);
 	for (i = 0; i < p->n_entries; i++) {
-		cJSON *e = entry_json(&p->entries[i]);
+		size_t k = at(o, i);
+		cJSON *e = entry_json(&p->entries[k], pred_of(o, k), with_pred(o));
 		char *et = e ? fixed_print(e) : NULL;
 
 		cJSON_Delete(e);
@@ -405,23 +532,29 @@ int plan_format_parse(const char *s, enum plan_format *fmt)
 int plan_print(FILE *out, FILE *diag, const struct sweep_plan *p, enum plan_format fmt, char *err,
 	       size_t errlen)
 {
+	return plan_print_ex(out, diag, p, fmt, NULL, err, errlen);
+}
+
+int plan_print_ex(FILE *out, FILE *diag, const struct sweep_plan *p, enum plan_format fmt,
+		  const struct plan_print_opts *o, char *err, size_t errlen)
+{
 	switch (fmt) {
 	case PLAN_TABLE:
-		write_table(out, p);
-		print_summary(out, p);
+		write_table(out, p, o);
+		print_summary(out, p, o);
 		break;
 	case PLAN_CSV:
-		write_csv(out, p);
+		write_csv(out, p, o);
 		fflush(out); /* the summary after the rows when both go to one stream */
-		print_summary(diag, p);
+		print_summary(diag, p, o);
 		break;
 	case PLAN_JSON:
-		if (write_json(out, p)) {
+		if (write_json(out, p, o)) {
 			snprintf(err, errlen, "plan '%s': out of memory writing json", p->name);
 			return -1;
 		}
 		fflush(out);
-		print_summary(diag, p);
+		print_summary(diag, p, o);
 		break;
 	}
 	if (fflush(out) || ferror(out)) {

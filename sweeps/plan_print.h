@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "sweeps/plan_predict.h"
 #include "sweeps/sweep.h"
 
 enum plan_format { PLAN_TABLE, PLAN_CSV, PLAN_JSON };
@@ -24,5 +25,15 @@ int plan_format_parse(const char *s, enum plan_format *fmt);
  */
 int plan_print(FILE *out, FILE *diag, const struct sweep_plan *p, enum plan_format fmt, char *err,
 	       size_t errlen);
+
+/* What `plan` adds: the predictions (columns step_s, mfu and gpu_h before the status in
+ * the table; predicted_step_s, predicted_mfu, predicted_gpu_hours after the reason in CSV;
+ * a "predicted" object per entry in JSON; a summary line) and the order of the entries. */
+struct plan_print_opts {
+	const struct plan_predictions *pred; /* NULL: no prediction columns */
+	const size_t *order;		     /* NULL: spec order */
+};
+int plan_print_ex(FILE *out, FILE *diag, const struct sweep_plan *p, enum plan_format fmt,
+		  const struct plan_print_opts *o, char *err, size_t errlen);
 
 #endif

@@ -29,7 +29,7 @@ if ! "$FUZZ_CC" -fsanitize=fuzzer -o "$OUT/gen/probe" "$probe" >/dev/null 2>&1; 
 	echo "fuzz: '$FUZZ_CC' cannot link -fsanitize=fuzzer (libFuzzer missing)"
 	exit 77
 fi
-embed_files=$(ls results/*.sql sweeps/specs/*.json report/*.gp 2>/dev/null)
+embed_files=$(ls results/*.sql sweeps/specs/*.json report/*.gp common/machines/*.json 2>/dev/null)
 # shellcheck disable=SC2086
 sh scripts/embed.sh $embed_files >"$OUT/gen/embed.c.tmp" || exit 1
 # keep the old file (and its time stamp) when nothing changed, so targets are not rebuilt

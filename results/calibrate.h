@@ -1,0 +1,61 @@
+/*
+ * `layoutbench calibrate`: the measured runs of sweeps, read from the database as fit rows
+ * (layout, label, mean steady-state step time, measured MFU), the fit of a machine's
+ * terms to them (common/predict.h), the report with every run's residual, the
+ * leave-one-sweep-out validation, and the machine file written (common/machine.h).
+ */
+#ifndef LB_RESULTS_CALIBRATE_H
+#define LB_RESULTS_CALIBRATE_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include <sqlite3.h>
+
+#include "common/predict.h"
+
+/* The ok runs of some sweeps. */
+struct calib_set {
+	struct lb_fit_row *rows; /* group: the sweep's name in sweeps[] */
+	double *mfu;		 /* measured MFU of each row (the sheet's, else ours); NaN unknown */
+	char (*layout_id)[LB_ID_LEN + 1];
+	size_t n;
+	char **sweeps; /* the sweeps asked for, in order (owned) */
+	size_t n_sweeps;
+	int *n_oom;   /* per sweep: runs that ran out of memory (no measurement) */
+	int *n_other; /* per sweep: runs that failed otherwise: left out, counted */
+	int *n_rose;  /* per sweep: ok runs whose loss rose, used: their layout has no other */
+	int *n_rose_left; /* per sweep: ok runs whose loss rose, left out for a healthy run of
+			     the same layout */
+	char gpu[64]; /* the GPU the runs name (the first that names one) */
+};
+
+/* Read the ok runs of sweeps[0..n) (each must exist) from db. A run whose loss rose (its
+ * last step's loss above its first's: diverged, and measured 1-4.5% faster than a healthy
+ * run of its layout on the H200) is left out when a healthy run of the same layout is
+ * there, and used (counted in n_rose) when none is; an imported run, without steps,
+ * counts as healthy. Returns 0, or -1 with err set. Free with calib_set_free (also after
+ * a failure). */
+int calib_load(sqlite3 *db, const char *const *sweeps, size_t n, struct calib_set *out, char *err,
+	       size_t errlen);
+void calib_set_free(struct calib_set *s);
+
+/* Scores of the rows idx[0..n) of s predicted on m (rows that cannot be predicted are
+ * left out; *n_pred gets how many were predicted). */
+void calib_score(const struct lb_machine *m, const struct calib_set *s, const size_t *idx,
+		 size_t n, struct lb_pred_score *out, size_t *n_pred);
+
+/*
+ * Leave each sweep of s out in turn: fit a copy of base (the terms the other sweeps can
+ * tell apart, or only those o->free allows when only_given) on the other sweeps' runs and
+ * score the left-out sweep's. Writes one markdown table row per sweep to f (the header
+ * first). Returns 0, or -1 with err set.
+ */
+int calib_holdout(FILE *f, const struct lb_machine *base, const struct calib_set *s,
+		  const struct lb_fit_opts *o, int only_given, double huber, char *err,
+		  size_t errlen);
+
+/* `layoutbench calibrate` (options: common/cmdline.c); argv[0] is the name. */
+int cmd_calibrate(int argc, char **argv);
+
+#endif

@@ -1,0 +1,127 @@
+#!/bin/sh
+# The step-time model's published validation, recomputed (docs/prediction.md):
+# - the paper's A100 grids (../shared/paper-data, or $LB_PAPER_DATA) imported into a
+#   temporary database; `calibrate --holdout` from the nominal A100 table fits the terms on
+#   seven grids and predicts the eighth, every way; the in-sample fit on all eight is the
+#   shipped a100-paper calibration;
+# - the H200 one-GPU grid: every published run under docs/results/h200 collected (runs
+#   without a sweep filed under h200-1gpu; calibrate prefers a healthy run of a layout to
+#   one whose loss rose); the fit from the measured kernel table is the shipped h200
+#   calibration; and a harder check: fit on one sequence length, predict the other;
+# - the kernel table h200-kernels is what calibrate makes of the published bench_kernels CSV.
+# Each table must equal the one between its markers in docs/prediction.md, and each shipped
+# machine file the one calibrate writes: a figure that drifts fails here. After an intended
+# change, regenerate both with LB_UPDATE=1 sh tests/sh/prediction_validation.sh and review
+# the diff.
+BUILD=${BUILD:-build}
+LB="$BUILD/layoutbench"
+DATA=${LB_PAPER_DATA:-../shared/paper-data}
+DOC=docs/prediction.md
+MD=common/machines
+[ -x "$LB" ] || { echo "error: '$LB' not built (make BUILD=$BUILD)"; exit 1; }
+tmp=$(mktemp -d) || exit 1
+trap 'rm -rf "$tmp"' EXIT
+fail=0
+
+# The lines between "<!-- validation:NAME -->" and "<!-- /validation:NAME -->" of the doc.
+doc_table() {
+	awk -v b="<!-- validation:$1 -->" -v e="<!-- /validation:$1 -->" \
+		'$0 == e { on = 0 } on { print } $0 == b { on = 1 }' "$DOC"
+}
+# Replace them with file $2 (LB_UPDATE=1).
+doc_put() {
+	awk -v b="<!-- validation:$1 -->" -v e="<!-- /validation:$1 -->" -v f="$2" '
+		$0 == e { while ((getline l < f) > 0) print l; on = 0 }
+		!on { print } $0 == b { on = 1 }' "$DOC" >"$tmp/doc" && cp "$tmp/doc" "$DOC"
+}
+# The markdown table that follows line $2 of report $1 (up to the next blank line).
+table_after() {
+	awk -v h="$2" 'on && /^$/ && n { exit } on && /^\|/ { print; n++ } index($0, h) == 1 { on = 1 }' "$1"
+}
+check() { # name file
+	grep -q "<!-- validation:$1 -->" "$DOC" || { echo "FAIL: $DOC has no marker validation:$1"; fail=1; return; }
+	if [ "${LB_UPDATE:-0}" = 1 ]; then
+		doc_put "$1" "$2"
+		echo "updated $DOC: $1"
+		return
+	fi
+	doc_table "$1" >"$tmp/doc.$1"
+	if diff -u "$tmp/doc.$1" "$2" >"$tmp/diff.$1"; then
+		echo "ok: $1 matches $DOC"
+	else
+		cat "$tmp/diff.$1"
+		echo "FAIL: validation:$1 differs from $DOC (regenerate: LB_UPDATE=1 sh $0)"
+		fail=1
+	fi
+}
+same_file() { # shipped made
+	if [ "${LB_UPDATE:-0}" = 1 ]; then
+		cp "$2" "$1"
+		echo "updated $1"
+	elif diff -u "$1" "$2"; then
+		echo "ok: $1 is what calibrate makes"
+	else
+		echo "FAIL: $1 is not what calibrate makes now (regenerate: LB_UPDATE=1 sh $0)"
+		fail=1
+	fi
+}
+
+# ---- the H200's kernel table
+"$LB" calibrate --machine h100-nominal --kernels docs/results/h200/targets/kernels.csv \
+	--name h200-kernels --gpu H200 --out "$tmp/h200-kernels.json" >"$tmp/kern.out" 2>&1 ||
+	{ cat "$tmp/kern.out"; echo "FAIL: calibrate --kernels"; exit 1; }
+same_file "$MD/h200-kernels.json" "$tmp/h200-kernels.json"
+
+# ---- the H200 grid
+"$LB" collect --db "$tmp/h200.db" --sweep h200-1gpu docs/results/h200 >"$tmp/collect.out" 2>&1 ||
+	{ cat "$tmp/collect.out"; echo "FAIL: collect docs/results/h200"; exit 1; }
+# (from the shipped table, checked above; after LB_UPDATE=1 changed it, build and run again)
+"$LB" calibrate --db "$tmp/h200.db" --sweep h200-1gpu --machine h200-kernels \
+	--name h200 --out "$tmp/h200.json" >"$tmp/h200.rep" 2>&1 ||
+	{ cat "$tmp/h200.rep"; echo "FAIL: calibrate h200-1gpu"; exit 1; }
+same_file "$MD/h200.json" "$tmp/h200.json"
+{
+	table_after "$tmp/h200.rep" "per sweep, predicted with this fit"
+	echo
+	grep '^h200-1gpu: runs whose loss rose' "$tmp/h200.rep"
+} >"$tmp/v.h200"
+check h200 "$tmp/v.h200"
+# one sequence length fitted, the other predicted: the seq 8192 runs made a sweep of their own
+"$LB" sql --write --db "$tmp/h200.db" "INSERT INTO sweeps (name, source) VALUES ('h200-1gpu-8192', 'spec')" >/dev/null &&
+	"$LB" sql --write --db "$tmp/h200.db" "UPDATE runs SET sweep = 'h200-1gpu-8192' WHERE sweep = 'h200-1gpu' AND layout_id IN (SELECT layout_id FROM layouts WHERE seq_len = 8192)" >/dev/null ||
+	{ echo "FAIL: splitting the H200 grid by sequence"; fail=1; }
+"$LB" sql --write --db "$tmp/h200.db" "UPDATE sweeps SET name = 'h200-1gpu-2048' WHERE name = 'h200-1gpu'" >/dev/null 2>&1 ||
+	"$LB" sql --write --db "$tmp/h200.db" "INSERT INTO sweeps (name, source) VALUES ('h200-1gpu-2048', 'spec')" >/dev/null
+"$LB" sql --write --db "$tmp/h200.db" "UPDATE runs SET sweep = 'h200-1gpu-2048' WHERE sweep = 'h200-1gpu'" >/dev/null
+"$LB" calibrate --db "$tmp/h200.db" --sweep h200-1gpu-2048 h200-1gpu-8192 \
+	--machine h200-kernels --holdout --out "$tmp/h200s.json" >"$tmp/h200s.rep" 2>&1 ||
+	{ cat "$tmp/h200s.rep"; echo "FAIL: calibrate --holdout on the H200 grid by sequence"; fail=1; }
+table_after "$tmp/h200s.rep" "leave one sweep out" >"$tmp/v.h200-seq"
+check h200-seq "$tmp/v.h200-seq"
+
+# ---- the paper's grids
+if ! ls "$DATA"/*.csv >/dev/null 2>&1; then
+	echo "paper data not found in '$DATA' (set LB_PAPER_DATA): the A100 figures are not checked"
+	[ $fail = 0 ] && exit 77
+	exit 1
+fi
+"$LB" import --format paper --db "$tmp/paper.db" "$DATA"/*.csv >"$tmp/import.out" 2>&1 ||
+	{ cat "$tmp/import.out"; echo "FAIL: import the paper data"; exit 1; }
+sweeps=$("$LB" sql --db "$tmp/paper.db" --format tsv "SELECT name FROM sweeps ORDER BY name" | tail -n +2)
+# shellcheck disable=SC2086
+"$LB" calibrate --db "$tmp/paper.db" --sweep $sweeps --machine a100-nominal --name a100-paper \
+	--holdout --out "$tmp/a100-paper.json" >"$tmp/paper.rep" 2>&1 ||
+	{ cat "$tmp/paper.rep"; echo "FAIL: calibrate the paper's grids"; exit 1; }
+same_file "$MD/a100-paper.json" "$tmp/a100-paper.json"
+table_after "$tmp/paper.rep" "leave one sweep out" >"$tmp/v.paper"
+check paper "$tmp/v.paper"
+table_after "$tmp/paper.rep" "per sweep, predicted with this fit" >"$tmp/v.paper-in"
+check paper-in "$tmp/v.paper-in"
+table_after "$tmp/paper.rep" "| term | value" >"$tmp/v.paper-terms"
+sed -i '1i | term | value | bounds | fitted | what it stands for |' "$tmp/v.paper-terms"
+check paper-terms "$tmp/v.paper-terms"
+table_after "$tmp/h200.rep" "| term | value" >"$tmp/v.h200-terms"
+sed -i '1i | term | value | bounds | fitted | what it stands for |' "$tmp/v.h200-terms"
+check h200-terms "$tmp/v.h200-terms"
+[ $fail = 0 ] && echo "prediction validation: every figure as published"
+exit $fail

@@ -16,6 +16,7 @@
 #include "common/cmdline.h"
 #include "common/util.h"
 #include "results/jobs.h"
+#include "slurm/halving.h"
 #include "slurm/render.h"
 #include "slurm/track.h"
 #include "sweeps/sweep.h"
@@ -23,6 +24,25 @@
 void submit_opts_init(struct submit_opts *o)
 {
 	memset(o, 0, sizeof(*o));
+	o->alpha = -1;
+	o->margin = -1;
+}
+
+/* The halving policy's options from submit's (slurm/halving.h). */
+static void halving_opts_of(const struct submit_opts *o, const char *exname, const char *runs,
+			    struct halving_opts *h)
+{
+	memset(h, 0, sizeof(*h));
+	h->params.eta = o->halving;
+	h->params.n_rungs = o->rungs;
+	h->params.min_steps = o->min_steps;
+	h->params.alpha = o->alpha >= 0 ? o->alpha : HALVING_DEFAULT_ALPHA;
+	h->params.margin = o->margin >= 0 ? o->margin : HALVING_DEFAULT_MARGIN;
+	h->executor = exname;
+	h->runs = runs;
+	h->throttle = o->throttle;
+	h->max_array = o->max_array;
+	h->quiet = o->quiet;
 }
 
 static void print_dry_run(const struct sweep_plan *p, const struct slurm_batch *b,
@@ -227,7 +247,7 @@ int submit_sweep(const struct submit_opts *o, char *err, size_t errlen)
 		char st[24], cls[24];
 		if (e->status != PLAN_OK)
 			continue;
-		if (db && !o->force) {
+		if (db && !o->force && !o->halving) {
 			if (results_layout_has_ok_run(db, plan.name, e->id) == 1) {
 				n_done++;
 				continue;
@@ -250,6 +270,12 @@ int submit_sweep(const struct submit_opts *o, char *err, size_t errlen)
 		sel[n_sel++] = i;
 	}
 
+	if (o->dry_run && o->halving) { /* the halving's schedule against the full grid */
+		struct halving_opts ho;
+		halving_opts_of(o, exname, runs, &ho);
+		rc = halving_dry_run(&plan, sel, n_sel, &ho, err, errlen);
+		goto out_close;
+	}
 	if (o->dry_run) {
 		struct slurm_render_opts ro = {0};
 		struct slurm_batch b;
@@ -278,6 +304,17 @@ int submit_sweep(const struct submit_opts *o, char *err, size_t errlen)
 
 	if (results_upsert_sweep(db, plan.name, "spec", strcmp(o->spec, "-") ? o->spec : NULL, text,
 				 err, errlen))
+		goto out_close;
+	if (o->halving) { /* the submission policy takes the candidates from here */
+		struct halving_opts ho;
+		halving_opts_of(o, exname, runs, &ho);
+		rc = halving_submit(db, &es, &plan, text, sel, n_sel, &ho, o->wait, o->force, err,
+				    errlen);
+		if (rc > 0 && *err)
+			fprintf(stderr, "error: %s\n", err);
+		goto out_close;
+	}
+	if (!o->force && halving_refuse_plain(db, plan.name, err, errlen))
 		goto out_close;
 	if (n_sel == 0) {
 		printf("sweep '%s': nothing to submit (%zu layout(s) done, %zu pending or running; "
@@ -354,6 +391,35 @@ int cmd_submit(int argc, char **argv)
 	o.wait = a.given[LB_OPT_WAIT] > 0;
 	o.force = a.given[LB_OPT_FORCE] > 0;
 	o.quiet = a.given[LB_OPT_QUIET] > 0;
+	o.halving = (int)a.num[LB_OPT_HALVING];
+	o.rungs = (int)a.num[LB_OPT_RUNGS];
+	o.min_steps = (int)a.num[LB_OPT_MIN_STEPS];
+	if (!o.halving && (a.given[LB_OPT_RUNGS] || a.given[LB_OPT_MIN_STEPS] ||
+			   a.given[LB_OPT_ALPHA] || a.given[LB_OPT_MARGIN])) {
+		fprintf(stderr, "error: --rungs, --min-steps, --alpha and --margin set up a "
+				"successive halving: give --halving ETA too\n");
+		lb_usage("submit");
+		rc = 2;
+		goto out_release_args;
+	}
+	if (lb_parse_double(a.str[LB_OPT_ALPHA], 1e-9, 0.5, &o.alpha)) {
+		fprintf(stderr,
+			"error: option '--alpha' expects a level above 0 and at most 0.5, "
+			"got '%s'\n",
+			a.str[LB_OPT_ALPHA]);
+		lb_usage("submit");
+		rc = 2;
+		goto out_release_args;
+	}
+	if (lb_parse_double(a.str[LB_OPT_MARGIN], 0, 10, &o.margin)) {
+		fprintf(stderr,
+			"error: option '--margin' expects a fraction from 0 to 10 (0.02: "
+			"2%%), got '%s'\n",
+			a.str[LB_OPT_MARGIN]);
+		lb_usage("submit");
+		rc = 2;
+		goto out_release_args;
+	}
 	rc = submit_sweep(&o, err, sizeof(err));
 	if (rc < 0) {
 		fprintf(stderr, "error: %s\n", err);

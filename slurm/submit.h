@@ -31,9 +31,12 @@ struct submit_opts {
 	int force;	 /* 1: submit layouts already done or in flight again */
 	int quiet;	 /* 1: no progress lines */
 	int local_slots; /* local executor: ranks at once; 0 = 1 (one timed job at a time) */
+	/* successive halving (slurm/halving.h): halving = eta, 0 = submit every layout */
+	int halving, rungs, min_steps; /* rungs, min_steps: 0 = the policy's defaults */
+	double alpha, margin;	       /* the rank test's level and margin; < 0 = defaults */
 };
 
-/* Set o to the defaults above (everything 0/NULL). */
+/* Set o to the defaults above (everything 0/NULL, alpha and margin -1). */
 void submit_opts_init(struct submit_opts *o);
 
 /*

@@ -51,7 +51,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 		o->halving = 1;
 		for (int k = 0; k < REPORT_KIND_COUNT; k++)
 			o->kinds[k] = 1;
-	} else if (!strcmp(fig, "halving")) {
+	} else if (!strcmp(fig, REPORT_HALVING_NAME)) {
 		o->halving = 1;
 	} else {
 		enum report_kind k;

@@ -17,6 +17,9 @@
 
 #include "common/util.h"
 
+/* Its name among the report's figures (--figure halving): a section, not a report_kind. */
+#define REPORT_HALVING_NAME "halving"
+
 struct report_halving_rung {
 	int rung, steps;
 	char *state; /* pending, running, decided */

@@ -35,7 +35,7 @@
 #define EXECUTORS "slurm|rest|local"
 #define CLASSES	  "oom|timeout|node_fail|preempted|cancelled|launch_error|failed|unknown"
 #define FIGURES                                                                                    \
-	"kernels|checkpointing|microbatch|tp-pp|seqpar|rms|best|phases|memory|predicted|all"
+	"kernels|checkpointing|microbatch|tp-pp|seqpar|rms|best|phases|memory|predicted|halving|all"
 
 /* The options several commands share, spelled once. */
 #define OPT_DB                                                                                     \
@@ -101,11 +101,33 @@ static const struct lb_option submit_opts[] = {
 	 "slurmrestd: the API version (default the newest the server offers)"),
     WHOLE(LB_OPT_SLOTS, "slots", "N", NULL, 1, 1000000,
 	  "local: ranks that run at once (default 1: timed runs do not share the machine)"),
+    WHOLE(LB_OPT_HALVING, "halving", "ETA", NULL, 2, 1000,
+	  "successive halving: rung 0 runs every layout for few steps, each rung keeps the "
+	  "fastest 1/ETA of each group and those within noise of the cut, the last runs the "
+	  "spec's steps (docs/halving.md)"),
+    WHOLE(LB_OPT_RUNGS, "rungs", "R", NULL, 2, 32,
+	  "halving: rungs, the last at the spec's steps (default: about one layout per group "
+	  "on the last)"),
+    WHOLE(LB_OPT_MIN_STEPS, "min-steps", "S", NULL, 2, 1000000,
+	  "halving: rung 0's steps, warm-up included (default warm-up + 4)"),
+    TEXT(LB_OPT_ALPHA, "alpha", "P", "0.05",
+	 "halving: the rank test's level: a layout slower than the cut is dropped when "
+	 "p < P"),
+    TEXT(LB_OPT_MARGIN, "margin", "F", "0.02",
+	 "halving: a relative slowdown counted as noise (two runs of one layout differ by "
+	 "about 1% on an H200)"),
     SWITCH(LB_OPT_LOCAL_WORKER, "local-worker", LB_OPT_HIDDEN, "the local executor's worker"),
     END,
 };
 
-static const struct lb_option status_opts[] = {OPT_DB, OPT_SWEEP, END};
+static const struct lb_option status_opts[] = {
+    OPT_DB,
+    OPT_SWEEP,
+    SWITCH(LB_OPT_WAIT, "wait", 0,
+	   "block until every job of the sweeps ended, driving their running halvings to "
+	   "the end"),
+    END,
+};
 
 static const struct lb_option resubmit_opts[] = {
     OPT_DB,
@@ -168,7 +190,8 @@ static const struct lb_option report_opts[] = {
     OPT_DB,
     OPT_SWEEP,
     CHOICE(LB_OPT_FIGURE, "figure", NULL, FIGURES, NULL, LB_OPT_REQUIRED,
-	   "the figure (the paper's figures 1-5, rms, best, phases, memory, predicted) or all"),
+	   "the figure (the paper's figures 1-5, rms, best, phases, memory, predicted, the "
+	   "rungs of a successive halving) or all"),
     CHOICE(LB_OPT_FORMAT, "format", NULL, "md|csv|html", "md", 0,
 	   "markdown tables, CSV, or one HTML page with the plots"),
     TEXT(LB_OPT_OUT, "out", "DIR", NULL, "write files into DIR (default stdout)"),

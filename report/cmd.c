@@ -15,6 +15,7 @@
 #include "common/util.h"
 #include "results/db.h"
 #include "report/cmd.h"
+#include "report/halving.h"
 #include "report/load.h"
 #include "report/plot.h"
 #include "report/predicted.h"
@@ -33,6 +34,7 @@ struct options {
 	int kinds[REPORT_KIND_COUNT]; /* 1: figure requested */
 	int all;
 	struct report_build_opts build; /* keep_diverged */
+	int halving; /* 1: the halving section (report/halving.h; with all: where there is one) */
 };
 
 /* The options from the parsed line (choices checked by the table in common/cmdline.c). */
@@ -62,8 +64,11 @@ static int parse_options(int argc, char **argv, struct options *o)
 		o->predicted = 1;
 	} else if (!strcmp(fig, "all")) {
 		o->all = 1;
+		o->halving = 1;
 		for (int k = 0; k < REPORT_KIND_COUNT; k++)
 			o->kinds[k] = 1;
+	} else if (!strcmp(fig, REPORT_HALVING_NAME)) {
+		o->halving = 1;
 	} else {
 		enum report_kind k;
 		if (report_kind_parse(fig, &k)) { /* a choice the table has and the report not */
@@ -125,7 +130,8 @@ static int emit(const char *dir, const char *name, const struct lb_strbuf *sb)
 
 /* The HTML page: every figure with its plot. Returns 0, or 1 when a plot failed (the page
  * is still written, with the failure noted). */
-static int render_page(struct lb_strbuf *page, const struct report_figure *figs, const int *kinds)
+static int render_page(struct lb_strbuf *page, const struct report_figure *figs, const int *kinds,
+		       const struct report_halvings *hs)
 {
 	int rc = 0, missing_said = 0;
 	char err[256], note[320];
@@ -164,6 +170,8 @@ static int render_page(struct lb_strbuf *page, const struct report_figure *figs,
 		free(svg);
 		lb_strbuf_release(&script);
 	}
+	if (hs)
+		render_html_halving(page, hs);
 	render_html_end(page);
 	return rc;
 }
@@ -172,6 +180,7 @@ int cmd_report(int argc, char **argv)
 {
 	struct options o;
 	struct report_runs runs, best;
+	struct report_halvings halvings = {0};
 	struct report_figure figs[REPORT_KIND_COUNT];
 	struct lb_strbuf sb = LB_STRBUF_INIT;
 	sqlite3 *db = NULL;
@@ -273,6 +282,13 @@ int cmd_report(int argc, char **argv)
 				figs[k].diverged_left_out == 1 ? "" : "s");
 	}
 
+	if (o.halving && report_halvings_load(db, o.sweep, &halvings, err, sizeof(err))) {
+		fprintf(stderr, "error: database '%s': %s\n", path, err);
+		goto out_release;
+	}
+	/* `all` shows the section where there is a halving; `halving` always */
+	const struct report_halvings *hs = o.halving && (halvings.n || !o.all) ? &halvings : NULL;
+
 	rc = 0;
 	switch (o.format) {
 	case FMT_CSV:
@@ -291,6 +307,15 @@ int cmd_report(int argc, char **argv)
 				lb_strbuf_release(&sb);
 			}
 		}
+		if (hs && !rc) {
+			if (!o.out && o.all)
+				lb_strbuf_addf(&sb, "%s# figure: halving\n", sb.len ? "\n" : "");
+			render_halving_csv(&sb, hs);
+			if (o.out) {
+				rc = emit(o.out, "halving.csv", &sb) ? 1 : 0;
+				lb_strbuf_release(&sb);
+			}
+		}
 		if (!o.out && !rc)
 			rc = emit(NULL, NULL, &sb) ? 1 : 0;
 		break;
@@ -302,16 +327,21 @@ int cmd_report(int argc, char **argv)
 			lb_strbuf_adds(&sb, "\n");
 			render_md(&sb, &figs[k]);
 		}
+		if (hs) {
+			lb_strbuf_adds(&sb, "\n");
+			render_halving_md(&sb, hs);
+		}
 		rc = emit(o.out, "report.md", &sb) ? 1 : 0;
 		break;
 	case FMT_HTML:
-		rc = render_page(&sb, figs, o.kinds);
+		rc = render_page(&sb, figs, o.kinds, hs);
 		if (emit(o.out, "report.html", &sb))
 			rc = 1;
 		break;
 	}
 
 out_release:
+	report_halvings_release(&halvings);
 	lb_strbuf_release(&sb);
 	for (int k = 0; k < REPORT_KIND_COUNT; k++)
 		report_figure_release(&figs[k]);

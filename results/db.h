@@ -18,7 +18,7 @@
 #include "common/layout.h"
 
 /* The schema version this build writes (PRAGMA user_version after results_open). */
-#define RESULTS_SCHEMA_VERSION 3
+#define RESULTS_SCHEMA_VERSION 4
 
 /* Milliseconds a statement waits for another connection's lock before failing. */
 #define RESULTS_BUSY_TIMEOUT_MS 10000

@@ -328,3 +328,141 @@ SELECT * FROM (
 
 ALTER TABLE runs ADD COLUMN log_hash TEXT; -- a 64-bit hash (16 hex digits) of the first
                                -- bytes_ingested bytes of the log
+
+
+-- migrate: 4
+-- Successive halving (slurm/halving.c, docs/halving.md): a submission policy that runs
+-- every candidate layout of a sweep for few steps (rung 0), keeps the fastest 1/eta of
+-- each group of comparable layouts (same model, sequence length, global batch and GPU
+-- count) and those within noise of the cut, and runs them longer, up to the spec's
+-- steps on the last rung. Its state lives here, so that a --wait that was left is
+-- resumed by `status`. A layout's run on each rung is an ordinary job and run; which
+-- job belongs to which rung is said here, not in the run logs.
+CREATE TABLE halvings (
+	id INTEGER PRIMARY KEY,
+	sweep TEXT NOT NULL REFERENCES sweeps (name),
+	executor TEXT NOT NULL CHECK (executor IN ('local', 'slurm', 'rest')),
+	runs_dir TEXT NOT NULL,        -- the absolute runs folder of its jobs
+	spec_text TEXT NOT NULL,       -- the spec planned at the start: every rung plans it
+	eta INTEGER NOT NULL,          -- each rung keeps the fastest ceil(n/eta) of a group
+	n_rungs INTEGER NOT NULL,
+	alpha REAL NOT NULL,           -- the rank test's level (one-sided, per comparison)
+	margin REAL NOT NULL,          -- relative slowdown taken as noise (0.02: 2%)
+	throttle INTEGER NOT NULL DEFAULT 0,
+	max_array INTEGER NOT NULL DEFAULT 0,
+	state TEXT NOT NULL DEFAULT 'running'
+		CHECK (state IN ('running', 'done', 'cancelled')),
+	message TEXT,                  -- how it ended
+	created TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ', 'now')),
+	finished TEXT
+);
+CREATE INDEX halvings_sweep ON halvings (sweep, state);
+
+-- One row per rung of a halving: rung 0 first; a rung's row is made when the rung
+-- before it is decided.
+CREATE TABLE halving_rungs (
+	halving_id INTEGER NOT NULL REFERENCES halvings (id) ON DELETE CASCADE,
+	rung INTEGER NOT NULL,         -- 0-based
+	steps INTEGER NOT NULL,        -- the trainer's --steps on this rung (warmup included)
+	warmup INTEGER NOT NULL,       -- steps left out of the statistics
+	state TEXT NOT NULL CHECK (state IN ('pending', 'running', 'decided')),
+	created TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ', 'now')),
+	decided TEXT,
+	PRIMARY KEY (halving_id, rung)
+) WITHOUT ROWID;
+
+-- One row per layout on a rung: its job, and once the rung is decided its verdict and
+-- the statistics behind it.
+CREATE TABLE halving_members (
+	halving_id INTEGER NOT NULL REFERENCES halvings (id) ON DELETE CASCADE,
+	rung INTEGER NOT NULL,
+	layout_id TEXT NOT NULL REFERENCES layouts (layout_id),
+	grp TEXT NOT NULL,             -- its group: "<model> L<layers> h<hidden>, seq S, batch
+	                               -- B, G GPU(s)"; layouts compete within a group only
+	job_ref INTEGER REFERENCES jobs (id), -- the job running it on this rung; NULL: not yet
+	after_job INTEGER NOT NULL,    -- its job is the newest of the layout past this jobs.id
+	tries INTEGER NOT NULL DEFAULT 0, -- jobs submitted (node_fail, preempted: once more)
+	verdict TEXT NOT NULL DEFAULT 'pending' CHECK (verdict IN
+		('pending', 'kept', 'noise', 'dropped', 'failed', 'final')),
+	                               -- kept: among the fastest ceil(n/eta); noise: slower
+	                               -- than the cut, not beyond noise; dropped: slower than
+	                               -- the cut beyond noise; failed: no measurement (class);
+	                               -- final: measured on the last rung
+	rank INTEGER,                  -- by median step time within the group, 1 = fastest
+	n_steps INTEGER,               -- steady-state steps of its run (warm-up left out)
+	median_s REAL,                 -- their median step time, seconds
+	cut_layout TEXT,               -- the layout it was tested against: the cut (the
+	                               -- slowest kept), or on the last rung the fastest
+	cut_median_s REAL,
+	u REAL,                        -- Mann-Whitney U of its steps over the cut's x (1+margin)
+	p_value REAL,                  -- one-sided p of that test
+	exact INTEGER,                 -- 1: p from U's exact distribution, 0: normal approx.
+	significant INTEGER,           -- 1: slower than cut_layout beyond noise (p < alpha)
+	failure_class TEXT,            -- verdict failed: why (oom, timeout, launch_error, ...)
+	reason TEXT,                   -- the verdict in words
+	PRIMARY KEY (halving_id, rung, layout_id)
+) WITHOUT ROWID;
+CREATE INDEX halving_members_job ON halving_members (job_ref);
+
+-- Per member: the layout, the verdict and its statistics, and what its run cost (GPU
+-- seconds: the job's wall time, else its run's, times the GPUs).
+CREATE VIEW halving_layouts AS
+SELECT h.id AS halving_id, h.sweep, m.rung, r.steps, m.grp, m.layout_id,
+       COALESCE(l.label, l.attention || '+' || l.norm) AS label,
+       l.micro_batch, l.tp, l.pp, l.dp, l.sequence_parallel, l.zero_stage,
+       l.checkpointing, l.attention, l.norm, l.gpus,
+       m.verdict, m.rank, m.n_steps, m.median_s, m.cut_layout, m.cut_median_s,
+       CASE WHEN m.cut_median_s > 0 THEN m.median_s / m.cut_median_s - 1 END AS slowdown,
+       m.u, m.p_value, m.exact, m.significant, m.failure_class, m.reason,
+       m.job_ref, j.state AS job_state, ru.id AS run_id,
+       COALESCE((julianday(j.end_time) - julianday(j.start_time)),
+		(julianday(ru.end_time) - julianday(ru.start_time))) * 86400.0 * l.gpus
+	       AS gpu_seconds
+FROM halving_members m
+JOIN halvings h ON h.id = m.halving_id
+JOIN halving_rungs r ON r.halving_id = m.halving_id AND r.rung = m.rung
+JOIN layouts l ON l.layout_id = m.layout_id
+LEFT JOIN jobs j ON j.id = m.job_ref
+LEFT JOIN runs ru ON ru.id = (SELECT MAX(x.id) FROM runs x WHERE x.job_ref = m.job_ref);
+
+-- Per rung: its steps, how many layouts ran and what became of them, what it cost.
+CREATE VIEW halving_rung_summary AS
+SELECT h.id AS halving_id, h.sweep, h.eta, h.n_rungs, h.alpha, h.margin,
+       h.state AS halving_state, r.rung, r.steps, r.state,
+       COUNT(m.layout_id) AS layouts,
+       SUM(m.verdict = 'kept') AS kept,
+       SUM(m.verdict = 'noise') AS kept_within_noise,
+       SUM(m.verdict = 'dropped') AS dropped_slower,
+       SUM(m.verdict = 'failed') AS dropped_failed,
+       SUM(m.verdict = 'final') AS final,
+       SUM(m.verdict = 'pending') AS pending,
+       SUM(m.gpu_seconds) AS gpu_seconds
+FROM halvings h
+JOIN halving_rungs r ON r.halving_id = h.id
+LEFT JOIN halving_layouts m ON m.halving_id = h.id AND m.rung = r.rung
+GROUP BY h.id, r.rung;
+
+-- Per halving: what it spent (the GPU seconds of its jobs) and an estimate of what the
+-- full grid, every candidate at the last rung's steps, would have spent: per layout, the
+-- GPU seconds of its last run plus the steps that run did not make at its mean step
+-- time (a layout that failed costs what its failure cost). Complete once it is done.
+CREATE VIEW halving_cost AS
+WITH last AS (
+	SELECT m.*, ROW_NUMBER() OVER (PARTITION BY m.halving_id, m.layout_id
+				       ORDER BY m.rung DESC) AS k
+	FROM halving_layouts m
+), top AS (
+	SELECT halving_id, MAX(steps) AS full_steps FROM halving_rungs GROUP BY halving_id
+)
+SELECT h.id AS halving_id, h.sweep, h.state, t.full_steps,
+       (SELECT COUNT(*) FROM halving_members a WHERE a.halving_id = h.id AND a.rung = 0)
+	       AS layouts,
+       (SELECT COUNT(*) FROM halving_members a WHERE a.halving_id = h.id
+	       AND a.job_ref IS NOT NULL) AS runs,
+       (SELECT SUM(a.gpu_seconds) FROM halving_layouts a WHERE a.halving_id = h.id)
+	       AS gpu_seconds,
+       (SELECT SUM(COALESCE(l.gpu_seconds, 0) + CASE WHEN l.verdict = 'failed' THEN 0
+		       ELSE (t.full_steps - l.steps) * COALESCE(st.step_time_mean, 0) * l.gpus END)
+	FROM last l LEFT JOIN run_stats st ON st.run_id = l.run_id
+	WHERE l.halving_id = h.id AND l.k = 1) AS full_grid_gpu_seconds
+FROM halvings h JOIN top t ON t.halving_id = h.id;

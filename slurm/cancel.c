@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "slurm/halving.h"
 #include "slurm/track.h"
 
 static const char *const exec_names[3] = {"slurm", "rest", "local"};
@@ -20,7 +21,9 @@ static int cancel_sweep(struct track_cmd *t, const char *sweep, size_t *total)
 	size_t n = 0;
 	int rc = 0;
 
-	if (results_jobs_list(t->db, sweep, 1, &jobs, &n, err, sizeof(err))) {
+	/* a running halving would submit its next rung: it stops first */
+	if (halving_cancel_sweep(t->db, sweep, err, sizeof(err)) < 0 ||
+	    results_jobs_list(t->db, sweep, 1, &jobs, &n, err, sizeof(err))) {
 		fprintf(stderr, "error: %s\n", err);
 		return 1;
 	}

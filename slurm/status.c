@@ -11,6 +11,7 @@
 #include <sqlite3.h>
 
 #include "results/health_db.h"
+#include "slurm/halving.h"
 #include "slurm/track.h"
 
 /* The trainer's own word on job j: the failure class and message of the newest failed
@@ -116,6 +117,56 @@ static int print_health(sqlite3 *db, const char *sweep)
 	return 0;
 }
 
+/* The sweep's newest halving, if any: one step of it, or with --wait every step to its
+ * end (a --wait that was left resumes here), then its rungs. Returns 0, or 1 (reported). */
+static int status_halving(struct track_cmd *t, const char *sweep)
+{
+	struct halving_progress pr;
+	char err[1024] = "", state[16] = "";
+	int64_t id = 0;
+	int has = halving_latest(t->db, sweep, &id, state, sizeof(state), err, sizeof(err)), r;
+
+	if (has <= 0)
+		goto out;
+	if (!strcmp(state, "running")) {
+		r = t->wait ? halving_wait(t->db, &t->es, id, 0, err, sizeof(err))
+			    : halving_advance(t->db, &t->es, id, &pr, err, sizeof(err));
+		if (r == -1 && !t->wait)
+			fprintf(stderr, "warning: sweep '%s': %s\n", sweep, err);
+		has = r == -2 || (t->wait && r < 0) ? -1 : 1;
+	}
+	if (has > 0 && halving_print(t->db, id, stdout, err, sizeof(err)))
+		has = -1;
+out:
+	if (has < 0)
+		fprintf(stderr, "error: sweep '%s': %s\n", sweep, err);
+	return has < 0;
+}
+
+/* --wait without a halving: until the newest job of every layout of the sweep ended. */
+static int status_wait(struct track_cmd *t, const char *sweep, const struct results_job *jobs,
+		       size_t n)
+{
+	struct track_counts c;
+	char err[1024];
+	int64_t *rows = calloc(n ? n : 1, sizeof(*rows));
+	size_t k = 0;
+	int r;
+
+	if (!rows) {
+		fprintf(stderr, "error: out of memory\n");
+		return 1;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (!exec_state_final(jobs[i].state))
+			rows[k++] = jobs[i].id;
+	r = k ? track_wait(t->db, &t->es, sweep, rows, k, 0, &c, err, sizeof(err)) : 0;
+	free(rows);
+	if (r < 0)
+		fprintf(stderr, "error: sweep '%s': %s\n", sweep, err);
+	return r < 0;
+}
+
 int cmd_status(int argc, char **argv)
 {
 	struct track_cmd t;
@@ -129,11 +180,15 @@ int cmd_status(int argc, char **argv)
 	for (size_t s = 0; s < t.n_names; s++) {
 		struct results_job *jobs = NULL;
 		size_t n = 0;
+		if (status_halving(&t, t.names[s]))
+			rc = 1;
 		if (results_jobs_list(t.db, t.names[s], 1, &jobs, &n, err, sizeof(err))) {
 			fprintf(stderr, "error: %s\n", err);
 			rc = 1;
 			continue;
 		}
+		if (t.wait && status_wait(&t, t.names[s], jobs, n))
+			rc = 1;
 		int r = track_refresh(t.db, &t.es, jobs, n, err, sizeof(err));
 		if (r) {
 			fprintf(stderr, "%s: sweep '%s': %s\n", r == -2 ? "error" : "warning",

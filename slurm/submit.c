@@ -18,6 +18,7 @@
 #include "common/cmdline.h"
 #include "common/util.h"
 #include "results/jobs.h"
+#include "slurm/halving.h"
 #include "slurm/render.h"
 #include "slurm/track.h"
 #include "sweeps/plan_predict.h"
@@ -26,6 +27,25 @@
 void submit_opts_init(struct submit_opts *o)
 {
 	memset(o, 0, sizeof(*o));
+	o->alpha = -1;
+	o->margin = -1;
+}
+
+/* The halving policy's options from submit's (slurm/halving.h). */
+static void halving_opts_of(const struct submit_opts *o, const char *exname, const char *runs,
+			    struct halving_opts *h)
+{
+	memset(h, 0, sizeof(*h));
+	h->params.eta = o->halving;
+	h->params.n_rungs = o->rungs;
+	h->params.min_steps = o->min_steps;
+	h->params.alpha = o->alpha >= 0 ? o->alpha : HALVING_DEFAULT_ALPHA;
+	h->params.margin = o->margin >= 0 ? o->margin : HALVING_DEFAULT_MARGIN;
+	h->executor = exname;
+	h->runs = runs;
+	h->throttle = o->throttle;
+	h->max_array = o->max_array;
+	h->quiet = o->quiet;
 }
 
 static void print_dry_run(const struct sweep_plan *p, const struct slurm_batch *b,
@@ -290,7 +310,7 @@ int submit_sweep(const struct submit_opts *o, char *err, size_t errlen)
 		char st[24], cls[24];
 		if (e->status != PLAN_OK)
 			continue;
-		if (db && !o->force) {
+		if (db && !o->force && !o->halving) {
 			if (results_layout_has_ok_run(db, plan.name, e->id) == 1) {
 				n_done++;
 				continue;
@@ -321,6 +341,12 @@ int submit_sweep(const struct submit_opts *o, char *err, size_t errlen)
 		printf("%s\n", info);
 	}
 
+	if (o->dry_run && o->halving) { /* the halving's schedule against the full grid */
+		struct halving_opts ho;
+		halving_opts_of(o, exname, runs, &ho);
+		rc = halving_dry_run(&plan, sel, n_sel, &ho, err, errlen);
+		goto out_close;
+	}
 	if (o->dry_run) {
 		struct slurm_render_opts ro = {0};
 		struct slurm_batch b;
@@ -354,6 +380,17 @@ int submit_sweep(const struct submit_opts *o, char *err, size_t errlen)
 
 	if (results_upsert_sweep(db, plan.name, "spec", strcmp(o->spec, "-") ? o->spec : NULL, text,
 				 err, errlen))
+		goto out_close;
+	if (o->halving) { /* the submission policy takes the candidates from here */
+		struct halving_opts ho;
+		halving_opts_of(o, exname, runs, &ho);
+		rc = halving_submit(db, &es, &plan, text, sel, n_sel, &ho, o->wait, o->force, err,
+				    errlen);
+		if (rc > 0 && *err)
+			fprintf(stderr, "error: %s\n", err);
+		goto out_close;
+	}
+	if (!o->force && halving_refuse_plain(db, plan.name, err, errlen))
 		goto out_close;
 	if (n_sel == 0) {
 		printf("sweep '%s': nothing to submit (%zu layout(s) done, %zu pending or running; "
@@ -436,6 +473,35 @@ int cmd_submit(int argc, char **argv)
 	o.machine = a.str[LB_OPT_MACHINE];
 	if (o.machine && !o.top) {
 		fprintf(stderr, "error: --machine predicts for --top K; give --top K as well\n");
+		lb_usage("submit");
+		rc = 2;
+		goto out_release_args;
+	}
+	o.halving = (int)a.num[LB_OPT_HALVING];
+	o.rungs = (int)a.num[LB_OPT_RUNGS];
+	o.min_steps = (int)a.num[LB_OPT_MIN_STEPS];
+	if (!o.halving && (a.given[LB_OPT_RUNGS] || a.given[LB_OPT_MIN_STEPS] ||
+			   a.given[LB_OPT_ALPHA] || a.given[LB_OPT_MARGIN])) {
+		fprintf(stderr, "error: --rungs, --min-steps, --alpha and --margin set up a "
+				"successive halving: give --halving ETA too\n");
+		lb_usage("submit");
+		rc = 2;
+		goto out_release_args;
+	}
+	if (lb_parse_double(a.str[LB_OPT_ALPHA], 1e-9, 0.5, &o.alpha)) {
+		fprintf(stderr,
+			"error: option '--alpha' expects a level above 0 and at most 0.5, "
+			"got '%s'\n",
+			a.str[LB_OPT_ALPHA]);
+		lb_usage("submit");
+		rc = 2;
+		goto out_release_args;
+	}
+	if (lb_parse_double(a.str[LB_OPT_MARGIN], 0, 10, &o.margin)) {
+		fprintf(stderr,
+			"error: option '--margin' expects a fraction from 0 to 10 (0.02: "
+			"2%%), got '%s'\n",
+			a.str[LB_OPT_MARGIN]);
 		lb_usage("submit");
 		rc = 2;
 		goto out_release_args;

@@ -33,9 +33,12 @@ struct submit_opts {
 	int local_slots; /* local executor: ranks at once; 0 = 1 (one timed job at a time) */
 	size_t top;	      /* > 0: only the top layouts by predicted MFU (plan_select_top) */
 	const char *machine;  /* the machine predicted on (NULL: the one shipped for the GPU) */
+	/* successive halving (slurm/halving.h): halving = eta, 0 = submit every layout */
+	int halving, rungs, min_steps; /* rungs, min_steps: 0 = the policy's defaults */
+	double alpha, margin;	       /* the rank test's level and margin; < 0 = defaults */
 };
 
-/* Set o to the defaults above (everything 0/NULL). */
+/* Set o to the defaults above (everything 0/NULL, alpha and margin -1). */
 void submit_opts_init(struct submit_opts *o);
 
 /*

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "common/cmdline.h"
+#include "report/halving.h"
 #include "report/report.h"
 #include "results/sql.h"
 #include "slurm/classify.h"
@@ -170,7 +171,7 @@ static void each_choice(const char *cmd, enum lb_opt id, void (*fn)(const char *
 static void figure_known(const char *s)
 {
 	enum report_kind k;
-	if (strcmp(s, "all") && strcmp(s, "predicted"))
+	if (strcmp(s, "all") && strcmp(s, "predicted") && strcmp(s, REPORT_HALVING_NAME))
 		assert_int_equal(report_kind_parse(s, &k), 0);
 }
 

@@ -1,0 +1,580 @@
+/*
+ * The report's halving section (report/halving.h): loaded from the halving views, laid
+ * out as one list of tables (a rungs table and a layouts table per rung and group of each
+ * halving) that the markdown and HTML writers both walk, so the two cannot disagree; CSV
+ * is one flat table of every layout on every rung.
+ */
+#include "report/halving.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "report/render.h"
+
+static const char definition[] =
+    "Successive halving runs every candidate layout for few steps (rung 0) and each rung "
+    "keeps, within each group of layouts doing the same work (model, sequence length, "
+    "global batch, GPUs), the fastest ceil(n/eta) by median steady-state step time (warm-up "
+    "steps left out); the slowest of those is the cut. A slower layout is dropped only when "
+    "it is slower than the cut beyond noise: the one-sided Mann-Whitney U test of its step "
+    "times against the cut's times (1 + margin) gives p < alpha; otherwise it goes on "
+    "(within noise). A layout that failed is dropped with its class. The last rung runs the "
+    "spec's steps; its layouts are tested the same way against the fastest of their group: "
+    "differs = slower beyond noise. GPU-hours: each job's wall time times its GPUs.";
+
+static char *dup_col(sqlite3_stmt *st, int i)
+{
+	const unsigned char *s = sqlite3_column_text(st, i);
+
+	return strdup(s ? (const char *)s : "");
+}
+
+static double real_col(sqlite3_stmt *st, int i, double unknown)
+{
+	return sqlite3_column_type(st, i) == SQLITE_NULL ? unknown : sqlite3_column_double(st, i);
+}
+
+static int int_col(sqlite3_stmt *st, int i, int unknown)
+{
+	return sqlite3_column_type(st, i) == SQLITE_NULL ? unknown : sqlite3_column_int(st, i);
+}
+
+static void free_halving(struct report_halving *h)
+{
+	free(h->sweep);
+	free(h->state);
+	free(h->message);
+	free(h->executor);
+	free(h->steps);
+	for (size_t i = 0; i < h->n_rung_rows; i++)
+		free(h->rungs[i].state);
+	free(h->rungs);
+	for (size_t i = 0; i < h->n_members; i++) {
+		struct report_halving_member *m = &h->members[i];
+		free(m->grp);
+		free(m->layout_id);
+		free(m->label);
+		free(m->checkpointing);
+		free(m->verdict);
+		free(m->cut_layout);
+		free(m->failure_class);
+	}
+	free(h->members);
+}
+
+void report_halvings_release(struct report_halvings *hs)
+{
+	for (size_t i = 0; i < hs->n; i++)
+		free_halving(&hs->v[i]);
+	free(hs->v);
+	memset(hs, 0, sizeof(*hs));
+}
+
+/* Grow *v (of element size sz) to hold n + 1. */
+static int grow(void **v, size_t n, size_t *cap, size_t sz)
+{
+	if (n < *cap)
+		return 0;
+	size_t c = *cap ? *cap * 2 : 16;
+	void *nv = realloc(*v, c * sz);
+	if (!nv)
+		return -1;
+	memset((char *)nv + *cap * sz, 0, (c - *cap) * sz);
+	*v = nv;
+	*cap = c;
+	return 0;
+}
+
+static int load_one(sqlite3 *db, struct report_halving *h, char *err, size_t errlen)
+{
+	sqlite3_stmt *st = NULL;
+	size_t cap = 0;
+	struct lb_strbuf steps = LB_STRBUF_INIT;
+	int rc;
+
+	/* rungs */
+	if (sqlite3_prepare_v2(db,
+			       "SELECT rung, steps, state, layouts, COALESCE(kept, 0), "
+			       "COALESCE(kept_within_noise, 0), COALESCE(dropped_slower, 0), "
+			       "COALESCE(dropped_failed, 0), COALESCE(final, 0), COALESCE(pending, "
+			       "0), gpu_seconds FROM halving_rung_summary WHERE halving_id = ?1 "
+			       "ORDER BY rung",
+			       -1, &st, NULL) != SQLITE_OK)
+		goto out_db;
+	sqlite3_bind_int64(st, 1, h->id);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (grow((void **)&h->rungs, h->n_rung_rows, &cap, sizeof(*h->rungs)))
+			goto out_oom;
+		struct report_halving_rung *r = &h->rungs[h->n_rung_rows++];
+		r->rung = sqlite3_column_int(st, 0);
+		r->steps = sqlite3_column_int(st, 1);
+		r->state = dup_col(st, 2);
+		r->layouts = sqlite3_column_int(st, 3);
+		r->kept = sqlite3_column_int(st, 4);
+		r->noise = sqlite3_column_int(st, 5);
+		r->dropped = sqlite3_column_int(st, 6);
+		r->failed = sqlite3_column_int(st, 7);
+		r->final = sqlite3_column_int(st, 8);
+		r->pending = sqlite3_column_int(st, 9);
+		r->gpu_seconds = real_col(st, 10, -1);
+		lb_strbuf_addf(&steps, "%s%d", steps.len ? ", " : "", r->steps);
+		if (!r->state)
+			goto out_oom;
+	}
+	sqlite3_finalize(st);
+	st = NULL;
+	if (rc != SQLITE_DONE)
+		goto out_db;
+	h->steps = strdup(steps.len ? lb_strbuf_str(&steps) : "");
+	if (!h->steps || steps.failed)
+		goto out_oom;
+	/* layouts */
+	cap = 0;
+	if (sqlite3_prepare_v2(
+		db,
+		"SELECT rung, steps, grp, layout_id, label, checkpointing, verdict, "
+		"COALESCE(cut_layout, ''), COALESCE(failure_class, ''), micro_batch, "
+		"tp, pp, dp, rank, n_steps, median_s, cut_median_s, slowdown, "
+		"p_value, significant, gpu_seconds FROM halving_layouts WHERE "
+		"halving_id = ?1 ORDER BY rung, grp, rank IS NULL, rank, layout_id",
+		-1, &st, NULL) != SQLITE_OK)
+		goto out_db;
+	sqlite3_bind_int64(st, 1, h->id);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (grow((void **)&h->members, h->n_members, &cap, sizeof(*h->members)))
+			goto out_oom;
+		struct report_halving_member *m = &h->members[h->n_members++];
+		m->rung = sqlite3_column_int(st, 0);
+		m->steps = sqlite3_column_int(st, 1);
+		m->grp = dup_col(st, 2);
+		m->layout_id = dup_col(st, 3);
+		m->label = dup_col(st, 4);
+		m->checkpointing = dup_col(st, 5);
+		m->verdict = dup_col(st, 6);
+		m->cut_layout = dup_col(st, 7);
+		m->failure_class = dup_col(st, 8);
+		m->micro_batch = sqlite3_column_int(st, 9);
+		m->tp = sqlite3_column_int(st, 10);
+		m->pp = sqlite3_column_int(st, 11);
+		m->dp = sqlite3_column_int(st, 12);
+		m->rank = int_col(st, 13, 0);
+		m->n_steps = int_col(st, 14, -1);
+		m->median = real_col(st, 15, -1);
+		m->cut_median = real_col(st, 16, -1);
+		m->slowdown = real_col(st, 17, NAN);
+		m->p = real_col(st, 18, -1);
+		m->significant = int_col(st, 19, -1);
+		m->gpu_seconds = real_col(st, 20, -1);
+		if (!m->grp || !m->layout_id || !m->label || !m->checkpointing || !m->verdict ||
+		    !m->cut_layout || !m->failure_class)
+			goto out_oom;
+	}
+	sqlite3_finalize(st);
+	st = NULL;
+	if (rc != SQLITE_DONE)
+		goto out_db;
+	/* cost, and whether its runs ran on GPUs */
+	h->spent = h->full_est = -1;
+	if (sqlite3_prepare_v2(
+		db,
+		"SELECT layouts, runs, full_steps, gpu_seconds, full_grid_gpu_seconds, "
+		"(SELECT COALESCE(MIN(r.backend != 'cpu'), 1) FROM runs r JOIN "
+		"halving_members m ON r.job_ref = m.job_ref WHERE m.halving_id = ?1) "
+		"FROM halving_cost WHERE halving_id = ?1",
+		-1, &st, NULL) != SQLITE_OK)
+		goto out_db;
+	sqlite3_bind_int64(st, 1, h->id);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		h->layouts = sqlite3_column_int(st, 0);
+		h->runs = sqlite3_column_int(st, 1);
+		h->full_steps = sqlite3_column_int(st, 2);
+		h->spent = real_col(st, 3, -1);
+		h->full_est = real_col(st, 4, -1);
+		h->gpu = sqlite3_column_int(st, 5);
+	}
+	sqlite3_finalize(st);
+	st = NULL;
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+		goto out_db;
+	lb_strbuf_release(&steps);
+	return 0;
+out_oom:
+	snprintf(err, errlen, "out of memory");
+	goto out_free;
+out_db:
+	snprintf(err, errlen, "halving %ld: %s", h->id, sqlite3_errmsg(db));
+out_free:
+	sqlite3_finalize(st);
+	lb_strbuf_release(&steps);
+	return -1;
+}
+
+int report_halvings_load(sqlite3 *db, const char *sweep, struct report_halvings *hs, char *err,
+			 size_t errlen)
+{
+	sqlite3_stmt *st = NULL;
+	size_t cap = 0;
+	int rc;
+
+	memset(hs, 0, sizeof(*hs));
+	/* an older database, or one with the views only, has no halving */
+	if (sqlite3_prepare_v2(db,
+			       "SELECT COUNT(*) FROM sqlite_master WHERE name IN ('halvings', "
+			       "'halving_layouts', 'halving_rung_summary', 'halving_cost')",
+			       -1, &st, NULL) != SQLITE_OK)
+		goto out_db;
+	rc = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int(st, 0) : -1;
+	sqlite3_finalize(st);
+	st = NULL;
+	if (rc < 0)
+		goto out_db;
+	if (rc < 4)
+		return 0;
+	if (sqlite3_prepare_v2(
+		db,
+		"SELECT id, sweep, state, COALESCE(message, ''), executor, eta, "
+		"n_rungs, alpha, margin FROM halvings WHERE ?1 IS NULL OR sweep = ?1 "
+		"ORDER BY sweep, id",
+		-1, &st, NULL) != SQLITE_OK)
+		goto out_db;
+	if (sweep)
+		sqlite3_bind_text(st, 1, sweep, -1, SQLITE_TRANSIENT);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (grow((void **)&hs->v, hs->n, &cap, sizeof(*hs->v))) {
+			snprintf(err, errlen, "out of memory");
+			goto out_free;
+		}
+		struct report_halving *h = &hs->v[hs->n++];
+		h->id = (long)sqlite3_column_int64(st, 0);
+		h->sweep = dup_col(st, 1);
+		h->state = dup_col(st, 2);
+		h->message = dup_col(st, 3);
+		h->executor = dup_col(st, 4);
+		h->eta = sqlite3_column_int(st, 5);
+		h->n_rungs = sqlite3_column_int(st, 6);
+		h->alpha = sqlite3_column_double(st, 7);
+		h->margin = sqlite3_column_double(st, 8);
+		if (!h->sweep || !h->state || !h->message || !h->executor) {
+			snprintf(err, errlen, "out of memory");
+			goto out_free;
+		}
+	}
+	sqlite3_finalize(st);
+	st = NULL;
+	if (rc != SQLITE_DONE)
+		goto out_db;
+	for (size_t i = 0; i < hs->n; i++)
+		if (load_one(db, &hs->v[i], err, errlen))
+			return -1;
+	return 0;
+out_db:
+	snprintf(err, errlen, "halvings: %s", sqlite3_errmsg(db));
+out_free:
+	sqlite3_finalize(st);
+	return -1;
+}
+
+/* ------------------------------------------------------------------ layout */
+
+enum fmt { FMT_MD, FMT_HTML };
+
+/* A paragraph. */
+static void para(struct lb_strbuf *sb, enum fmt f, const char *text)
+{
+	if (f == FMT_MD) {
+		lb_strbuf_addf(sb, "\n%s\n", text);
+	} else {
+		lb_strbuf_adds(sb, "<p class=\"note\">");
+		render_html_escape(sb, text);
+		lb_strbuf_adds(sb, "</p>\n");
+	}
+}
+
+/* A heading of level 3 or 4. */
+static void heading(struct lb_strbuf *sb, enum fmt f, int level, const char *text)
+{
+	if (f == FMT_MD) {
+		lb_strbuf_addf(sb, "\n%s %s\n", level == 3 ? "###" : "####", text);
+	} else {
+		lb_strbuf_addf(sb, "<h%d>", level);
+		render_html_escape(sb, text);
+		lb_strbuf_addf(sb, "</h%d>\n", level);
+	}
+}
+
+/* A table row: cells[0..n); num[k] right-aligns cell k; head: the header row. */
+static void row(struct lb_strbuf *sb, enum fmt f, const char *const *cells, const int *num, int n,
+		int head)
+{
+	if (f == FMT_MD) {
+		if (head)
+			lb_strbuf_adds(sb, "\n");
+		lb_strbuf_adds(sb, "|");
+		for (int k = 0; k < n; k++) {
+			lb_strbuf_adds(sb, " ");
+			render_md_escape(sb, cells[k]);
+			lb_strbuf_adds(sb, " |");
+		}
+		lb_strbuf_adds(sb, "\n");
+		if (head) {
+			lb_strbuf_adds(sb, "|");
+			for (int k = 0; k < n; k++)
+				lb_strbuf_adds(sb, num[k] ? " ---: |" : " --- |");
+			lb_strbuf_adds(sb, "\n");
+		}
+		return;
+	}
+	if (head)
+		lb_strbuf_adds(sb, "<table>\n");
+	lb_strbuf_adds(sb, "<tr>");
+	for (int k = 0; k < n; k++) {
+		lb_strbuf_adds(sb, head ? "<th>" : num[k] ? "<td class=\"num\">" : "<td>");
+		render_html_escape(sb, cells[k]);
+		lb_strbuf_adds(sb, head ? "</th>" : "</td>");
+	}
+	lb_strbuf_adds(sb, "</tr>\n");
+}
+
+static void table_end(struct lb_strbuf *sb, enum fmt f)
+{
+	if (f == FMT_HTML)
+		lb_strbuf_adds(sb, "</table>\n");
+}
+
+static const char *unit_of(const struct report_halving *h)
+{
+	return h->gpu ? "GPU-hours" : "CPU-rank-hours";
+}
+
+static void hours(double secs, char *buf, size_t len)
+{
+	if (secs < 0)
+		snprintf(buf, len, "-");
+	else
+		snprintf(buf, len, "%.4f", secs / 3600.0);
+}
+
+/* What a verdict says in the layouts table. */
+static void verdict_text(const struct report_halving_member *m, char *buf, size_t len)
+{
+	if (!strcmp(m->verdict, "kept"))
+		snprintf(buf, len, "kept");
+	else if (!strcmp(m->verdict, "noise"))
+		snprintf(buf, len, "within noise: goes on");
+	else if (!strcmp(m->verdict, "dropped"))
+		snprintf(buf, len, "dropped: slower");
+	else if (!strcmp(m->verdict, "failed"))
+		snprintf(buf, len, "dropped: %s", *m->failure_class ? m->failure_class : "failed");
+	else if (!strcmp(m->verdict, "final"))
+		snprintf(buf, len, m->rank == 1 ? "fastest" : "final");
+	else
+		snprintf(buf, len, "%s", m->verdict);
+}
+
+/* The layouts of one rung and group, members[a..b). */
+static void layouts_table(struct lb_strbuf *sb, enum fmt f, const struct report_halving *h,
+			  size_t a, size_t b)
+{
+	const struct report_halving_member *m0 = &h->members[a];
+	int last = m0->rung == h->n_rungs - 1;
+	char title[256];
+	const char *cut = NULL;
+	double cut_median = -1;
+	static const int num[] = {1, 0, 0, 1, 1, 1, 1, 0, 1, 1, 1, 1, 0};
+	const char *head[] = {"rank",
+			      "layout",
+			      "label",
+			      "mbs",
+			      "TP",
+			      "PP",
+			      "DP",
+			      "ckpt",
+			      "timed steps",
+			      "median s",
+			      last ? "vs fastest" : "vs cut",
+			      "p",
+			      last ? "differs" : "verdict"};
+
+	for (size_t i = a; i < b; i++)
+		if (*h->members[i].cut_layout) {
+			cut = h->members[i].cut_layout;
+			cut_median = h->members[i].cut_median;
+			break;
+		}
+	snprintf(title, sizeof(title), "%s %d (%d steps): %s", last ? "Last rung," : "Rung",
+		 m0->rung, m0->steps, m0->grp);
+	heading(sb, f, 4, title);
+	if (cut && !last) {
+		char t[160];
+		snprintf(t, sizeof(t), "The cut: %s, median %.4g s.", cut, cut_median);
+		para(sb, f, t);
+	}
+	row(sb, f, head, num, 13, 1);
+	for (size_t i = a; i < b; i++) {
+		const struct report_halving_member *m = &h->members[i];
+		char rank[16], mb[16], tp[16], pp[16], dp[16], n[16], med[32], vs[32], p[32], v[64];
+		snprintf(rank, sizeof(rank), m->rank > 0 ? "%d" : "-", m->rank);
+		snprintf(mb, sizeof(mb), "%d", m->micro_batch);
+		snprintf(tp, sizeof(tp), "%d", m->tp);
+		snprintf(pp, sizeof(pp), "%d", m->pp);
+		snprintf(dp, sizeof(dp), "%d", m->dp);
+		snprintf(n, sizeof(n), m->n_steps >= 0 ? "%d" : "-", m->n_steps);
+		if (m->median > 0)
+			snprintf(med, sizeof(med), "%.4g", m->median);
+		else
+			snprintf(med, sizeof(med), "-");
+		if (!isnan(m->slowdown))
+			snprintf(vs, sizeof(vs), "%+.1f%%", 100.0 * m->slowdown);
+		else
+			snprintf(vs, sizeof(vs), "-");
+		if (m->p >= 0)
+			snprintf(p, sizeof(p), "%.3g", m->p);
+		else
+			snprintf(p, sizeof(p), "-");
+		if (last && !strcmp(m->verdict, "final"))
+			snprintf(v, sizeof(v), "%s",
+				 m->significant < 0 ? "fastest"
+				 : m->significant   ? "yes"
+						    : "no");
+		else
+			verdict_text(m, v, sizeof(v));
+		const char *cells[] = {rank, m->layout_id,     m->label, mb,  tp, pp,
+				       dp,   m->checkpointing, n,	 med, vs, p,
+				       v};
+		row(sb, f, cells, num, 13, 0);
+	}
+	table_end(sb, f);
+}
+
+static void halving_body(struct lb_strbuf *sb, enum fmt f, const struct report_halving *h)
+{
+	static const int num[] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 0};
+	char title[512], text[512];
+
+	snprintf(title, sizeof(title),
+		 "Halving %ld of sweep '%s': %s (eta %d, rungs of %s steps, rank test at level %g "
+		 "with a margin of %g%%, executor %s)",
+		 h->id, h->sweep, h->state, h->eta, h->steps, h->alpha, 100.0 * h->margin,
+		 h->executor);
+	heading(sb, f, 3, title);
+	if (*h->message) {
+		snprintf(text, sizeof(text), "%s.", h->message);
+		para(sb, f, text);
+	}
+	const char *head[] = {"rung",	 "steps",  "layouts", "kept",	  "within noise",
+			      "dropped", "failed", "final",   unit_of(h), "state"};
+	row(sb, f, head, num, 10, 1);
+	for (size_t i = 0; i < h->n_rung_rows; i++) {
+		const struct report_halving_rung *r = &h->rungs[i];
+		char c[9][32];
+		snprintf(c[0], 32, "%d", r->rung);
+		snprintf(c[1], 32, "%d", r->steps);
+		snprintf(c[2], 32, "%d", r->layouts);
+		snprintf(c[3], 32, "%d", r->kept);
+		snprintf(c[4], 32, "%d", r->noise);
+		snprintf(c[5], 32, "%d", r->dropped);
+		snprintf(c[6], 32, "%d", r->failed);
+		snprintf(c[7], 32, "%d", r->final);
+		hours(r->gpu_seconds, c[8], 32);
+		const char *cells[] = {c[0], c[1], c[2], c[3], c[4],
+				       c[5], c[6], c[7], c[8], r->state};
+		row(sb, f, cells, num, 10, 0);
+	}
+	table_end(sb, f);
+	if (h->spent >= 0) {
+		char s[32], full[32];
+		hours(h->spent, s, sizeof(s));
+		hours(h->full_est, full, sizeof(full));
+		if (h->full_est > 0)
+			snprintf(
+			    text, sizeof(text),
+			    "Spent %s %s over %d runs; the full grid (%d layouts x %d steps) %s "
+			    "about %s (each layout's last run plus the steps it did not run, at "
+			    "its mean step time): %.1f%%.",
+			    s, unit_of(h), h->runs, h->layouts, h->full_steps,
+			    strcmp(h->state, "running") ? "would take" : "would take, so far,",
+			    full, 100.0 * h->spent / h->full_est);
+		else
+			snprintf(text, sizeof(text), "Spent %s %s over %d runs.", s, unit_of(h),
+				 h->runs);
+		para(sb, f, text);
+	}
+	for (size_t a = 0; a < h->n_members;) {
+		size_t b = a + 1;
+		while (b < h->n_members && h->members[b].rung == h->members[a].rung &&
+		       !strcmp(h->members[b].grp, h->members[a].grp))
+			b++;
+		layouts_table(sb, f, h, a, b);
+		a = b;
+	}
+}
+
+void render_halving_md(struct lb_strbuf *sb, const struct report_halvings *hs)
+{
+	lb_strbuf_addf(sb, "## Successive halving (halving)\n\n%s\n", definition);
+	if (!hs->n) {
+		lb_strbuf_adds(sb, "\nNo halving in this database.\n");
+		return;
+	}
+	for (size_t i = 0; i < hs->n; i++)
+		halving_body(sb, FMT_MD, &hs->v[i]);
+}
+
+void render_html_halving(struct lb_strbuf *sb, const struct report_halvings *hs)
+{
+	lb_strbuf_adds(sb, "<section id=\"halving\">\n<h2>Successive halving</h2>\n");
+	para(sb, FMT_HTML, definition);
+	if (!hs->n)
+		lb_strbuf_adds(sb, "<p>No halving in this database.</p>\n");
+	for (size_t i = 0; i < hs->n; i++)
+		halving_body(sb, FMT_HTML, &hs->v[i]);
+	lb_strbuf_adds(sb, "</section>\n");
+}
+
+void render_halving_csv(struct lb_strbuf *sb, const struct report_halvings *hs)
+{
+	lb_strbuf_adds(sb, "halving,sweep,rung,steps,group,layout_id,label,micro_batch,tp,pp,dp,"
+			   "checkpointing,verdict,failure_class,rank,n_steps,median_s,cut_layout,"
+			   "cut_median_s,slowdown,p_value,significant,gpu_seconds\n");
+	for (size_t i = 0; i < hs->n; i++) {
+		const struct report_halving *h = &hs->v[i];
+		for (size_t k = 0; k < h->n_members; k++) {
+			const struct report_halving_member *m = &h->members[k];
+			lb_strbuf_addf(sb, "%ld,", h->id);
+			render_csv_field(sb, h->sweep);
+			lb_strbuf_addf(sb, ",%d,%d,", m->rung, m->steps);
+			render_csv_field(sb, m->grp);
+			lb_strbuf_addf(sb, ",%s,", m->layout_id);
+			render_csv_field(sb, m->label);
+			lb_strbuf_addf(sb, ",%d,%d,%d,%d,%s,%s,%s,", m->micro_batch, m->tp, m->pp,
+				       m->dp, m->checkpointing, m->verdict, m->failure_class);
+			if (m->rank > 0)
+				lb_strbuf_addf(sb, "%d", m->rank);
+			lb_strbuf_adds(sb, ",");
+			if (m->n_steps >= 0)
+				lb_strbuf_addf(sb, "%d", m->n_steps);
+			lb_strbuf_adds(sb, ",");
+			if (m->median > 0)
+				lb_strbuf_addf(sb, "%.6g", m->median);
+			lb_strbuf_addf(sb, ",%s,", m->cut_layout);
+			if (m->cut_median > 0)
+				lb_strbuf_addf(sb, "%.6g", m->cut_median);
+			lb_strbuf_adds(sb, ",");
+			if (!isnan(m->slowdown))
+				lb_strbuf_addf(sb, "%.6g", m->slowdown);
+			lb_strbuf_adds(sb, ",");
+			if (m->p >= 0)
+				lb_strbuf_addf(sb, "%.6g", m->p);
+			lb_strbuf_adds(sb, ",");
+			if (m->significant >= 0)
+				lb_strbuf_addf(sb, "%d", m->significant);
+			lb_strbuf_adds(sb, ",");
+			if (m->gpu_seconds >= 0)
+				lb_strbuf_addf(sb, "%.6g", m->gpu_seconds);
+			lb_strbuf_adds(sb, "\n");
+		}
+	}
+}

@@ -36,7 +36,7 @@
 #include "common/util.h"
 #include "harness/comm_shm.h"
 #include "harness/launch.h"
-#include "harness/schedule.h"
+#include "harness/pipe.h"
 #include "harness/train.h"
 
 /* a failed set-up step of the benchmark: say what and stop */
@@ -187,7 +187,7 @@ static double predicted(int v)
 	for (int s = 0; s < PP; s++)
 		CHECK(lb_schedule_for_layout(&o.layout, LB_SCHED_1F1B, s, &st[s], err,
 					     sizeof(err)) == 0);
-	CHECK(lb_schedule_simulate(st, PP, &rep) == 0);
+	CHECK(lb_pipe_simulate(st, PP, &rep) == 0);
 	rel = (double)(rep.time - rep.busy[0]) / rep.busy[0];
 	for (int s = 0; s < PP; s++)
 		lb_schedule_release(&st[s]);

@@ -23,7 +23,7 @@
  * micro-batch holds from the moment its input arrives (a receive, or the forward on the
  * first chunk) to its backward; the list knows how many slots each chunk needs
  * (n_slots), so the trainer allocates them and the memory model counts them from the
- * same data. Pure functions, libc only: the trainer (harness/schedule.h adds the
+ * same data. Pure functions, libc only: the trainer (harness/pipe.h adds the
  * simulator and the executor) and the memory model (common/memory_trainer.c) share them.
  * See docs/parallelism.md.
  */

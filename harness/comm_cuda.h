@@ -66,8 +66,6 @@ int lb_comm_cuda_world(struct lb_comm *host, const struct lb_comm_cuda_opts *o,
 
 /* 1 if c is a GPU communicator (world or split from one). */
 int lb_comm_is_cuda(const struct lb_comm *c);
-/* "nccl" or "staged" for a GPU communicator, NULL otherwise. */
-const char *lb_comm_cuda_kind(const struct lb_comm *c);
 /* Name a group for messages ("tp", "pp", "dp"; static text). */
 void lb_comm_cuda_set_name(struct lb_comm *c, const char *name);
 /* After a failed call: the rank at fault (-1 unknown) and a message; returns the code of

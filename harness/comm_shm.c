@@ -1466,15 +1466,3 @@ int lb_comm_shm_blame(struct lb_comm *c, char *msg, size_t len)
 	}
 	return -1;
 }
-
-int lb_comm_shm_world_rank(const struct lb_comm *c)
-{
-	return lb_comm_is_shm(c) ? ((const struct shm_comm *)c)->seg->world_rank : -1;
-}
-
-int lb_comm_shm_unlink(const char *name)
-{
-	if (shm_unlink(name) != 0 && errno != ENOENT)
-		return -1;
-	return 0;
-}

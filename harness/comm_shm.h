@@ -66,11 +66,4 @@ int lb_comm_shm_error(const struct lb_comm *c, int *rank, char *msg, size_t len)
 void lb_comm_shm_set_blocked(struct lb_comm *c, int on);
 int lb_comm_shm_blame(struct lb_comm *c, char *msg, size_t len);
 
-/* World rank of this process and its number in c (c->rank) for a split communicator. */
-int lb_comm_shm_world_rank(const struct lb_comm *c);
-
-/* Remove a segment name (the launcher's cleanup after a failed run); 0, or -1 with errno
- * other than ENOENT. */
-int lb_comm_shm_unlink(const char *name);
-
 #endif

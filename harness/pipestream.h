@@ -6,7 +6,7 @@
  * still reads.
  *
  * The trainer's executor callbacks (harness/train_step.c) call this module around the
- * schedule's steps (lb_schedule_execute); its rules are those of the trainer's buffers
+ * schedule's steps (lb_pipe_execute); its rules are those of the trainer's buffers
  * (harness/model.h):
  *  - a group: an event of the compute stream, which the p2p stream waits for (the group
  *    reads what the compute stream wrote before it, and its receives overwrite what the

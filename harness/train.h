@@ -21,7 +21,7 @@
 #include "harness/ops.h"
 #include "harness/optim.h"
 #include "harness/pipestream.h"
-#include "harness/schedule.h"
+#include "harness/pipe.h"
 #include "harness/trainlog.h"
 
 #define LB_E_DATA -5 /* the data source failed (class error) */
@@ -142,7 +142,7 @@ int lb_trainer_init_par(struct lb_trainer *t, const struct lb_train_opts *o,
 void lb_trainer_free(struct lb_trainer *t);
 
 /* Run one stage's list of steps of optimizer step `step` through the schedule's
- * executor (lb_schedule_execute; the pipeline schedule is data), accumulating gradients.
+ * executor (lb_pipe_execute; the pipeline schedule is data), accumulating gradients.
  * A forward or backward uses the model chunk and activation slot its step names (the
  * list's slots, which the model was built with). Sends and receives with one group
  * number are issued together over t->pp (group_start/end), their time counted as the

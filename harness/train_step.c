@@ -1,7 +1,7 @@
 /*
  * The trainer's core: one rank's trainer object (model, optimizer, data, the step's
  * events and read-back buffer), optimizer steps as lists of micro-batch operations run
- * by the pipeline schedule's executor (lb_schedule_execute, the one path for the
+ * by the pipeline schedule's executor (lb_pipe_execute, the one path for the
  * trainer and the tests), the gradient reductions, norm, clipping and AdamW, the phase
  * times, the stop flag and fault injection. See train.h, docs/trainer.md.
  *
@@ -467,7 +467,7 @@ int lb_trainer_run_steps(struct lb_trainer *t, int step, const struct lb_step *l
 	t->ops->zero(t->model.loss_acc, 1, LB_K_F64);
 	lb_gradsync_step_begin(&t->gs);
 	lb_pipestream_step_begin(&t->ps);
-	rc = lb_schedule_execute(&s, t->pp, &pops, &x);
+	rc = lb_pipe_execute(&s, t->pp, &pops, &x);
 	lb_pipestream_drain(&t->ps); /* before anything reads or rewrites what they moved */
 	if (rc)
 		return rc;

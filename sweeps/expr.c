@@ -831,20 +831,6 @@ static int eval_node(struct evalctx *c, int idx, struct value *out)
 	}
 }
 
-int expr_eval_value(const struct expr *e, const long long *vals, int *is_float, long long *i,
-		    double *f, char *err, size_t errlen)
-{
-	struct evalctx c = {e, vals, err, errlen};
-	struct value v;
-
-	if (eval_node(&c, e->root, &v))
-		return -1;
-	*is_float = v.is_float;
-	*i = v.i;
-	*f = v.f;
-	return 0;
-}
-
 int expr_eval(const struct expr *e, const long long *vals, int *truth, char *err, size_t errlen)
 {
 	struct evalctx c = {e, vals, err, errlen};

@@ -33,10 +33,6 @@ int expr_compile(const char *src, const struct expr_vars *vars, struct expr **ou
  * (nonzero result), or -1 with err set ("column N: division by zero"). */
 int expr_eval(const struct expr *e, const long long *vals, int *truth, char *err, size_t errlen);
 
-/* Evaluate to a number: *is_float says which of *i or *f holds the result. */
-int expr_eval_value(const struct expr *e, const long long *vals, int *is_float, long long *i,
-		    double *f, char *err, size_t errlen);
-
 /* 1 if the expression reads variable var. */
 int expr_uses(const struct expr *e, int var);
 

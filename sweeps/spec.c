@@ -83,15 +83,6 @@ static const char *const var_names[SV_NVARS] = {
     [SV_MODEL] = "model",
 };
 
-const char *spec_var_name(int var)
-{
-	if (var == SF_KERNEL)
-		return "kernel";
-	if (var == SF_STAGE_LAYERS)
-		return "stage_layers";
-	return var >= 0 && var < SV_NVARS ? var_names[var] : "?";
-}
-
 static int find_field(const char *name)
 {
 	int i;

@@ -53,9 +53,6 @@ enum spec_var {
 	SV_NVARS
 };
 
-/* Name of a field or variable ("tp", "kernel", "accum"). */
-const char *spec_var_name(int var);
-
 /* A value of the kernel pseudo-field: one of the paper's kernel strings, mapped onto
  * attention x norm by lb_kernel_name_map (common/kernel_names.h). */
 struct spec_kernel {

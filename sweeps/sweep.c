@@ -788,28 +788,6 @@ static int read_all(FILE *f, const char *name, char **text, size_t *len, char *e
 	return 0;
 }
 
-int sweep_plan_file(const char *path, struct sweep_plan *out, char *err, size_t errlen)
-{
-	char *text;
-	size_t len;
-	FILE *f;
-	int rc;
-
-	memset(out, 0, sizeof(*out));
-	f = fopen(path, "rb");
-	if (!f) {
-		snprintf(err, errlen, "cannot open '%s': %s", path, strerror(errno));
-		return -1;
-	}
-	rc = read_all(f, path, &text, &len, err, errlen);
-	fclose(f);
-	if (rc)
-		return -1;
-	rc = sweep_plan_text(path, text, len, out, err, errlen);
-	free(text);
-	return rc;
-}
-
 char *sweep_spec_read(const char *spec_arg, char *name, size_t namelen, size_t *len, char *err,
 		      size_t errlen)
 {

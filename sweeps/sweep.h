@@ -83,9 +83,6 @@ struct sweep_plan {
 int sweep_plan_text(const char *path, const char *text, size_t len, struct sweep_plan *out,
 		    char *err, size_t errlen);
 
-/* Read and plan a file. Same contract. */
-int sweep_plan_file(const char *path, struct sweep_plan *out, char *err, size_t errlen);
-
 void sweep_plan_free(struct sweep_plan *p);
 
 /* Plan a spec named on the command line: "-" reads stdin; an existing file is read;

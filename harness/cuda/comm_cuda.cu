@@ -1164,13 +1164,6 @@ extern "C" int lb_comm_is_cuda(const struct lb_comm *c)
 	return c && c->ops == &cc_ops;
 }
 
-extern "C" const char *lb_comm_cuda_kind(const struct lb_comm *c)
-{
-	if (!lb_comm_is_cuda(c))
-		return NULL;
-	return ((const struct cc_comm *)c)->kind == LB_GPU_COMM_STAGED ? "staged" : "nccl";
-}
-
 extern "C" void lb_comm_cuda_set_name(struct lb_comm *c, const char *name)
 {
 	struct cc_comm *cc;

@@ -2,7 +2,7 @@
  * The pipeline's sends and receives on their own stream (harness/pipestream.h), checked
  * without a GPU: a recording ops table with two streams and events, and a recording
  * pipeline communicator, run one stage's list at a time through the executor the trainer
- * uses (lb_schedule_execute), with callbacks that call the module as the trainer's do
+ * uses (lb_pipe_execute), with callbacks that call the module as the trainer's do
  * (harness/train_step.c) and touch the trainer's buffers (harness/model.h): a forward of
  * (chunk, slot) reads its input and writes its output, a backward reads the one received
  * gradient and the slot's activations and writes the one input gradient; send_act reads
@@ -29,7 +29,7 @@
 #include <string.h>
 
 #include "harness/pipestream.h"
-#include "harness/schedule.h"
+#include "harness/pipe.h"
 
 enum { S_COMPUTE = 0, S_P2P, NSTREAMS };
 
@@ -348,7 +348,7 @@ static void run_list(const struct lb_schedule *s, const struct lb_schedule *size
 	assert_ptr_equal(pops.stream, overlap ? f_p2p_stream() : f_stream());
 	for (int step = 0; step < steps; step++) {
 		lb_pipestream_step_begin(&F.ps);
-		assert_int_equal(lb_schedule_execute(s, &comm, &pops, NULL), 0);
+		assert_int_equal(lb_pipe_execute(s, &comm, &pops, NULL), 0);
 		lb_pipestream_drain(&F.ps);
 		assert_int_equal(F.cur, S_COMPUTE);
 		/* the end: everything the p2p stream did is behind the compute stream */

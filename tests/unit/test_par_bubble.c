@@ -24,7 +24,7 @@
 #include "common/util.h"
 #include "harness/comm_shm.h"
 #include "harness/launch.h"
-#include "harness/schedule.h"
+#include "harness/pipe.h"
 #include "harness/train.h"
 
 #define PP    4
@@ -109,7 +109,7 @@ static double modelled(int pp, int v, int n_micro)
 		assert_int_equal(
 		    lb_schedule_for_layout(&o.layout, LB_SCHED_1F1B, s, &st[s], err, sizeof(err)),
 		    0);
-	assert_int_equal(lb_schedule_simulate(st, pp, &rep), 0);
+	assert_int_equal(lb_pipe_simulate(st, pp, &rep), 0);
 	rel = rep.bubble_ratio;
 	for (int s = 0; s < pp; s++)
 		lb_schedule_release(&st[s]);

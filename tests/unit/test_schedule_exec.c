@@ -1,6 +1,6 @@
 /*
  * The schedules run for real through the executor the trainer uses
- * (lb_schedule_execute): a toy pipeline (model chunk k in pipeline order computes
+ * (lb_pipe_execute): a toy pipeline (model chunk k in pipeline order computes
  * y = a_k x + b_m forward and g_in = a_k g_out backward, the last chunk starts the
  * backward from g = y) over the shared-memory communicator, one process per stage
  * started by lb_launch, activations of 400 KB (larger than a channel, so unpaired
@@ -21,7 +21,7 @@
 
 #include "harness/comm_shm.h"
 #include "harness/launch.h"
-#include "harness/schedule.h"
+#include "harness/pipe.h"
 
 #define L    100000 /* floats per activation */
 #define MAXM 16
@@ -137,7 +137,7 @@ static int rank_main(const struct lb_rank_env *env, void *arg)
 		}
 	if (lb_schedule_build(j->kind, j->pp, j->v, st.s, j->nm, &sched, err, sizeof(err)))
 		return 5;
-	if (lb_schedule_execute(&sched, g.pp, &ops, &st)) {
+	if (lb_pipe_execute(&sched, g.pp, &ops, &st)) {
 		lb_comm_shm_error(g.pp, NULL, err, sizeof(err));
 		fprintf(stderr, "stage %d: %s\n", st.s, err);
 		return 6;
@@ -224,7 +224,7 @@ static void test_wrong_comm(void **state)
 	char err[128];
 
 	assert_int_equal(lb_schedule_build(LB_SCHED_1F1B, 2, 1, 1, 2, &s, err, sizeof(err)), 0);
-	assert_int_equal(lb_schedule_execute(&s, c, &ops, NULL), LB_COMM_EFAIL);
+	assert_int_equal(lb_pipe_execute(&s, c, &ops, NULL), LB_COMM_EFAIL);
 	lb_schedule_release(&s);
 	c->ops->destroy(c);
 }

@@ -1,6 +1,6 @@
 /*
  * Unit tests of the pipeline schedules (common/pipeline.c) and their simulator
- * (harness/schedule.c): for pp 1..8 and 1..16 micro-batches, 1F1B and GPipe run without
+ * (harness/pipe.c): for pp 1..8 and 1..16 micro-batches, 1F1B and GPipe run without
  * deadlock, every message meets its partner, every micro-batch gets one forward and one
  * backward per stage (backward after forward), 1F1B holds at most pp - stage
  * micro-batches in flight (GPipe: all of them), and the simulated bubble is
@@ -23,7 +23,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "harness/schedule.h"
+#include "harness/pipe.h"
 
 #define PPMAX 8
 #define NMMAX 16
@@ -112,7 +112,7 @@ static void sweep(enum lb_sched_kind kind)
 		for (int nm = 1; nm <= NMMAX; nm++) {
 			build_all(kind, pp, nm, st);
 			check_lists(pp, nm, st);
-			if (lb_schedule_simulate(st, pp, &rep) != 0)
+			if (lb_pipe_simulate(st, pp, &rep) != 0)
 				fail_msg("%s pp=%d n_micro=%d: %s", lb_sched_name(kind), pp, nm,
 					 rep.error);
 			assert_int_equal(rep.deadlock, 0);
@@ -231,7 +231,7 @@ static void test_interleaved_sweep(void **state)
 			for (int nm = pp; nm <= 4 * pp; nm += pp) {
 				build_v(LB_SCHED_INTERLEAVED, pp, v, nm, st);
 				check_ring_lists(pp, v, nm, st);
-				if (lb_schedule_simulate(st, pp, &rep) != 0)
+				if (lb_pipe_simulate(st, pp, &rep) != 0)
 					fail_msg("interleaved pp=%d v=%d n_micro=%d: %s", pp, v, nm,
 						 rep.error);
 				for (int s = 0; s < pp; s++) {
@@ -346,7 +346,7 @@ static void test_broken(void **state)
 			break;
 		}
 	/* still fine: stage 1 issues [sg0 ra1] together */
-	assert_int_equal(lb_schedule_simulate(st, 2, &rep), 0);
+	assert_int_equal(lb_pipe_simulate(st, 2, &rep), 0);
 	/* stage 1 receives ra1 first, alone, then sends sg0: each waits for the other */
 	for (int i = 0; i < st[1].n_steps; i++)
 		if (st[1].steps[i].kind == LB_STEP_SEND_GRAD && st[1].steps[i].micro == 0) {
@@ -357,7 +357,7 @@ static void test_broken(void **state)
 			st[1].steps[i + 1].group = 101;
 			break;
 		}
-	assert_int_equal(lb_schedule_simulate(st, 2, &rep), -1);
+	assert_int_equal(lb_pipe_simulate(st, 2, &rep), -1);
 	assert_int_equal(rep.deadlock, 1);
 	assert_non_null(strstr(rep.error, "deadlock"));
 	release_all(2, st);
@@ -371,7 +371,7 @@ static void test_broken(void **state)
 			st[1].n_steps--;
 			break;
 		}
-	assert_int_equal(lb_schedule_simulate(st, 2, &rep), -1);
+	assert_int_equal(lb_pipe_simulate(st, 2, &rep), -1);
 	assert_non_null(strstr(rep.error, "micro-batch 2"));
 	release_all(2, st);
 
@@ -382,7 +382,7 @@ static void test_broken(void **state)
 			st[1].steps[i].micro = 1;
 			break;
 		}
-	assert_int_equal(lb_schedule_simulate(st, 2, &rep), -1);
+	assert_int_equal(lb_pipe_simulate(st, 2, &rep), -1);
 	assert_non_null(strstr(rep.error, "same order"));
 	release_all(2, st);
 
@@ -399,7 +399,7 @@ static void test_broken(void **state)
 			st[0].steps[i + 1] = tmp;
 			break;
 		}
-	assert_int_equal(lb_schedule_simulate(st, 2, &rep), -1);
+	assert_int_equal(lb_pipe_simulate(st, 2, &rep), -1);
 	assert_non_null(strstr(rep.error, "same order"));
 	assert_non_null(strstr(rep.error, "chunk"));
 	release_all(2, st);
@@ -407,7 +407,7 @@ static void test_broken(void **state)
 	/* a send to a stage that does not exist */
 	build_all(LB_SCHED_GPIPE, 2, 1, st);
 	st[1].steps[0].kind = LB_STEP_SEND_ACT; /* ra0 -> sa0 to stage 0 */
-	assert_int_equal(lb_schedule_simulate(st, 2, &rep), -1);
+	assert_int_equal(lb_pipe_simulate(st, 2, &rep), -1);
 	assert_string_not_equal(rep.error, "");
 	release_all(2, st);
 }
@@ -439,14 +439,14 @@ static void test_large(void **state)
 	struct lb_sim_report rep;
 
 	build_all(LB_SCHED_1F1B, 32, 128, st);
-	assert_int_equal(lb_schedule_simulate(st, 32, &rep), 0);
+	assert_int_equal(lb_pipe_simulate(st, 32, &rep), 0);
 	assert_int_equal(rep.max_in_flight[0], 32);
 	assert_int_equal(rep.max_in_flight[31], 1);
 	assert_true(fabs(rep.bubble - 31.0 / 159.0) < 1e-12);
 	release_all(32, st);
 	/* the interleaved schedule on 16 stages, 4 chunks, 64 micro-batches */
 	build_v(LB_SCHED_INTERLEAVED, 16, 4, 64, st);
-	assert_int_equal(lb_schedule_simulate(st, 16, &rep), 0);
+	assert_int_equal(lb_pipe_simulate(st, 16, &rep), 0);
 	assert_int_equal(rep.max_in_flight[0], 2 * 15 + 3 * 16 + 1);
 	assert_true(fabs(rep.bubble_ratio - 15.0 / 256.0) < 1e-12);
 	release_all(16, st);

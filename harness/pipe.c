@@ -1,5 +1,5 @@
 /*
- * The pipeline schedule simulator and the executor (schedule.h). The simulator is pure;
+ * The pipeline schedule simulator and the executor (pipe.h). The simulator is pure;
  * the executor walks a list over a communicator and callbacks.
  */
 #include <stdarg.h>
@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "harness/comm.h"
-#include "harness/schedule.h"
+#include "harness/pipe.h"
 
 /* ---- simulation ---- */
 
@@ -320,7 +320,7 @@ static int simulate(struct sim *s)
 	return 0;
 }
 
-int lb_schedule_simulate(const struct lb_schedule *stages, int pp, struct lb_sim_report *rep)
+int lb_pipe_simulate(const struct lb_schedule *stages, int pp, struct lb_sim_report *rep)
 {
 	struct sim s;
 	size_t total = 0, cells;
@@ -393,7 +393,7 @@ static int comm_fail(const struct lb_pipe_ops *ops, void *ctx, const struct lb_s
 	return ops->comm_failed ? ops->comm_failed(ctx, st, rc) : rc;
 }
 
-int lb_schedule_execute(const struct lb_schedule *s, struct lb_comm *pp,
+int lb_pipe_execute(const struct lb_schedule *s, struct lb_comm *pp,
 			const struct lb_pipe_ops *ops, void *ctx)
 {
 	const struct lb_step *at;

@@ -3,7 +3,7 @@
  * GPipe, interleaved 1F1B; shared with the memory model); this module checks them and
  * runs them.
  *
- * lb_schedule_simulate() runs the lists of every stage together with unit-time compute
+ * lb_pipe_simulate() runs the lists of every stage together with unit-time compute
  * steps (one forward or backward of one model chunk) and rendezvous messaging (an
  * operation completes only once its partner is posted, the strictest model; messages
  * between two stages keep their order in each direction, as NCCL's and the
@@ -11,13 +11,13 @@
  * messages, data-flow errors (a forward before its activation arrived), the peak number
  * of micro-batch passes in flight per stage (their activations held), and the bubble.
  *
- * lb_schedule_execute() is the one executor: it walks a stage's list over the pipeline
+ * lb_pipe_execute() is the one executor: it walks a stage's list over the pipeline
  * communicator, calling back for the compute steps and the buffers of the sends and
  * receives. The trainer runs every optimizer step through it (harness/train_step.c), and
  * the tests run toy pipelines through it. See docs/parallelism.md.
  */
-#ifndef LB_SCHEDULE_H
-#define LB_SCHEDULE_H
+#ifndef LB_PIPE_H
+#define LB_PIPE_H
 
 #include <stddef.h>
 
@@ -40,7 +40,7 @@ struct lb_sim_report {
 /* Run stages[0..pp) together (stages[s].stage must be s, all with the same pp, chunks
  * and micro-batches). Returns 0 when every step ran and every check held, -1 otherwise
  * with rep->error (and rep->deadlock) set. */
-int lb_schedule_simulate(const struct lb_schedule *stages, int pp, struct lb_sim_report *rep);
+int lb_pipe_simulate(const struct lb_schedule *stages, int pp, struct lb_sim_report *rep);
 
 /*
  * Run one stage's list over the pipeline communicator pp (pp->rank == s->stage,
@@ -62,7 +62,7 @@ struct lb_pipe_ops {
 	int (*comm_failed)(void *ctx, const struct lb_step *st, int rc);
 	void *stream;
 };
-int lb_schedule_execute(const struct lb_schedule *s, struct lb_comm *pp,
+int lb_pipe_execute(const struct lb_schedule *s, struct lb_comm *pp,
 			const struct lb_pipe_ops *ops, void *ctx);
 
 #endif

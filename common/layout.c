@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "common/model.h"
+#include "common/preset.h"
 #include "common/util.h"
 
 void lb_layout_init(struct lb_layout *l)

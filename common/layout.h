@@ -12,7 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define LB_NAME_MAX	      64
+#include "common/preset.h"
+
 #define LB_ID_LEN	      16 /* hex digits of the layout id */
 #define LB_MAX_STAGES	      64 /* entries of an explicit layer split (pp * virtual_stages) */
 #define LB_MAX_VIRTUAL_STAGES 16 /* model chunks per pipeline stage */
@@ -21,18 +22,6 @@ enum lb_ckpt { LB_CKPT_NONE = 0, LB_CKPT_FULL, LB_CKPT_SELECTIVE };
 /* cudnn: cuDNN's fused flash attention (the GPU backend only); the same math as flash */
 enum lb_attn { LB_ATTN_NAIVE = 0, LB_ATTN_FUSED_SOFTMAX, LB_ATTN_FLASH, LB_ATTN_CUDNN };
 enum lb_norm { LB_NORM_UNFUSED = 0, LB_NORM_FUSED };
-
-/* Model shape: a preset, possibly with fields overridden. */
-struct lb_model {
-	char name[LB_NAME_MAX]; /* preset name, e.g. "llama-13b" */
-	int n_layers;
-	int hidden; /* h */
-	int n_heads;
-	int n_kv_heads; /* == n_heads without grouped-query attention */
-	int ffn;	/* SwiGLU inner size */
-	int vocab;
-	int tied; /* 1: LM head shares the embedding matrix */
-};
 
 struct lb_layout {
 	struct lb_model model;

@@ -1,5 +1,5 @@
 /*
- * Model presets and the arithmetic on them: parameter count, PaLM model FLOPs and the
+ * The arithmetic on models and layouts: parameter count, PaLM model FLOPs and the
  * hardware FLOPs with recomputation (docs/flops.md), the dense bf16 GPU peak table, and
  * the per-GPU memory estimate used to prune layouts (docs/memory-model.md). Pure
  * functions, libc + libm only.
@@ -9,61 +9,6 @@
 #include <ctype.h>
 #include <stdio.h>
 #include <string.h>
-
-struct preset {
-	const char *name;
-	int layers, hidden, heads, kv_heads, ffn, vocab, tied;
-};
-
-/* Llama shapes: Touvron et al. 2023 (LLaMA, table 2; Llama 2 for 70B), vocabulary 32000
- * with an untied head. Tiny presets: CPU shapes that split by tp, pp in {1, 2, 4}. */
-static const struct preset presets[] = {
-    {"llama-7b", 32, 4096, 32, 32, 11008, 32000, 0},
-    {"llama-13b", 40, 5120, 40, 40, 13824, 32000, 0},
-    {"llama-30b", 60, 6656, 52, 52, 17920, 32000, 0},
-    {"llama-65b", 80, 8192, 64, 64, 22016, 32000, 0},
-    {"llama-70b", 80, 8192, 64, 8, 28672, 32000, 0},
-    {"tiny", 4, 64, 4, 4, 128, 256, 0},
-    {"tiny-gqa", 4, 64, 8, 4, 128, 256, 0},
-    {"tiny-deep", 8, 64, 4, 4, 128, 256, 0},
-    {"tiny-tied", 4, 64, 4, 4, 128, 256, 1},
-};
-#define NPRESETS (sizeof(presets) / sizeof(presets[0]))
-
-static const char *const preset_names[] = {
-    "llama-7b", "llama-13b", "llama-30b", "llama-65b", "llama-70b",
-    "tiny",	"tiny-gqa",  "tiny-deep", "tiny-tied", NULL,
-};
-
-int lb_model_preset(const char *name, struct lb_model *m)
-{
-	size_t i;
-
-	if (!name)
-		return -1;
-	for (i = 0; i < NPRESETS; i++) {
-		const struct preset *p = &presets[i];
-
-		if (strcmp(name, p->name))
-			continue;
-		memset(m, 0, sizeof(*m));
-		snprintf(m->name, sizeof(m->name), "%s", p->name);
-		m->n_layers = p->layers;
-		m->hidden = p->hidden;
-		m->n_heads = p->heads;
-		m->n_kv_heads = p->kv_heads;
-		m->ffn = p->ffn;
-		m->vocab = p->vocab;
-		m->tied = p->tied;
-		return 0;
-	}
-	return -1;
-}
-
-const char *const *lb_model_preset_names(void)
-{
-	return preset_names;
-}
 
 /* Parameters of one transformer layer: Q and output (h*h each), K and V (h * kv_dim
  * each, kv_dim = kv_heads * head_dim), gate/up/down (3*h*ffn), two RMSNorm gains.

@@ -1,5 +1,5 @@
 /*
- * Model presets and the arithmetic on them: parameter count, FLOPs per token (the
+ * The arithmetic on models (presets: common/preset.h) and layouts: parameter count, FLOPs per token (the
  * paper's PaLM count and the hardware count with recomputation), the GPU peak table,
  * and the memory-per-GPU estimate used to prune layouts. Pure functions, libc only:
  * the CLI, the SQL views' inputs (the trainer's run-log header) and the planner all
@@ -12,14 +12,6 @@
 #include <stdint.h>
 
 #include "common/layout.h"
-
-/* Presets: llama-7b, llama-13b, llama-30b, llama-65b, llama-70b (GQA, 8 KV heads),
- * and tiny CPU presets ("tiny", "tiny-gqa", "tiny-deep", ...). Returns 0 and fills m,
- * or -1 for an unknown name. */
-int lb_model_preset(const char *name, struct lb_model *m);
-
-/* Names of all presets, NULL-terminated. */
-const char *const *lb_model_preset_names(void);
 
 /* Every parameter: embedding, per-layer (QKV with GQA, output, gate/up/down, two norms),
  * final norm, and the LM head unless tied. */

@@ -16,6 +16,8 @@
 
 #include <sqlite3.h>
 
+#include "results/stats.h" /* the run statistics the collector writes */
+
 struct collect_stats {
 	int files;	    /* run logs looked at */
 	int runs_new;	    /* runs inserted */
@@ -43,14 +45,5 @@ struct collect_stats {
 int results_collect_path(sqlite3 *db, const char *path, struct collect_stats *st, char *err,
 			 size_t errlen);
 
-/*
- * Recompute the cached step statistics of one run (table run_stats: steady-state count,
- * mean, median and sample std of the step time, steady-state means of the phase times,
- * peak memory, and each rank's peak as the element-wise maximum of the steps'
- * rank_peak_mem) from its step rows. The collector does this for every run it writes, in
- * the run's transaction; call it after changing a run's steps by other means. Returns 0,
- * or -1 (sqlite3_errmsg(db) says why).
- */
-int results_refresh_run_stats(sqlite3 *db, long long run_id);
 
 #endif

@@ -352,6 +352,19 @@ out_denied:
 	return 1;
 }
 
+/* What SQL alone cannot fill in after schema step 2 (results/upgrade.h), in one
+ * transaction. 0, or -1 with err set (rolled back). */
+static int upgrade_runs(sqlite3 *db, char *err, size_t errlen)
+{
+	if (results_begin(db, err, errlen))
+		return -1;
+	if (results_upgrade_runs(db, err, errlen)) {
+		results_rollback(db);
+		return -1;
+	}
+	return results_commit(db, err, errlen);
+}
+
 /* Read-write open: create if needed, WAL, busy timeout, foreign keys, migrations. */
 static int open_write(const char *path, sqlite3 **out, char *err, size_t errlen)
 {
@@ -400,7 +413,7 @@ static int open_write(const char *path, sqlite3 **out, char *err, size_t errlen)
 			goto out_close;
 		}
 		if (results_migrate(h, schema, merr, sizeof(merr)) ||
-		    (v >= 1 && v < 2 && results_upgrade_runs(h, merr, sizeof(merr)))) {
+		    (v >= 1 && v < 2 && upgrade_runs(h, merr, sizeof(merr)))) {
 			snprintf(err, errlen, "database '%s': %s", path, merr);
 			goto out_close;
 		}

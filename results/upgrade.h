@@ -12,9 +12,11 @@
 
 #include <sqlite3.h>
 
-/* Fill the columns of schema step 2 for every run that lacks them, in one transaction
- * (call it outside one). Idempotent: a second call finds nothing new and rewrites the
- * same statistics. Returns 0, or -1 with err set (everything rolled back). */
+/* Fill the columns of schema step 2 for every run that lacks them. Call it inside a
+ * transaction (results_db_open does), which the caller rolls back on failure. Idempotent:
+ * a second call finds nothing new and rewrites the same statistics. Returns 0, or -1
+ * with err set. Below the database helpers (it uses SQLite alone), so that opening a
+ * database may call it. */
 int results_upgrade_runs(sqlite3 *db, char *err, size_t errlen);
 
 #endif

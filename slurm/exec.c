@@ -1,6 +1,6 @@
 /*
- * Executor dispatch (exec.h) and what the executors share: the job environment without
- * secrets, final-state test.
+ * What the executors share (exec.h): the job environment without secrets, the final-state
+ * test, array task lists. Opening an executor by name is slurm/executor.c's.
  */
 #include "slurm/exec.h"
 
@@ -9,26 +9,6 @@
 #include <string.h>
 
 extern char **environ;
-
-int exec_open(const char *name, const struct exec_opts *o, struct executor **out, char *err,
-	      size_t errlen)
-{
-	*out = NULL;
-	if (!name || !strcmp(name, "slurm"))
-		return exec_slurm_open(o, out, err, errlen);
-	if (!strcmp(name, "rest"))
-		return exec_rest_open(o, out, err, errlen);
-	if (!strcmp(name, "local"))
-		return exec_local_open(o, out, err, errlen);
-	snprintf(err, errlen, "unknown executor '%s' (use slurm, rest or local)", name);
-	return -1;
-}
-
-void exec_close(struct executor *x)
-{
-	if (x && x->close)
-		x->close(x);
-}
 
 int exec_state_final(const char *s)
 {

@@ -5,6 +5,8 @@
  * (exec_rest.c, LB_WITH_CURL), and local processes on this machine (exec_local.c, no
  * Slurm: a detached worker runs the same scripts and records job states in the results
  * database). A build without a library keeps its executor's name and says how to get it.
+ * This header is the table and the kit the executors share (exec.c); opening one by name
+ * is slurm/executor.h's, which alone calls the implementations.
  */
 #ifndef LB_SLURM_EXEC_H
 #define LB_SLURM_EXEC_H
@@ -54,12 +56,6 @@ struct executor {
 	void *priv;
 };
 
-/* Open an executor by name. Returns 0 and *out (close with exec_close), or -1 with err set
- * (unknown name, a build without the library, no cluster, no token). */
-int exec_open(const char *name, const struct exec_opts *o, struct executor **out, char *err,
-	      size_t errlen);
-void exec_close(struct executor *x);
-
 /* 1 if array task `task` is in a task list such as "2-5%2" or "1,3,7-9" (the pending
  * remainder of an array, as slurmctld reports it). */
 int exec_task_in(const char *task_str, long task);
@@ -84,7 +80,7 @@ int exec_env_is_secret(const char *entry);
  * holds the database. Returns 0. */
 int exec_local_worker(const char *db_path, int slots);
 
-/* The implementations (exec.c dispatches to them). */
+/* The implementations (slurm/executor.c dispatches to them). */
 int exec_slurm_open(const struct exec_opts *o, struct executor **out, char *err, size_t errlen);
 int exec_rest_open(const struct exec_opts *o, struct executor **out, char *err, size_t errlen);
 int exec_local_open(const struct exec_opts *o, struct executor **out, char *err, size_t errlen);

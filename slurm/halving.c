@@ -1,7 +1,7 @@
 /*
  * Successive halving (slurm/halving.h): the schedule, the groups and the decision of a
  * rung (pure), and the shell that keeps a halving's state in the results database and
- * submits its rungs through submit_layouts, so that every executor runs the same policy.
+ * submits its rungs through enqueue_layouts, so that every executor runs the same policy.
  */
 #include "slurm/halving.h"
 
@@ -14,7 +14,7 @@
 
 #include "common/ranktest.h"
 #include "results/jobs.h"
-#include "slurm/submit.h"
+#include "slurm/enqueue.h"
 
 #define POLL_INTERVAL_MS 1000
 
@@ -510,7 +510,7 @@ static int rung_submit(sqlite3 *db, struct exec_set *es, const struct halving_ro
 	    "= ?3)";
 	struct sweep_plan plan;
 	struct member_row *mem = NULL;
-	struct submitted sub = {0};
+	struct enqueued sub = {0};
 	sqlite3_stmt *st = NULL;
 	size_t n = 0, n_sel = 0, *sel = NULL;
 	int rc = -1, sub_rc = 0;
@@ -561,8 +561,8 @@ static int rung_submit(sqlite3 *db, struct exec_set *es, const struct halving_ro
 	struct executor *x = track_exec_get(es, h->executor, err, errlen);
 	if (!x)
 		goto out_free;
-	sub_rc = submit_layouts(db, x, &plan, sel, n_sel, h->runs, h->throttle, h->max_array, quiet,
-				&sub, err, errlen);
+	sub_rc = enqueue_layouts(db, x, &plan, sel, n_sel, h->runs, h->throttle, h->max_array,
+				 quiet, &sub, err, errlen);
 	/* tie what was submitted, even after a failure part of the way */
 	if (sqlite3_prepare_v2(db, tie, -1, &st, NULL) != SQLITE_OK) {
 		db_error(db, "halving_members", err, errlen);

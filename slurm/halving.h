@@ -13,7 +13,7 @@
  *
  * The pure core (the schedule, the groups, the decision of a rung) is separate from the
  * shell that keeps the state in the results database (tables halvings, halving_rungs,
- * halving_members: results/schema.sql) and submits each rung through submit_layouts, so
+ * halving_members: results/schema.sql) and submits each rung through enqueue_layouts, so
  * that every executor runs the same policy and a --wait that was left is resumed by
  * `status` (halving_advance, one step at a time, from what the database says).
  */

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "slurm/submit.h"
+#include "slurm/enqueue.h"
 #include "slurm/track.h"
 
 /* 1 if a job's failure class is one resubmit was asked for (any, without --class). */
@@ -56,7 +56,7 @@ static int resubmit_sweep(struct track_cmd *t, const char *sweep)
 {
 	struct results_job *jobs = NULL;
 	struct sweep_plan plan;
-	struct submitted sub = {0};
+	struct enqueued sub = {0};
 	const char *exname = t->executor;
 	char err[1024], runs[SLURM_PATH_MAX] = "";
 	size_t n = 0, n_sel = 0, n_failed = 0, n_oom = 0, *sel = NULL;
@@ -65,7 +65,7 @@ static int resubmit_sweep(struct track_cmd *t, const char *sweep)
 	memset(&plan, 0, sizeof(plan));
 	/* which layouts failed is decided, and their new jobs recorded, under submit's lock:
 	 * two resubmits at once do not both submit a layout again */
-	if ((lock = submit_lock(t->db_path, 0, err, sizeof(err))) < 0)
+	if ((lock = enqueue_lock(t->db_path, 0, err, sizeof(err))) < 0)
 		goto out_err;
 	if (results_jobs_list(t->db, sweep, 1, &jobs, &n, err, sizeof(err)))
 		goto out_err;
@@ -120,10 +120,10 @@ static int resubmit_sweep(struct track_cmd *t, const char *sweep)
 	struct executor *x = track_exec_get(&t->es, exname, err, sizeof(err));
 	if (!x)
 		goto out_err;
-	if (submit_layouts(t->db, x, &plan, sel, n_sel, runs, t->throttle, 0, 0, &sub, err,
-			   sizeof(err)))
+	if (enqueue_layouts(t->db, x, &plan, sel, n_sel, runs, t->throttle, 0, 0, &sub, err,
+			    sizeof(err)))
 		goto out_err;
-	submit_unlock(lock);
+	enqueue_unlock(lock);
 	lock = -1;
 	printf("sweep '%s': resubmitted %zu layout(s) in %zu array(s) through %s\n", sweep, sub.n,
 	       sub.n_arrays, x->name);
@@ -140,7 +140,7 @@ out_err:
 	fprintf(stderr, "error: sweep '%s': %s\n", sweep, err);
 	rc = 1;
 out_free:
-	submit_unlock(lock);
+	enqueue_unlock(lock);
 	free(sub.rows);
 	free(sel);
 	free(jobs);

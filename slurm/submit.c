@@ -1,16 +1,14 @@
 /*
  * `layoutbench submit` (slurm/submit.h): plan, skip what is done or in flight, render the
  * job arrays, hand them to an executor, record one jobs row per layout, and with --wait
- * track them to the end (slurm/track.h). resubmit submits through submit_layouts too.
+ * track them to the end (slurm/track.h). resubmit submits through enqueue_layouts too.
  */
 #include "slurm/submit.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -18,6 +16,8 @@
 #include "common/cmdline.h"
 #include "common/util.h"
 #include "results/jobs.h"
+#include "slurm/enqueue.h"
+#include "slurm/executor.h"
 #include "slurm/halving.h"
 #include "slurm/render.h"
 #include "slurm/track.h"
@@ -94,152 +94,12 @@ static void print_dry_run(const struct sweep_plan *p, const struct slurm_batch *
 	}
 }
 
-int submit_lock(const char *db_path, int quiet, char *err, size_t errlen)
-{
-	char path[SLURM_PATH_MAX + 16];
-	int fd;
-
-	if ((size_t)snprintf(path, sizeof(path), "%s.submit.lock", db_path) >= sizeof(path)) {
-		snprintf(err, errlen, "'%s': the database path is too long", db_path);
-		return -1;
-	}
-	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
-	if (fd < 0) {
-		snprintf(err, errlen,
-			 "cannot open the submit lock '%s': %s (it needs write access to the "
-			 "database's folder)",
-			 path, strerror(errno));
-		return -1;
-	}
-	if (flock(fd, LOCK_EX | LOCK_NB) == 0)
-		return fd;
-	if (!quiet)
-		fprintf(stderr, "waiting for another submit to '%s' to record its jobs\n", db_path);
-	while (flock(fd, LOCK_EX)) {
-		if (errno == EINTR)
-			continue;
-		snprintf(err, errlen, "cannot lock '%s': %s", path, strerror(errno));
-		close(fd);
-		return -1;
-	}
-	return fd;
-}
-
-void submit_unlock(int fd)
-{
-	if (fd >= 0)
-		close(fd); /* the lock goes with the descriptor */
-}
-
-int submit_layouts(sqlite3 *db, struct executor *x, const struct sweep_plan *p, const size_t *sel,
-		   size_t n_sel, const char *runs, int throttle, int max_array, int quiet,
-		   struct submitted *out, char *err, size_t errlen)
-{
-	struct slurm_render_opts ro = {0};
-	struct slurm_batch b;
-	char train[SLURM_PATH_MAX], dir[SLURM_PATH_MAX + 80], cwd[SLURM_PATH_MAX];
-	char stamp[32];
-	time_t now = time(NULL);
-	struct tm tm;
-	int rc = -1;
-
-	memset(out, 0, sizeof(*out));
-	slurm_default_train_path(train, sizeof(train));
-	ro.runs_dir = runs;
-	ro.train_path = train;
-	ro.throttle = throttle;
-	ro.max_array = max_array > 0 ? max_array : x->max_array;
-	if (slurm_render_batch(p, sel, n_sel, &ro, &b, err, errlen))
-		return -1;
-	out->rows = calloc(b.n_tasks ? b.n_tasks : 1, sizeof(*out->rows));
-	if (!out->rows) {
-		snprintf(err, errlen, "out of memory");
-		goto out_free;
-	}
-	if (!getcwd(cwd, sizeof(cwd)))
-		snprintf(cwd, sizeof(cwd), "/");
-	gmtime_r(&now, &tm);
-	strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", &tm);
-	snprintf(dir, sizeof(dir), "%s/%s/logs", runs, p->name);
-	if (lb_mkdir_p(dir, err, errlen))
-		goto out_free;
-	snprintf(dir, sizeof(dir), "%s/%s/scripts", runs, p->name);
-	if (lb_mkdir_p(dir, err, errlen))
-		goto out_free;
-	if (results_begin(db, err, errlen))
-		goto out_free;
-	for (size_t i = 0; i < p->n_entries; i++)
-		if (p->entries[i].status == PLAN_OK &&
-		    results_upsert_layout(db, &p->entries[i].layout,
-					  p->entries[i].label[0] ? p->entries[i].label : NULL)) {
-			snprintf(err, errlen, "recording layout %s: %s", p->entries[i].id,
-				 sqlite3_errmsg(db));
-			results_rollback(db);
-			goto out_free;
-		}
-	if (results_commit(db, err, errlen))
-		goto out_free;
-	for (size_t i = 0; i < b.n_arrays; i++) {
-		struct slurm_array *a = &b.arrays[i];
-		char script[SLURM_PATH_MAX + 160], aid[64];
-		snprintf(script, sizeof(script), "%s/%s-%d-%s.sbatch", dir, stamp, (int)getpid(),
-			 a->tag);
-		FILE *f = fopen(script, "w");
-		if (!f || fputs(a->script, f) < 0 || fclose(f)) {
-			snprintf(err, errlen, "cannot write '%s': %s", script, strerror(errno));
-			goto out_free;
-		}
-		chmod(script, 0755);
-		if (x->submit(x, a, script, cwd, aid, sizeof(aid), err, errlen))
-			goto out_free;
-		if (results_begin(db, err, errlen))
-			goto out_free;
-		for (size_t t = 0; t < a->n_tasks; t++) {
-			const struct plan_entry *e = &p->entries[a->entry[t]];
-			struct results_job j;
-			results_job_init(&j);
-			snprintf(j.executor, sizeof(j.executor), "%s", x->name);
-			snprintf(j.sweep, sizeof(j.sweep), "%s", p->name);
-			snprintf(j.layout_id, sizeof(j.layout_id), "%s", e->id);
-			snprintf(j.job_id, sizeof(j.job_id), "%.40s_%zu", aid, t);
-			snprintf(j.array_job_id, sizeof(j.array_job_id), "%s", aid);
-			j.array_index = (int)t;
-			snprintf(j.state, sizeof(j.state), "PENDING");
-			j.submit_time = (int64_t)now;
-			snprintf(j.run_dir, sizeof(j.run_dir), "%s/%s/%s", runs, p->name, e->id);
-			/* a failed count is an error, not attempt 1 again */
-			if (results_job_attempts(db, p->name, e->id, &j.attempt, err, errlen)) {
-				results_rollback(db);
-				goto out_free;
-			}
-			j.attempt++;
-			if (results_job_insert(db, &j, NULL, err, errlen)) {
-				results_rollback(db);
-				goto out_free;
-			}
-			out->rows[out->n++] = j.id;
-		}
-		if (results_commit(db, err, errlen))
-			goto out_free;
-		out->n_arrays++;
-		if (!quiet)
-			fprintf(stderr, "submitted %s: job %s, %zu layout(s), --array=%s (%s)\n",
-				a->job_name, aid, a->n_tasks, a->array_spec, x->name);
-	}
-	if (x->start && x->start(x, err, errlen))
-		goto out_free;
-	rc = 0;
-out_free:
-	slurm_batch_free(&b);
-	return rc;
-}
-
 int submit_sweep(const struct submit_opts *o, char *err, size_t errlen)
 {
 	struct sweep_plan plan;
 	struct exec_opts eo = {0};
 	struct exec_set es = {0};
-	struct submitted sub = {0};
+	struct enqueued sub = {0};
 	sqlite3 *db = NULL;
 	char runs[SLURM_PATH_MAX], spec_name[512];
 	const char *exname = o->executor ? o->executor : "slurm";
@@ -303,7 +163,7 @@ int submit_sweep(const struct submit_opts *o, char *err, size_t errlen)
 		goto out_close;
 	}
 	/* what is in flight is decided, and what is submitted recorded, under the lock */
-	if (!o->dry_run && (lock = submit_lock(dbp, o->quiet, err, errlen)) < 0)
+	if (!o->dry_run && (lock = enqueue_lock(dbp, o->quiet, err, errlen)) < 0)
 		goto out_close;
 	for (size_t i = 0; i < plan.n_entries; i++) {
 		const struct plan_entry *e = &plan.entries[i];
@@ -355,9 +215,9 @@ int submit_sweep(const struct submit_opts *o, char *err, size_t errlen)
 		if (max_array <= 0 && !strcmp(exname, "slurm")) {
 			struct executor *x = NULL;
 			char e2[1024];
-			if (exec_open("slurm", &eo, &x, e2, sizeof(e2)) == 0) {
+			if (executor_open("slurm", &eo, &x, e2, sizeof(e2)) == 0) {
 				max_array = x->max_array;
-				exec_close(x);
+				executor_close(x);
 			} else { /* a dry run needs no cluster */
 				fprintf(stderr,
 					"note: the cluster's MaxArraySize is unknown (%s); arrays "
@@ -402,14 +262,14 @@ int submit_sweep(const struct submit_opts *o, char *err, size_t errlen)
 	struct executor *x = track_exec_get(&es, exname, err, errlen);
 	if (!x)
 		goto out_close;
-	if (submit_layouts(db, x, &plan, sel, n_sel, runs, o->throttle, o->max_array, o->quiet,
-			   &sub, err, errlen)) {
+	if (enqueue_layouts(db, x, &plan, sel, n_sel, runs, o->throttle, o->max_array, o->quiet,
+			    &sub, err, errlen)) {
 		rc = sub.n ? 1 : -1;
 		if (sub.n)
 			fprintf(stderr, "error: %s\n", err);
 		goto out_close;
 	}
-	submit_unlock(lock); /* the jobs are recorded: in flight for the next submit */
+	enqueue_unlock(lock); /* the jobs are recorded: in flight for the next submit */
 	lock = -1;
 	printf("sweep '%s': submitted %zu layout(s) in %zu array(s) through %s; skipped %zu "
 	       "done, %zu pending or running; runs in %s/%s\n",
@@ -424,7 +284,7 @@ int submit_sweep(const struct submit_opts *o, char *err, size_t errlen)
 		printf("sweep '%s': %zu completed, %zu failed\n", plan.name, c.done, c.failed);
 	}
 out_close:
-	submit_unlock(lock);
+	enqueue_unlock(lock);
 	track_exec_close(&es);
 	free(sub.rows);
 	free(sel);

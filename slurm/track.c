@@ -15,6 +15,7 @@
 #include "common/util.h"
 #include "results/collect.h"
 #include "slurm/classify.h"
+#include "slurm/executor.h"
 
 #define POLL_INTERVAL_MS 1000
 /* Seconds after a job ended during which a missing run log, or a log without its end
@@ -37,7 +38,7 @@ struct executor *track_exec_get(struct exec_set *s, const char *name, char *err,
 {
 	int k = track_exec_slot(name);
 
-	if (!s->x[k] && !s->failed[k] && exec_open(name, s->o, &s->x[k], err, errlen))
+	if (!s->x[k] && !s->failed[k] && executor_open(name, s->o, &s->x[k], err, errlen))
 		s->failed[k] = 1;
 	if (!s->x[k] && s->failed[k] && err && !*err)
 		snprintf(err, errlen, "executor '%s' is not available", name);
@@ -47,7 +48,7 @@ struct executor *track_exec_get(struct exec_set *s, const char *name, char *err,
 void track_exec_close(struct exec_set *s)
 {
 	for (int k = 0; k < 3; k++) {
-		exec_close(s->x[k]);
+		executor_close(s->x[k]);
 		s->x[k] = NULL;
 	}
 }

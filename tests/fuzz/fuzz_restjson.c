@@ -15,22 +15,6 @@
 
 #include "slurm/restjson.h"
 
-/* exec.c dispatches to the executors; none is opened here */
-int exec_slurm_open(const struct exec_opts *o, struct executor **out, char *err, size_t errlen)
-{
-	(void)o, (void)err, (void)errlen;
-	*out = NULL;
-	return -1;
-}
-int exec_rest_open(const struct exec_opts *o, struct executor **out, char *err, size_t errlen)
-{
-	return exec_slurm_open(o, out, err, errlen);
-}
-int exec_local_open(const struct exec_opts *o, struct executor **out, char *err, size_t errlen)
-{
-	return exec_slurm_open(o, out, err, errlen);
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "results/jobs.h"
+#include "slurm/enqueue.h"
 #include "slurm/submit.h"
 #include "slurm/track.h"
 #include "sweeps/sweep.h"
@@ -123,16 +124,16 @@ static long long q_int(sqlite3 *db, const char *sql)
 	return v;
 }
 
-/* Submit every runnable layout of the plan once; returns submit_layouts' status. */
+/* Submit every runnable layout of the plan once; returns enqueue_layouts' status. */
 static int submit_all(struct env *e, char *err, size_t errlen)
 {
 	size_t sel[2] = {0, 1};
 	char runs[128];
-	struct submitted sub;
+	struct enqueued sub;
 	int rc;
 
 	snprintf(runs, sizeof(runs), "%s/runs", e->dir);
-	rc = submit_layouts(e->db, &fake, &e->plan, sel, 2, runs, 0, 0, 1, &sub, err, errlen);
+	rc = enqueue_layouts(e->db, &fake, &e->plan, sel, 2, runs, 0, 0, 1, &sub, err, errlen);
 	free(sub.rows);
 	return rc;
 }

@@ -115,12 +115,20 @@ BENCH_BIN := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 .PHONY: all test test-run test-gpu asan bench bench-gpu fuzz deps quickstart clean format test-slurm cuda-arch paper-data
 all: $(LB) $(TRAIN)
 
-$(BUILD)/obj/%.o: %.c $(CONFIG_STAMP)
+# The schema version, the last step of results/schema.sql (results/db.h includes it); an
+# order-only prerequisite of every compile, whose dependency files then track it.
+SCHEMA_VERSION_H := $(BUILD)/gen/schema_version.h
+$(SCHEMA_VERSION_H): results/schema.sql scripts/schema-version.sh
+	@mkdir -p $(@D)
+	$(Q)sh scripts/schema-version.sh results/schema.sql >$@.tmp && \
+		{ cmp -s $@.tmp $@ && rm -f $@.tmp || mv $@.tmp $@; }
+
+$(BUILD)/obj/%.o: %.c $(CONFIG_STAMP) | $(SCHEMA_VERSION_H)
 	@mkdir -p $(@D)
 	@$(if $(filter 0,$(V)),echo "  CC      $<")
 	$(Q)$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -MMD -MP -c -o $@ $<
 
-$(BUILD)/obj/%.o: %.cu $(CONFIG_STAMP)
+$(BUILD)/obj/%.o: %.cu $(CONFIG_STAMP) | $(SCHEMA_VERSION_H)
 	@mkdir -p $(@D)
 	@$(if $(filter 0,$(V)),echo "  NVCC    $<")
 	$(Q)$(NVCC_CMD) -arch=sm_$(CUDA_ARCH) -c -o $@ $<
@@ -162,14 +170,14 @@ $(TRAIN): $(BUILD)/obj/harness/train_main.o $(LIBHARNESS) $(LIBCOMMON)
 	$(Q)$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $^ $(TRAIN_LIBS)
 
 # Unit tests (cmocka): each tests/unit/test_*.c is one binary linked with every library.
-$(BUILD)/tests/%: tests/unit/%.c $(LIBCLI) $(LIBHARNESS) $(LIBCOMMON)
+$(BUILD)/tests/%: tests/unit/%.c $(LIBCLI) $(LIBHARNESS) $(LIBCOMMON) $(SCHEMA_VERSION_H)
 	@mkdir -p $(@D)
 	@$(if $(filter 0,$(V)),echo "  TEST    $@")
 	$(Q)$(CC) $(CPPFLAGS) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< \
 		-Wl,--start-group $(LIBCLI) $(LIBHARNESS) $(LIBCOMMON) -Wl,--end-group \
 		-lcmocka $(CLI_LIBS) $(TRAIN_LIBS)
 
-$(BUILD)/bench/%: bench/%.c $(LIBCLI) $(LIBHARNESS) $(LIBCOMMON)
+$(BUILD)/bench/%: bench/%.c $(LIBCLI) $(LIBHARNESS) $(LIBCOMMON) $(SCHEMA_VERSION_H)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(CPPFLAGS) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< \
 		-Wl,--start-group $(LIBCLI) $(LIBHARNESS) $(LIBCOMMON) -Wl,--end-group \

@@ -1,8 +1,9 @@
 /*
- * The layout record: defaults, canonical text and id, enum names, the one flag parser
- * and printer shared by the CLI, job scripts and trainer, and the validity rules with
- * their reasons. libc only. Canonical text uses fixed integer formats only (no floats,
- * no locale), so the id is the same on every machine.
+ * The layout record: its field table (made from common/layout_fields.def), defaults,
+ * canonical text and id, enum names, the one flag parser, printer and usage shared by the
+ * CLI, job scripts and trainer, and the validity rules with their reasons. libc only.
+ * Canonical text uses fixed integer formats only (no floats, no locale), so the id is the
+ * same on every machine.
  */
 #include "common/layout.h"
 
@@ -13,28 +14,378 @@
 #include "common/preset.h"
 #include "common/util.h"
 
+#define NELEM(a) (sizeof(a) / sizeof((a)[0]))
+
+/* ------------------------------------------------------------------ the field table */
+
+/* The names of each ENUM field: <key>_names[]. */
+#define UNPAREN(...)		 __VA_ARGS__
+#define NAMES_NAME(key, names)	 /* none */
+#define NAMES_POS(key, names)	 /* none */
+#define NAMES_COUNT(key, names)	 /* none */
+#define NAMES_BOOL(key, names)	 /* none */
+#define NAMES_ZERO(key, names)	 /* none */
+#define NAMES_CHUNKS(key, names) /* none */
+#define NAMES_SPLIT(key, names)	 /* none */
+#define NAMES_SEED(key, names)	 /* none */
+#define NAMES_ENUM(key, names)	 static const char *const key##_names[] = {UNPAREN names};
+#define LB_MODEL_FIELD(ID, key, member, column, kind, ctype, dflt, attrs, head, names, help)       \
+	NAMES_##kind(key, names)
+#define LB_LAYOUT_FIELD(ID, key, member, column, kind, ctype, dflt, attrs, head, names, help)      \
+	NAMES_##kind(key, names) _Static_assert(sizeof(ctype) == sizeof(int) ||                    \
+						    LB_FK_##kind != LB_FK_ENUM,                    \
+						"an ENUM field is stored as an int");
+#include "common/layout_fields.def"
+
+/* What each kind reads: the range of its integers, and its default as a number. */
+#define POS_MAX		  (1 << 30)
+#define LO_NAME		  0
+#define HI_NAME		  0
+#define LO_POS		  1
+#define HI_POS		  POS_MAX
+#define LO_COUNT	  0
+#define HI_COUNT	  POS_MAX
+#define LO_BOOL		  0
+#define HI_BOOL		  1
+#define LO_ZERO		  0
+#define HI_ZERO		  3 /* read, and refused by lb_layout_check with its reason */
+#define LO_CHUNKS	  1
+#define HI_CHUNKS	  LB_MAX_VIRTUAL_STAGES
+#define LO_ENUM		  0
+#define HI_ENUM		  0
+#define LO_SPLIT	  1
+#define HI_SPLIT	  POS_MAX
+#define LO_SEED		  0
+#define HI_SEED		  LLONG_MAX
+#define DFLT_NAME(d)	  0
+#define DFLT_POS(d)	  (d)
+#define DFLT_COUNT(d)	  (d)
+#define DFLT_BOOL(d)	  (d)
+#define DFLT_ZERO(d)	  (d)
+#define DFLT_CHUNKS(d)	  (d)
+#define DFLT_ENUM(d)	  (d)
+#define DFLT_SPLIT(d)	  (d)
+#define DFLT_SEED(d)	  (d)
+#define NAMEV_NAME(key)	  NULL, 0
+#define NAMEV_POS(key)	  NULL, 0
+#define NAMEV_COUNT(key)  NULL, 0
+#define NAMEV_BOOL(key)	  NULL, 0
+#define NAMEV_ZERO(key)	  NULL, 0
+#define NAMEV_CHUNKS(key) NULL, 0
+#define NAMEV_SPLIT(key)  NULL, 0
+#define NAMEV_SEED(key)	  NULL, 0
+#define NAMEV_ENUM(key)	  key##_names, (int)NELEM(key##_names)
+
+#define FIELD_ROW(in_model, path, ID, key, column, kind, dflt, attrs, head, help)                  \
+	[LB_FLD_##ID] = {#key,	    #column,	       LB_FK_##kind,                               \
+			 attrs,	    in_model,	       offsetof(struct lb_layout, path),           \
+			 LO_##kind, HI_##kind,	       DFLT_##kind(dflt),                          \
+			 head,	    NAMEV_##kind(key), help},
+const struct lb_field_info lb_fields[LB_NFIELDS] = {
+#define LB_MODEL_FIELD(ID, key, member, column, kind, ctype, dflt, attrs, head, names, help)       \
+	FIELD_ROW(1, model.member, ID, key, column, kind, dflt, attrs, head, help)
+#define LB_LAYOUT_FIELD(ID, key, member, column, kind, ctype, dflt, attrs, head, names, help)      \
+	FIELD_ROW(0, member, ID, key, column, kind, dflt, attrs, head, help)
+#include "common/layout_fields.def"
+};
+
+int lb_field_find_flag(const char *flag)
+{
+	if (!flag || strncmp(flag, "--", 2))
+		return -1;
+	for (int f = 0; f < LB_NFIELDS; f++) {
+		const char *k = lb_fields[f].key, *p = flag + 2;
+
+		while (*k && (*k == *p || (*k == '_' && *p == '-')))
+			k++, p++;
+		if (!*k && !*p)
+			return f;
+	}
+	return -1;
+}
+
+char *lb_field_flag(int f, char *buf, size_t len)
+{
+	size_t n = (size_t)snprintf(buf, len, "--%s", lb_fields[f].key);
+
+	for (size_t i = 2; i < n && i < len; i++)
+		if (buf[i] == '_')
+			buf[i] = '-';
+	return buf;
+}
+
+static int *int_at(struct lb_layout *l, int f)
+{
+	return (int *)((char *)l + lb_fields[f].off);
+}
+
+static const int *cint_at(const struct lb_layout *l, int f)
+{
+	return (const int *)((const char *)l + lb_fields[f].off);
+}
+
+long long lb_field_get(const struct lb_layout *l, int f)
+{
+	switch (lb_fields[f].kind) {
+	case LB_FK_NAME:
+	case LB_FK_SPLIT:
+		return 0;
+	case LB_FK_SEED:
+		return (long long)*(const uint64_t *)((const char *)l + lb_fields[f].off);
+	default:
+		return *cint_at(l, f);
+	}
+}
+
+void lb_field_set(struct lb_layout *l, int f, long long v)
+{
+	switch (lb_fields[f].kind) {
+	case LB_FK_NAME:
+	case LB_FK_SPLIT:
+		return;
+	case LB_FK_SEED:
+		*(uint64_t *)((char *)l + lb_fields[f].off) = (uint64_t)v;
+		return;
+	default:
+		*int_at(l, f) = (int)v;
+	}
+}
+
+int lb_field_shown(const struct lb_layout *l, int f)
+{
+	if (!(lb_fields[f].attrs & LB_FA_SPARSE))
+		return 1;
+	if (lb_fields[f].kind == LB_FK_SPLIT)
+		return lb_layout_split_explicit(l);
+	return lb_field_get(l, f) != lb_fields[f].dflt;
+}
+
+static const char *enum_name(int f, long long v)
+{
+	return v >= 0 && v < lb_fields[f].n_names ? lb_fields[f].names[v] : "invalid";
+}
+
+int lb_field_enum_index(int f, const char *s)
+{
+	for (int i = 0; s && i < lb_fields[f].n_names; i++)
+		if (!strcmp(s, lb_fields[f].names[i]))
+			return i;
+	return -1;
+}
+
+int lb_field_text(const struct lb_layout *l, int f, char *buf, size_t len)
+{
+	const struct lb_field_info *fi = &lb_fields[f];
+	size_t used = 0;
+
+	switch (fi->kind) {
+	case LB_FK_NAME:
+		return snprintf(buf, len, "%s", (const char *)l + fi->off);
+	case LB_FK_ENUM:
+		return snprintf(buf, len, "%s", enum_name(f, lb_field_get(l, f)));
+	case LB_FK_SEED:
+		return snprintf(buf, len, "%llu", (unsigned long long)lb_field_get(l, f));
+	case LB_FK_SPLIT:
+		if (len)
+			buf[0] = '\0';
+		for (int i = 0; i < l->n_stage_layers && i < LB_MAX_STAGES; i++)
+			used += (size_t)snprintf(used < len ? buf + used : NULL,
+						 used < len ? len - used : 0, "%s%d", i ? "," : "",
+						 l->stage_layers[i]);
+		return (int)used;
+	default:
+		return snprintf(buf, len, "%lld", lb_field_get(l, f));
+	}
+}
+
+/* "a, b or c" (quote: "\"a\", \"b\" or \"c\"") into buf. */
+static char *names_words(int f, int quote, char *buf, size_t len)
+{
+	const struct lb_field_info *fi = &lb_fields[f];
+	size_t used = 0;
+
+	if (len)
+		buf[0] = '\0';
+	for (int i = 0; i < fi->n_names && used < len; i++)
+		used += (size_t)snprintf(buf + used, len - used, "%s%s%s%s",
+					 i == 0			? ""
+					 : i == fi->n_names - 1 ? " or "
+								: ", ",
+					 quote ? "\"" : "", fi->names[i], quote ? "\"" : "");
+	return buf;
+}
+
+char *lb_field_expect(int f, int quote, char *buf, size_t len)
+{
+	switch (lb_fields[f].kind) {
+	case LB_FK_NAME:
+		snprintf(buf, len, "a model preset");
+		break;
+	case LB_FK_POS:
+		snprintf(buf, len, "a positive integer");
+		break;
+	case LB_FK_COUNT:
+		snprintf(buf, len, "a non-negative integer");
+		break;
+	case LB_FK_BOOL:
+		snprintf(buf, len, "0 or 1");
+		break;
+	case LB_FK_ZERO:
+		snprintf(buf, len, "0, 1 or 2");
+		break;
+	case LB_FK_CHUNKS:
+		snprintf(buf, len, "an integer from %lld to %lld", lb_fields[f].lo,
+			 lb_fields[f].hi);
+		break;
+	case LB_FK_ENUM:
+		names_words(f, quote, buf, len);
+		break;
+	case LB_FK_SPLIT:
+		snprintf(buf, len, "positive integers separated by commas");
+		break;
+	case LB_FK_SEED:
+		snprintf(buf, len, "an unsigned integer");
+		break;
+	}
+	return buf;
+}
+
+/* "llama-7b, llama-13b, ..." into buf. */
+static void preset_list(char *buf, size_t len)
+{
+	const char *const *names = lb_model_preset_names();
+	size_t used = 0;
+	int n;
+
+	buf[0] = '\0';
+	for (; *names; names++) {
+		n = snprintf(buf + used, len - used, "%s%s", used ? ", " : "", *names);
+		if (n < 0 || (size_t)n >= len - used)
+			break;
+		used += (size_t)n;
+	}
+}
+
+/* --stage-layers A,B,...: positive integers, at most LB_MAX_STAGES; "" or "rule" clears
+ * the split (back to the rule). The record changes only when the whole list parses. */
+static int parse_split(struct lb_layout *l, const char *name, const char *value, char *err,
+		       size_t errlen)
+{
+	int vals[LB_MAX_STAGES], n = 0;
+	const char *p = value;
+
+	if (!*value || !strcmp(value, "rule")) {
+		l->n_stage_layers = 0;
+		return 0;
+	}
+	for (;;) {
+		const char *comma = strchr(p, ',');
+		size_t k = comma ? (size_t)(comma - p) : strlen(p);
+		char item[16];
+
+		if (n == LB_MAX_STAGES) {
+			snprintf(err, errlen, "%s: more than %d entries in '%.200s'", name,
+				 LB_MAX_STAGES, value);
+			return -1;
+		}
+		if (k == 0 || k >= sizeof(item)) {
+			snprintf(err, errlen,
+				 "%s: expected positive integers separated by commas (layers per "
+				 "stage, e.g. 7,8,8,7), got '%.200s'",
+				 name, value);
+			return -1;
+		}
+		memcpy(item, p, k);
+		item[k] = '\0';
+		if (lb_parse_int(item, 1, 1 << 30, &vals[n])) {
+			snprintf(err, errlen,
+				 "%s: entry %d is '%s'; every stage needs a positive number of "
+				 "layers (e.g. 7,8,8,7)",
+				 name, n + 1, item);
+			return -1;
+		}
+		n++;
+		if (!comma)
+			break;
+		p = comma + 1;
+	}
+	memcpy(l->stage_layers, vals, (size_t)n * sizeof(vals[0]));
+	l->n_stage_layers = n;
+	return 0;
+}
+
+int lb_field_parse(struct lb_layout *l, int f, const char *flag, const char *text, char *err,
+		   size_t errlen)
+{
+	const struct lb_field_info *fi = &lb_fields[f];
+	char what[128];
+	uint64_t u;
+	int v;
+
+	switch (fi->kind) {
+	case LB_FK_NAME: {
+		struct lb_model m;
+		char list[512];
+
+		if (lb_model_preset(text, &m)) {
+			preset_list(list, sizeof(list));
+			snprintf(err, errlen, "%s: unknown preset '%s' (known: %s)", flag, text,
+				 list);
+			return -1;
+		}
+		l->model = m;
+		return 0;
+	}
+	case LB_FK_SPLIT:
+		return parse_split(l, flag, text, err, errlen);
+	case LB_FK_ENUM:
+		if ((v = lb_field_enum_index(f, text)) < 0)
+			break;
+		lb_field_set(l, f, v);
+		return 0;
+	case LB_FK_SEED:
+		if (lb_parse_u64(text, &u))
+			break;
+		lb_field_set(l, f, (long long)u);
+		return 0;
+	default:
+		if (lb_parse_int(text, (int)fi->lo, (int)fi->hi, &v))
+			break;
+		lb_field_set(l, f, v);
+		return 0;
+	}
+	snprintf(err, errlen, "%s: expected %s, got '%s'", flag,
+		 lb_field_expect(f, 0, what, sizeof(what)), text);
+	return -1;
+}
+
+/* ------------------------------------------------------------------ the record */
+
+/* What lb_layout_init does for a field of each kind: a model field is its preset's, a
+ * layout field its default; a split starts as the rule (none). */
+#define INIT_MODEL_NAME(l, d)  lb_model_preset(d, &(l)->model);
+#define INIT_MODEL_POS(l, d)   /* the preset's */
+#define INIT_MODEL_BOOL(l, d)  /* the preset's */
+#define INIT_MODEL_COUNT(l, d) /* the preset's */
+#define INIT_MODEL_ENUM(l, d)  /* the preset's */
+#define INIT_NAME(m, d)	       /* a model field only */
+#define INIT_POS(m, d)	       m = d;
+#define INIT_COUNT(m, d)       m = d;
+#define INIT_BOOL(m, d)	       m = d;
+#define INIT_ZERO(m, d)	       m = d;
+#define INIT_CHUNKS(m, d)      m = d;
+#define INIT_ENUM(m, d)	       m = d;
+#define INIT_SEED(m, d)	       m = d;
+#define INIT_SPLIT(m, d)       /* zeroed: the rule */
+
 void lb_layout_init(struct lb_layout *l)
 {
 	memset(l, 0, sizeof(*l));
-	lb_model_preset("tiny", &l->model);
-	l->seq_len = 128;
-	l->global_batch = 8;
-	l->micro_batch = 1;
-	l->tp = 1;
-	l->pp = 1;
-	l->dp = 1;
-	l->gpus_per_node = 1;
-	l->nodes = 1;
-	l->sequence_parallel = 0;
-	l->zero_stage = 0;
-	l->checkpointing = LB_CKPT_NONE;
-	l->attention = LB_ATTN_FLASH;
-	l->norm = LB_NORM_FUSED;
-	l->virtual_stages = 1;
-	l->n_stage_layers = 0;
-	l->steps = 10;
-	l->warmup = 2;
-	l->seed = 1;
+#define LB_MODEL_FIELD(ID, key, member, column, kind, ctype, dflt, attrs, head, names, help)       \
+	INIT_MODEL_##kind(l, dflt)
+#define LB_LAYOUT_FIELD(ID, key, member, column, kind, ctype, dflt, attrs, head, names, help)      \
+	INIT_##kind(l->member, dflt)
+#include "common/layout_fields.def"
 }
 
 /* a * b * c, saturated to the long long range (records may hold anything). */
@@ -150,37 +501,6 @@ int lb_layout_split_explicit(const struct lb_layout *l)
 	return 0;
 }
 
-/* ",virtual_stages" and the split as they appear in the canonical text and the flags:
- * fmt_v / fmt_s wrap the values (" virtual_stages=%d", " --virtual-stages %d"). */
-static int pipeline_suffix(const struct lb_layout *l, char *buf, size_t len, const char *fmt_v,
-			   const char *sep_s)
-{
-	size_t used = 0;
-	int n;
-
-	if (len)
-		buf[0] = '\0';
-#define ADD(...)                                                                                   \
-	do {                                                                                       \
-		n = snprintf(used < len ? buf + used : NULL, used < len ? len - used : 0,          \
-			     __VA_ARGS__);                                                         \
-		if (n < 0)                                                                         \
-			return -1;                                                                 \
-		used += (size_t)n;                                                                 \
-	} while (0)
-	if (lb_layout_chunks(l) > 1)
-		ADD(fmt_v, l->virtual_stages);
-	if (lb_layout_split_explicit(l)) {
-		int k = l->n_stage_layers < LB_MAX_STAGES ? l->n_stage_layers : LB_MAX_STAGES;
-
-		ADD("%s", sep_s);
-		for (int i = 0; i < k; i++)
-			ADD("%s%d", i ? "," : "", l->stage_layers[i]);
-	}
-#undef ADD
-	return (int)used;
-}
-
 /* A text built with snprintf's contract (the length it needs; truncated, NUL-terminated
  * within len) by plain appends: the canonical text is made for every point of a grid, and
  * one snprintf of its 21 fields cost more than the rest of judging a point. */
@@ -205,15 +525,13 @@ static void put_s(struct tbuf *b, const char *s)
 	put_n(b, s, strlen(s));
 }
 
-/* key (a literal: " layers=") and v in decimal, as "%d" writes it */
-#define put_kv(b, key, v) put_kv_n(b, key, sizeof(key) - 1, v)
-static void put_kv_n(struct tbuf *b, const char *key, size_t klen, int v)
+/* v in decimal, as "%d" writes it */
+static void put_int(struct tbuf *b, int v)
 {
 	char d[12];
 	int n = 12;
 	unsigned u = v < 0 ? 0u - (unsigned)v : (unsigned)v;
 
-	put_n(b, key, klen);
 	do
 		d[--n] = (char)('0' + u % 10);
 	while ((u /= 10) && n > 1);
@@ -222,40 +540,52 @@ static void put_kv_n(struct tbuf *b, const char *key, size_t klen, int v)
 	put_n(b, d + n, (size_t)(12 - n));
 }
 
+/* The canonical text's piece of one field, made for each line of the field list so that
+ * the compiler sees its key, kind and attributes (the text is made for every point of a
+ * grid): " key=value" (the model, first, without the space); nothing for a run setting,
+ * nor for a sparse field at its default. */
+#define CANON_KEY(key) put_n(&b, " " #key "=", sizeof(" " #key "=") - 1)
+#define CANON_SHOWN(attrs, v, dflt)                                                                \
+	(!((attrs)&LB_FA_RUN) && (!((attrs)&LB_FA_SPARSE) || (v) != (dflt)))
+#define CANON_NAME(f, key, v, dflt, attrs) put_s(&b, #key "="), put_s(&b, v);
+#define CANON_INT(f, key, v, dflt, attrs)                                                          \
+	if (CANON_SHOWN(attrs, v, dflt)) {                                                         \
+		CANON_KEY(key);                                                                    \
+		put_int(&b, v);                                                                    \
+	}
+#define CANON_POS    CANON_INT
+#define CANON_COUNT  CANON_INT
+#define CANON_BOOL   CANON_INT
+#define CANON_ZERO   CANON_INT
+#define CANON_CHUNKS CANON_INT
+#define CANON_ENUM(f, key, v, dflt, attrs)                                                         \
+	if (CANON_SHOWN(attrs, v, dflt)) {                                                         \
+		CANON_KEY(key);                                                                    \
+		put_s(&b, enum_name(f, v));                                                        \
+	}
+#define CANON_SEED(f, key, v, dflt, attrs)                                                         \
+	if (CANON_SHOWN(attrs, v, dflt)) {                                                         \
+		CANON_KEY(key);                                                                    \
+		lb_field_text(l, f, t, sizeof(t));                                                 \
+		put_s(&b, t);                                                                      \
+	}
+#define CANON_SPLIT(f, key, v, dflt, attrs)                                                        \
+	if (!((attrs)&LB_FA_RUN) && lb_field_shown(l, f)) {                                        \
+		CANON_KEY(key);                                                                    \
+		lb_field_text(l, f, t, sizeof(t));                                                 \
+		put_s(&b, t);                                                                      \
+	}
+
 int lb_layout_canonical(const struct lb_layout *l, char *buf, size_t len)
 {
-	const struct lb_model *m = &l->model;
-	char pipe[LB_MAX_STAGES * 12 + 64];
 	struct tbuf b = {buf, len, 0};
+	char t[LB_MAX_STAGES * 12 + 16];
 
-	if (pipeline_suffix(l, pipe, sizeof(pipe), " virtual_stages=%d", " stage_layers=") < 0)
-		pipe[0] = '\0';
-	put_s(&b, "model=");
-	put_s(&b, m->name);
-	put_kv(&b, " layers=", m->n_layers);
-	put_kv(&b, " hidden=", m->hidden);
-	put_kv(&b, " heads=", m->n_heads);
-	put_kv(&b, " kv_heads=", m->n_kv_heads);
-	put_kv(&b, " ffn=", m->ffn);
-	put_kv(&b, " vocab=", m->vocab);
-	put_kv(&b, " tied=", m->tied);
-	put_kv(&b, " seq_len=", l->seq_len);
-	put_kv(&b, " global_batch=", l->global_batch);
-	put_kv(&b, " micro_batch=", l->micro_batch);
-	put_kv(&b, " tp=", l->tp);
-	put_kv(&b, " pp=", l->pp);
-	put_kv(&b, " dp=", l->dp);
-	put_kv(&b, " gpus_per_node=", l->gpus_per_node);
-	put_kv(&b, " nodes=", l->nodes);
-	put_kv(&b, " sequence_parallel=", l->sequence_parallel);
-	put_kv(&b, " zero_stage=", l->zero_stage);
-	put_s(&b, " checkpointing=");
-	put_s(&b, lb_ckpt_name(l->checkpointing));
-	put_s(&b, " attention=");
-	put_s(&b, lb_attn_name(l->attention));
-	put_s(&b, " norm=");
-	put_s(&b, lb_norm_name(l->norm));
-	put_s(&b, pipe);
+#define LB_MODEL_FIELD(ID, key, member, column, kind, ctype, dflt, attrs, head, names, help)       \
+	CANON_##kind(LB_FLD_##ID, key, l->model.member, l->model.member, attrs)
+#define LB_LAYOUT_FIELD(ID, key, member, column, kind, ctype, dflt, attrs, head, names, help)      \
+	CANON_##kind(LB_FLD_##ID, key, l->member, dflt, attrs)
+#include "common/layout_fields.def"
 	if (len)
 		buf[b.used < len ? b.used : len - 1] = '\0';
 	return b.used > INT_MAX ? -1 : (int)b.used;
@@ -274,19 +604,50 @@ void lb_layout_id(const struct lb_layout *l, char out[LB_ID_LEN + 1])
 	out[LB_ID_LEN] = '\0';
 }
 
-static const char *const ckpt_names[] = {"none", "full", "selective"};
-static const char *const attn_names[] = {"naive", "fused_softmax", "flash", "cudnn"};
-static const char *const norm_names[] = {"unfused", "fused"};
-#define NELEM(a) (sizeof(a) / sizeof((a)[0]))
-
+/* The ENUM fields' names under their old names. */
 const char *lb_ckpt_name(enum lb_ckpt c)
 {
-	return (unsigned)c < NELEM(ckpt_names) ? ckpt_names[c] : "invalid";
+	return enum_name(LB_FLD_CHECKPOINTING, c);
 }
 
 const char *lb_attn_name(enum lb_attn a)
 {
-	return (unsigned)a < NELEM(attn_names) ? attn_names[a] : "invalid";
+	return enum_name(LB_FLD_ATTENTION, a);
+}
+
+const char *lb_norm_name(enum lb_norm n)
+{
+	return enum_name(LB_FLD_NORM, n);
+}
+
+int lb_ckpt_parse(const char *s, enum lb_ckpt *out)
+{
+	int i = lb_field_enum_index(LB_FLD_CHECKPOINTING, s);
+
+	if (i < 0)
+		return -1;
+	*out = (enum lb_ckpt)i;
+	return 0;
+}
+
+int lb_attn_parse(const char *s, enum lb_attn *out)
+{
+	int i = lb_field_enum_index(LB_FLD_ATTENTION, s);
+
+	if (i < 0)
+		return -1;
+	*out = (enum lb_attn)i;
+	return 0;
+}
+
+int lb_norm_parse(const char *s, enum lb_norm *out)
+{
+	int i = lb_field_enum_index(LB_FLD_NORM, s);
+
+	if (i < 0)
+		return -1;
+	*out = (enum lb_norm)i;
+	return 0;
 }
 
 int lb_attn_saves_lse(enum lb_attn a)
@@ -299,279 +660,20 @@ int lb_attn_gpu_only(enum lb_attn a)
 	return a == LB_ATTN_CUDNN;
 }
 
-const char *lb_norm_name(enum lb_norm n)
-{
-	return (unsigned)n < NELEM(norm_names) ? norm_names[n] : "invalid";
-}
-
-static int name_index(const char *s, const char *const *names, size_t n)
-{
-	size_t i;
-
-	if (!s)
-		return -1;
-	for (i = 0; i < n; i++)
-		if (!strcmp(s, names[i]))
-			return (int)i;
-	return -1;
-}
-
-int lb_ckpt_parse(const char *s, enum lb_ckpt *out)
-{
-	int i = name_index(s, ckpt_names, NELEM(ckpt_names));
-
-	if (i < 0)
-		return -1;
-	*out = (enum lb_ckpt)i;
-	return 0;
-}
-
-int lb_attn_parse(const char *s, enum lb_attn *out)
-{
-	int i = name_index(s, attn_names, NELEM(attn_names));
-
-	if (i < 0)
-		return -1;
-	*out = (enum lb_attn)i;
-	return 0;
-}
-
-int lb_norm_parse(const char *s, enum lb_norm *out)
-{
-	int i = name_index(s, norm_names, NELEM(norm_names));
-
-	if (i < 0)
-		return -1;
-	*out = (enum lb_norm)i;
-	return 0;
-}
-
-/* The flag table: one row per layout flag. */
-enum flag_kind {
-	F_MODEL,  /* preset name */
-	F_POS,	  /* integer >= 1 */
-	F_NONNEG, /* integer >= 0 */
-	F_BOOL,	  /* 0 or 1 */
-	F_ZERO,	  /* ZeRO stage: 0..3 parsed, lb_layout_check keeps {0,1,2} */
-	F_CKPT,
-	F_ATTN,
-	F_NORM,
-	F_U64,
-	F_SPLIT,   /* comma-separated positive integers */
-	F_VSTAGES, /* 1..LB_MAX_VIRTUAL_STAGES */
-};
-
-struct flag_def {
-	const char *name;
-	enum flag_kind kind;
-	size_t off; /* offset of the field in struct lb_layout */
-};
-
-#define OFF(f) offsetof(struct lb_layout, f)
-static const struct flag_def flags[] = {
-    {"--model", F_MODEL, 0},
-    {"--layers", F_POS, OFF(model.n_layers)},
-    {"--hidden", F_POS, OFF(model.hidden)},
-    {"--heads", F_POS, OFF(model.n_heads)},
-    {"--kv-heads", F_POS, OFF(model.n_kv_heads)},
-    {"--ffn", F_POS, OFF(model.ffn)},
-    {"--vocab", F_POS, OFF(model.vocab)},
-    {"--tied", F_BOOL, OFF(model.tied)},
-    {"--seq-len", F_POS, OFF(seq_len)},
-    {"--global-batch", F_POS, OFF(global_batch)},
-    {"--micro-batch", F_POS, OFF(micro_batch)},
-    {"--tp", F_POS, OFF(tp)},
-    {"--pp", F_POS, OFF(pp)},
-    {"--dp", F_POS, OFF(dp)},
-    {"--gpus-per-node", F_POS, OFF(gpus_per_node)},
-    {"--nodes", F_POS, OFF(nodes)},
-    {"--sequence-parallel", F_BOOL, OFF(sequence_parallel)},
-    {"--zero-stage", F_ZERO, OFF(zero_stage)},
-    {"--checkpointing", F_CKPT, OFF(checkpointing)},
-    {"--attention", F_ATTN, OFF(attention)},
-    {"--norm", F_NORM, OFF(norm)},
-    {"--virtual-stages", F_VSTAGES, OFF(virtual_stages)},
-    {"--stage-layers", F_SPLIT, OFF(stage_layers)},
-    {"--steps", F_POS, OFF(steps)},
-    {"--warmup", F_NONNEG, OFF(warmup)},
-    {"--seed", F_U64, OFF(seed)},
-};
-#undef OFF
-
-static const struct flag_def *flag_find(const char *name)
-{
-	size_t i;
-
-	for (i = 0; i < NELEM(flags); i++)
-		if (!strcmp(name, flags[i].name))
-			return &flags[i];
-	return NULL;
-}
-
-static void preset_list(char *buf, size_t len)
-{
-	const char *const *names = lb_model_preset_names();
-	size_t used = 0;
-	int n;
-
-	buf[0] = '\0';
-	for (; *names; names++) {
-		n = snprintf(buf + used, len - used, "%s%s", used ? ", " : "", *names);
-		if (n < 0 || (size_t)n >= len - used)
-			break;
-		used += (size_t)n;
-	}
-}
-
-/* --stage-layers A,B,...: positive integers, at most LB_MAX_STAGES; "" or "rule" clears
- * the split (back to the rule). The record changes only when the whole list parses. */
-static int set_split(struct lb_layout *l, const char *name, const char *value, char *err,
-		     size_t errlen)
-{
-	int vals[LB_MAX_STAGES], n = 0;
-	const char *p = value;
-
-	if (!*value || !strcmp(value, "rule")) {
-		l->n_stage_layers = 0;
-		return 1;
-	}
-	for (;;) {
-		const char *comma = strchr(p, ',');
-		size_t k = comma ? (size_t)(comma - p) : strlen(p);
-		char item[16];
-
-		if (n == LB_MAX_STAGES) {
-			snprintf(err, errlen, "%s: more than %d entries in '%.200s'", name,
-				 LB_MAX_STAGES, value);
-			return -1;
-		}
-		if (k == 0 || k >= sizeof(item)) {
-			snprintf(err, errlen,
-				 "%s: expected positive integers separated by commas (layers per "
-				 "stage, e.g. 7,8,8,7), got '%.200s'",
-				 name, value);
-			return -1;
-		}
-		memcpy(item, p, k);
-		item[k] = '\0';
-		if (lb_parse_int(item, 1, 1 << 30, &vals[n])) {
-			snprintf(err, errlen,
-				 "%s: entry %d is '%s'; every stage needs a positive number of "
-				 "layers (e.g. 7,8,8,7)",
-				 name, n + 1, item);
-			return -1;
-		}
-		n++;
-		if (!comma)
-			break;
-		p = comma + 1;
-	}
-	memcpy(l->stage_layers, vals, (size_t)n * sizeof(vals[0]));
-	l->n_stage_layers = n;
-	return 1;
-}
+/* ------------------------------------------------------------------ flags */
 
 int lb_layout_set_flag(struct lb_layout *l, const char *name, const char *value, char *err,
 		       size_t errlen)
 {
-	const struct flag_def *f = flag_find(name);
-	char *base = (char *)l;
-	int *ip = NULL;
-	int v;
+	int f = lb_field_find_flag(name);
 
-	if (!f)
+	if (f < 0)
 		return 0;
 	if (!value) {
 		snprintf(err, errlen, "%s: missing value", name);
 		return -1;
 	}
-	if (f->kind != F_MODEL && f->kind != F_U64 && f->kind != F_SPLIT)
-		ip = (int *)(base + f->off);
-	switch (f->kind) {
-	case F_MODEL: {
-		struct lb_model m;
-		char list[512];
-
-		if (lb_model_preset(value, &m)) {
-			preset_list(list, sizeof(list));
-			snprintf(err, errlen, "%s: unknown preset '%s' (known: %s)", name, value,
-				 list);
-			return -1;
-		}
-		l->model = m;
-		return 1;
-	}
-	case F_POS:
-		if (lb_parse_int(value, 1, 1 << 30, &v)) {
-			snprintf(err, errlen, "%s: expected a positive integer, got '%s'", name,
-				 value);
-			return -1;
-		}
-		*ip = v;
-		return 1;
-	case F_NONNEG:
-		if (lb_parse_int(value, 0, 1 << 30, &v)) {
-			snprintf(err, errlen, "%s: expected a non-negative integer, got '%s'", name,
-				 value);
-			return -1;
-		}
-		*ip = v;
-		return 1;
-	case F_BOOL:
-		if (lb_parse_int(value, 0, 1, &v)) {
-			snprintf(err, errlen, "%s: expected 0 or 1, got '%s'", name, value);
-			return -1;
-		}
-		*ip = v;
-		return 1;
-	case F_ZERO:
-		if (lb_parse_int(value, 0, 3, &v)) {
-			snprintf(err, errlen, "%s: expected 0, 1 or 2, got '%s'", name, value);
-			return -1;
-		}
-		*ip = v;
-		return 1;
-	case F_CKPT:
-		if (lb_ckpt_parse(value, &l->checkpointing)) {
-			snprintf(err, errlen, "%s: expected none, full or selective, got '%s'",
-				 name, value);
-			return -1;
-		}
-		return 1;
-	case F_ATTN:
-		if (lb_attn_parse(value, &l->attention)) {
-			snprintf(err, errlen,
-				 "%s: expected naive, fused_softmax, flash or cudnn, got '%s'",
-				 name, value);
-			return -1;
-		}
-		return 1;
-	case F_NORM:
-		if (lb_norm_parse(value, &l->norm)) {
-			snprintf(err, errlen, "%s: expected unfused or fused, got '%s'", name,
-				 value);
-			return -1;
-		}
-		return 1;
-	case F_U64:
-		if (lb_parse_u64(value, &l->seed)) {
-			snprintf(err, errlen, "%s: expected an unsigned integer, got '%s'", name,
-				 value);
-			return -1;
-		}
-		return 1;
-	case F_VSTAGES:
-		if (lb_parse_int(value, 1, LB_MAX_VIRTUAL_STAGES, &v)) {
-			snprintf(err, errlen, "%s: expected an integer from 1 to %d, got '%s'",
-				 name, LB_MAX_VIRTUAL_STAGES, value);
-			return -1;
-		}
-		*ip = v;
-		return 1;
-	case F_SPLIT:
-		return set_split(l, name, value, err, errlen);
-	}
-	return 0;
+	return lb_field_parse(l, f, name, value, err, errlen) ? -1 : 1;
 }
 
 int lb_layout_parse_args(struct lb_layout *l, int argc, char **argv, char **rest, int *nrest,
@@ -593,7 +695,7 @@ int lb_layout_parse_args(struct lb_layout *l, int argc, char **argv, char **rest
 		}
 		memcpy(name, a, nlen);
 		name[nlen] = '\0';
-		if (!flag_find(name)) {
+		if (lb_field_find_flag(name) < 0) {
 			rest[(*nrest)++] = argv[i];
 			continue;
 		}
@@ -613,80 +715,112 @@ int lb_layout_parse_args(struct lb_layout *l, int argc, char **argv, char **rest
 
 int lb_layout_to_flags(const struct lb_layout *l, char *buf, size_t len)
 {
-	const struct lb_model *m = &l->model;
-	char pipe[LB_MAX_STAGES * 12 + 64];
+	size_t used = 0;
+	char flag[64], v[LB_MAX_STAGES * 12 + 16];
 
-	if (pipeline_suffix(l, pipe, sizeof(pipe), " --virtual-stages %d", " --stage-layers ") < 0)
-		pipe[0] = '\0';
-	return snprintf(buf, len,
-			"--model %s --layers %d --hidden %d --heads %d --kv-heads %d --ffn %d "
-			"--vocab %d --tied %d --seq-len %d --global-batch %d --micro-batch %d "
-			"--tp %d --pp %d --dp %d --gpus-per-node %d --nodes %d "
-			"--sequence-parallel %d --zero-stage %d --checkpointing %s --attention %s "
-			"--norm %s%s --steps %d --warmup %d --seed %llu",
-			m->name, m->n_layers, m->hidden, m->n_heads, m->n_kv_heads, m->ffn,
-			m->vocab, m->tied, l->seq_len, l->global_batch, l->micro_batch, l->tp,
-			l->pp, l->dp, l->gpus_per_node, l->nodes, l->sequence_parallel,
-			l->zero_stage, lb_ckpt_name(l->checkpointing), lb_attn_name(l->attention),
-			lb_norm_name(l->norm), pipe, l->steps, l->warmup,
-			(unsigned long long)l->seed);
+	if (len)
+		buf[0] = '\0';
+	for (int f = 0; f < LB_NFIELDS; f++) {
+		if (!lb_field_shown(l, f))
+			continue;
+		lb_field_text(l, f, v, sizeof(v));
+		used += (size_t)snprintf(used < len ? buf + used : NULL,
+					 used < len ? len - used : 0, "%s%s %s", used ? " " : "",
+					 lb_field_flag(f, flag, sizeof(flag)), v);
+	}
+	return used > INT_MAX ? -1 : (int)used;
+}
+
+/* The value a flag takes in usage: "N", "0|1", "none|full|selective". */
+static void flag_arg(int f, char *buf, size_t len)
+{
+	const struct lb_field_info *fi = &lb_fields[f];
+	size_t used = 0;
+
+	switch (fi->kind) {
+	case LB_FK_NAME:
+		snprintf(buf, len, "NAME");
+		return;
+	case LB_FK_BOOL:
+		snprintf(buf, len, "0|1");
+		return;
+	case LB_FK_ZERO:
+		snprintf(buf, len, "0|1|2");
+		return;
+	case LB_FK_SPLIT:
+		snprintf(buf, len, "A,B,...");
+		return;
+	case LB_FK_ENUM:
+		buf[0] = '\0';
+		for (int i = 0; i < fi->n_names && used < len; i++)
+			used += (size_t)snprintf(buf + used, len - used, "%s%s", i ? "|" : "",
+						 fi->names[i]);
+		return;
+	default:
+		snprintf(buf, len, "N");
+	}
 }
 
 const char *lb_layout_flags_usage(void)
 {
-	return "layout flags (\"--flag VALUE\" or \"--flag=VALUE\"):\n"
-	       "  --model NAME            model preset (llama-7b, llama-13b, llama-30b, "
-	       "llama-65b,\n"
-	       "                          llama-70b, tiny, tiny-gqa, tiny-deep, tiny-tied); "
-	       "comes first\n"
-	       "  --layers N --hidden N --heads N --kv-heads N --ffn N --vocab N --tied 0|1\n"
-	       "                          override the preset's shape\n"
-	       "  --seq-len N             tokens per sequence\n"
-	       "  --global-batch N        sequences per optimizer step\n"
-	       "  --micro-batch N         sequences per micro-batch per data-parallel rank\n"
-	       "  --tp N --pp N --dp N    tensor, pipeline and data-parallel sizes\n"
-	       "  --gpus-per-node N --nodes N\n"
-	       "  --sequence-parallel 0|1 Megatron sequence parallelism (needs tp > 1)\n"
-	       "  --zero-stage 0|1|2      ZeRO over dp: 1 shards the optimizer state, 2 the\n"
-	       "                          gradients as well\n"
-	       "  --checkpointing none|full|selective\n"
-	       "  --attention naive|fused_softmax|flash|cudnn\n"
-	       "  --norm unfused|fused    RMSNorm kernel\n"
-	       "  --virtual-stages N      model chunks per pipeline stage (default 1); N > 1\n"
-	       "                          runs the interleaved 1F1B schedule\n"
-	       "  --stage-layers A,B,...  layers of each pipeline stage (pp*N entries, in\n"
-	       "                          pipeline order), in place of the even split\n"
-	       "  --steps N --warmup N --seed N   run settings (not part of the layout id)\n";
+	static char out[8192];
+	struct lb_strbuf sb = LB_STRBUF_INIT;
+	char flag[64], arg[128], help[640], list[512];
+
+	lb_strbuf_adds(&sb, "layout flags (\"--flag VALUE\" or \"--flag=VALUE\"):\n");
+	for (int f = 0; f < LB_NFIELDS; f++) {
+		const struct lb_field_info *fi = &lb_fields[f];
+
+		lb_field_flag(f, flag, sizeof(flag));
+		flag_arg(f, arg, sizeof(arg));
+		if (fi->kind == LB_FK_NAME) {
+			preset_list(list, sizeof(list));
+			snprintf(help, sizeof(help), "%s; one of %s", fi->help, list);
+		} else {
+			snprintf(help, sizeof(help), "%s%s", fi->help,
+				 fi->attrs & LB_FA_RUN ? " (a run setting: not part of the id)"
+						       : "");
+		}
+		lb_strbuf_add_usage(&sb, flag, arg, help);
+	}
+	snprintf(out, sizeof(out), "%s", sb.failed ? "" : lb_strbuf_str(&sb));
+	lb_strbuf_release(&sb);
+	return out;
 }
 
-/* 1 when a and b split their layers alike (lb_layout_equal's other fields equal). */
-static int same_split(const struct lb_layout *a, const struct lb_layout *b)
-{
-	char sa[LB_MAX_STAGES * 12 + 64], sb[LB_MAX_STAGES * 12 + 64];
-
-	if (lb_layout_chunks(a) != lb_layout_chunks(b))
-		return 0;
-	if (pipeline_suffix(a, sa, sizeof(sa), " v%d", " s") < 0 ||
-	    pipeline_suffix(b, sb, sizeof(sb), " v%d", " s") < 0)
-		return 0;
-	return !strcmp(sa, sb);
-}
+/* ------------------------------------------------------------------ equality and checks */
 
 int lb_layout_equal(const struct lb_layout *a, const struct lb_layout *b)
 {
-	const struct lb_model *x = &a->model, *y = &b->model;
+	for (int f = 0; f < LB_NFIELDS; f++) {
+		const struct lb_field_info *fi = &lb_fields[f];
+		char sa[LB_MAX_STAGES * 12 + 16], sb[LB_MAX_STAGES * 12 + 16];
 
-	return same_split(a, b) && !strcmp(x->name, y->name) && x->n_layers == y->n_layers &&
-	       x->hidden == y->hidden && x->n_heads == y->n_heads &&
-	       x->n_kv_heads == y->n_kv_heads && x->ffn == y->ffn && x->vocab == y->vocab &&
-	       x->tied == y->tied && a->seq_len == b->seq_len &&
-	       a->global_batch == b->global_batch && a->micro_batch == b->micro_batch &&
-	       a->tp == b->tp && a->pp == b->pp && a->dp == b->dp &&
-	       a->gpus_per_node == b->gpus_per_node && a->nodes == b->nodes &&
-	       a->sequence_parallel == b->sequence_parallel && a->zero_stage == b->zero_stage &&
-	       a->checkpointing == b->checkpointing && a->attention == b->attention &&
-	       a->norm == b->norm && a->steps == b->steps && a->warmup == b->warmup &&
-	       a->seed == b->seed;
+		switch (fi->kind) {
+		case LB_FK_NAME:
+			if (strcmp((const char *)a + fi->off, (const char *)b + fi->off))
+				return 0;
+			break;
+		case LB_FK_CHUNKS: /* 0 and 1 are both one block per stage */
+			if (lb_layout_chunks(a) != lb_layout_chunks(b))
+				return 0;
+			break;
+		case LB_FK_SPLIT: /* by the layers each chunk gets: the rule's equals none */
+			if (lb_field_shown(a, f) != lb_field_shown(b, f))
+				return 0;
+			if (lb_field_shown(a, f)) {
+				lb_field_text(a, f, sa, sizeof(sa));
+				lb_field_text(b, f, sb, sizeof(sb));
+				if (strcmp(sa, sb))
+					return 0;
+			}
+			break;
+		default:
+			if (lb_field_get(a, f) != lb_field_get(b, f))
+				return 0;
+		}
+	}
+	return 1;
 }
 
 #define FAIL(...)                                                                                  \
@@ -696,51 +830,103 @@ int lb_layout_equal(const struct lb_layout *a, const struct lb_layout *b)
 		return -1;                                                                         \
 	} while (0)
 
+/* 1 when field f's value is in its kind's range (the kinds lb_layout_check reads). */
+static int field_valid(const struct lb_layout *l, int f)
+{
+	long long v;
+
+	switch (lb_fields[f].kind) {
+	case LB_FK_NAME:
+	case LB_FK_SPLIT:
+	case LB_FK_CHUNKS:
+	case LB_FK_SEED:
+		return 1; /* the rules below */
+	default:
+		v = *cint_at(l, f);
+	}
+	switch (lb_fields[f].kind) {
+	case LB_FK_POS:
+		return v > 0;
+	case LB_FK_COUNT:
+		return v >= 0;
+	case LB_FK_BOOL:
+		return v == 0 || v == 1;
+	case LB_FK_ENUM:
+		return v >= 0 && v < lb_fields[f].n_names;
+	case LB_FK_ZERO:
+		return v >= 0 && v <= 2;
+	default:
+		return 1;
+	}
+}
+
+/* 1 when every field is in its range: field_valid of each, made for each line of the field
+ * list (a layout is checked for every point of a grid). */
+#define VALID_NAME(key, v)   1
+#define VALID_POS(key, v)    (v) > 0
+#define VALID_COUNT(key, v)  (v) >= 0
+#define VALID_BOOL(key, v)   ((v) == 0 || (v) == 1)
+#define VALID_ZERO(key, v)   ((v) >= 0 && (v) <= 2)
+#define VALID_CHUNKS(key, v) 1
+#define VALID_ENUM(key, v)   (unsigned)(v) < NELEM(key##_names)
+#define VALID_SPLIT(key, v)  1
+#define VALID_SEED(key, v)   1
+static int all_valid(const struct lb_layout *l)
+{
+	return 1
+#define LB_MODEL_FIELD(ID, key, member, column, kind, ctype, dflt, attrs, head, names, help)       \
+	&&VALID_##kind(key, l->model.member)
+#define LB_LAYOUT_FIELD(ID, key, member, column, kind, ctype, dflt, attrs, head, names, help)      \
+	&&VALID_##kind(key, l->member)
+#include "common/layout_fields.def"
+	    ;
+}
+
+/* The first field out of its range, kind by kind in this order, with its reason. */
+static int field_ranges(const struct lb_layout *l, char *reason, size_t len)
+{
+	static const enum lb_field_kind order[] = {LB_FK_POS, LB_FK_COUNT, LB_FK_BOOL, LB_FK_ENUM,
+						   LB_FK_ZERO};
+	char what[128];
+	int f;
+
+	if (all_valid(l))
+		return 0; /* the common case */
+	for (size_t k = 0; k < NELEM(order); k++)
+		for (f = 0; f < LB_NFIELDS; f++) {
+			const char *key = lb_fields[f].key;
+			int v = (int)lb_field_get(l, f);
+
+			if (lb_fields[f].kind != order[k] || field_valid(l, f))
+				continue;
+			switch (order[k]) {
+			case LB_FK_POS:
+				FAIL("%s=%d must be positive", key, v);
+			case LB_FK_COUNT:
+				FAIL("%s=%d must not be negative", key, v);
+			case LB_FK_BOOL:
+				FAIL("%s=%d must be 0 or 1", key, v);
+			case LB_FK_ENUM:
+				FAIL("%s=%d is not %s", key, v,
+				     names_words(f, 0, what, sizeof(what)));
+			default:
+				FAIL("%s=%d is not supported (%s)", key, v,
+				     lb_field_expect(f, 0, what, sizeof(what)));
+			}
+		}
+	return 0;
+}
+
 int lb_layout_check(const struct lb_layout *l, char *reason, size_t len)
 {
 	const struct lb_model *m = &l->model;
-	const struct {
-		const char *name;
-		int v;
-	} pos[] = {
-	    {"layers", m->n_layers},
-	    {"hidden", m->hidden},
-	    {"heads", m->n_heads},
-	    {"kv_heads", m->n_kv_heads},
-	    {"ffn", m->ffn},
-	    {"vocab", m->vocab},
-	    {"seq_len", l->seq_len},
-	    {"global_batch", l->global_batch},
-	    {"micro_batch", l->micro_batch},
-	    {"tp", l->tp},
-	    {"pp", l->pp},
-	    {"dp", l->dp},
-	    {"gpus_per_node", l->gpus_per_node},
-	    {"nodes", l->nodes},
-	    {"steps", l->steps},
-	};
 	long long world, gpus, per;
 	size_t i;
 
 	if (len)
 		reason[0] = '\0';
-	for (i = 0; i < NELEM(pos); i++)
-		if (pos[i].v <= 0)
-			FAIL("%s=%d must be positive", pos[i].name, pos[i].v);
-	if (l->warmup < 0)
-		FAIL("warmup=%d must not be negative", l->warmup);
-	if (m->tied != 0 && m->tied != 1)
-		FAIL("tied=%d must be 0 or 1", m->tied);
-	if (l->sequence_parallel != 0 && l->sequence_parallel != 1)
-		FAIL("sequence_parallel=%d must be 0 or 1", l->sequence_parallel);
-	if ((unsigned)l->checkpointing >= NELEM(ckpt_names))
-		FAIL("checkpointing=%d is not none, full or selective", (int)l->checkpointing);
-	if ((unsigned)l->attention >= NELEM(attn_names))
-		FAIL("attention=%d is not naive, fused_softmax, flash or cudnn", (int)l->attention);
-	if ((unsigned)l->norm >= NELEM(norm_names))
-		FAIL("norm=%d is not unfused or fused", (int)l->norm);
-	if (l->zero_stage < 0 || l->zero_stage > 2)
-		FAIL("zero_stage=%d is not supported (0, 1 or 2)", l->zero_stage);
+	if (field_ranges(l, reason, len))
+		return -1;
 	if (m->hidden % m->n_heads)
 		FAIL("%d heads do not divide hidden=%d", m->n_heads, m->hidden);
 	if ((m->hidden / m->n_heads) % 2)

@@ -15,7 +15,6 @@
 #include "common/preset.h"
 
 #define LB_ID_LEN	      16 /* hex digits of the layout id */
-#define LB_MAX_STAGES	      64 /* entries of an explicit layer split (pp * virtual_stages) */
 #define LB_MAX_VIRTUAL_STAGES 16 /* model chunks per pipeline stage */
 
 enum lb_ckpt { LB_CKPT_NONE = 0, LB_CKPT_FULL, LB_CKPT_SELECTIVE };
@@ -23,37 +22,89 @@ enum lb_ckpt { LB_CKPT_NONE = 0, LB_CKPT_FULL, LB_CKPT_SELECTIVE };
 enum lb_attn { LB_ATTN_NAIVE = 0, LB_ATTN_FUSED_SOFTMAX, LB_ATTN_FLASH, LB_ATTN_CUDNN };
 enum lb_norm { LB_NORM_UNFUSED = 0, LB_NORM_FUSED };
 
-struct lb_layout {
-	struct lb_model model;
-	int seq_len;	  /* tokens per sequence */
-	int global_batch; /* sequences per optimizer step */
-	int micro_batch;  /* sequences per micro-batch per data-parallel rank */
-	int tp, pp, dp;
-	int gpus_per_node;
-	int nodes;
-	int sequence_parallel; /* 0/1 */
-	int zero_stage;	       /* 0, 1 (optimizer state sharded over dp) or 2 (gradients too) */
-	enum lb_ckpt checkpointing;
-	enum lb_attn attention;
-	enum lb_norm norm;
-	int virtual_stages; /* model chunks per pipeline stage: > 1 runs the interleaved
-			       1F1B schedule (Megatron's virtual pipeline), stage s holding
-			       chunks s, s + pp, s + 2*pp, ... of the pp*virtual_stages
-			       chunks in pipeline order; 1: one contiguous block per stage */
-	int n_stage_layers; /* 0: the split rule (lb_chunk_layers); else the entries of
-			       stage_layers, which must be pp * virtual_stages */
-	int stage_layers[LB_MAX_STAGES]; /* explicit layers per model chunk, in pipeline
-					    order (chunk 0 of stage 0, ..., of stage pp-1,
-					    chunk 1 of stage 0, ...): "7,8,8,7" */
-	/* run settings: not part of the id */
-	int steps;
-	int warmup; /* steps excluded from steady-state statistics */
-	uint64_t seed;
+/* The layout's fields by number, in the canonical order (common/layout_fields.def). */
+enum lb_field {
+#define LB_MODEL_FIELD(ID, ...)	 LB_FLD_##ID,
+#define LB_LAYOUT_FIELD(ID, ...) LB_FLD_##ID,
+#include "common/layout_fields.def"
+	LB_NFIELDS
 };
 
-/* Fill with defaults: model "tiny" preset, seq 128, batch 8, mb 1, tp=pp=dp=1,
- * 1 GPU per node, 1 node, no SP, zero 0, ckpt none, flash, fused, one virtual stage,
- * the split rule, steps 10, warmup 2, seed 1. */
+/* The layout record: the model, then the layout fields of common/layout_fields.def (the
+ * line of each says what it is). n_stage_layers counts the entries of stage_layers, the
+ * explicit layers per model chunk in pipeline order (chunk 0 of stage 0, ..., of stage
+ * pp-1, chunk 1 of stage 0, ...), pp * virtual_stages of them; 0: the split rule
+ * (lb_chunk_layers). The run settings (steps, warmup, seed) are not part of the id. */
+struct lb_layout {
+	struct lb_model model;
+#define LB_LAYOUT_FIELD(ID, key, member, column, kind, ctype, dflt, attrs, head, names, help)      \
+	LB_FIELD_DECL_##kind(ctype, member)
+#include "common/layout_fields.def"
+};
+
+/* How a field's values read, print and check. */
+enum lb_field_kind {
+	LB_FK_NAME,   /* the model preset's name */
+	LB_FK_POS,    /* an integer >= 1 */
+	LB_FK_COUNT,  /* an integer >= 0 */
+	LB_FK_BOOL,   /* 0 or 1 */
+	LB_FK_ZERO,   /* a ZeRO stage: 0, 1 or 2 (3 reads, and is refused by the check) */
+	LB_FK_CHUNKS, /* model chunks per pipeline stage: 1 to LB_MAX_VIRTUAL_STAGES */
+	LB_FK_ENUM,   /* one of the field's names, stored as its index */
+	LB_FK_SPLIT,  /* layers per model chunk: up to LB_MAX_STAGES positive integers */
+	LB_FK_SEED,   /* an unsigned 64-bit integer */
+};
+
+#define LB_FA_RUN     1u /* a run setting: not part of the id */
+#define LB_FA_DERIVED 2u /* made by the planner from gpus and the cluster */
+#define LB_FA_SPARSE  4u /* written only when it differs from its default */
+
+/* One field: the row of common/layout_fields.def. */
+struct lb_field_info {
+	const char *key;    /* "kv_heads": canonical text, logs, JSON, specs, `where` */
+	const char *column; /* "n_kv_heads": the layouts table's column */
+	enum lb_field_kind kind;
+	unsigned attrs;		  /* LB_FA_* */
+	int in_model;		  /* 1: a member of struct lb_model */
+	size_t off;		  /* offset of the member in struct lb_layout */
+	long long lo, hi;	  /* the range a value reads in (integer kinds) */
+	long long dflt;		  /* lb_layout_init's value (not NAME) */
+	const char *head;	  /* the plan table's heading; NULL: not in the plan */
+	const char *const *names; /* ENUM: its names, n_names of them */
+	int n_names;
+	const char *help; /* one line of usage */
+};
+extern const struct lb_field_info lb_fields[LB_NFIELDS];
+
+/* The field whose flag is flag ("--kv-heads", the key with '-' for '_'), or -1. */
+int lb_field_find_flag(const char *flag);
+/* The flag of field f into buf ("--kv-heads"). Returns buf. */
+char *lb_field_flag(int f, char *buf, size_t len);
+/* The value of an integer, BOOL, ENUM (its index) or SEED field (as its bits); 0 for
+ * NAME and SPLIT. */
+long long lb_field_get(const struct lb_layout *l, int f);
+/* Set such a field. */
+void lb_field_set(struct lb_layout *l, int f, long long v);
+/* 1 when field f is written for l: always, but for a sparse field only when it differs
+ * from its default (a split: when it is not the rule's). */
+int lb_field_shown(const struct lb_layout *l, int f);
+/* The value of field f as text ("llama-13b", "4", "flash", "7,8,8,7"): snprintf's
+ * contract. */
+int lb_field_text(const struct lb_layout *l, int f, char *buf, size_t len);
+/* ENUM: the index of name s among field f's names, or -1. */
+int lb_field_enum_index(int f, const char *s);
+/* What a value of field f must be, for messages: "a positive integer", "0 or 1", "none,
+ * full or selective" (quote: each name in double quotes, as JSON writes them). Returns
+ * buf. */
+char *lb_field_expect(int f, int quote, char *buf, size_t len);
+/* Parse text as field f's value into l, as the flags do (f's key in messages is flag,
+ * e.g. "--tp"). Returns 0, or -1 with err set ("--tp: expected a positive integer, got
+ * 'two'"); l changes only on success. */
+int lb_field_parse(struct lb_layout *l, int f, const char *flag, const char *text, char *err,
+		   size_t errlen);
+
+/* Fill with every field's default (common/layout_fields.def): the "tiny" preset, one
+ * rank, the split rule, ... */
 void lb_layout_init(struct lb_layout *l);
 
 /* Total GPUs (ranks): tp * pp * dp. */
@@ -92,11 +143,10 @@ int lb_stage_layer_count(const struct lb_layout *l, int stage);
  * split equal to the rule's is the same layout: same text, same id). */
 int lb_layout_split_explicit(const struct lb_layout *l);
 
-/* Canonical text: "key=value" pairs, space separated, fixed order, every id-bearing field.
- * virtual_stages and stage_layers follow the others and only when they change the
- * layout (virtual_stages > 1; a split other than the rule's), so every layout without
- * them keeps the id it had before they existed. Returns the length written (snprintf
- * semantics). */
+/* Canonical text: "key=value" pairs, space separated, in the fields' order, every field
+ * but the run settings; a sparse field (virtual_stages, stage_layers) only when it
+ * differs from its default, so every layout without it keeps the id it had before the
+ * field existed. Returns the length written (snprintf semantics). */
 int lb_layout_canonical(const struct lb_layout *l, char *buf, size_t len);
 
 /* Layout id: 16 lower-case hex digits of a 64-bit FNV-1a hash of the canonical text.
@@ -118,14 +168,11 @@ int lb_attn_gpu_only(enum lb_attn a);
 int lb_norm_parse(const char *s, enum lb_norm *out);
 
 /*
- * Flags. One parser and one printer, used by the CLI, the job scripts and the trainer.
- * Layout flags: --model NAME (loads the preset, resetting model fields), --layers,
- * --hidden, --heads, --kv-heads, --ffn, --vocab, --tied 0|1, --seq-len, --global-batch,
- * --micro-batch, --tp, --pp, --dp, --gpus-per-node, --nodes, --sequence-parallel 0|1,
- * --zero-stage 0|1|2, --checkpointing, --attention, --norm, --virtual-stages N,
- * --stage-layers A,B,... (positive integers, comma separated), --steps, --warmup, --seed.
- * Both "--flag VALUE" and "--flag=VALUE" are accepted. Numbers use strtol with range
- * checks. --model must come before model-field overrides (the printer emits it first).
+ * Flags. One parser and one printer, used by the CLI, the job scripts and the trainer:
+ * a flag per field, --key with '-' for '_' (--kv-heads, --stage-layers A,B,...). --model
+ * NAME loads the preset, resetting the model's fields, so it must come before their
+ * flags (the printer writes it first). Both "--flag VALUE" and "--flag=VALUE" are
+ * accepted. Numbers use strtol with range checks.
  */
 
 /* Try one flag. name is the flag without its value ("--tp"); value its argument.
@@ -141,12 +188,12 @@ int lb_layout_parse_args(struct lb_layout *l, int argc, char **argv, char **rest
 			 char *err, size_t errlen);
 
 /* Print every layout flag, model first, so that parsing the text back gives an equal
- * record ("--model llama-13b --layers 40 ... --seed 1"); --virtual-stages and
- * --stage-layers only when they change the layout (as in the canonical text). Returns
- * the length (snprintf semantics). */
+ * record ("--model llama-13b --layers 40 ... --seed 1"); a sparse field's only when it
+ * differs from its default (as in the canonical text). Returns the length (snprintf
+ * semantics). */
 int lb_layout_to_flags(const struct lb_layout *l, char *buf, size_t len);
 
-/* Usage lines for the layout flags (for --help). */
+/* Usage lines for the layout flags (for --help), one a flag, made from the fields. */
 const char *lb_layout_flags_usage(void);
 
 /* 1 if every field (run settings included) is equal; splits compare by the layers each
@@ -154,17 +201,16 @@ const char *lb_layout_flags_usage(void);
 int lb_layout_equal(const struct lb_layout *a, const struct lb_layout *b);
 
 /*
- * Validity rules, each with its reason. Checks the record's internal consistency:
- * positive sizes; heads and KV heads divisible by tp; KV heads divide heads; at least
- * one layer per pipeline stage (pp <= layers; lb_chunk_layers splits them);
- * virtual_stages in [1, LB_MAX_VIRTUAL_STAGES], > 1 only with pp > 1, with
- * pp*virtual_stages <= layers and the micro-batches per step a multiple of pp (the
- * interleaved schedule's rule, as in Megatron-LM); an explicit split with
- * pp*virtual_stages entries, each at least 1, summing to the layers;
- * gpus_per_node*nodes == tp*pp*dp; global batch divisible by micro_batch*dp; sequence
- * parallelism needs tp > 1 (and seq_len divisible by tp); vocab divisible by tp; ffn
- * divisible by tp; hidden divisible by heads; head dim even (RoPE); zero_stage in {0,1,2};
- * tp within one node (tp <= gpus_per_node); warmup < steps. Returns 0 if valid, else -1
+ * Validity rules, each with its reason. Checks every field's range (its kind's: positive
+ * sizes, 0 or 1, a known name, ...), then the record's internal consistency: heads and KV heads
+ * divisible by tp; KV heads divide heads; at least one layer per pipeline stage (pp <= layers;
+ * lb_chunk_layers splits them); virtual_stages in [1, LB_MAX_VIRTUAL_STAGES], > 1 only with pp > 1,
+ * with pp*virtual_stages <= layers and the micro-batches per step a multiple of pp (the interleaved
+ * schedule's rule, as in Megatron-LM); an explicit split with pp*virtual_stages entries, each at
+ * least 1, summing to the layers; gpus_per_node*nodes == tp*pp*dp; global batch divisible by
+ * micro_batch*dp; sequence parallelism needs tp > 1 (and seq_len divisible by tp); vocab divisible
+ * by tp; ffn divisible by tp; hidden divisible by heads; head dim even (RoPE); zero_stage in
+ * {0,1,2}; tp within one node (tp <= gpus_per_node); warmup < steps. Returns 0 if valid, else -1
  * with a reason such as "tp=3 does not divide 40 heads".
  */
 int lb_layout_check(const struct lb_layout *l, char *reason, size_t len);

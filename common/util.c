@@ -526,8 +526,7 @@ int lb_path_join(char *out, size_t len, const char *dir, const char *name)
 
 	while (n > 1 && dir[n - 1] == '/')
 		n--;
-	return snprintf(out, len, "%.*s%s%s", (int)n, dir, n && dir[n - 1] == '/' ? "" : "/",
-			name);
+	return snprintf(out, len, "%.*s%s%s", (int)n, dir, n && dir[n - 1] == '/' ? "" : "/", name);
 }
 
 int lb_sweep_name_check(const char *name, char *err, size_t errlen)
@@ -552,9 +551,8 @@ int lb_sweep_name_check(const char *name, char *err, size_t errlen)
 		if (n > 0 && (c == '.' || c == '_' || c == '-'))
 			continue;
 		if (!shown)
-			snprintf(err, errlen,
-				 "sweep name has the byte 0x%02x at character %zu: %s", c, n + 1,
-				 rule);
+			snprintf(err, errlen, "sweep name has the byte 0x%02x at character %zu: %s",
+				 c, n + 1, rule);
 		else if (n == 0 && (c == '.' || c == '_' || c == '-'))
 			snprintf(err, errlen, "sweep name '%.80s' starts with '%c': %s", name, c,
 				 rule);
@@ -562,9 +560,8 @@ int lb_sweep_name_check(const char *name, char *err, size_t errlen)
 			snprintf(err, errlen, "sweep name '%.80s' has '%c' at character %zu: %s",
 				 name, c, n + 1, rule);
 		else
-			snprintf(err, errlen,
-				 "sweep name has the byte 0x%02x at character %zu: %s", c, n + 1,
-				 rule);
+			snprintf(err, errlen, "sweep name has the byte 0x%02x at character %zu: %s",
+				 c, n + 1, rule);
 		return -1;
 	}
 	if (n > LB_SWEEP_NAME_MAX) {
@@ -589,4 +586,38 @@ int lb_name_ok(const char *s, size_t max)
 			return 0;
 	}
 	return n < max;
+}
+
+void lb_strbuf_add_usage(struct lb_strbuf *sb, const char *flag, const char *arg, const char *help)
+{
+	enum { COL = 26, WIDTH = 92 };
+	size_t start = sb->len, n;
+	const char *p = help;
+	int first = 1;
+
+	lb_strbuf_addf(sb, "  %s%s%s", flag, arg && *arg ? " " : "", arg && *arg ? arg : "");
+	n = sb->len - start;
+	lb_strbuf_addf(sb, "%*s", n < COL ? (int)(COL - n) : 2, "");
+	n = n < COL ? COL : n + 2;
+	while (*p) { /* word by word: a word that does not fit starts a line */
+		size_t w;
+
+		while (*p == ' ')
+			p++;
+		w = strcspn(p, " ");
+		if (!w)
+			break;
+		if (!first && n + 1 + w > WIDTH) {
+			lb_strbuf_addf(sb, "\n%*s", COL, "");
+			n = COL;
+		} else if (!first) {
+			lb_strbuf_add(sb, " ", 1);
+			n++;
+		}
+		lb_strbuf_add(sb, p, w);
+		n += w;
+		p += w;
+		first = 0;
+	}
+	lb_strbuf_add(sb, "\n", 1);
 }

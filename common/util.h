@@ -117,6 +117,10 @@ char *lb_json_utf8_fix(const char *text);
  */
 void lb_strbuf_add_visible(struct lb_strbuf *sb, const char *s, size_t n, int keep_lines);
 
+/* One line of a flag's usage: "  --flag ARG" (ARG may be NULL or "") in a column of 24,
+ * then help, wrapped at 92 columns under the help's start. */
+void lb_strbuf_add_usage(struct lb_strbuf *sb, const char *flag, const char *arg, const char *help);
+
 /* 1 when s (n bytes) holds something lb_strbuf_add_visible would change, else 0. */
 int lb_text_needs_escape(const char *s, size_t n, int keep_lines);
 

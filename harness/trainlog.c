@@ -98,6 +98,42 @@ void lb_trainlog_error(const struct lb_trainlog *lg, char *buf, size_t len)
 		 strerror(lg->werr ? lg->werr : EIO));
 }
 
+/* A field's value as JSON: a number, a string (an enum's name), an array (a split). */
+static void add_field(struct lb_strbuf *sb, const struct lb_layout *l, int f)
+{
+	char t[LB_MAX_STAGES * 12 + 16];
+
+	lb_strbuf_addf(sb, ",\"%s\":", lb_fields[f].key);
+	lb_field_text(l, f, t, sizeof(t));
+	if (lb_fields[f].kind == LB_FK_ENUM)
+		lb_strbuf_add_json(sb, t);
+	else if (lb_fields[f].kind == LB_FK_SPLIT)
+		lb_strbuf_addf(sb, "[%s]", t);
+	else
+		lb_strbuf_adds(sb, t);
+}
+
+/* The header's "layout" and "model" objects (common/layout_fields.def): the layout's
+ * fields after its model's name, then the sparse ones that differ from their default (as
+ * the canonical text and the id have them); the model's name and shape. */
+static void add_layout(struct lb_strbuf *sb, const struct lb_layout *l)
+{
+	lb_strbuf_adds(sb, ",\"layout\":{\"model\":");
+	lb_strbuf_add_json(sb, l->model.name);
+	for (int sparse = 0; sparse < 2; sparse++)
+		for (int f = 0; f < LB_NFIELDS; f++)
+			if (!lb_fields[f].in_model && lb_fields[f].kind != LB_FK_NAME &&
+			    ((lb_fields[f].attrs & LB_FA_SPARSE) != 0) == sparse &&
+			    lb_field_shown(l, f))
+				add_field(sb, l, f);
+	lb_strbuf_adds(sb, "},\"model\":{\"name\":");
+	lb_strbuf_add_json(sb, l->model.name);
+	for (int f = 0; f < LB_NFIELDS; f++)
+		if (lb_fields[f].in_model && lb_fields[f].kind != LB_FK_NAME)
+			add_field(sb, l, f);
+	lb_strbuf_adds(sb, "}");
+}
+
 int lb_trainlog_open(struct lb_trainlog *lg, const char *run_dir, const struct lb_runinfo *info,
 		     char *err, size_t errlen)
 {
@@ -131,36 +167,7 @@ int lb_trainlog_open(struct lb_trainlog *lg, const char *run_dir, const struct l
 	lb_strbuf_add_json(&sb, lg->run_uid);
 	lb_strbuf_adds(&sb, ",\"layout_id\":");
 	lb_strbuf_add_json(&sb, id);
-	lb_strbuf_adds(&sb, ",\"layout\":{\"model\":");
-	lb_strbuf_add_json(&sb, m->name);
-	lb_strbuf_addf(&sb,
-		       ",\"seq_len\":%d,\"global_batch\":%d,\"micro_batch\":%d,\"tp\":%d,"
-		       "\"pp\":%d,\"dp\":%d,\"gpus_per_node\":%d,\"nodes\":%d,"
-		       "\"sequence_parallel\":%d,\"zero_stage\":%d,\"checkpointing\":\"%s\","
-		       "\"attention\":\"%s\",\"norm\":\"%s\",\"steps\":%d,\"warmup\":%d,"
-		       "\"seed\":%llu",
-		       l->seq_len, l->global_batch, l->micro_batch, l->tp, l->pp, l->dp,
-		       l->gpus_per_node, l->nodes, l->sequence_parallel, l->zero_stage,
-		       lb_ckpt_name(l->checkpointing), lb_attn_name(l->attention),
-		       lb_norm_name(l->norm), l->steps, l->warmup, (unsigned long long)l->seed);
-	/* the pipeline's shape, only where it differs from one block per stage by the rule
-	 * (as the canonical text and the id do) */
-	if (lb_layout_chunks(l) > 1)
-		lb_strbuf_addf(&sb, ",\"virtual_stages\":%d", l->virtual_stages);
-	if (lb_layout_split_explicit(l)) {
-		lb_strbuf_adds(&sb, ",\"stage_layers\":[");
-		for (int i = 0; i < l->n_stage_layers && i < LB_MAX_STAGES; i++)
-			lb_strbuf_addf(&sb, "%s%d", i ? "," : "", l->stage_layers[i]);
-		lb_strbuf_adds(&sb, "]");
-	}
-	lb_strbuf_adds(&sb, "}");
-	lb_strbuf_adds(&sb, ",\"model\":{\"name\":");
-	lb_strbuf_add_json(&sb, m->name);
-	lb_strbuf_addf(&sb,
-		       ",\"layers\":%d,\"hidden\":%d,\"heads\":%d,\"kv_heads\":%d,\"ffn\":%d,"
-		       "\"vocab\":%d,\"tied\":%d}",
-		       m->n_layers, m->hidden, m->n_heads, m->n_kv_heads, m->ffn, m->vocab,
-		       m->tied);
+	add_layout(&sb, l);
 	lb_strbuf_adds(&sb, ",\"flags\":");
 	lb_strbuf_add_json(&sb, flags);
 	if (info->pipeline_schedule) {

@@ -42,28 +42,6 @@ static const char *col_text(sqlite3_stmt *st, int i)
 	return t ? (const char *)t : "";
 }
 
-/* "[7,8,8,7]" into l's explicit split. */
-static int parse_split(const char *s, struct lb_layout *l)
-{
-	l->n_stage_layers = 0;
-	if (!s || !*s)
-		return 0;
-	if (*s++ != '[')
-		return -1;
-	while (*s && *s != ']') {
-		char *end;
-		long v = strtol(s, &end, 10);
-
-		if (end == s || v < 1 || v > 1000000 || l->n_stage_layers == LB_MAX_STAGES)
-			return -1;
-		l->stage_layers[l->n_stage_layers++] = (int)v;
-		s = end;
-		if (*s == ',')
-			s++;
-	}
-	return *s == ']' ? 0 : -1;
-}
-
 static int grow(struct calib_set *s, size_t *cap)
 {
 	size_t nc = *cap ? *cap * 2 : 64;
@@ -90,7 +68,7 @@ int calib_load(sqlite3 *db, const char *const *sweeps, size_t n, struct calib_se
 	       size_t errlen)
 {
 	/* h: each ok run of the sweep and whether its loss fell (or it has no steps) */
-	static const char q_runs[] =
+	static const char q_runs_fmt[] =
 	    "WITH h AS (SELECT r.id, r.layout_id, "
 	    "  COALESCE((SELECT s1.loss FROM steps s1 WHERE s1.run_id = r.id ORDER BY s1.step DESC "
 	    "            LIMIT 1) <= (SELECT s0.loss FROM steps s0 WHERE s0.run_id = r.id "
@@ -99,11 +77,8 @@ int calib_load(sqlite3 *db, const char *const *sweeps, size_t n, struct calib_se
 	    "k AS (SELECT h.id, h.healthy, EXISTS (SELECT 1 FROM h h2 WHERE h2.layout_id = "
 	    "  h.layout_id AND h2.healthy) AS layout_healthy FROM h) "
 	    "SELECT r.layout_id, COALESCE(r.label, l.label, ''), rs.step_time_mean, "
-	    "COALESCE(rs.mfu_reported, rs.mfu), COALESCE(r.gpu, ''), l.model, l.n_layers, "
-	    "l.hidden, l.n_heads, l.n_kv_heads, l.ffn, l.vocab, l.tied, l.seq_len, "
-	    "l.global_batch, l.micro_batch, l.tp, l.pp, l.dp, l.gpus_per_node, l.nodes, "
-	    "l.sequence_parallel, l.zero_stage, l.checkpointing, l.attention, l.norm, "
-	    "l.virtual_stages, l.stage_layers, k.healthy, k.layout_healthy "
+	    "COALESCE(rs.mfu_reported, rs.mfu), COALESCE(r.gpu, ''), k.healthy, "
+	    "k.layout_healthy, %s "
 	    "FROM k JOIN run_summary rs ON rs.run_id = k.id JOIN runs r ON r.id = k.id "
 	    "JOIN layouts l ON l.layout_id = r.layout_id "
 	    "WHERE rs.step_time_mean > 0 ORDER BY rs.run_id";
@@ -111,6 +86,7 @@ int calib_load(sqlite3 *db, const char *const *sweeps, size_t n, struct calib_se
 	    "SELECT COALESCE(failure_class, ''), COUNT(*) FROM runs WHERE sweep = ?1 AND "
 	    "status = 'failed' GROUP BY 1";
 	sqlite3_stmt *st = NULL, *sf = NULL;
+	char cols[2048], q_runs[sizeof(q_runs_fmt) + sizeof(cols)], lerr[256];
 	size_t cap = 0;
 	int rc = -1;
 
@@ -122,6 +98,8 @@ int calib_load(sqlite3 *db, const char *const *sweeps, size_t n, struct calib_se
 	out->n_rose_left = calloc(n ? n : 1, sizeof(int));
 	if (!out->sweeps || !out->n_oom || !out->n_other || !out->n_rose || !out->n_rose_left)
 		goto out_oom;
+	snprintf(q_runs, sizeof(q_runs), q_runs_fmt,
+		 results_layout_columns("l", cols, sizeof(cols)));
 	if (sqlite3_prepare_v2(db, q_runs, -1, &st, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(db, q_failed, -1, &sf, NULL) != SQLITE_OK) {
 		snprintf(err, errlen, "reading runs: %s", sqlite3_errmsg(db));
@@ -136,10 +114,9 @@ int calib_load(sqlite3 *db, const char *const *sweeps, size_t n, struct calib_se
 		sqlite3_bind_text(st, 1, sweeps[k], -1, SQLITE_TRANSIENT);
 		while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 			struct lb_fit_row *r;
-			struct lb_layout *l;
-			int c = 5, healthy = sqlite3_column_int(st, 28);
+			int healthy = sqlite3_column_int(st, 5);
 
-			if (!healthy && sqlite3_column_int(st, 29)) {
+			if (!healthy && sqlite3_column_int(st, 6)) {
 				out->n_rose_left[k]++; /* a healthy run of its layout is there */
 				continue;
 			}
@@ -148,8 +125,6 @@ int calib_load(sqlite3 *db, const char *const *sweeps, size_t n, struct calib_se
 				goto out_oom;
 			r = &out->rows[out->n];
 			memset(r, 0, sizeof(*r));
-			l = &r->layout;
-			lb_layout_init(l);
 			snprintf(out->layout_id[out->n], LB_ID_LEN + 1, "%s", col_text(st, 0));
 			snprintf(r->label, sizeof(r->label), "%s", col_text(st, 1));
 			r->step_s = sqlite3_column_double(st, 2);
@@ -158,39 +133,9 @@ int calib_load(sqlite3 *db, const char *const *sweeps, size_t n, struct calib_se
 					       : sqlite3_column_double(st, 3);
 			if (!out->gpu[0] && *col_text(st, 4))
 				snprintf(out->gpu, sizeof(out->gpu), "%s", col_text(st, 4));
-			snprintf(l->model.name, sizeof(l->model.name), "%s", col_text(st, c++));
-			l->model.n_layers = sqlite3_column_int(st, c++);
-			l->model.hidden = sqlite3_column_int(st, c++);
-			l->model.n_heads = sqlite3_column_int(st, c++);
-			l->model.n_kv_heads = sqlite3_column_int(st, c++);
-			l->model.ffn = sqlite3_column_int(st, c++);
-			l->model.vocab = sqlite3_column_int(st, c++);
-			l->model.tied = sqlite3_column_int(st, c++);
-			l->seq_len = sqlite3_column_int(st, c++);
-			l->global_batch = sqlite3_column_int(st, c++);
-			l->micro_batch = sqlite3_column_int(st, c++);
-			l->tp = sqlite3_column_int(st, c++);
-			l->pp = sqlite3_column_int(st, c++);
-			l->dp = sqlite3_column_int(st, c++);
-			l->gpus_per_node = sqlite3_column_int(st, c++);
-			l->nodes = sqlite3_column_int(st, c++);
-			l->sequence_parallel = sqlite3_column_int(st, c++);
-			l->zero_stage = sqlite3_column_int(st, c++);
-			if (lb_ckpt_parse(col_text(st, c++), &l->checkpointing) ||
-			    lb_attn_parse(col_text(st, c++), &l->attention) ||
-			    lb_norm_parse(col_text(st, c++), &l->norm)) {
-				snprintf(err, errlen, "layout %s: an unknown checkpointing, attention or "
-						      "norm name",
-					 out->layout_id[out->n]);
-				goto out;
-			}
-			l->virtual_stages = sqlite3_column_int(st, c++);
-			if (l->virtual_stages < 1)
-				l->virtual_stages = 1;
-			if (parse_split(col_text(st, c), l)) {
-				snprintf(err, errlen, "layout %s: stage_layers '%s' is not a list of "
-						      "layers",
-					 out->layout_id[out->n], col_text(st, c));
+			if (results_layout_read(st, 7, &r->layout, lerr, sizeof(lerr)) < 0) {
+				snprintf(err, errlen, "layout %s: %s", out->layout_id[out->n],
+					 lerr);
 				goto out;
 			}
 			r->group = out->sweeps[k];

@@ -552,65 +552,120 @@ out_err_msg:
 	return -1;
 }
 
+char *results_layout_columns(const char *alias, char *buf, size_t len)
+{
+	size_t used = 0;
+
+	buf[0] = '\0';
+	for (int f = 0; f < LB_NFIELDS && used < len; f++)
+		used += (size_t)snprintf(buf + used, len - used, "%s%s%s%s", f ? ", " : "",
+					 alias ? alias : "", alias ? "." : "", lb_fields[f].column);
+	return buf;
+}
+
+/* "[7,8,8,7]" (a layouts row's stage_layers) into l; NULL or "": the rule. 0, or -1. */
+static int parse_split(const char *s, struct lb_layout *l)
+{
+	l->n_stage_layers = 0;
+	if (!s || !*s)
+		return 0;
+	if (*s++ != '[')
+		return -1;
+	while (*s && *s != ']') {
+		char *end;
+		long v = strtol(s, &end, 10);
+
+		if (end == s || v < 1 || v > 1000000 || l->n_stage_layers == LB_MAX_STAGES)
+			return -1;
+		l->stage_layers[l->n_stage_layers++] = (int)v;
+		s = end;
+		if (*s == ',')
+			s++;
+	}
+	return *s == ']' ? 0 : -1;
+}
+
+int results_layout_read(sqlite3_stmt *st, int col, struct lb_layout *l, char *err, size_t errlen)
+{
+	lb_layout_init(l);
+	for (int f = 0; f < LB_NFIELDS; f++, col++) {
+		const struct lb_field_info *fi = &lb_fields[f];
+		const char *t = (const char *)sqlite3_column_text(st, col);
+		int v;
+
+		if (sqlite3_column_type(st, col) == SQLITE_NULL && fi->kind != LB_FK_SPLIT)
+			continue; /* a run setting no run gave: the default */
+		switch (fi->kind) {
+		case LB_FK_NAME:
+			snprintf(l->model.name, sizeof(l->model.name), "%s", t ? t : "");
+			break;
+		case LB_FK_ENUM:
+			if ((v = lb_field_enum_index(f, t)) < 0) {
+				snprintf(err, errlen, "%s '%s' is not a name it knows", fi->column,
+					 t ? t : "");
+				return -1;
+			}
+			lb_field_set(l, f, v);
+			break;
+		case LB_FK_SPLIT:
+			if (parse_split(t, l)) {
+				snprintf(err, errlen, "%s '%s' is not a list of layers", fi->column,
+					 t ? t : "");
+				return -1;
+			}
+			break;
+		default:
+			lb_field_set(l, f, sqlite3_column_int64(st, col));
+		}
+	}
+	return col;
+}
+
 int results_upsert_layout_id(sqlite3 *db, const struct lb_layout *l, const char *layout_id,
 			     const char *label)
 {
-	static const char sql[] =
-	    "INSERT INTO layouts (layout_id, model, n_layers, hidden, n_heads, n_kv_heads, ffn, "
-	    "vocab, tied, seq_len, global_batch, micro_batch, tp, pp, dp, gpus, gpus_per_node, "
-	    "nodes, sequence_parallel, zero_stage, checkpointing, attention, norm, steps, warmup, "
-	    "seed, canonical, label, virtual_stages, stage_layers) VALUES (?1, ?2, ?3, ?4, ?5, "
-	    "?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, "
-	    "?24, ?25, ?26, ?27, ?28, ?29, ?30) "
-	    "ON CONFLICT (layout_id) DO UPDATE SET label = COALESCE(label, excluded.label)";
-	const struct lb_model *m = &l->model;
-	char canon[4096], split[LB_MAX_STAGES * 12 + 3]; /* 64 stages fit */
+	char sql[4096], canon[4096], t[LB_MAX_STAGES * 12 + 3]; /* 64 stages fit */
 	sqlite3_stmt *st = NULL;
-	int rc, i = 1;
-	size_t used = 0;
+	size_t used;
+	int rc, i = 1, f;
 
+	used = (size_t)snprintf(sql, sizeof(sql), "INSERT INTO layouts (layout_id");
+	for (f = 0; f < LB_NFIELDS; f++)
+		used +=
+		    (size_t)snprintf(sql + used, sizeof(sql) - used, ", %s", lb_fields[f].column);
+	used += (size_t)snprintf(sql + used, sizeof(sql) - used,
+				 ", gpus, canonical, label) VALUES (?1");
+	for (f = 2; f <= LB_NFIELDS + 4; f++)
+		used += (size_t)snprintf(sql + used, sizeof(sql) - used, ", ?%d", f);
+	snprintf(sql + used, sizeof(sql) - used,
+		 ") ON CONFLICT (layout_id) DO UPDATE SET label = COALESCE(label, excluded.label)");
 	rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
 	if (rc != SQLITE_OK)
 		return rc;
 	lb_layout_canonical(l, canon, sizeof(canon));
 	sqlite3_bind_text(st, i++, layout_id, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_text(st, i++, m->name, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_int(st, i++, m->n_layers);
-	sqlite3_bind_int(st, i++, m->hidden);
-	sqlite3_bind_int(st, i++, m->n_heads);
-	sqlite3_bind_int(st, i++, m->n_kv_heads);
-	sqlite3_bind_int(st, i++, m->ffn);
-	sqlite3_bind_int(st, i++, m->vocab);
-	sqlite3_bind_int(st, i++, m->tied);
-	sqlite3_bind_int(st, i++, l->seq_len);
-	sqlite3_bind_int(st, i++, l->global_batch);
-	sqlite3_bind_int(st, i++, l->micro_batch);
-	sqlite3_bind_int(st, i++, l->tp);
-	sqlite3_bind_int(st, i++, l->pp);
-	sqlite3_bind_int(st, i++, l->dp);
+	for (f = 0; f < LB_NFIELDS; f++, i++) {
+		switch (lb_fields[f].kind) {
+		case LB_FK_NAME:
+		case LB_FK_ENUM:
+			lb_field_text(l, f, t, sizeof(t));
+			sqlite3_bind_text(st, i, t, -1, SQLITE_TRANSIENT);
+			break;
+		case LB_FK_SPLIT: /* a JSON array when explicit; NULL: the split rule */
+			if (lb_field_shown(l, f)) {
+				t[0] = '[';
+				lb_field_text(l, f, t + 1, sizeof(t) - 2);
+				strcat(t, "]");
+				sqlite3_bind_text(st, i, t, -1, SQLITE_TRANSIENT);
+			}
+			break;
+		default:
+			sqlite3_bind_int64(st, i, (sqlite3_int64)lb_field_get(l, f));
+		}
+	}
 	sqlite3_bind_int64(st, i++, (sqlite3_int64)l->tp * l->pp * l->dp);
-	sqlite3_bind_int(st, i++, l->gpus_per_node);
-	sqlite3_bind_int(st, i++, l->nodes);
-	sqlite3_bind_int(st, i++, l->sequence_parallel);
-	sqlite3_bind_int(st, i++, l->zero_stage);
-	sqlite3_bind_text(st, i++, lb_ckpt_name(l->checkpointing), -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, i++, lb_attn_name(l->attention), -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, i++, lb_norm_name(l->norm), -1, SQLITE_STATIC);
-	sqlite3_bind_int(st, i++, l->steps);
-	sqlite3_bind_int(st, i++, l->warmup);
-	sqlite3_bind_int64(st, i++, (sqlite3_int64)l->seed);
 	sqlite3_bind_text(st, i++, canon, -1, SQLITE_TRANSIENT);
 	results_bind_text(st, i++, label);
-	sqlite3_bind_int(st, i++, lb_layout_chunks(l));
-	split[0] = '\0';
-	if (lb_layout_split_explicit(l)) {
-		used = (size_t)snprintf(split, sizeof(split), "[");
-		for (int k = 0; k < l->n_stage_layers && k < LB_MAX_STAGES; k++)
-			used += (size_t)snprintf(split + used, sizeof(split) - used, "%s%d",
-						 k ? "," : "", l->stage_layers[k]);
-		snprintf(split + used, sizeof(split) - used, "]");
-	}
-	results_bind_text(st, i++, split[0] ? split : NULL);
 	rc = sqlite3_step(st);
 	sqlite3_finalize(st);
 	return rc == SQLITE_DONE ? SQLITE_OK : rc;

@@ -16,9 +16,9 @@
 #include <sqlite3.h>
 
 #include "common/layout.h"
-
-/* The schema version this build writes (PRAGMA user_version after results_open). */
-#define RESULTS_SCHEMA_VERSION 4
+/* RESULTS_SCHEMA_VERSION: the schema version this build writes (PRAGMA user_version after
+ * results_open), the last step of results/schema.sql, which the build counts */
+#include "schema_version.h"
 
 /* Milliseconds a statement waits for another connection's lock before failing. */
 #define RESULTS_BUSY_TIMEOUT_MS 10000
@@ -111,6 +111,16 @@ int results_upsert_sweep(sqlite3 *db, const char *name, const char *source, cons
  * Returns 0, or an SQLite error code (message: sqlite3_errmsg(db)).
  */
 int results_upsert_layout(sqlite3 *db, const struct lb_layout *l, const char *label);
+
+/* The layouts table's columns of the layout's fields, in the fields' order
+ * (common/layout_fields.def), for a SELECT: "l.model, l.n_layers, ..." with alias "l"
+ * (NULL: none). Returns buf. */
+char *results_layout_columns(const char *alias, char *buf, size_t len);
+
+/* Read those columns of a row, from column col on, into l (a NULL run setting: its
+ * default). Returns the column after them, or -1 with err set (a name or a split it
+ * does not know). */
+int results_layout_read(sqlite3_stmt *st, int col, struct lb_layout *l, char *err, size_t errlen);
 
 /* The same under a given id (the collector keeps the id a run log names). */
 int results_upsert_layout_id(sqlite3 *db, const struct lb_layout *l, const char *layout_id,

@@ -274,13 +274,55 @@ static int get_stage_layers(struct ctx *c, const cJSON *lo, struct lb_layout *l)
 	return 0;
 }
 
+/* Field f of l from object o (common/layout_fields.def): required, or left at its default
+ * when absent. */
+static int get_field(struct ctx *c, const cJSON *o, struct lb_layout *l, int f, int required)
+{
+	const struct lb_field_info *fi = &lb_fields[f];
+	char s[64], what[160];
+	int64_t seed;
+	int v = (int)lb_field_get(l, f);
+
+	switch (fi->kind) {
+	case LB_FK_NAME: /* the model's: read by parse_layout */
+		return 0;
+	case LB_FK_SPLIT:
+		return get_stage_layers(c, o, l);
+	case LB_FK_SEED:
+		seed = (int64_t)lb_field_get(l, f);
+		if (get_int64(c, o, fi->key, required, 0, INT64_MAX, &seed))
+			return -1;
+		lb_field_set(l, f, seed);
+		return 0;
+	case LB_FK_BOOL:
+		if (get_flag(c, o, fi->key, required, &v))
+			return -1;
+		break;
+	case LB_FK_ENUM:
+		if (!cJSON_GetObjectItemCaseSensitive(o, fi->key) && !required)
+			return 0;
+		if (get_str(c, o, fi->key, 1, 0, s, sizeof(s)))
+			return -1;
+		if ((v = lb_field_enum_index(f, s)) < 0)
+			return fault(c, fi->key, lb_field_expect(f, 0, what, sizeof(what)),
+				     cJSON_GetObjectItemCaseSensitive(o, fi->key));
+		break;
+	default: /* the integers */
+		if (get_int(c, o, fi->key, required, (int)fi->lo, (int)fi->hi, &v))
+			return -1;
+	}
+	lb_field_set(l, f, v);
+	return 0;
+}
+
+/* The header's layout: the "model" object's name and shape, the "layout" object's
+ * fields (the run settings and the sparse ones may be absent: their defaults). */
 static int parse_layout(struct ctx *c, const cJSON *root, struct lb_layout *l)
 {
 	const cJSON *lo = cJSON_GetObjectItemCaseSensitive(root, "layout");
 	const cJSON *mo = cJSON_GetObjectItemCaseSensitive(root, "model");
 	struct lb_model *m = &l->model;
-	char name[LB_NAME_MAX] = "", s[32];
-	int64_t seed = 1;
+	char name[LB_NAME_MAX] = "";
 
 	lb_layout_init(l);
 	if (!lo)
@@ -293,14 +335,11 @@ static int parse_layout(struct ctx *c, const cJSON *root, struct lb_layout *l)
 		return fault(c, "model", "an object", mo);
 
 	c->prefix = "model.";
-	if (get_str(c, mo, "name", 1, 0, name, sizeof(name)) ||
-	    get_int(c, mo, "layers", 1, 1, BIG, &m->n_layers) ||
-	    get_int(c, mo, "hidden", 1, 1, BIG, &m->hidden) ||
-	    get_int(c, mo, "heads", 1, 1, BIG, &m->n_heads) ||
-	    get_int(c, mo, "kv_heads", 1, 1, BIG, &m->n_kv_heads) ||
-	    get_int(c, mo, "ffn", 1, 1, BIG, &m->ffn) ||
-	    get_int(c, mo, "vocab", 1, 1, BIG, &m->vocab) || get_flag(c, mo, "tied", 1, &m->tied))
+	if (get_str(c, mo, "name", 1, 0, name, sizeof(name)))
 		return -1;
+	for (int f = 0; f < LB_NFIELDS; f++)
+		if (lb_fields[f].in_model && get_field(c, mo, l, f, 1))
+			return -1;
 	memcpy(m->name, name, sizeof(name));
 
 	c->prefix = "layout.";
@@ -311,37 +350,10 @@ static int parse_layout(struct ctx *c, const cJSON *root, struct lb_layout *l)
 			 "'layout.model': \"%s\" differs from 'model.name' \"%s\"", name, m->name);
 		return -1;
 	}
-	if (get_int(c, lo, "seq_len", 1, 1, BIG, &l->seq_len) ||
-	    get_int(c, lo, "global_batch", 1, 1, BIG, &l->global_batch) ||
-	    get_int(c, lo, "micro_batch", 1, 1, BIG, &l->micro_batch) ||
-	    get_int(c, lo, "tp", 1, 1, BIG, &l->tp) || get_int(c, lo, "pp", 1, 1, BIG, &l->pp) ||
-	    get_int(c, lo, "dp", 1, 1, BIG, &l->dp) ||
-	    get_int(c, lo, "gpus_per_node", 1, 1, BIG, &l->gpus_per_node) ||
-	    get_int(c, lo, "nodes", 1, 1, BIG, &l->nodes) ||
-	    get_flag(c, lo, "sequence_parallel", 1, &l->sequence_parallel) ||
-	    get_int(c, lo, "zero_stage", 1, 0, 3, &l->zero_stage) ||
-	    get_int(c, lo, "steps", 0, 0, BIG, &l->steps) ||
-	    get_int(c, lo, "warmup", 0, 0, BIG, &l->warmup) ||
-	    get_int64(c, lo, "seed", 0, 0, INT64_MAX, &seed) ||
-	    get_int(c, lo, "virtual_stages", 0, 1, LB_MAX_STAGES, &l->virtual_stages) ||
-	    get_stage_layers(c, lo, l))
-		return -1;
-	l->seed = (uint64_t)seed;
-	if (get_str(c, lo, "checkpointing", 1, 0, s, sizeof(s)))
-		return -1;
-	if (lb_ckpt_parse(s, &l->checkpointing))
-		return fault(c, "checkpointing", "none, full or selective",
-			     cJSON_GetObjectItemCaseSensitive(lo, "checkpointing"));
-	if (get_str(c, lo, "attention", 1, 0, s, sizeof(s)))
-		return -1;
-	if (lb_attn_parse(s, &l->attention))
-		return fault(c, "attention", "naive, fused_softmax, flash or cudnn",
-			     cJSON_GetObjectItemCaseSensitive(lo, "attention"));
-	if (get_str(c, lo, "norm", 1, 0, s, sizeof(s)))
-		return -1;
-	if (lb_norm_parse(s, &l->norm))
-		return fault(c, "norm", "unfused or fused",
-			     cJSON_GetObjectItemCaseSensitive(lo, "norm"));
+	for (int f = 0; f < LB_NFIELDS; f++)
+		if (!lb_fields[f].in_model &&
+		    get_field(c, lo, l, f, !(lb_fields[f].attrs & (LB_FA_RUN | LB_FA_SPARSE))))
+			return -1;
 	c->prefix = "";
 	return 0;
 }

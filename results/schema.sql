@@ -1,10 +1,12 @@
 -- layoutbench results database: the one schema, embedded into the binary.
 -- Migration steps start at lines "-- migrate: N"; results_open() applies every step newer
 -- than PRAGMA user_version in one exclusive transaction, setting user_version = N after
--- each. A change is a new step (ALTER TABLE ..., DROP VIEW and CREATE VIEW again, ...)
--- with RESULTS_SCHEMA_VERSION in results/db.h raised, and a step is never edited once
--- databases exist that have it (step 2 is the first such change). Times are ISO 8601 UTC
--- text; durations seconds; memory bytes. Column reference: docs/schema.md.
+-- each. A change is a new step (ALTER TABLE ..., DROP VIEW and CREATE VIEW again, ...):
+-- the build takes the last step's number as RESULTS_SCHEMA_VERSION; a step is never
+-- edited once databases exist that have it (step 2 is the first such change). Times are
+-- ISO 8601 UTC text; durations seconds; memory bytes. Column reference: docs/schema.md.
+-- The layouts table has a column for each field of common/layout_fields.def
+-- (tests/unit/test_layout_fields.c checks it): a new field is a step that adds its column.
 
 -- migrate: 1
 

@@ -15,9 +15,29 @@
 #include "common/layout.h"
 #include "common/util.h"
 
-#define NCOLS	   17 /* id .. norm (14), label, mem_gib, status */
-#define NPRED	   3  /* predicted step_s, mfu, gpu_h */
-#define NCOLS_MAX (NCOLS + NPRED)
+#define NPRED	  3 /* predicted step_s, mfu, gpu_h */
+#define NCOLS_MAX (LB_NFIELDS + 5 + NPRED)
+#define GPUS	  (-1) /* the column of the GPUs a layout's job allocates */
+
+/*
+ * The columns of a plan entry: its id; the layout's, which are the fields with a heading
+ * (common/layout_fields.def) in their order and the GPUs after the global batch; its
+ * label, memory and status. layout_cols fills cols with the fields (GPUS for the GPUs)
+ * and returns their number; the entry's cells are then id, those, label, mem_gib, status.
+ */
+static int layout_cols(int *cols)
+{
+	int n = 0;
+
+	for (int f = 0; f < LB_NFIELDS; f++) {
+		if (!lb_fields[f].head)
+			continue;
+		cols[n++] = f;
+		if (f == LB_FLD_GLOBAL_BATCH)
+			cols[n++] = GPUS;
+	}
+	return n;
+}
 
 /* The entry printed k-th. */
 static size_t at(const struct plan_print_opts *o, size_t k)
@@ -57,56 +77,55 @@ static long long entry_gpus(const struct plan_entry *e)
 	return (long long)e->layout.gpus_per_node * e->layout.nodes; /* past 2^31 too */
 }
 
-static void format_cells(const struct plan_entry *e, char cells[NCOLS][192], int for_table)
+/* The cells of entry e (layout_cols' order); nc: their number. */
+static int format_cells(const struct plan_entry *e, char cells[NCOLS_MAX][192], int for_table)
 {
 	const struct lb_layout *l = &e->layout;
+	int cols[LB_NFIELDS + 1], nl = layout_cols(cols), c = 0;
 
-	snprintf(cells[0], 192, "%s", e->id);
-	snprintf(cells[1], 192, "%s", l->model.name);
-	snprintf(cells[2], 192, "%d", l->seq_len);
-	snprintf(cells[3], 192, "%d", l->global_batch);
-	snprintf(cells[4], 192, "%lld", entry_gpus(e));
-	snprintf(cells[5], 192, "%d", l->micro_batch);
-	snprintf(cells[6], 192, "%d", l->tp);
-	snprintf(cells[7], 192, "%d", l->pp);
-	if (for_table) { /* the pipeline's shape: "4x2" virtual stages, "4 [7,8,8,7]" a split */
-		size_t n = strlen(cells[7]);
+	snprintf(cells[c++], 192, "%s", e->id);
+	for (int k = 0; k < nl; k++, c++) {
+		if (cols[k] == GPUS) {
+			snprintf(cells[c], 192, "%lld", entry_gpus(e));
+			continue;
+		}
+		lb_field_text(l, cols[k], cells[c], 192);
+		if (for_table && cols[k] == LB_FLD_PP) {
+			/* the pipeline's shape: "4x2" virtual stages, "4 [7,8,8,7]" a split */
+			size_t n = strlen(cells[c]);
 
-		if (lb_layout_chunks(l) > 1)
-			n += (size_t)snprintf(cells[7] + n, 192 - n, "x%d", l->virtual_stages);
-		for (int i = 0; lb_layout_split_explicit(l) && i < l->n_stage_layers && n < 180;
-		     i++)
-			n += (size_t)snprintf(cells[7] + n, 192 - n, "%s%d", i ? "," : " [",
-					      l->stage_layers[i]);
-		if (lb_layout_split_explicit(l) && n < 190)
-			snprintf(cells[7] + n, 192 - n, "]");
+			if (lb_layout_chunks(l) > 1)
+				n += (size_t)snprintf(cells[c] + n, 192 - n, "x%d",
+						      l->virtual_stages);
+			for (int i = 0;
+			     lb_layout_split_explicit(l) && i < l->n_stage_layers && n < 180; i++)
+				n += (size_t)snprintf(cells[c] + n, 192 - n, "%s%d", i ? "," : " [",
+						      l->stage_layers[i]);
+			if (lb_layout_split_explicit(l) && n < 190)
+				snprintf(cells[c] + n, 192 - n, "]");
+		}
 	}
-	snprintf(cells[8], 192, "%d", l->dp);
-	snprintf(cells[9], 192, "%d", l->sequence_parallel);
-	snprintf(cells[10], 192, "%d", l->zero_stage);
-	snprintf(cells[11], 192, "%s", lb_ckpt_name(l->checkpointing));
-	snprintf(cells[12], 192, "%s", lb_attn_name(l->attention));
-	snprintf(cells[13], 192, "%s", lb_norm_name(l->norm));
-	snprintf(cells[14], 192, "%s", e->label[0] || !for_table ? e->label : "-");
+	snprintf(cells[c++], 192, "%s", e->label[0] || !for_table ? e->label : "-");
 	if (e->status == PLAN_INVALID)
-		snprintf(cells[15], 192, "%s", for_table ? "-" : "");
+		snprintf(cells[c++], 192, "%s", for_table ? "-" : "");
 	else
-		snprintf(cells[15], 192, e->mem_gib >= 0.1 || e->mem_gib <= 0 ? "%.1f" : "%.2g",
+		snprintf(cells[c++], 192, e->mem_gib >= 0.1 || e->mem_gib <= 0 ? "%.1f" : "%.2g",
 			 e->mem_gib); /* a tiny layout's 0.0041, not 0.0 */
 	switch (e->status) {
 	case PLAN_OK:
-		snprintf(cells[16], 192, "ok");
+		snprintf(cells[c], 192, "ok");
 		break;
 	case PLAN_OOM:
 		if (for_table)
-			snprintf(cells[16], 192, "oom: %s", e->reason);
+			snprintf(cells[c], 192, "oom: %s", e->reason);
 		else
-			snprintf(cells[16], 192, "oom");
+			snprintf(cells[c], 192, "oom");
 		break;
 	case PLAN_INVALID:
-		snprintf(cells[16], 192, "invalid: %s", e->reason);
+		snprintf(cells[c], 192, "invalid: %s", e->reason);
 		break;
 	}
+	return c + 1;
 }
 
 /* A GPU sweep without the GPUs' memory prunes nothing: say so on stderr. */
@@ -159,11 +178,14 @@ static void print_pred_summary(FILE *f, const struct sweep_plan *p, const struct
 			       : "measured tables, uncalibrated",
 		pp->n_pred, p->n_ok);
 	if (pp->n_pred)
-		fprintf(f, h < 10.0 ? ", %.3f GPU-hours; best MFU %.1f%% (%s)" : ", %.0f GPU-hours; best MFU %.1f%% (%s)",
+		fprintf(f,
+			h < 10.0 ? ", %.3f GPU-hours; best MFU %.1f%% (%s)"
+				 : ", %.0f GPU-hours; best MFU %.1f%% (%s)",
 			h, 100.0 * pp->p[pp->best].mfu, p->entries[pp->best].id);
 	fprintf(f, "\n");
 	if (pp->n_unpredicted)
-		fprintf(f, "%zu ok layout(s) without a prediction; %s\n", pp->n_unpredicted, pp->note);
+		fprintf(f, "%zu ok layout(s) without a prediction; %s\n", pp->n_unpredicted,
+			pp->note);
 }
 
 static void print_summary(FILE *f, const struct sweep_plan *p, const struct plan_print_opts *o)
@@ -192,46 +214,47 @@ static void print_summary(FILE *f, const struct sweep_plan *p, const struct plan
 
 static void write_table(FILE *f, const struct sweep_plan *p, const struct plan_print_opts *o)
 {
-	static const char *const heads[NCOLS_MAX] = {
-	    "id",    "model",	  "seq",     "batch", "gpus",	"mb",	 "tp",
-	    "pp",    "dp",	  "sp",	     "zero",  "ckpt",	"attention", "norm",
-	    "label", "mem_gib", "step_s", "mfu",   "gpu_h", "status",
-	};
-	static const int right[NCOLS_MAX] = {0, 0, 1, 1, 1, 1, 1, 1, 1, 1,
-					     1, 0, 0, 0, 0, 1, 1, 1, 1, 0};
-	char cells[NCOLS_MAX][192];
+	static const char *const pred_heads[NPRED] = {"step_s", "mfu", "gpu_h"};
+	const char *heads[NCOLS_MAX];
+	int right[NCOLS_MAX], col[NCOLS_MAX], lc[LB_NFIELDS + 1];
+	char cells[NCOLS_MAX][192], base[NCOLS_MAX][192];
 	size_t w[NCOLS_MAX], i;
-	int c, np = with_pred(o) ? NPRED : 0, nc = NCOLS + np;
+	int c, k, nl = layout_cols(lc), ne = nl + 4, np = with_pred(o) ? NPRED : 0, nc = ne + np;
 
-	/* the columns shown, in order: the first 16, the prediction's, the status */
-	int col[NCOLS_MAX];
-	for (c = 0; c < NCOLS - 1; c++)
-		col[c] = c;
-	for (c = 0; c < np; c++)
-		col[NCOLS - 1 + c] = NCOLS - 1 + c;
-	col[nc - 1] = NCOLS_MAX - 1;
-	for (c = 0; c < nc; c++)
-		w[c] = strlen(heads[col[c]]);
+	/* the columns shown, in order: the entry's but its status, the prediction's, the
+	 * status; text left, numbers right */
+	heads[0] = "id";
+	right[0] = 0;
+	for (k = 0; k < nl; k++) {
+		heads[1 + k] = lc[k] == GPUS ? "gpus" : lb_fields[lc[k]].head;
+		right[1 + k] = lc[k] == GPUS || (lb_fields[lc[k]].kind != LB_FK_NAME &&
+						 lb_fields[lc[k]].kind != LB_FK_ENUM);
+	}
+	heads[nl + 1] = "label", right[nl + 1] = 0;
+	heads[nl + 2] = "mem_gib", right[nl + 2] = 1;
+	for (k = 0; k < np; k++)
+		heads[ne - 1 + k] = pred_heads[k], right[ne - 1 + k] = 1;
+	heads[nc - 1] = "status", right[nc - 1] = 0;
+	for (c = 0; c < nc; c++) {
+		col[c] = c < ne - 1 ? c : c < nc - 1 ? -1 : ne - 1; /* -1: a prediction's */
+		w[c] = strlen(heads[c]);
+	}
 	for (int pass = 0; pass < 2; pass++) {
 		if (pass == 1)
 			for (c = 0; c < nc; c++) {
 				if (c == nc - 1)
-					fprintf(f, "%s\n", heads[col[c]]);
+					fprintf(f, "%s\n", heads[c]);
 				else
-					fprintf(f, right[col[c]] ? "%*s  " : "%-*s  ", (int)w[c],
-						heads[col[c]]);
+					fprintf(f, right[c] ? "%*s  " : "%-*s  ", (int)w[c],
+						heads[c]);
 			}
 		for (i = 0; i < p->n_entries; i++) {
 			size_t e = at(o, i);
-			char base[NCOLS][192];
 
 			format_cells(&p->entries[e], base, 1);
-			for (c = 0; c < NCOLS - 1; c++)
-				memcpy(cells[c], base[c], 192);
-			pred_cells(pred_of(o, e), &cells[NCOLS - 1], 1);
-			memcpy(cells[NCOLS_MAX - 1], base[NCOLS - 1], 192);
+			pred_cells(pred_of(o, e), &cells[ne - 1], 1);
 			for (c = 0; c < nc; c++) {
-				const char *t = cells[col[c]];
+				const char *t = col[c] >= 0 ? base[col[c]] : cells[c];
 
 				if (pass == 0) {
 					if (strlen(t) > w[c])
@@ -239,7 +262,7 @@ static void write_table(FILE *f, const struct sweep_plan *p, const struct plan_p
 				} else if (c == nc - 1) {
 					fprintf(f, "%s\n", t);
 				} else {
-					fprintf(f, right[col[c]] ? "%*s  " : "%-*s  ", (int)w[c], t);
+					fprintf(f, right[c] ? "%*s  " : "%-*s  ", (int)w[c], t);
 				}
 			}
 		}
@@ -264,21 +287,26 @@ static void csv_field(FILE *f, const char *s, int last)
 
 static void write_csv(FILE *f, const struct sweep_plan *p, const struct plan_print_opts *o)
 {
-	/* the contract's columns, then label and the oom/invalid reason, then the prediction */
-	static const int order[] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 15, 16, 14};
-	char cells[NCOLS][192], pc[NPRED][192];
+	char cells[NCOLS_MAX][192], pc[NPRED][192];
+	int lc[LB_NFIELDS + 1], nl = layout_cols(lc), c, wp = with_pred(o);
 	size_t i;
-	int c, wp = with_pred(o);
 
-	fprintf(f, "id,model,seq_len,global_batch,gpus,micro_batch,tp,pp,dp,sequence_parallel,"
-		   "zero_stage,checkpointing,attention,norm,mem_gib,status,label,reason%s\n",
+	/* the contract's columns: the id and the layout's, the memory and status, then label
+	 * and the oom/invalid reason, then the prediction */
+	fprintf(f, "id");
+	for (c = 0; c < nl; c++)
+		fprintf(f, ",%s", lc[c] == GPUS ? "gpus" : lb_fields[lc[c]].key);
+	fprintf(f, ",mem_gib,status,label,reason%s\n",
 		wp ? ",predicted_step_s,predicted_mfu,predicted_gpu_hours" : "");
 	for (i = 0; i < p->n_entries; i++) {
 		size_t e = at(o, i);
 
 		format_cells(&p->entries[e], cells, 0);
-		for (c = 0; c < NCOLS; c++)
-			csv_field(f, cells[order[c]], 0);
+		for (c = 0; c <= nl; c++)
+			csv_field(f, cells[c], 0);
+		csv_field(f, cells[nl + 2], 0);
+		csv_field(f, cells[nl + 3], 0);
+		csv_field(f, cells[nl + 1], 0);
 		csv_field(f, p->entries[e].status == PLAN_OK ? "" : p->entries[e].reason, !wp);
 		if (wp) {
 			pred_cells(pred_of(o, e), pc, 0);
@@ -330,42 +358,33 @@ static cJSON *entry_json(const struct plan_entry *e, const struct plan_pred *q, 
 		cJSON_AddNumberToObject(o, "mem_gib", round2(e->mem_gib));
 	cJSON_AddNumberToObject(o, "gpus", (double)entry_gpus(e));
 	cJSON_AddNumberToObject(o, "accum", lb_layout_accum_steps(l));
-	const struct field shape[] = {{"seq_len", l->seq_len},
-				      {"global_batch", l->global_batch},
-				      {"micro_batch", l->micro_batch},
-				      {"tp", l->tp},
-				      {"pp", l->pp},
-				      {"dp", l->dp},
-				      {"gpus_per_node", l->gpus_per_node},
-				      {"nodes", l->nodes},
-				      {"sequence_parallel", l->sequence_parallel},
-				      {"zero_stage", l->zero_stage}};
-	const struct field run[] = {
-	    {"steps", l->steps}, {"warmup", l->warmup}, {"seed", (double)l->seed}};
-	const struct field dims[] = {{"layers", m->n_layers}, {"hidden", m->hidden},
-				     {"heads", m->n_heads},   {"kv_heads", m->n_kv_heads},
-				     {"ffn", m->ffn},	      {"vocab", m->vocab}};
-
 	lo = cJSON_AddObjectToObject(o, "layout");
-	if (lo) {
-		cJSON_AddStringToObject(lo, "model", m->name);
-		add_numbers(lo, shape, sizeof(shape) / sizeof(shape[0]));
-		cJSON_AddStringToObject(lo, "checkpointing", lb_ckpt_name(l->checkpointing));
-		cJSON_AddStringToObject(lo, "attention", lb_attn_name(l->attention));
-		cJSON_AddStringToObject(lo, "norm", lb_norm_name(l->norm));
-		if (lb_layout_chunks(l) > 1)
-			cJSON_AddNumberToObject(lo, "virtual_stages", l->virtual_stages);
-		if (lb_layout_split_explicit(l))
-			cJSON_AddItemToObject(
-			    lo, "stage_layers",
-			    cJSON_CreateIntArray(l->stage_layers, l->n_stage_layers));
-		add_numbers(lo, run, sizeof(run) / sizeof(run[0]));
-	}
 	mo = cJSON_AddObjectToObject(o, "model");
-	if (mo) {
+	if (lo)
+		cJSON_AddStringToObject(lo, "model", m->name);
+	if (mo)
 		cJSON_AddStringToObject(mo, "name", m->name);
-		add_numbers(mo, dims, sizeof(dims) / sizeof(dims[0]));
-		cJSON_AddBoolToObject(mo, "tied", m->tied);
+	/* the fields in order: the model's shape in "model" (tied as a boolean), the rest in
+	 * "layout"; a sparse field only when it differs from its default */
+	for (int f = 0; f < LB_NFIELDS; f++) {
+		const struct lb_field_info *fi = &lb_fields[f];
+		cJSON *to = fi->in_model ? mo : lo;
+		char t[64];
+
+		if (!to || fi->kind == LB_FK_NAME || !lb_field_shown(l, f))
+			continue;
+		lb_field_text(l, f, t, sizeof(t));
+		if (fi->kind == LB_FK_ENUM)
+			cJSON_AddStringToObject(to, fi->key, t);
+		else if (fi->kind == LB_FK_SPLIT)
+			cJSON_AddItemToObject(
+			    to, fi->key, cJSON_CreateIntArray(l->stage_layers, l->n_stage_layers));
+		else if (fi->kind == LB_FK_BOOL && fi->in_model)
+			cJSON_AddBoolToObject(to, fi->key, lb_field_get(l, f));
+		else if (fi->kind == LB_FK_SEED)
+			cJSON_AddNumberToObject(to, fi->key, (double)(uint64_t)lb_field_get(l, f));
+		else
+			cJSON_AddNumberToObject(to, fi->key, (double)lb_field_get(l, f));
 	}
 	if (wp && q) {
 		cJSON *po = cJSON_AddObjectToObject(o, "predicted");

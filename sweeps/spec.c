@@ -20,75 +20,43 @@
 #include "common/model.h"
 #include "common/util.h"
 
-/* Field table: name, value kind. */
-enum field_kind { K_POS, K_BOOL, K_ZERO, K_CKPT, K_ATTN, K_NORM, K_KERNEL, K_VSTAGES, K_SPLIT };
-
-static const struct {
-	const char *name;
-	enum field_kind kind;
-} fields[SF_NFIELDS] = {
-    [SF_LAYERS] = {"layers", K_POS},
-    [SF_HIDDEN] = {"hidden", K_POS},
-    [SF_HEADS] = {"heads", K_POS},
-    [SF_KV_HEADS] = {"kv_heads", K_POS},
-    [SF_FFN] = {"ffn", K_POS},
-    [SF_VOCAB] = {"vocab", K_POS},
-    [SF_TIED] = {"tied", K_BOOL},
-    [SF_SEQ_LEN] = {"seq_len", K_POS},
-    [SF_GLOBAL_BATCH] = {"global_batch", K_POS},
-    [SF_MICRO_BATCH] = {"micro_batch", K_POS},
-    [SF_TP] = {"tp", K_POS},
-    [SF_PP] = {"pp", K_POS},
-    [SF_DP] = {"dp", K_POS},
-    [SF_GPUS] = {"gpus", K_POS},
-    [SF_SEQUENCE_PARALLEL] = {"sequence_parallel", K_BOOL},
-    [SF_ZERO_STAGE] = {"zero_stage", K_ZERO},
-    [SF_CHECKPOINTING] = {"checkpointing", K_CKPT},
-    [SF_ATTENTION] = {"attention", K_ATTN},
-    [SF_NORM] = {"norm", K_NORM},
-    [SF_KERNEL] = {"kernel", K_KERNEL},
-    [SF_VIRTUAL_STAGES] = {"virtual_stages", K_VSTAGES},
-    [SF_STAGE_LAYERS] = {"stage_layers", K_SPLIT},
-};
-
 #define POS_MAX	 (1 << 30)
 #define MAX_LIST 10000000 /* values in one grid list */
 
-static const char *const var_names[SV_NVARS] = {
-    [SF_LAYERS] = "layers",
-    [SF_HIDDEN] = "hidden",
-    [SF_HEADS] = "heads",
-    [SF_KV_HEADS] = "kv_heads",
-    [SF_FFN] = "ffn",
-    [SF_VOCAB] = "vocab",
-    [SF_TIED] = "tied",
-    [SF_SEQ_LEN] = "seq_len",
-    [SF_GLOBAL_BATCH] = "global_batch",
-    [SF_MICRO_BATCH] = "micro_batch",
-    [SF_TP] = "tp",
-    [SF_PP] = "pp",
-    [SF_DP] = "dp",
-    [SF_GPUS] = "gpus",
-    [SF_SEQUENCE_PARALLEL] = "sequence_parallel",
-    [SF_ZERO_STAGE] = "zero_stage",
-    [SF_CHECKPOINTING] = "checkpointing",
-    [SF_ATTENTION] = "attention",
-    [SF_NORM] = "norm",
-    [SF_KERNEL] = "", /* not a where variable: never matches an identifier */
-    [SF_VIRTUAL_STAGES] = "virtual_stages",
-    [SF_STAGE_LAYERS] = "", /* likewise: a list */
-    [SV_GPUS_PER_NODE] = "gpus_per_node",
-    [SV_NODES] = "nodes",
-    [SV_ACCUM] = "accum",
-    [SV_MODEL] = "model",
-};
+/* A field's name in a spec: the layout field's key, or the spec's own. */
+static const char *field_name(int f)
+{
+	return f == SF_GPUS ? "gpus" : f == SF_KERNEL ? "kernel" : lb_fields[f].key;
+}
+
+/* 1 when a spec sets field f in fixed, grid or zip. */
+static int field_settable(int f)
+{
+	if (f >= LB_NFIELDS)
+		return 1;
+	return lb_fields[f].kind != LB_FK_NAME &&
+	       !(lb_fields[f].attrs & (LB_FA_RUN | LB_FA_DERIVED));
+}
+
+/* The names of where's variables, by number: the fields' keys but of those that are no
+ * variable ("" never matches an identifier), then the spec's own. */
+static void var_names(const char *names[SV_NVARS])
+{
+	for (int f = 0; f < LB_NFIELDS; f++)
+		names[f] = (lb_fields[f].attrs & LB_FA_RUN) || lb_fields[f].kind == LB_FK_SPLIT
+			       ? ""
+			       : lb_fields[f].key;
+	names[SF_GPUS] = "gpus";
+	names[SF_KERNEL] = ""; /* compare attention and norm instead */
+	names[SV_ACCUM] = "accum";
+}
 
 static int find_field(const char *name)
 {
 	int i;
 
 	for (i = 0; i < SF_NFIELDS; i++)
-		if (!strcmp(fields[i].name, name))
+		if (field_settable(i) && !strcmp(field_name(i), name))
 			return i;
 	return -1;
 }
@@ -96,27 +64,7 @@ static int find_field(const char *name)
 /* String literals in where: enum names and preset names. */
 static int where_enum_value(int var, const char *s, long long *out)
 {
-	enum lb_ckpt c;
-	enum lb_attn a;
-	enum lb_norm n;
-
-	switch (var) {
-	case SF_CHECKPOINTING:
-		if (lb_ckpt_parse(s, &c))
-			return -1;
-		*out = c;
-		return 0;
-	case SF_ATTENTION:
-		if (lb_attn_parse(s, &a))
-			return -1;
-		*out = a;
-		return 0;
-	case SF_NORM:
-		if (lb_norm_parse(s, &n))
-			return -1;
-		*out = n;
-		return 0;
-	case SV_MODEL: {
+	if (var == SF_MODEL) {
 		const char *const *names = lb_model_preset_names();
 		long long i;
 
@@ -127,9 +75,10 @@ static int where_enum_value(int var, const char *s, long long *out)
 			}
 		return -1;
 	}
-	default:
+	if (var >= LB_NFIELDS || lb_fields[var].kind != LB_FK_ENUM ||
+	    (*out = lb_field_enum_index(var, s)) < 0)
 		return -1;
-	}
+	return 0;
 }
 
 /* Parse context. */
@@ -264,7 +213,8 @@ static int get_int(struct ctx *c, const cJSON *v, const char *jpath, long long m
 	/* an integer past a large limit: name the limit (a small one is in `what`) */
 	if (cJSON_IsNumber(v) && isfinite(v->valuedouble) && v->valuedouble > (double)max &&
 	    v->valuedouble == floor(v->valuedouble) && max >= 1000)
-		return fail(c, jpath, "expected %s, got %s, over the limit of %lld", what, got, max);
+		return fail(c, jpath, "expected %s, got %s, over the limit of %lld", what, got,
+			    max);
 	return fail(c, jpath, "expected %s, got %s", what, got);
 }
 
@@ -370,75 +320,73 @@ static int split_index(struct ctx *c, const cJSON *v, const char *jpath, long lo
 /* One value of a field. */
 static int field_value(struct ctx *c, int f, const cJSON *v, const char *jpath, long long *out)
 {
-	const char *s = NULL;
-	char got[64];
+	const struct lb_field_info *fi = f < LB_NFIELDS ? &lb_fields[f] : NULL;
+	char got[64], what[160];
+	long long x;
 
-	switch (fields[f].kind) {
-	case K_POS:
+	if (f == SF_GPUS)
 		return get_int(c, v, jpath, 1, POS_MAX, "a positive integer", out);
-	case K_BOOL:
+	if (f == SF_KERNEL) {
+		const char *s = NULL;
+
+		if (get_string(c, v, jpath, &s))
+			return -1;
+		return kernel_index(c, s, jpath, out);
+	}
+	switch (fi->kind) {
+	case LB_FK_BOOL:
 		if (cJSON_IsBool(v)) {
 			*out = cJSON_IsTrue(v);
 			return 0;
 		}
-		return get_int(c, v, jpath, 0, 1, "0, 1, true or false", out);
-	case K_ZERO:
-		return get_int(c, v, jpath, 0, 3, "a ZeRO stage (0, 1 or 2)", out);
-	case K_CKPT:
-	case K_ATTN:
-	case K_NORM:
-		if (!cJSON_IsString(v) || !v->valuestring)
-			break;
-		s = v->valuestring;
-		if (fields[f].kind == K_CKPT) {
-			enum lb_ckpt x;
-
-			if (!lb_ckpt_parse(s, &x)) {
-				*out = x;
-				return 0;
-			}
-		} else if (fields[f].kind == K_ATTN) {
-			enum lb_attn x;
-
-			if (!lb_attn_parse(s, &x)) {
-				*out = x;
-				return 0;
-			}
-		} else {
-			enum lb_norm x;
-
-			if (!lb_norm_parse(s, &x)) {
-				*out = x;
-				return 0;
-			}
-		}
-		break;
-	case K_KERNEL:
-		if (get_string(c, v, jpath, &s))
-			return -1;
-		return kernel_index(c, s, jpath, out);
-	case K_VSTAGES:
-		return get_int(c, v, jpath, 1, LB_MAX_VIRTUAL_STAGES,
-			       "a number of model chunks per stage (1 to 16)", out);
-	case K_SPLIT:
+		return get_int(c, v, jpath, fi->lo, fi->hi, "0, 1, true or false", out);
+	case LB_FK_ZERO:
+		return get_int(c, v, jpath, fi->lo, fi->hi, "a ZeRO stage (0, 1 or 2)", out);
+	case LB_FK_CHUNKS:
+		snprintf(what, sizeof(what), "a number of model chunks per stage (%lld to %lld)",
+			 fi->lo, fi->hi);
+		return get_int(c, v, jpath, fi->lo, fi->hi, what, out);
+	case LB_FK_SPLIT:
 		return split_index(c, v, jpath, out);
+	case LB_FK_ENUM:
+		if (cJSON_IsString(v) && v->valuestring &&
+		    (x = lb_field_enum_index(f, v->valuestring)) >= 0) {
+			*out = x;
+			return 0;
+		}
+		show(v, got, sizeof(got));
+		return fail(c, jpath, "expected %s, got %s",
+			    lb_field_expect(f, 1, what, sizeof(what)), got);
+	default: /* the integers */
+		return get_int(c, v, jpath, fi->lo, fi->hi,
+			       lb_field_expect(f, 0, what, sizeof(what)), out);
 	}
-	show(v, got, sizeof(got));
-	switch (fields[f].kind) {
-	case K_CKPT:
-		return fail(c, jpath, "expected \"none\", \"full\" or \"selective\", got %s", got);
-	case K_ATTN:
-		return fail(c, jpath,
-			    "expected \"naive\", \"fused_softmax\", \"flash\" or \"cudnn\", got %s",
-			    got);
-	default:
-		return fail(c, jpath, "expected \"unfused\" or \"fused\", got %s", got);
+}
+
+/* The fields a spec sets, for messages: "layers, hidden, ..., dp, gpus, ..., norm, kernel,
+ * ...": the spec's own beside the layout fields they stand for. */
+static const char *field_list(char *buf, size_t len)
+{
+	size_t used = 0;
+
+	buf[0] = '\0';
+	for (int f = 0; f < LB_NFIELDS && used < len; f++) {
+		if (!field_settable(f))
+			continue;
+		used += (size_t)snprintf(buf + used, len - used, "%s%s", used ? ", " : "",
+					 lb_fields[f].key);
+		if (f == SF_DP && used < len)
+			used += (size_t)snprintf(buf + used, len - used, ", gpus");
+		if (f == SF_NORM && used < len)
+			used += (size_t)snprintf(buf + used, len - used, ", kernel");
 	}
+	return buf;
 }
 
 static int field_of_key(struct ctx *c, const char *key, const char *jpath)
 {
 	int f = find_field(key);
+	char list[512];
 
 	if (f >= 0)
 		return f;
@@ -450,12 +398,8 @@ static int field_of_key(struct ctx *c, const char *key, const char *jpath)
 	else if (!strcmp(key, "steps") || !strcmp(key, "warmup") || !strcmp(key, "seed"))
 		fail(c, jpath, "'%s' is a run setting; put it under 'run'", key);
 	else
-		fail(c, jpath,
-		     "unknown field '%s' (fields: layers, hidden, heads, kv_heads, ffn, vocab, "
-		     "tied, seq_len, global_batch, micro_batch, tp, pp, dp, gpus, "
-		     "sequence_parallel, zero_stage, checkpointing, attention, norm, kernel, "
-		     "virtual_stages, stage_layers)",
-		     key);
+		fail(c, jpath, "unknown field '%s' (fields: %s)", key,
+		     field_list(list, sizeof(list)));
 	return -1;
 }
 
@@ -620,10 +564,12 @@ static int parse_zip(struct ctx *c, const cJSON *arr, const char *jpath, struct 
 
 static int parse_where(struct ctx *c, const cJSON *v, const char *jpath, struct spec_part *p)
 {
-	struct expr_vars vars = {var_names, SV_NVARS, where_enum_value};
+	const char *names[SV_NVARS];
+	struct expr_vars vars = {names, SV_NVARS, where_enum_value};
 	const char *src = NULL;
 	char msg[256];
 
+	var_names(names);
 	if (get_string(c, v, jpath, &src))
 		return -1;
 	join(p->where_path, sizeof(p->where_path), "", jpath);
@@ -645,7 +591,7 @@ static int part_fields(struct ctx *c, const struct spec_part *p, const char *bas
 			f = p->groups[g].fields[j];
 			if (where[f])
 				return fail(c, p->groups[g].path, "'%s' is also given in %s%s%s",
-					    fields[f].name, base, *base ? "." : "",
+					    field_name(f), base, *base ? "." : "",
 					    where[f] == 1 ? "fixed" : "another grid/zip entry");
 			where[f] = 2;
 		}
@@ -723,7 +669,7 @@ static int parse_union(struct ctx *c, const cJSON *arr)
 				return fail(c, opath,
 					    "'%s' is swept at the top level; a union member may "
 					    "only override fixed values",
-					    fields[f].name);
+					    field_name(f));
 			all[f] = mem[f] ? mem[f] : top[f];
 		}
 		if (kernel_conflict(c, all, opath))
@@ -1273,13 +1219,21 @@ static int parse_models(struct ctx *c, const cJSON *root)
 		s->nmodels = i + 1;
 	}
 	if (ov) {
-		static const char *const keys[] = {"layers", "hidden", "heads", "kv_heads",
-						   "ffn",    "vocab",  "tied",	NULL};
+		const char *keys[LB_NFIELDS + 1];
+		char hint[256] = "(model fields:";
 		const cJSON *k;
+		int nk = 0;
 
+		for (int f = 0; f < LB_NFIELDS; f++) /* the model's shape: not its name */
+			if (lb_fields[f].in_model && lb_fields[f].kind != LB_FK_NAME) {
+				snprintf(hint + strlen(hint), sizeof(hint) - strlen(hint), "%s %s",
+					 nk ? "," : "", lb_fields[f].key);
+				keys[nk++] = lb_fields[f].key;
+			}
+		keys[nk] = NULL;
+		snprintf(hint + strlen(hint), sizeof(hint) - strlen(hint), ")");
 		if (want_object(c, ov, "model_overrides") ||
-		    check_keys(c, ov, "model_overrides", keys,
-			       "(model fields: layers, hidden, heads, kv_heads, ffn, vocab, tied)"))
+		    check_keys(c, ov, "model_overrides", keys, hint))
 			return -1;
 		for (k = ov->child; k; k = k->next) {
 			int f = find_field(k->string);
@@ -1289,36 +1243,16 @@ static int parse_models(struct ctx *c, const cJSON *root)
 			if (field_value(c, f, k, sub, &x))
 				return -1;
 			for (i = 0; i < s->nmodels; i++) {
-				struct lb_model *mm = &s->models[i];
-				int mha = mm->n_kv_heads == mm->n_heads;
+				struct lb_layout l;
+				int mha = s->models[i].n_kv_heads == s->models[i].n_heads;
 
-				switch (f) {
-				case SF_LAYERS:
-					mm->n_layers = (int)x;
-					break;
-				case SF_HIDDEN:
-					mm->hidden = (int)x;
-					break;
-				case SF_HEADS:
-					mm->n_heads = (int)x;
-					/* without grouped-query attention, kv heads follow */
-					if (mha &&
-					    !cJSON_GetObjectItemCaseSensitive(ov, "kv_heads"))
-						mm->n_kv_heads = (int)x;
-					break;
-				case SF_KV_HEADS:
-					mm->n_kv_heads = (int)x;
-					break;
-				case SF_FFN:
-					mm->ffn = (int)x;
-					break;
-				case SF_VOCAB:
-					mm->vocab = (int)x;
-					break;
-				case SF_TIED:
-					mm->tied = (int)x;
-					break;
-				}
+				l.model = s->models[i];
+				lb_field_set(&l, f, x);
+				/* without grouped-query attention, kv heads follow */
+				if (f == SF_HEADS && mha &&
+				    !cJSON_GetObjectItemCaseSensitive(ov, "kv_heads"))
+					l.model.n_kv_heads = (int)x;
+				s->models[i] = l.model;
 			}
 		}
 	}

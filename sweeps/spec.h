@@ -15,41 +15,23 @@
 #include "sweeps/expr.h"
 #include "sweeps/sweep.h"
 
-/* Fields a spec may set in fixed / grid / zip (and read in where). Model fields first. */
+/* Fields of a spec: every layout field by its number (common/layout_fields.def: SF_TP is
+ * LB_FLD_TP), then the spec's own two. A spec sets in fixed / grid / zip the layout fields
+ * that are neither the model (the top-level 'model' key chooses it), derived
+ * (gpus_per_node, nodes) nor run settings ('run' gives them), and its own. */
 enum spec_field {
-	SF_LAYERS,
-	SF_HIDDEN,
-	SF_HEADS,
-	SF_KV_HEADS,
-	SF_FFN,
-	SF_VOCAB,
-	SF_TIED,
-	SF_SEQ_LEN,
-	SF_GLOBAL_BATCH,
-	SF_MICRO_BATCH,
-	SF_TP,
-	SF_PP,
-	SF_DP,
-	SF_GPUS,
-	SF_SEQUENCE_PARALLEL,
-	SF_ZERO_STAGE,
-	SF_CHECKPOINTING,
-	SF_ATTENTION,
-	SF_NORM,
-	SF_KERNEL,	   /* pseudo-field: attention x norm, kept as the entry's label */
-	SF_VIRTUAL_STAGES, /* model chunks per pipeline stage (interleaved 1F1B) */
-	SF_STAGE_LAYERS,   /* an explicit split: a list of layers per stage (a value is an
-			      index into sweep_spec.splits); not a where variable */
+#define LB_MODEL_FIELD(ID, ...)	 SF_##ID = LB_FLD_##ID,
+#define LB_LAYOUT_FIELD(ID, ...) SF_##ID = LB_FLD_##ID,
+#include "common/layout_fields.def"
+	SF_GPUS = LB_NFIELDS, /* tp*pp*dp: dp is derived from it */
+	SF_KERNEL,	      /* attention x norm, kept as the entry's label */
 	SF_NFIELDS
 };
 
-/* Variables of `where`: every field above except kernel (compare attention and norm
- * instead), then these derived ones. */
+/* Variables of `where`: the fields (model: the preset's index, compared with a string,
+ * model == "llama-13b"; not kernel, stage_layers, nor the run settings), then these. */
 enum spec_var {
-	SV_GPUS_PER_NODE = SF_NFIELDS,
-	SV_NODES,
-	SV_ACCUM, /* global_batch / (micro_batch * dp); 0 when not integral */
-	SV_MODEL, /* preset index (compare with a string: model == "llama-13b") */
+	SV_ACCUM = SF_NFIELDS, /* global_batch / (micro_batch * dp); 0 when not integral */
 	SV_NVARS
 };
 
@@ -61,7 +43,8 @@ struct spec_kernel {
 	enum lb_norm norm;
 };
 
-/* A value of the stage_layers field: layers per pipeline stage (model chunk). */
+/* A value of the stage_layers field: layers per pipeline stage (model chunk); a value of
+ * SF_STAGE_LAYERS is an index into sweep_spec.splits. */
 struct spec_split {
 	int n;
 	int layers[LB_MAX_STAGES];

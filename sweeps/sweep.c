@@ -102,76 +102,21 @@ static void set_field(const struct sweep_spec *s, struct lb_layout *l, int f, lo
 		      long long *gpus, const char **label)
 {
 	switch (f) {
-	case SF_LAYERS:
-		l->model.n_layers = (int)v;
-		break;
-	case SF_HIDDEN:
-		l->model.hidden = (int)v;
-		break;
-	case SF_HEADS:
-		l->model.n_heads = (int)v;
-		break;
-	case SF_KV_HEADS:
-		l->model.n_kv_heads = (int)v;
-		break;
-	case SF_FFN:
-		l->model.ffn = (int)v;
-		break;
-	case SF_VOCAB:
-		l->model.vocab = (int)v;
-		break;
-	case SF_TIED:
-		l->model.tied = (int)v;
-		break;
-	case SF_SEQ_LEN:
-		l->seq_len = (int)v;
-		break;
-	case SF_GLOBAL_BATCH:
-		l->global_batch = (int)v;
-		break;
-	case SF_MICRO_BATCH:
-		l->micro_batch = (int)v;
-		break;
-	case SF_TP:
-		l->tp = (int)v;
-		break;
-	case SF_PP:
-		l->pp = (int)v;
-		break;
-	case SF_DP:
-		l->dp = (int)v;
-		break;
 	case SF_GPUS:
 		*gpus = v;
-		break;
-	case SF_SEQUENCE_PARALLEL:
-		l->sequence_parallel = (int)v;
-		break;
-	case SF_ZERO_STAGE:
-		l->zero_stage = (int)v;
-		break;
-	case SF_CHECKPOINTING:
-		l->checkpointing = (enum lb_ckpt)v;
-		break;
-	case SF_ATTENTION:
-		l->attention = (enum lb_attn)v;
-		break;
-	case SF_NORM:
-		l->norm = (enum lb_norm)v;
 		break;
 	case SF_KERNEL:
 		l->attention = s->kernels[v].attention;
 		l->norm = s->kernels[v].norm;
 		*label = s->kernels[v].name;
 		break;
-	case SF_VIRTUAL_STAGES:
-		l->virtual_stages = (int)v;
-		break;
 	case SF_STAGE_LAYERS:
 		l->n_stage_layers = s->splits[v].n;
 		memcpy(l->stage_layers, s->splits[v].layers,
 		       (size_t)s->splits[v].n * sizeof(l->stage_layers[0]));
 		break;
+	default: /* a layout field */
+		lb_field_set(l, f, v);
 	}
 }
 
@@ -272,32 +217,13 @@ static int judge_point(struct worker *w, const struct merged *m, int model, stru
 		char msg[200];
 		int truth;
 
-		v[SF_LAYERS] = l->model.n_layers;
-		v[SF_HIDDEN] = l->model.hidden;
-		v[SF_HEADS] = l->model.n_heads;
-		v[SF_KV_HEADS] = l->model.n_kv_heads;
-		v[SF_FFN] = l->model.ffn;
-		v[SF_VOCAB] = l->model.vocab;
-		v[SF_TIED] = l->model.tied;
-		v[SF_SEQ_LEN] = l->seq_len;
-		v[SF_GLOBAL_BATCH] = l->global_batch;
-		v[SF_MICRO_BATCH] = l->micro_batch;
-		v[SF_TP] = l->tp;
-		v[SF_PP] = l->pp;
-		v[SF_DP] = l->dp;
-		v[SF_GPUS] = gpus;
-		v[SF_SEQUENCE_PARALLEL] = l->sequence_parallel;
-		v[SF_ZERO_STAGE] = l->zero_stage;
-		v[SF_CHECKPOINTING] = l->checkpointing;
-		v[SF_ATTENTION] = l->attention;
-		v[SF_NORM] = l->norm;
-		v[SF_KERNEL] = -1;
-		v[SF_VIRTUAL_STAGES] = l->virtual_stages;
+		for (int f = 0; f < LB_NFIELDS; f++)
+			v[f] = lb_field_get(l, f);
+		v[SF_MODEL] = s->model_index[model];
 		v[SF_STAGE_LAYERS] = -1;
-		v[SV_GPUS_PER_NODE] = l->gpus_per_node;
-		v[SV_NODES] = l->nodes;
+		v[SF_GPUS] = gpus;
+		v[SF_KERNEL] = -1;
 		v[SV_ACCUM] = lb_layout_accum_steps(l);
-		v[SV_MODEL] = s->model_index[model];
 		if (expr_eval(m->wparts[i]->where, v, &truth, msg, sizeof(msg))) {
 			if (derr)
 				break; /* dp is underivable (0): list the point with that reason */

@@ -29,6 +29,12 @@ if ! "$FUZZ_CC" -fsanitize=fuzzer -o "$OUT/gen/probe" "$probe" >/dev/null 2>&1; 
 	echo "fuzz: '$FUZZ_CC' cannot link -fsanitize=fuzzer (libFuzzer missing)"
 	exit 77
 fi
+sh scripts/schema-version.sh results/schema.sql >"$OUT/gen/schema_version.h.tmp" || exit 1
+if cmp -s "$OUT/gen/schema_version.h.tmp" "$OUT/gen/schema_version.h"; then
+	rm -f "$OUT/gen/schema_version.h.tmp"
+else
+	mv "$OUT/gen/schema_version.h.tmp" "$OUT/gen/schema_version.h" || exit 1
+fi
 embed_files=$(ls results/*.sql sweeps/specs/*.json report/*.gp common/machines/*.json 2>/dev/null)
 # shellcheck disable=SC2086
 sh scripts/embed.sh $embed_files >"$OUT/gen/embed.c.tmp" || exit 1

@@ -912,9 +912,13 @@ static void test_migrations(void **state)
 		    sqlite3_exec(
 			db,
 			"INSERT INTO sweeps (name, source) VALUES ('old', 'adhoc');"
-			"INSERT INTO layouts SELECT 'abc', 'tiny', 4, 64, 4, 4, 128, 256, 0, "
+			"INSERT INTO layouts (layout_id, model, n_layers, hidden, n_heads, n_kv_heads, ffn, "
+			"vocab, tied, seq_len, global_batch, micro_batch, tp, pp, dp, gpus, "
+			"gpus_per_node, nodes, sequence_parallel, zero_stage, checkpointing, "
+			"attention, norm, steps, warmup, seed, canonical, label, virtual_stages, "
+			"stage_layers) VALUES ('abc', 'tiny', 4, 64, 4, 4, 128, 256, 0, "
 			"128, 8, 1, 1, 1, 1, 1, 1, 1, 0, 0, 'none', 'flash', 'fused', 7, 2, 1, "
-			"'x', NULL, 1, NULL;"
+			"'x', NULL, 1, NULL);"
 			"INSERT INTO runs (id, run_uid, layout_id, sweep, source, status, "
 			"world_size, peak_tflops, flops_per_step) VALUES (1, 'old-run', 'abc', "
 			"'old', 'run', 'ok', 1, 100, 1e12);"
@@ -1059,9 +1063,13 @@ static void test_phases(void **state)
 		    sqlite3_exec(
 			db,
 			"INSERT INTO sweeps (name, source) VALUES ('old', 'adhoc');"
-			"INSERT INTO layouts SELECT 'abc', 'tiny', 4, 64, 4, 4, 128, 256, 0, "
+			"INSERT INTO layouts (layout_id, model, n_layers, hidden, n_heads, n_kv_heads, ffn, "
+			"vocab, tied, seq_len, global_batch, micro_batch, tp, pp, dp, gpus, "
+			"gpus_per_node, nodes, sequence_parallel, zero_stage, checkpointing, "
+			"attention, norm, steps, warmup, seed, canonical, label, virtual_stages, "
+			"stage_layers) VALUES ('abc', 'tiny', 4, 64, 4, 4, 128, 256, 0, "
 			"128, 8, 1, 1, 2, 1, 2, 1, 1, 0, 0, 'none', 'flash', 'fused', 7, 2, 1, "
-			"'x', NULL, 1, NULL;"
+			"'x', NULL, 1, NULL);"
 			"INSERT INTO runs (id, run_uid, layout_id, sweep, source, status, "
 			"world_size) VALUES (1, 'old-run', 'abc', 'old', 'run', 'ok', 2),"
 			"(2, 'old-run-2', 'abc', 'old', 'run', 'ok', 2);"

@@ -353,9 +353,24 @@ static void test_upgrade_from_v1(void **state)
 	lb_model_preset("tiny", &l.model);
 	l.seq_len = 128;
 	l.global_batch = 8;
-	assert_int_equal(results_upsert_layout(db, &l, NULL), SQLITE_OK);
-	char id[LB_ID_LEN + 1], sql[2048];
+	char id[LB_ID_LEN + 1], sql[2048], canon[1024];
 	lb_layout_id(&l, id);
+	lb_layout_canonical(&l, canon, sizeof(canon));
+	/* the layout's row as a version-1 file holds it: that version's columns (a later
+	 * layout field is a later step's column) */
+	snprintf(sql, sizeof(sql),
+		 "INSERT INTO layouts (layout_id, model, n_layers, hidden, n_heads, n_kv_heads, "
+		 "ffn, vocab, tied, seq_len, global_batch, micro_batch, tp, pp, dp, gpus, "
+		 "gpus_per_node, nodes, sequence_parallel, zero_stage, checkpointing, attention, "
+		 "norm, canonical) VALUES ('%s', '%s', %d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d, "
+		 "%d, %d, %d, %d, %d, %d, %d, '%s', '%s', '%s', '%s')",
+		 id, l.model.name, l.model.n_layers, l.model.hidden, l.model.n_heads,
+		 l.model.n_kv_heads, l.model.ffn, l.model.vocab, l.model.tied, l.seq_len,
+		 l.global_batch, l.micro_batch, l.tp, l.pp, l.dp, lb_layout_world(&l),
+		 l.gpus_per_node, l.nodes, l.sequence_parallel, l.zero_stage,
+		 lb_ckpt_name(l.checkpointing), lb_attn_name(l.attention), lb_norm_name(l.norm),
+		 canon);
+	assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
 	snprintf(sql, sizeof(sql),
 		 "INSERT INTO sweeps (name, source) VALUES ('s', 'adhoc');"
 		 "INSERT INTO runs (id, run_uid, layout_id, sweep, source, status, peak_tflops, "

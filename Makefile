@@ -188,7 +188,8 @@ $(BUILD)/bench/%: bench/%.c $(LIBCLI) $(LIBHARNESS) $(LIBCOMMON) $(SCHEMA_VERSIO
 # a short fuzz run; ends with one summary line "N passed, N failed, N skipped".
 test: deps
 	$(Q)$(MAKE) --no-print-directory test-run
-test-run: all $(UNIT_BIN) $(BUILD)/bench/bench_plan
+test-run: all $(UNIT_BIN) $(BUILD)/bench/bench_plan $(BUILD)/bench/bench_colls \
+		$(BUILD)/bench/bench_kernels
 	$(Q)BUILD=$(BUILD) sh tests/run.sh
 
 # make test-gpu: the GPU tests alone, on a machine with a GPU (a skip is a failure here).

@@ -24,6 +24,7 @@
 #include <sys/mman.h>
 #include <time.h>
 
+#include "common/cmdline.h"
 #include "common/util.h"
 #include "harness/comm_cuda.h"
 #include "harness/comm_shm.h"
@@ -32,9 +33,13 @@
 #include "harness/train.h"
 
 #define MAX_SIZES 40
-enum { OP_AR = 0, OP_RS, OP_AG, OP_SR, NOPS };
-static const char *const op_names[NOPS] = {"all_reduce", "reduce_scatter", "all_gather",
-					   "sendrecv"};
+/* The collectives, the one list: X(ID, name). */
+#define OPS(X)		  X(AR, all_reduce) X(RS, reduce_scatter) X(AG, all_gather) X(SR, sendrecv)
+#define OP_ID(id, name)	  OP_##id,
+#define OP_NAME(id, name) #name,
+#define OP_BAR(id, name)  "|" #name
+enum { OPS(OP_ID) NOPS };
+static const char *const op_names[NOPS] = {OPS(OP_NAME)};
 
 struct shared {
 	double us[NOPS][MAX_SIZES]; /* slowest rank's mean, microseconds */
@@ -220,68 +225,44 @@ fail_msg:
 	return 1;
 }
 
-static size_t parse_bytes(const char *v)
-{
-	uint64_t b = 0;
+enum { O_COMM, O_NPROC, O_MIN_BYTES, O_MAX_BYTES, O_ITERS, O_WARMUP, O_OP };
 
-	if (lb_parse_bytes(v, &b) || b < 4) {
-		fprintf(stderr, "error: '%s' is not a byte count of 4 or more (K, M, G suffixes)\n",
-			v);
-		exit(2);
-	}
-	return (size_t)b;
-}
+static const struct lb_option opts[] = {
+    LB_CHOICE(O_COMM, "comm", NULL, "shm|staged|nccl", "shm", 0,
+	      "the communicator: shared memory between processes, staged through host memory, "
+	      "or NCCL"),
+    LB_WHOLE(O_NPROC, "nproc", "N", "2", 1, LB_SHM_MAX_RANKS, "ranks"),
+    LB_BYTES(O_MIN_BYTES, "min-bytes", "B", "8", 4, 1099511627776.0,
+	     "the smallest message (K, M, G suffixes); the sizes double from it"),
+    LB_BYTES(O_MAX_BYTES, "max-bytes", "B", "16M", 4, 1099511627776.0, "the largest message"),
+    LB_WHOLE(O_ITERS, "iters", "N", "10", 1, 100000, "timed iterations of each size"),
+    LB_WHOLE(O_WARMUP, "warmup", "N", "3", 0, 100000, "untimed iterations before them"),
+    LB_CHOICE(O_OP, "op", NULL, "all" OPS(OP_BAR), "all", 0, "the collective, or every one"),
+    LB_OPT_END,
+};
+
+static const struct lb_command bench =
+    LB_PROGRAM("bench_colls", opts,
+	       "each collective's time, algorithm and bus bandwidth over message sizes, its "
+	       "data checked (as nccl-tests prints them)");
 
 int main(int argc, char **argv)
 {
-	struct cfg cf = {"shm", 2, 10, 3, -1, 8, 16u << 20, NULL};
+	struct cfg cf = {0};
+	struct lb_args a;
 	struct lb_launch_opts lo = LB_LAUNCH_OPTS_INIT;
 	struct lb_launch_result res;
 	int bad = 0, rc;
 
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-
-		if (!v) {
-			fprintf(stderr,
-				"usage: bench_colls [--comm shm|staged|nccl] [--nproc N] "
-				"[--min-bytes B] [--max-bytes B] [--iters N] [--warmup N] "
-				"[--op all|all_reduce|reduce_scatter|all_gather|sendrecv]\n");
-			return 2;
-		}
-		i++;
-		if (!strcmp(a, "--comm") &&
-		    (!strcmp(v, "shm") || !strcmp(v, "staged") || !strcmp(v, "nccl")))
-			cf.comm = v;
-		else if (!strcmp(a, "--nproc") && !lb_parse_int(v, 1, LB_SHM_MAX_RANKS, &cf.nproc))
-			;
-		else if (!strcmp(a, "--iters") && !lb_parse_int(v, 1, 100000, &cf.iters))
-			;
-		else if (!strcmp(a, "--warmup") && !lb_parse_int(v, 0, 100000, &cf.warmup))
-			;
-		else if (!strcmp(a, "--min-bytes"))
-			cf.min_b = parse_bytes(v);
-		else if (!strcmp(a, "--max-bytes"))
-			cf.max_b = parse_bytes(v);
-		else if (!strcmp(a, "--op")) {
-			cf.op = -2;
-			for (int k = 0; k < NOPS; k++)
-				if (!strcmp(v, op_names[k]))
-					cf.op = k;
-			if (!strcmp(v, "all"))
-				cf.op = -1;
-			if (cf.op == -2) {
-				fprintf(stderr,
-					"error: --op '%s': want all, all_reduce, "
-					"reduce_scatter, all_gather or sendrecv\n",
-					v);
-				return 2;
-			}
-		} else {
-			fprintf(stderr, "error: bad option '%s %s' (bench_colls --help)\n", a, v);
-			return 2;
-		}
-	}
+	lb_args_main(&bench, argc, argv, &a);
+	cf.comm = a.str[O_COMM];
+	cf.nproc = (int)a.num[O_NPROC];
+	cf.iters = (int)a.num[O_ITERS];
+	cf.warmup = (int)a.num[O_WARMUP];
+	cf.min_b = (size_t)a.num[O_MIN_BYTES];
+	cf.max_b = (size_t)a.num[O_MAX_BYTES];
+	cf.op = (int)a.num[O_OP] - 1; /* the choices: all, then the ops */
+	lb_args_release(&a);
 	if (cf.min_b > cf.max_b) {
 		fprintf(stderr, "error: --min-bytes is above --max-bytes\n");
 		return 2;

@@ -37,6 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/cmdline.h"
 #include "harness/ops.h"
 #ifdef LB_WITH_CUDA
 #include "harness/cuda/cuda_bench.h"
@@ -59,7 +60,7 @@
 
 static const struct lb_ops *G; /* the CUDA backend */
 static const struct lb_ops *R; /* the fp64 CPU reference, for the checks */
-static int iters = 20;
+static int iters;	       /* --iters */
 static const char *only;
 static void *ev[MAX_ITERS + 1];
 static double *pat; /* PAT_N bf16 values in [-1, 1) */
@@ -1125,40 +1126,37 @@ static void print_attn_pairs(void)
 	}
 }
 
-static void usage(void)
-{
-	fprintf(stderr, "usage: bench_kernels [--csv FILE] [--iters N] [--only SUBSTR]\n");
-	exit(2);
-}
+enum { O_CSV, O_ITERS, O_ONLY };
+
+static const struct lb_option opts[] = {
+    LB_TEXT(O_CSV, "csv", "FILE", NULL,
+	    "also write every row as CSV (calibrate --kernels reads it)"),
+    LB_WHOLE(O_ITERS, "iters", "N", "20", 1, MAX_ITERS, "timed iterations of each kernel"),
+    LB_TEXT(O_ONLY, "only", "SUBSTR", NULL, "only the kernels whose name holds SUBSTR"),
+    LB_OPT_END,
+};
+
+static const struct lb_command bench =
+    LB_PROGRAM("bench_kernels", opts,
+	       "every kernel of the CUDA backend against the fp64 reference, with its "
+	       "throughput");
 
 int main(int argc, char **argv)
 {
 	const char *csv_path = NULL;
+	struct lb_args a;
 	char err[256] = "";
 	struct lb_device_info info;
 	FILE *csv = NULL;
 	int nwrong = 0;
 	double best, ours;
 
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--csv") && i + 1 < argc) {
-			csv_path = argv[++i];
-		} else if (!strcmp(argv[i], "--iters") && i + 1 < argc) {
-			char *end;
-			long v = strtol(argv[++i], &end, 10);
-
-			if (*end || end == argv[i] || v < 1 || v > MAX_ITERS) {
-				fprintf(stderr, "error: --iters '%s': want an integer in 1..%d\n",
-					argv[i], MAX_ITERS);
-				return 2;
-			}
-			iters = (int)v;
-		} else if (!strcmp(argv[i], "--only") && i + 1 < argc) {
-			only = argv[++i];
-		} else {
-			usage();
-		}
-	}
+	lb_args_main(&bench, argc, argv, &a);
+	csv_path = a.str[O_CSV];
+	iters = (int)a.num[O_ITERS];
+	if (a.str[O_ONLY])
+		only = a.str[O_ONLY]; /* argv's: it outlives a */
+	lb_args_release(&a);
 	G = lb_ops_find("cuda");
 	if (!G) {
 		printf("skip: built without the CUDA backend (nvcc not found at build time)\n");

@@ -16,7 +16,22 @@
 #include "sweeps/plan_print.h"
 #include "sweeps/sweep.h"
 
-int cmd_plan(int argc, char **argv)
+/* The ids of its options (struct lb_option.id). */
+enum { OPT_FORMAT, OPT_RENDER, OPT_MACHINE, OPT_SORT };
+
+static const struct lb_option plan_opts[] = {
+    LB_CHOICE(OPT_FORMAT, "format", NULL, "table|csv|json", "table", 0,
+	      "the output format (csv and json: the summary goes to stderr)"),
+    LB_TEXT(OPT_RENDER, "render", "DIR", NULL,
+	    "also write the job scripts of the runnable layouts into DIR"),
+    LB_OPTION_MACHINE(OPT_MACHINE),
+    LB_CHOICE(OPT_SORT, "sort", NULL, "spec|mfu|time|gpu-hours", "spec", 0,
+	      "the order of the layouts: as the spec expands them, or by predicted MFU (best "
+	      "first), step time or GPU-hours (least first)"),
+    LB_OPT_END,
+};
+
+static int run_plan(int argc, char **argv)
 {
 	struct lb_args a;
 	struct sweep_plan plan;
@@ -30,11 +45,11 @@ int cmd_plan(int argc, char **argv)
 	char err[1024], note[512];
 	int rc, have;
 
-	if ((rc = lb_args_parse("plan", argc, argv, &a)))
+	if ((rc = lb_args_parse(&cmd_plan, argc, argv, &a)))
 		goto out_release_args;
-	plan_format_parse(a.str[LB_OPT_FORMAT], &fmt); /* the table's choices */
-	plan_sort_parse(a.str[LB_OPT_SORT], &sort);
-	render = a.str[LB_OPT_RENDER];
+	plan_format_parse(a.str[OPT_FORMAT], &fmt); /* the table's choices */
+	plan_sort_parse(a.str[OPT_SORT], &sort);
+	render = a.str[OPT_RENDER];
 	rc = 1;
 	if (sweep_plan_load(a.operands[0], &plan, err, sizeof(err))) {
 		fprintf(stderr, "error: %s\n", err);
@@ -46,7 +61,7 @@ int cmd_plan(int argc, char **argv)
 		fprintf(stderr, "error: out of memory\n");
 		goto out_free_plan;
 	}
-	have = plan_machine(&plan, a.str[LB_OPT_MACHINE], m, note, sizeof(note), err, sizeof(err));
+	have = plan_machine(&plan, a.str[OPT_MACHINE], m, note, sizeof(note), err, sizeof(err));
 	if (have < 0) {
 		fprintf(stderr, "error: --machine: %s\n", err);
 		goto out_free_plan;
@@ -56,7 +71,7 @@ int cmd_plan(int argc, char **argv)
 		goto out_free_plan;
 	}
 	if (sort != PLAN_SORT_SPEC && !pred.p) {
-		fprintf(stderr, "error: --sort %s: %s\n", a.str[LB_OPT_SORT],
+		fprintf(stderr, "error: --sort %s: %s\n", a.str[OPT_SORT],
 			note[0] ? note : "a CPU sweep has no step-time prediction");
 		goto out_free_plan;
 	}
@@ -86,3 +101,9 @@ out_release_args:
 	lb_args_release(&a);
 	return rc;
 }
+
+const struct lb_command cmd_plan =
+    LB_COMMAND("plan", "SPEC", 1, 1, 1, plan_opts, run_plan,
+	       "every grid point with its id, fields, memory per GPU, status (ok, oom or invalid "
+	       "with the reason) and predicted step time, MFU and GPU-hours; --render writes the "
+	       "job scripts");

@@ -37,12 +37,24 @@ static const char *qs_loss_query =
     " FROM run_summary s WHERE s.sweep = 'quickstart' AND s.status = 'ok'"
     " ORDER BY s.tflops_per_gpu DESC";
 
-int cmd_quickstart(int argc, char **argv)
+/* The ids of its options (struct lb_option.id). */
+enum { OPT_OUT, OPT_DB, OPT_JOBS };
+
+static const struct lb_option quickstart_opts[] = {
+    LB_TEXT(OPT_OUT, "out", "DIR", "layoutbench-quickstart",
+	    "the folder for the database, the run logs and the report"),
+    LB_OPTION_DB(OPT_DB),
+    LB_WHOLE(OPT_JOBS, "jobs", "N", "1", 1, 1024,
+	     "ranks that run at once (default 1: timed runs do not share the machine)"),
+    LB_OPT_END,
+};
+
+static int run_quickstart(int argc, char **argv)
 {
 	struct lb_args a;
-	int rc = lb_args_parse("quickstart", argc, argv, &a);
-	const char *out = a.str[LB_OPT_OUT], *db = a.str[LB_OPT_DB];
-	long jobs = a.num[LB_OPT_JOBS];
+	int rc = lb_args_parse(&cmd_quickstart, argc, argv, &a);
+	const char *out = a.str[OPT_OUT], *db = a.str[OPT_DB];
+	long jobs = a.num[OPT_JOBS];
 
 	lb_args_release(&a); /* the strings are argv's or the table's */
 	if (rc)
@@ -62,7 +74,7 @@ int cmd_quickstart(int argc, char **argv)
 
 	fprintf(stderr, "== 1/4 plan: the embedded sweep '%s'\n", QS_SPEC);
 	char *plan_argv[] = {"plan", QS_SPEC, "--format", "table", NULL};
-	if (cmd_plan(4, plan_argv))
+	if (cmd_plan.run(4, plan_argv))
 		return 1;
 
 	fprintf(stderr, "\n== 2/4 train every runnable layout (local executor, CPU backend)\n");
@@ -83,21 +95,25 @@ int cmd_quickstart(int argc, char **argv)
 	printf("\n== 3/4 loss and speed of each run (database %s)\n", db);
 	fflush(stdout);
 	char *sql_argv[] = {"sql", "--db", (char *)db, (char *)qs_loss_query, NULL};
-	if (cmd_sql(4, sql_argv))
+	if (cmd_sql.run(4, sql_argv))
 		return 1;
 
 	printf("\n== 4/4 report (MFU is unknown on a CPU: it has no bf16 peak)\n");
 	fflush(stdout);
 	char *rep_argv[] = {"report",	"--db", (char *)db, "--sweep", QS_SPEC,
 			    "--figure", "best", "--format", "md",      NULL};
-	if (cmd_report(9, rep_argv))
+	if (cmd_report.run(9, rep_argv))
 		return 1;
 	char *html_argv[] = {"report", "--db",	   (char *)db, "--sweep", QS_SPEC, "--figure",
 			     "all",    "--format", "html",     "--out",	  html,	   NULL};
-	cmd_report(11, html_argv); /* says where it wrote the page, or why not */
+	cmd_report.run(11, html_argv); /* says where it wrote the page, or why not */
 	fprintf(stderr,
 		"query the results: build/layoutbench sql --db %s \"SELECT * FROM "
 		"run_summary\"\n",
 		db);
 	return rc ? 1 : 0;
 }
+
+const struct lb_command cmd_quickstart =
+    LB_COMMAND("quickstart", NULL, 0, 0, 0, quickstart_opts, run_quickstart,
+	       "the embedded tiny sweep end to end on the CPU: plan, train, collect, report");

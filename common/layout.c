@@ -9,8 +9,10 @@
 
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "common/cmdline.h"
 #include "common/preset.h"
 #include "common/util.h"
 
@@ -676,41 +678,51 @@ int lb_layout_set_flag(struct lb_layout *l, const char *name, const char *value,
 	return lb_field_parse(l, f, name, value, err, errlen) ? -1 : 1;
 }
 
+static int group_known(const char *flag)
+{
+	return lb_field_find_flag(flag) >= 0;
+}
+
+static int group_set(void *ctx, const char *flag, const char *value, char *err, size_t errlen)
+{
+	return lb_layout_set_flag(ctx, flag, value, err, errlen) < 0 ? -1 : 0;
+}
+
+void lb_layout_flag_group(struct lb_layout *l, struct lb_flag_group *g)
+{
+	g->known = group_known;
+	g->set = group_set;
+	g->ctx = l;
+}
+
 int lb_layout_parse_args(struct lb_layout *l, int argc, char **argv, char **rest, int *nrest,
 			 char *err, size_t errlen)
 {
-	char name[64];
-	const char *value;
-	int i;
+	static const struct lb_option none[] = {LB_OPT_END};
+	static const struct lb_command line = {.name = "layout flags",
+					       .max_operands = -1,
+					       .options = none,
+					       .flags = LB_CMD_KEEP_UNKNOWN};
+	char **v = malloc(((size_t)(argc > 0 ? argc : 0) + 1) * sizeof(*v));
+	struct lb_flag_group g;
+	struct lb_args a;
+	int rc;
 
 	*nrest = 0;
-	for (i = 0; i < argc; i++) {
-		const char *a = argv[i];
-		const char *eq = strncmp(a, "--", 2) ? NULL : strchr(a, '=');
-		size_t nlen = eq ? (size_t)(eq - a) : strlen(a);
-
-		if (nlen >= sizeof(name)) {
-			rest[(*nrest)++] = argv[i];
-			continue;
-		}
-		memcpy(name, a, nlen);
-		name[nlen] = '\0';
-		if (lb_field_find_flag(name) < 0) {
-			rest[(*nrest)++] = argv[i];
-			continue;
-		}
-		if (eq) {
-			value = eq + 1;
-		} else if (i + 1 < argc) {
-			value = argv[++i];
-		} else {
-			snprintf(err, errlen, "%s: missing value", name);
-			return -1;
-		}
-		if (lb_layout_set_flag(l, name, value, err, errlen) < 0)
-			return -1;
+	if (!v) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
 	}
-	return 0;
+	v[0] = (char *)line.name; /* the parser's argv[0] */
+	for (int i = 0; i < argc; i++)
+		v[i + 1] = argv[i];
+	lb_layout_flag_group(l, &g);
+	rc = lb_args_scan(&line, &g, argc + 1, v, &a, err, errlen);
+	for (int i = 0; rc == LB_ARGS_OK && i < a.n_operands; i++)
+		rest[(*nrest)++] = a.operands[i];
+	lb_args_release(&a);
+	free(v);
+	return rc == LB_ARGS_OK ? 0 : -1;
 }
 
 int lb_layout_to_flags(const struct lb_layout *l, char *buf, size_t len)

@@ -181,9 +181,9 @@ int lb_norm_parse(const char *s, enum lb_norm *out);
 int lb_layout_set_flag(struct lb_layout *l, const char *name, const char *value, char *err,
 		       size_t errlen);
 
-/* Parse argv[0..argc): layout flags are consumed; any other argument is copied, in order,
- * into rest (caller provides room for argc pointers) and counted in *nrest.
- * Returns 0, or -1 with err set. */
+/* Parse argv[0..argc) with the command-line parser (common/cmdline.h): layout flags are
+ * consumed; any other argument is copied, in order, into rest (caller provides room for
+ * argc pointers) and counted in *nrest. Returns 0, or -1 with err set. */
 int lb_layout_parse_args(struct lb_layout *l, int argc, char **argv, char **rest, int *nrest,
 			 char *err, size_t errlen);
 
@@ -192,6 +192,11 @@ int lb_layout_parse_args(struct lb_layout *l, int argc, char **argv, char **rest
  * differs from its default (as in the canonical text). Returns the length (snprintf
  * semantics). */
 int lb_layout_to_flags(const struct lb_layout *l, char *buf, size_t len);
+
+/* The layout flags as a group of flags a command takes beside its table
+ * (common/cmdline.h's struct lb_flag_group), setting l. */
+struct lb_flag_group;
+void lb_layout_flag_group(struct lb_layout *l, struct lb_flag_group *g);
 
 /* Usage lines for the layout flags (for --help), one a flag, made from the fields. */
 const char *lb_layout_flags_usage(void);

@@ -17,30 +17,23 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define SCHED_NAME(id, name) [LB_SCHED_##id] = name,
+static const char *const sched_names[] = {LB_SCHED_KINDS(SCHED_NAME)};
+
 const char *lb_sched_name(enum lb_sched_kind k)
 {
-	switch (k) {
-	case LB_SCHED_1F1B:
-		return "1f1b";
-	case LB_SCHED_GPIPE:
-		return "gpipe";
-	case LB_SCHED_INTERLEAVED:
-		return "interleaved";
-	}
-	return "unknown";
+	return (unsigned)k < sizeof(sched_names) / sizeof(sched_names[0]) ? sched_names[k]
+									  : "unknown";
 }
 
 int lb_sched_parse(const char *s, enum lb_sched_kind *out)
 {
-	if (!strcmp(s, "1f1b"))
-		*out = LB_SCHED_1F1B;
-	else if (!strcmp(s, "gpipe"))
-		*out = LB_SCHED_GPIPE;
-	else if (!strcmp(s, "interleaved"))
-		*out = LB_SCHED_INTERLEAVED;
-	else
-		return -1;
-	return 0;
+	for (size_t k = 0; k < sizeof(sched_names) / sizeof(sched_names[0]); k++)
+		if (!strcmp(s, sched_names[k])) {
+			*out = (enum lb_sched_kind)k;
+			return 0;
+		}
+	return -1;
 }
 
 int lb_step_is_compute(enum lb_step_kind k)

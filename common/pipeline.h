@@ -36,7 +36,15 @@
 
 #define LB_SCHED_MAX_PP 256
 
-enum lb_sched_kind { LB_SCHED_1F1B = 0, LB_SCHED_GPIPE, LB_SCHED_INTERLEAVED };
+/* The schedules, the one list: X(ID, name); the enum, the names and the trainer's
+ * --pipeline-schedule choices are made from it. */
+#define LB_SCHED_KINDS(X) X(1F1B, "1f1b") X(GPIPE, "gpipe") X(INTERLEAVED, "interleaved")
+enum lb_sched_kind {
+#define LB_SCHED_ID(id, name) LB_SCHED_##id,
+	LB_SCHED_KINDS(LB_SCHED_ID)
+};
+#define LB_SCHED_BAR(id, name) "|" name
+#define LB_SCHED_CHOICES       (&(LB_SCHED_KINDS(LB_SCHED_BAR))[1]) /* "1f1b|gpipe|interleaved" */
 
 enum lb_step_kind {
 	LB_STEP_FORWARD = 0, /* forward of micro-batch `micro` through chunk `chunk` */

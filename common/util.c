@@ -65,6 +65,28 @@ int lb_parse_u64(const char *s, uint64_t *out)
 	return 0;
 }
 
+int lb_parse_bytes(const char *s, uint64_t *out)
+{
+	static const char suffixes[] = "KMGT"; /* 2^10, 2^20, 2^30, 2^40 */
+	char num[64];
+	size_t n = strlen(s);
+	const char *suf;
+	uint64_t mul = 1, v;
+
+	if (n == 0 || n >= sizeof(num))
+		return -1;
+	memcpy(num, s, n + 1);
+	suf = strchr(suffixes, toupper((unsigned char)num[n - 1]));
+	if (suf && *suf) {
+		mul = 1ULL << (10 * (suf - suffixes + 1));
+		num[n - 1] = '\0';
+	}
+	if (lb_parse_u64(num, &v) || (v && v > UINT64_MAX / mul))
+		return -1;
+	*out = v * mul;
+	return 0;
+}
+
 int lb_parse_double(const char *s, double min, double max, double *out)
 {
 	char *end;

@@ -20,6 +20,9 @@ int lb_parse_int(const char *s, int min, int max, int *out);
 int lb_parse_u64(const char *s, uint64_t *out);
 /* Parse a whole string as a finite double in [min, max]. Returns 0 or -1. */
 int lb_parse_double(const char *s, double min, double max, double *out);
+/* A byte count with an optional K, M, G or T suffix (powers of 1024): 0, or -1 for
+ * anything else (a sign, a fraction, an overflow). */
+int lb_parse_bytes(const char *s, uint64_t *out);
 
 /* The name rule for sweep names and Slurm names: [A-Za-z0-9_.-]+, shorter than max. */
 int lb_name_ok(const char *s, size_t max);

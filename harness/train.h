@@ -80,8 +80,6 @@ int lb_train_parse_args(struct lb_train_opts *o, int argc, char **argv, char *er
 int lb_train_check(const struct lb_train_opts *o, char *err, size_t errlen);
 /* The usage text (layout flags and trainer flags); static storage. */
 const char *lb_train_usage(void);
-/* Parse a byte count with an optional K, M, G or T suffix (powers of 1024). */
-int lb_parse_bytes(const char *s, uint64_t *out);
 
 /* One rank's trainer. */
 struct lb_trainer {

@@ -1,7 +1,8 @@
 /*
- * layoutbench-train's command line: the options (the layout flags through
- * common/layout.h's parser, plus the trainer's own), their usage text, and the checks that
- * refuse what this build cannot run, each with the fix. See train.h, docs/trainer.md.
+ * layoutbench-train's command line: the table of the trainer's own flags, read with the
+ * layout's by the one command-line parser (common/cmdline.h), the usage made from both,
+ * and the checks that refuse what this build cannot run, each with the fix. See train.h,
+ * docs/trainer.md.
  */
 #include "harness/train.h"
 
@@ -9,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/cmdline.h"
 #include "common/util.h"
 #include "harness/bootstrap.h"
 #include "harness/comm_cuda.h"
@@ -33,226 +35,125 @@ void lb_train_opts_init(struct lb_train_opts *o)
 	o->cuda_graphs = 0;
 }
 
+#define STR_(x) #x
+#define STR(x)	STR_(x)
+
+/* The trainer's own flags (the layout's are common/layout_fields.def's). */
+enum {
+	T_DEVICE,
+	T_RUN_DIR,
+	T_DATA,
+	T_DATA_DTYPE,
+	T_LR,
+	T_WEIGHT_DECAY,
+	T_CLIP,
+	T_MEM_LIMIT,
+	T_NPROC_PER_NODE,
+	T_COMM_TIMEOUT,
+	T_PEAK_TFLOPS,
+	T_GPU_COMM,
+	T_BOOTSTRAP,
+	T_PIPELINE_SCHEDULE,
+	T_GRAD_BUCKET,
+	T_GRAD_OVERLAP,
+	T_PIPE_OVERLAP,
+	T_CUDA_GRAPHS,
+	T_DUMP_PARAMS,
+	T_QUIET,
+	T_HELP,
+};
+
+static const struct lb_option train_opts[] = {
+    LB_CHOICE(T_DEVICE, "device", NULL, "cpu|cuda", "cpu", 0,
+	      "backend (default cpu; cuda: a build where nvcc was found)"),
+    LB_TEXT(T_RUN_DIR, "run-dir", "DIR", NULL,
+	    "where run-<run_uid>.jsonl goes (default .; created)"),
+    LB_TEXT(T_DATA, "data", "FILE", NULL,
+	    "flat binary token ids, sequences packed back to back (default: a synthetic stream "
+	    "from the seed)"),
+    LB_CHOICE(T_DATA_DTYPE, "data-dtype", NULL, "u16|u32", "u16", 0, "width of the ids in --data"),
+    LB_NUMBER(T_LR, "lr", "X", STR(LB_TRAIN_DEFAULT_LR), 0, 1e300, "constant AdamW learning rate"),
+    LB_NUMBER(T_WEIGHT_DECAY, "weight-decay", "X", STR(LB_TRAIN_DEFAULT_WD), 0, 1e6,
+	      "AdamW decoupled weight decay on matrices"),
+    LB_NUMBER(T_CLIP, "clip", "X", STR(LB_TRAIN_DEFAULT_CLIP), 0, 1e300,
+	      "global gradient-norm clip, 0 off"),
+    LB_BYTES(T_MEM_LIMIT, "mem-limit", "BYTES", NULL, 0, 9.2e18,
+	     "cap on the CPU allocator (K, M, G, T suffixes); an allocation above it fails the "
+	     "run as oom (exit 3); default $LAYOUTBENCH_MEM_LIMIT, else none"),
+    LB_WHOLE(T_NPROC_PER_NODE, "nproc-per-node", "N", "1", 1, 1024,
+	     "ranks this process starts without srun"),
+    LB_NUMBER(T_COMM_TIMEOUT, "comm-timeout", "S", STR(LB_TRAIN_DEFAULT_COMM_TIMEOUT), 0.001, 1e7,
+	      "seconds before a silent peer is a timeout"),
+    LB_NUMBER(T_PEAK_TFLOPS, "peak-tflops", "X", NULL, 1e-6, 1e6,
+	      "dense bf16 peak per GPU (TFLOP/s) to record for MFU, for a GPU the peak table "
+	      "lacks (default: the table's; none on a CPU)"),
+    LB_CHOICE(T_GPU_COMM, "gpu-comm", NULL, "auto|nccl|staged", "auto", 0,
+	      "with --device cuda and several ranks: NCCL, or staged through host memory (ranks "
+	      "that share a GPU); auto (default): staged when a node has more ranks than visible "
+	      "GPUs, else nccl"),
+    LB_CHOICE(T_BOOTSTRAP, "bootstrap", NULL, "auto|file|pmi2", "auto", 0,
+	      "across nodes, how the ranks get rank 0's NCCL id: a file in the run directory, "
+	      "or Slurm's PMI2 (srun --mpi=pmi2); auto (default): pmi2 when srun started the "
+	      "rank with it, else file"),
+    LB_CHOICE(T_PIPELINE_SCHEDULE, "pipeline-schedule", NULL, LB_SCHED_CHOICES, "1f1b", 0,
+	      "pipeline schedule with --pp > 1 (default 1f1b; --virtual-stages N > 1 runs "
+	      "interleaved, which needs it)"),
+    LB_BYTES(T_GRAD_BUCKET, "grad-bucket", "N", NULL, 1, 1099511627776.0,
+	     "elements per data-parallel gradient bucket (K, M, G suffixes; default 40000000, "
+	     "common/model.h)"),
+    LB_CHOICE(T_GRAD_OVERLAP, "grad-overlap", NULL, "0|1", "1", 0,
+	      "reduce each bucket during the backward, on a second stream (1, default), or on "
+	      "the compute stream (0)"),
+    LB_CHOICE(T_PIPE_OVERLAP, "pipe-overlap", NULL, "0|1", "1", 0,
+	      "pipeline sends and receives on a stream of their own (1, default), or on the "
+	      "compute stream (0)"),
+    LB_CHOICE(T_CUDA_GRAPHS, "cuda-graphs", NULL, "0|1", "0", 0,
+	      "1: capture each micro-batch's forward and backward and the optimizer as CUDA "
+	      "graphs and replay them; 0 (default, or $LAYOUTBENCH_CUDA_GRAPHS): launch every "
+	      "kernel"),
+    LB_TEXT(T_DUMP_PARAMS, "dump-params", "FILE", NULL,
+	    "testing aid: write the whole model's fp32 parameters after the last step (rank 0)"),
+    LB_SWITCH(T_QUIET, "quiet", 0, "no progress line per step on stderr"),
+    LB_SWITCH(T_HELP, "help", 0, "this text"),
+    LB_OPT_END,
+};
+
+static const struct lb_command train_command = {
+    .name = "layoutbench-train",
+    .max_operands = -1, /* a stray word is an unknown flag (below) */
+    .summary = "train a Llama under one layout and write its run log",
+    .options = train_opts,
+    .word = "flag",
+};
+
 const char *lb_train_usage(void)
 {
-	static char buf[8192];
+	static char buf[16384];
+	struct lb_strbuf sb = LB_STRBUF_INIT;
 
-	snprintf(
-	    buf, sizeof(buf),
-	    "usage: layoutbench-train [layout flags] [trainer flags]\n\n%s\n"
-	    "trainer flags:\n"
-	    "  --device cpu|cuda       backend (default cpu; cuda: a build where nvcc was found)\n"
-	    "  --run-dir DIR           where run-<run_uid>.jsonl goes (default .; created)\n"
-	    "  --data FILE             flat binary token ids, sequences packed back to back\n"
-	    "                          (default: a synthetic stream from the seed)\n"
-	    "  --data-dtype u16|u32    width of the ids in --data (default u16)\n"
-	    "  --lr X                  constant AdamW learning rate (default %g)\n"
-	    "  --weight-decay X        AdamW decoupled weight decay on matrices (default %g)\n"
-	    "  --clip X                global gradient-norm clip, 0 off (default %g)\n"
-	    "  --mem-limit BYTES       cap on the CPU allocator (K, M, G, T suffixes); an\n"
-	    "                          allocation above it fails the run as oom (exit 3);\n"
-	    "                          default $LAYOUTBENCH_MEM_LIMIT, else none\n"
-	    "  --nproc-per-node N      ranks this process starts without srun (default 1)\n"
-	    "  --comm-timeout S        seconds before a silent peer is a timeout (default %g)\n"
-	    "  --peak-tflops X         dense bf16 peak per GPU (TFLOP/s) to record for MFU, for a\n"
-	    "                          GPU the peak table lacks (default: the table's; none on\n"
-	    "                          a CPU)\n"
-	    "  --gpu-comm auto|nccl|staged  with --device cuda and several ranks: NCCL, or\n"
-	    "                          staged through host memory (ranks that share a GPU);\n"
-	    "                          auto (default): staged when a node has more ranks than\n"
-	    "                          visible GPUs, else nccl\n"
-	    "  --bootstrap auto|file|pmi2  across nodes, how the ranks get rank 0's NCCL id:\n"
-	    "                          a file in the run directory, or Slurm's PMI2 (srun\n"
-	    "                          --mpi=pmi2); auto (default): pmi2 when srun started\n"
-	    "                          the rank with it, else file\n"
-	    "  --pipeline-schedule 1f1b|gpipe|interleaved  pipeline schedule with --pp > 1\n"
-	    "                          (default 1f1b; --virtual-stages N > 1 runs interleaved,\n"
-	    "                          which needs it)\n"
-	    "  --grad-bucket N         elements per data-parallel gradient bucket (default\n"
-	    "                          %u; K, M, G suffixes)\n"
-	    "  --grad-overlap 0|1      reduce each bucket during the backward, on a second\n"
-	    "                          stream (1, default), or on the compute stream (0)\n"
-	    "  --pipe-overlap 0|1      pipeline sends and receives on a stream of their own\n"
-	    "                          (1, default), or on the compute stream (0)\n"
-	    "  --cuda-graphs 0|1       1: capture each micro-batch's forward and backward and\n"
-	    "                          the optimizer as CUDA graphs and replay them; 0 (default,\n"
-	    "                          or $LAYOUTBENCH_CUDA_GRAPHS): launch every kernel\n"
-	    "  --dump-params FILE      testing aid: write the whole model's fp32 parameters\n"
-	    "                          after the last step (rank 0)\n"
-	    "  --quiet                 no progress line per step on stderr\n"
-	    "  --help                  this text\n\n"
-	    "exit status: 0 ok, 1 error, 2 usage, 3 oom, 4 nccl_error, 5 diverged, 6 timeout,\n"
-	    "128+N killed by signal N\n",
-	    lb_layout_flags_usage(), LB_TRAIN_DEFAULT_LR, LB_TRAIN_DEFAULT_WD,
-	    LB_TRAIN_DEFAULT_CLIP, LB_TRAIN_DEFAULT_COMM_TIMEOUT, LB_GRAD_BUCKET_DEFAULT);
+	lb_strbuf_addf(&sb, "usage: layoutbench-train [layout flags] [trainer flags]\n\n%s\n",
+		       lb_layout_flags_usage());
+	lb_strbuf_adds(&sb, "trainer flags:\n");
+	lb_options_help(&sb, train_opts);
+	lb_strbuf_adds(&sb,
+		       "\nexit status: 0 ok, 1 error, 2 usage, 3 oom, 4 nccl_error, 5 diverged, "
+		       "6 timeout,\n128+N killed by signal N\n");
+	snprintf(buf, sizeof(buf), "%s", sb.failed ? "" : lb_strbuf_str(&sb));
+	lb_strbuf_release(&sb);
 	return buf;
 }
 
-int lb_parse_bytes(const char *s, uint64_t *out)
+/* Copy a path flag's value into its buffer: 0, or -1 (err) when it does not fit. */
+static int take_path(char *dst, size_t len, const char *flag, const char *v, char *err,
+		     size_t errlen)
 {
-	char num[64];
-	size_t n = strlen(s);
-	uint64_t mul = 1, v;
-
-	if (n == 0 || n >= sizeof(num))
+	if (strlen(v) >= len) {
+		snprintf(err, errlen, "%s: the path is %zu bytes; at most %zu", flag, strlen(v),
+			 len - 1);
 		return -1;
-	memcpy(num, s, n + 1);
-	switch (num[n - 1]) {
-	case 'K':
-	case 'k':
-		mul = 1ULL << 10;
-		break;
-	case 'M':
-	case 'm':
-		mul = 1ULL << 20;
-		break;
-	case 'G':
-	case 'g':
-		mul = 1ULL << 30;
-		break;
-	case 'T':
-	case 't':
-		mul = 1ULL << 40;
-		break;
-	default:
-		break;
 	}
-	if (mul != 1)
-		num[n - 1] = '\0';
-	if (lb_parse_u64(num, &v) || (v && v > UINT64_MAX / mul))
-		return -1;
-	*out = v * mul;
+	snprintf(dst, len, "%s", v);
 	return 0;
-}
-
-/* Trainer flags: name, takes a value. */
-static const struct {
-	const char *name;
-	int has_value;
-} train_flags[] = {
-    {"--device", 1},
-    {"--run-dir", 1},
-    {"--data", 1},
-    {"--data-dtype", 1},
-    {"--lr", 1},
-    {"--weight-decay", 1},
-    {"--clip", 1},
-    {"--mem-limit", 1},
-    {"--nproc-per-node", 1},
-    {"--comm-timeout", 1},
-    {"--peak-tflops", 1},
-    {"--gpu-comm", 1},
-    {"--bootstrap", 1},
-    {"--quiet", 0},
-    {"--help", 0},
-    {"--pipeline-schedule", 1},
-    {"--dump-params", 1},
-    {"--grad-bucket", 1},
-    {"--grad-overlap", 1},
-    {"--pipe-overlap", 1},
-    {"--cuda-graphs", 1},
-};
-
-static int set_train_flag(struct lb_train_opts *o, const char *name, const char *v, char *err,
-			  size_t errlen)
-{
-	if (!strcmp(name, "--device")) {
-		if (!strcmp(v, "cpu"))
-			o->device_cuda = 0;
-		else if (!strcmp(v, "cuda"))
-			o->device_cuda = 1;
-		else
-			goto bad_enum;
-	} else if (!strcmp(name, "--run-dir")) {
-		if (!*v || strlen(v) >= sizeof(o->run_dir))
-			goto bad;
-		snprintf(o->run_dir, sizeof(o->run_dir), "%s", v);
-	} else if (!strcmp(name, "--data")) {
-		if (!*v || strlen(v) >= sizeof(o->data_path))
-			goto bad;
-		snprintf(o->data_path, sizeof(o->data_path), "%s", v);
-	} else if (!strcmp(name, "--data-dtype")) {
-		if (!strcmp(v, "u16"))
-			o->data_elem = 2;
-		else if (!strcmp(v, "u32"))
-			o->data_elem = 4;
-		else
-			goto bad_enum;
-	} else if (!strcmp(name, "--lr")) {
-		if (lb_parse_double(v, 0.0, 1e300, &o->lr))
-			goto bad;
-	} else if (!strcmp(name, "--weight-decay")) {
-		if (lb_parse_double(v, 0.0, 1e6, &o->weight_decay))
-			goto bad;
-	} else if (!strcmp(name, "--clip")) {
-		if (lb_parse_double(v, 0.0, 1e300, &o->clip))
-			goto bad;
-	} else if (!strcmp(name, "--mem-limit")) {
-		if (lb_parse_bytes(v, &o->mem_limit))
-			goto bad;
-	} else if (!strcmp(name, "--nproc-per-node")) {
-		if (lb_parse_int(v, 1, 1024, &o->nproc_per_node))
-			goto bad;
-	} else if (!strcmp(name, "--comm-timeout")) {
-		if (lb_parse_double(v, 0.001, 1e7, &o->comm_timeout))
-			goto bad;
-	} else if (!strcmp(name, "--peak-tflops")) {
-		if (lb_parse_double(v, 1e-6, 1e6, &o->peak_tflops))
-			goto bad;
-	} else if (!strcmp(name, "--gpu-comm")) {
-		if (!strcmp(v, "auto"))
-			o->gpu_comm = LB_GPU_COMM_AUTO;
-		else if (!strcmp(v, "nccl"))
-			o->gpu_comm = LB_GPU_COMM_NCCL;
-		else if (!strcmp(v, "staged"))
-			o->gpu_comm = LB_GPU_COMM_STAGED;
-		else
-			goto bad_enum;
-	} else if (!strcmp(name, "--bootstrap")) {
-		enum lb_bootstrap b;
-
-		if (lb_bootstrap_parse(v, &b))
-			goto bad_enum;
-		o->bootstrap = b;
-	} else if (!strcmp(name, "--pipeline-schedule")) {
-		if (lb_sched_parse(v, &o->schedule))
-			goto bad_enum;
-	} else if (!strcmp(name, "--grad-bucket")) {
-		if (lb_parse_bytes(v, &o->grad_bucket) || o->grad_bucket == 0 ||
-		    o->grad_bucket > (1ULL << 40))
-			goto bad;
-	} else if (!strcmp(name, "--grad-overlap")) {
-		if (strcmp(v, "0") && strcmp(v, "1"))
-			goto bad_enum;
-		o->grad_overlap = v[0] == '1';
-	} else if (!strcmp(name, "--pipe-overlap")) {
-		if (strcmp(v, "0") && strcmp(v, "1"))
-			goto bad_enum;
-		o->pipe_overlap = v[0] == '1';
-	} else if (!strcmp(name, "--cuda-graphs")) {
-		if (strcmp(v, "0") && strcmp(v, "1"))
-			goto bad_enum;
-		o->cuda_graphs = v[0] == '1';
-	} else if (!strcmp(name, "--dump-params")) {
-		if (!*v || strlen(v) >= sizeof(o->dump_params))
-			goto bad;
-		snprintf(o->dump_params, sizeof(o->dump_params), "%s", v);
-	}
-	return 0;
-bad:
-	snprintf(err, errlen, "%s: invalid value '%s'", name, v);
-	return -1;
-bad_enum:
-	snprintf(err, errlen, "%s: unknown value '%s' (expected %s)", name, v,
-		 !strcmp(name, "--device")		? "cpu or cuda"
-		 : !strcmp(name, "--pipeline-schedule") ? "1f1b, gpipe or interleaved"
-		 : !strcmp(name, "--gpu-comm")		? "auto, nccl or staged"
-		 : !strcmp(name, "--grad-overlap")	? "0 or 1"
-		 : !strcmp(name, "--pipe-overlap")	? "0 or 1"
-		 : !strcmp(name, "--cuda-graphs")	? "0 or 1"
-		 : !strcmp(name, "--bootstrap")		? "auto, file or pmi2"
-							: "u16 or u32");
-	return -1;
 }
 
 /* 1 if argv[1..argc) holds the flag, as "--flag" or "--flag=value". */
@@ -268,10 +169,11 @@ static int has_flag(int argc, char **argv, const char *flag)
 
 int lb_train_parse_args(struct lb_train_opts *o, int argc, char **argv, char *err, size_t errlen)
 {
-	char **rest;
-	int nrest = 0, rc = 0;
 	const char *env = getenv("LAYOUTBENCH_MEM_LIMIT");
 	const char *graphs = getenv("LAYOUTBENCH_CUDA_GRAPHS");
+	struct lb_flag_group layout;
+	struct lb_args a;
+	int rc = 0;
 
 	if (env && *env && lb_parse_bytes(env, &o->mem_limit)) {
 		snprintf(err, errlen, "LAYOUTBENCH_MEM_LIMIT: invalid byte count '%s'", env);
@@ -291,67 +193,77 @@ int lb_train_parse_args(struct lb_train_opts *o, int argc, char **argv, char *er
 			fputs(lb_train_usage(), stdout);
 			return 1;
 		}
-	rest = calloc((size_t)argc + 1, sizeof(*rest));
-	if (!rest) {
-		snprintf(err, errlen, "out of host memory");
-		return -1;
-	}
-	if (lb_layout_parse_args(&o->layout, argc - 1, argv + 1, rest, &nrest, err, errlen)) {
+	lb_layout_flag_group(&o->layout, &layout);
+	switch (lb_args_scan(&train_command, &layout, argc, argv, &a, err, errlen)) {
+	case LB_ARGS_OK:
+		break;
+	case LB_ARGS_UNKNOWN:
+		snprintf(err + strlen(err), errlen - strlen(err),
+			 " (see 'layoutbench-train --help')");
+		/* fall through */
+	default:
 		rc = -1;
-		goto out_free_rest;
+		goto out_release_args;
 	}
-	for (int i = 0; i < nrest; i++) {
-		const char *arg = rest[i], *eq = strchr(arg, '='), *val = NULL;
-		char name[64];
-		size_t nlen = eq ? (size_t)(eq - arg) : strlen(arg);
-		size_t f;
-
-		if (nlen >= sizeof(name))
-			nlen = sizeof(name) - 1;
-		memcpy(name, arg, nlen);
-		name[nlen] = '\0';
-		for (f = 0; f < sizeof(train_flags) / sizeof(train_flags[0]); f++)
-			if (!strcmp(train_flags[f].name, name))
-				break;
-		if (f == sizeof(train_flags) / sizeof(train_flags[0])) {
-			snprintf(err, errlen, "unknown flag '%s' (see 'layoutbench-train --help')",
-				 arg);
-			rc = -1;
-			goto out_free_rest;
-		}
-		if (!train_flags[f].has_value) {
-			if (eq) {
-				snprintf(err, errlen, "%s takes no value", name);
-				rc = -1;
-				goto out_free_rest;
-			}
-			if (!strcmp(name, "--quiet"))
-				o->quiet = 1;
-			continue;
-		}
-		if (eq) {
-			val = eq + 1;
-		} else if (i + 1 < nrest) {
-			val = rest[++i];
-		} else {
-			snprintf(err, errlen, "%s needs a value", name);
-			rc = -1;
-			goto out_free_rest;
-		}
-		if (set_train_flag(o, name, val, err, errlen)) {
-			rc = -1;
-			goto out_free_rest;
-		}
+	if (a.n_operands) {
+		snprintf(err, errlen, "unknown flag '%s' (see 'layoutbench-train --help')",
+			 a.operands[0]);
+		rc = -1;
+		goto out_release_args;
 	}
+	/* what was given; the rest keeps lb_train_opts_init's (and the environment's) */
+	if (a.given[T_DEVICE])
+		o->device_cuda = a.num[T_DEVICE] == 1;
+	if (a.given[T_RUN_DIR] &&
+	    take_path(o->run_dir, sizeof(o->run_dir), "--run-dir", a.str[T_RUN_DIR], err, errlen))
+		rc = -1;
+	if (a.given[T_DATA] &&
+	    take_path(o->data_path, sizeof(o->data_path), "--data", a.str[T_DATA], err, errlen))
+		rc = -1;
+	if (a.given[T_DUMP_PARAMS] && take_path(o->dump_params, sizeof(o->dump_params),
+						"--dump-params", a.str[T_DUMP_PARAMS], err, errlen))
+		rc = -1;
+	if (a.given[T_DATA_DTYPE])
+		o->data_elem = a.num[T_DATA_DTYPE] ? 4 : 2;
+	if (a.given[T_LR])
+		o->lr = a.dbl[T_LR];
+	if (a.given[T_WEIGHT_DECAY])
+		o->weight_decay = a.dbl[T_WEIGHT_DECAY];
+	if (a.given[T_CLIP])
+		o->clip = a.dbl[T_CLIP];
+	if (a.given[T_MEM_LIMIT])
+		o->mem_limit = (uint64_t)a.num[T_MEM_LIMIT];
+	if (a.given[T_NPROC_PER_NODE])
+		o->nproc_per_node = (int)a.num[T_NPROC_PER_NODE];
+	if (a.given[T_COMM_TIMEOUT])
+		o->comm_timeout = a.dbl[T_COMM_TIMEOUT];
+	if (a.given[T_PEAK_TFLOPS])
+		o->peak_tflops = a.dbl[T_PEAK_TFLOPS];
+	if (a.given[T_GPU_COMM]) /* the choices in enum lb_gpu_comm's order */
+		o->gpu_comm = (int)a.num[T_GPU_COMM];
+	if (a.given[T_BOOTSTRAP]) /* likewise enum lb_bootstrap's */
+		o->bootstrap = (int)a.num[T_BOOTSTRAP];
+	if (a.given[T_PIPELINE_SCHEDULE]) /* and enum lb_sched_kind's */
+		o->schedule = (enum lb_sched_kind)a.num[T_PIPELINE_SCHEDULE];
+	if (a.given[T_GRAD_BUCKET])
+		o->grad_bucket = (uint64_t)a.num[T_GRAD_BUCKET];
+	if (a.given[T_GRAD_OVERLAP])
+		o->grad_overlap = (int)a.num[T_GRAD_OVERLAP];
+	if (a.given[T_PIPE_OVERLAP])
+		o->pipe_overlap = (int)a.num[T_PIPE_OVERLAP];
+	if (a.given[T_CUDA_GRAPHS])
+		o->cuda_graphs = (int)a.num[T_CUDA_GRAPHS];
+	if (a.given[T_QUIET])
+		o->quiet = 1;
 	/* the ranks this process starts are the node: --nproc-per-node N without
 	 * --gpus-per-node or --nodes means N GPUs on one node */
-	if (o->nproc_per_node > 1 && !has_flag(argc, argv, "--gpus-per-node") &&
+	if (!rc && o->nproc_per_node > 1 && !has_flag(argc, argv, "--gpus-per-node") &&
 	    !has_flag(argc, argv, "--nodes")) {
 		o->layout.gpus_per_node = o->nproc_per_node;
 		o->layout.nodes = 1;
 	}
-out_free_rest:
-	free(rest);
+out_release_args:
+	lb_args_release(&a);
 	return rc;
 }
 

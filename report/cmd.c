@@ -22,6 +22,33 @@
 #include "report/render.h"
 #include "report/report.h"
 
+/* The figures --figure takes: the report's (report/report.h), then these three. */
+#define FIGURE_PREDICTED "predicted" /* report/predicted.h */
+#define FIGURE_ALL	 "all"
+/* clang-format off */
+#define FIGURE_CHOICES (&(REPORT_KINDS(REPORT_KIND_BAR) "|" FIGURE_PREDICTED "|" \
+			  REPORT_HALVING_NAME "|" FIGURE_ALL)[1]) /* "kernels|...|all" */
+/* clang-format on */
+
+/* The ids of its options (struct lb_option.id). */
+enum { OPT_DB, OPT_SWEEP, OPT_FIGURE, OPT_FORMAT, OPT_OUT, OPT_KEEP_DIVERGED, OPT_MACHINE };
+
+static const struct lb_option report_opts[] = {
+    LB_OPTION_DB(OPT_DB),
+    LB_OPTION_SWEEP(OPT_SWEEP),
+    LB_CHOICE(OPT_FIGURE, "figure", NULL, FIGURE_CHOICES, NULL, LB_OPT_REQUIRED,
+	      "the figure (the paper's figures 1-5, rms, best, phases, memory, predicted, the "
+	      "rungs of a successive halving) or all"),
+    LB_CHOICE(OPT_FORMAT, "format", NULL, "md|csv|html", "md", 0,
+	      "markdown tables, CSV, or one HTML page with the plots"),
+    LB_TEXT(OPT_OUT, "out", "DIR", NULL, "write files into DIR (default stdout)"),
+    LB_SWITCH(OPT_KEEP_DIVERGED, "keep-diverged", 0,
+	      "let runs whose loss diverged compete for the bars and the best layouts, marked "
+	      "(default: left out, and counted)"),
+    LB_OPTION_MACHINE(OPT_MACHINE),
+    LB_OPT_END,
+};
+
 enum format { FMT_MD, FMT_CSV, FMT_HTML };
 
 struct options {
@@ -37,7 +64,7 @@ struct options {
 	int halving; /* 1: the halving section (report/halving.h; with all: where there is one) */
 };
 
-/* The options from the parsed line (choices checked by the table in common/cmdline.c). */
+/* The options from the parsed line (choices checked by the table above). */
 static int parse_options(int argc, char **argv, struct options *o)
 {
 	struct lb_args a;
@@ -45,24 +72,24 @@ static int parse_options(int argc, char **argv, struct options *o)
 	int rc;
 
 	memset(o, 0, sizeof(*o));
-	if ((rc = lb_args_parse("report", argc, argv, &a)))
+	if ((rc = lb_args_parse(&cmd_report, argc, argv, &a)))
 		goto out_release_args;
-	o->db = a.str[LB_OPT_DB];
-	o->sweep = a.str[LB_OPT_SWEEP];
-	o->out = a.str[LB_OPT_OUT];
-	o->build.keep_diverged = a.given[LB_OPT_KEEP_DIVERGED] > 0;
-	fig = a.str[LB_OPT_FIGURE];
-	fmt = a.str[LB_OPT_FORMAT];
-	o->machine = a.str[LB_OPT_MACHINE];
-	if (o->machine && strcmp(fig, "predicted")) {
+	o->db = a.str[OPT_DB];
+	o->sweep = a.str[OPT_SWEEP];
+	o->out = a.str[OPT_OUT];
+	o->build.keep_diverged = a.given[OPT_KEEP_DIVERGED] > 0;
+	fig = a.str[OPT_FIGURE];
+	fmt = a.str[OPT_FORMAT];
+	o->machine = a.str[OPT_MACHINE];
+	if (o->machine && strcmp(fig, FIGURE_PREDICTED)) {
 		fprintf(stderr, "error: --machine is for --figure predicted\n");
-		lb_usage("report");
+		lb_usage(&cmd_report);
 		rc = 2;
 		goto out_release_args;
 	}
-	if (!strcmp(fig, "predicted")) {
+	if (!strcmp(fig, FIGURE_PREDICTED)) {
 		o->predicted = 1;
-	} else if (!strcmp(fig, "all")) {
+	} else if (!strcmp(fig, FIGURE_ALL)) {
 		o->all = 1;
 		o->halving = 1;
 		for (int k = 0; k < REPORT_KIND_COUNT; k++)
@@ -176,7 +203,7 @@ static int render_page(struct lb_strbuf *page, const struct report_figure *figs,
 	return rc;
 }
 
-int cmd_report(int argc, char **argv)
+static int run_report(int argc, char **argv)
 {
 	struct options o;
 	struct report_runs runs, best;
@@ -350,3 +377,7 @@ out_release:
 	results_close(db);
 	return rc;
 }
+
+const struct lb_command cmd_report =
+    LB_COMMAND("report", NULL, 0, 0, 0, report_opts, run_report,
+	       "the paper's tables and figures, and predicted against measured step times");

@@ -20,16 +20,8 @@ static const struct {
 	const char *title;
 	int table_only; /* 1: the figure is its tables, without a plot */
 } kinds[REPORT_KIND_COUNT] = {
-    [REPORT_KERNELS] = {"kernels", "Figure 1: attention and RMSNorm kernels", 0},
-    [REPORT_CHECKPOINTING] = {"checkpointing", "Figure 2: activation checkpointing", 0},
-    [REPORT_MICROBATCH] = {"microbatch", "Figure 3: micro-batch size", 0},
-    [REPORT_TP_PP] = {"tp-pp", "Figure 4: tensor vs pipeline parallelism", 0},
-    [REPORT_SEQPAR] = {"seqpar", "Figure 5: sequence parallelism", 0},
-    [REPORT_RMS] = {"rms", "The RMSNorm kernel", 0},
-    [REPORT_BEST] = {"best", "Best layouts per model, sequence length and GPU count", 0},
-    [REPORT_PHASES] = {"phases", "Step phases and peak memory per rank", 0},
-    [REPORT_MEMORY] = {"memory", "Peak memory against the planner's model", 1},
-};
+#define KIND_ROW(id, name, title, table_only) [REPORT_##id] = {name, title, table_only},
+    REPORT_KINDS(KIND_ROW)};
 
 const char *report_kind_name(enum report_kind k)
 {

@@ -11,22 +11,37 @@
 
 #include <stddef.h>
 
-enum report_kind {
-	REPORT_KERNELS = 0,   /* Figure 1: best run per kernel label */
-	REPORT_CHECKPOINTING, /* Figure 2: best checkpointed vs best not checkpointed */
-	REPORT_MICROBATCH,    /* Figure 3: FlashAttention-2 rows, best per micro-batch size */
-	REPORT_TP_PP,	      /* Figure 4: flash + RMS kernel, mbs 1, no ckpt: each (TP, PP) */
-	REPORT_SEQPAR,	      /* Figure 5: best with sequence parallelism on vs off */
-	REPORT_RMS,	      /* the RMSNorm kernel comparison */
-	REPORT_BEST,	      /* the best_layout view: per model, seq_len and GPU count */
-	REPORT_PHASES,	      /* per sweep, each ok run of ours: phase times, peak memory */
-	REPORT_MEMORY,	      /* per sweep, each run of ours that fit or ran out of memory:
-				 its peak against the planner's model of the trainer */
-	REPORT_KIND_COUNT
-};
+/* The report's figures, the one list: X(ID, name, title, table_only). The enum, the names
+ * --figure takes (with "predicted", the halving's and "all": report/cmd.c) and the titles
+ * are made from it. table_only: the figure is its tables, without a plot. */
+#define REPORT_KINDS(X)                                                                            \
+	/* Figure 1: best run per kernel label */                                                  \
+	X(KERNELS, "kernels", "Figure 1: attention and RMSNorm kernels", 0)                        \
+	/* Figure 2: best checkpointed vs best not checkpointed */                                 \
+	X(CHECKPOINTING, "checkpointing", "Figure 2: activation checkpointing", 0)                 \
+	/* Figure 3: FlashAttention-2 rows, best per micro-batch size */                           \
+	X(MICROBATCH, "microbatch", "Figure 3: micro-batch size", 0)                               \
+	/* Figure 4: flash + RMS kernel, mbs 1, no ckpt: each (TP, PP) */                          \
+	X(TP_PP, "tp-pp", "Figure 4: tensor vs pipeline parallelism", 0)                           \
+	/* Figure 5: best with sequence parallelism on vs off */                                   \
+	X(SEQPAR, "seqpar", "Figure 5: sequence parallelism", 0)                                   \
+	/* the RMSNorm kernel comparison */                                                        \
+	X(RMS, "rms", "The RMSNorm kernel", 0)                                                     \
+	/* the best_layout view: per model, seq_len and GPU count */                               \
+	X(BEST, "best", "Best layouts per model, sequence length and GPU count", 0)                \
+	/* per sweep, each ok run of ours: phase times, peak memory */                             \
+	X(PHASES, "phases", "Step phases and peak memory per rank", 0)                             \
+	/* per sweep, each run of ours that fit or ran out of memory: its peak against the         \
+	 * planner's model of the trainer */                                                       \
+	X(MEMORY, "memory", "Peak memory against the planner's model", 1)
 
-/* "kernels", "checkpointing", "microbatch", "tp-pp", "seqpar", "rms", "best", "phases",
- * "memory". */
+enum report_kind {
+#define REPORT_KIND_ID(id, ...) REPORT_##id,
+	REPORT_KINDS(REPORT_KIND_ID) REPORT_KIND_COUNT
+};
+#define REPORT_KIND_BAR(id, name, ...) "|" name
+
+/* Its name: "kernels", "tp-pp", ... */
 const char *report_kind_name(enum report_kind k);
 /* Returns 0 and sets *k, or -1 for an unknown name ("all" is not a kind). */
 int report_kind_parse(const char *s, enum report_kind *k);

@@ -7,6 +7,8 @@
 #ifndef LB_RESULTS_CALIBRATE_H
 #define LB_RESULTS_CALIBRATE_H
 
+#include "common/cmdline.h"
+
 #include <stddef.h>
 #include <stdio.h>
 
@@ -55,7 +57,7 @@ int calib_holdout(FILE *f, const struct lb_machine *base, const struct calib_set
 		  const struct lb_fit_opts *o, int only_given, double huber, char *err,
 		  size_t errlen);
 
-/* `layoutbench calibrate` (options: common/cmdline.c); argv[0] is the name. */
-int cmd_calibrate(int argc, char **argv);
+/* `layoutbench calibrate` (its options: the table beside it); argv[0] is the name. */
+extern const struct lb_command cmd_calibrate;
 
 #endif

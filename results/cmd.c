@@ -18,7 +18,18 @@
 #include "results/import.h"
 #include "results/sql.h"
 
-int cmd_collect(int argc, char **argv)
+/* The ids of its options (struct lb_option.id). */
+enum { OPT_DB, OPT_SWEEP, OPT_FORMAT, OPT_WRITE };
+
+static const struct lb_option collect_opts[] = {
+    LB_OPTION_DB(OPT_DB),
+    LB_TEXT(OPT_SWEEP, "sweep", "NAME", NULL,
+	    "file runs whose log names no sweep (started by hand, not by a job script) under "
+	    "sweep NAME rather than 'adhoc'"),
+    LB_OPT_END,
+};
+
+static int run_collect(int argc, char **argv)
 {
 	struct collect_stats st = {0};
 	struct lb_args a;
@@ -26,15 +37,15 @@ int cmd_collect(int argc, char **argv)
 	sqlite3 *db;
 	int rc;
 
-	if ((rc = lb_args_parse("collect", argc, argv, &a)))
+	if ((rc = lb_args_parse(&cmd_collect, argc, argv, &a)))
 		goto out_release_args;
-	st.sweep = a.str[LB_OPT_SWEEP];
+	st.sweep = a.str[OPT_SWEEP];
 	if (st.sweep && lb_sweep_name_check(st.sweep, err, sizeof(err))) {
 		fprintf(stderr, "error: --sweep: %s (as a spec's \"name\")\n", err);
 		rc = 2;
 		goto out_release_args;
 	}
-	if (results_open(a.str[LB_OPT_DB], &db, err, sizeof(err))) {
+	if (results_open(a.str[OPT_DB], &db, err, sizeof(err))) {
 		fprintf(stderr, "error: %s\n", err);
 		rc = 1;
 		goto out_release_args;
@@ -65,6 +76,10 @@ out_release_args:
 	return rc;
 }
 
+const struct lb_command cmd_collect =
+    LB_COMMAND("collect", "[RUN_DIR|FILE ...]", 0, -1, 0, collect_opts, run_collect,
+	       "ingest run logs (idempotent; default ./runs)");
+
 /* Remove a database file that this command created and left empty, with its -wal and
  * -shm files (a failed import leaves nothing behind). */
 static void remove_db(const char *path)
@@ -78,7 +93,14 @@ static void remove_db(const char *path)
 	unlink(path);
 }
 
-int cmd_import(int argc, char **argv)
+static const struct lb_option import_opts[] = {
+    LB_CHOICE(OPT_FORMAT, "format", NULL, "paper", NULL, LB_OPT_REQUIRED,
+	      "the files' format: the paper's published sheets"),
+    LB_OPTION_DB(OPT_DB),
+    LB_OPT_END,
+};
+
+static int run_import(int argc, char **argv)
 {
 	struct import_stats st = {0};
 	struct lb_args a;
@@ -88,10 +110,10 @@ int cmd_import(int argc, char **argv)
 	struct stat sb;
 	int rc, existed;
 
-	/* --format paper is required and the only choice (common/cmdline.c) */
-	if ((rc = lb_args_parse("import", argc, argv, &a)))
+	/* --format paper is required and the only choice (the table above) */
+	if ((rc = lb_args_parse(&cmd_import, argc, argv, &a)))
 		goto out_release_args;
-	db_path = a.str[LB_OPT_DB] ? a.str[LB_OPT_DB] : results_default_db();
+	db_path = a.str[OPT_DB] ? a.str[OPT_DB] : results_default_db();
 	existed = !stat(db_path, &sb);
 	if (results_open(db_path, &db, err, sizeof(err))) {
 		fprintf(stderr, "error: %s\n", err);
@@ -115,7 +137,18 @@ out_release_args:
 	return rc;
 }
 
-int cmd_sql(int argc, char **argv)
+const struct lb_command cmd_import =
+    LB_COMMAND("import", "FILE.csv ...", 1, -1, 0, import_opts, run_import,
+	       "load the paper's measured runs as external sweeps");
+
+static const struct lb_option sql_opts[] = {
+    LB_OPTION_DB(OPT_DB),
+    LB_CHOICE(OPT_FORMAT, "format", NULL, "table|csv|tsv", "table", 0, "the output format"),
+    LB_SWITCH(OPT_WRITE, "write", 0, "allow statements that change the database"),
+    LB_OPT_END,
+};
+
+static int run_sql(int argc, char **argv)
 {
 	enum sql_format fmt = SQL_TABLE;
 	struct lb_args a;
@@ -125,10 +158,10 @@ int cmd_sql(int argc, char **argv)
 	struct stat sb;
 	int rc;
 
-	if ((rc = lb_args_parse("sql", argc, argv, &a)))
+	if ((rc = lb_args_parse(&cmd_sql, argc, argv, &a)))
 		goto out_release_args;
-	sql_format_parse(a.str[LB_OPT_FORMAT], &fmt); /* the table's choices */
-	db_path = a.str[LB_OPT_DB] ? a.str[LB_OPT_DB] : results_default_db();
+	sql_format_parse(a.str[OPT_FORMAT], &fmt); /* the table's choices */
+	db_path = a.str[OPT_DB] ? a.str[OPT_DB] : results_default_db();
 	rc = 1;
 	if (stat(db_path, &sb)) {
 		fprintf(stderr,
@@ -137,8 +170,8 @@ int cmd_sql(int argc, char **argv)
 			db_path);
 		goto out_release_args;
 	}
-	if (results_db_open(db_path, a.given[LB_OPT_WRITE] ? RESULTS_DB_WRITE : RESULTS_DB_READ,
-			    &db, err, sizeof(err))) {
+	if (results_db_open(db_path, a.given[OPT_WRITE] ? RESULTS_DB_WRITE : RESULTS_DB_READ, &db,
+			    err, sizeof(err))) {
 		fprintf(stderr, "error: %s\n", err);
 		goto out_release_args;
 	}
@@ -151,7 +184,7 @@ int cmd_sql(int argc, char **argv)
 		rc = 1;
 		break;
 	default:
-		if (a.given[LB_OPT_WRITE] &&
+		if (a.given[OPT_WRITE] &&
 		    (sqlite3_extended_errcode(db) & 0xff) == SQLITE_READONLY &&
 		    results_db_write_problem(db_path, err, sizeof(err)))
 			fprintf(stderr, "error: %s\n", err);
@@ -164,3 +197,8 @@ out_release_args:
 	lb_args_release(&a);
 	return rc;
 }
+
+const struct lb_command cmd_sql =
+    LB_COMMAND("sql", "QUERY", 1, 1, 0, sql_opts, run_sql,
+	       "run a query on the results database, read-only (needs no write access to the file "
+	       "or its folder); --write allows statements that change it");

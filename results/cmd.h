@@ -1,14 +1,15 @@
 /*
- * The results stage's subcommands: `layoutbench collect`, `import`, `sql` and `calibrate` (options:
- * common/cmdline.c). argv[0] is the subcommand's name; each returns the exit status: 0
- * success, 1 failure, 2 usage error.
+ * The results stage's subcommands: `layoutbench collect`, `import` and `sql` (results/cmd.c,
+ * each with its table of options) and `calibrate` (results/calibrate.c).
  */
 #ifndef LB_RESULTS_CMD_H
 #define LB_RESULTS_CMD_H
 
-int cmd_collect(int argc, char **argv);
-int cmd_import(int argc, char **argv);
-int cmd_sql(int argc, char **argv);
-int cmd_calibrate(int argc, char **argv); /* results/calibrate.c */
+#include "common/cmdline.h"
+
+extern const struct lb_command cmd_collect;
+extern const struct lb_command cmd_import;
+extern const struct lb_command cmd_sql;
+extern const struct lb_command cmd_calibrate; /* results/calibrate.c */
 
 #endif

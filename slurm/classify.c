@@ -8,13 +8,13 @@
 
 #include <string.h>
 
-static const char *const classes[] = {"oom",	   "timeout",	   "node_fail", "preempted",
-				      "cancelled", "launch_error", "failed",	"unknown"};
+#define CLASS_NAME(c) #c,
+const char *const slurm_classes[SLURM_N_CLASSES] = {SLURM_CLASSES(CLASS_NAME)};
 
 int slurm_class_valid(const char *name)
 {
-	for (size_t i = 0; i < sizeof(classes) / sizeof(classes[0]); i++)
-		if (!strcmp(name, classes[i]))
+	for (size_t i = 0; i < SLURM_N_CLASSES; i++)
+		if (!strcmp(name, slurm_classes[i]))
 			return 1;
 	return 0;
 }

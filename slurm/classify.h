@@ -1,12 +1,23 @@
 /*
  * Failure classes of a finished job, from what the scheduler said (state, exit code) and
- * what the run log's end record said (through the runs table). Pure. The classes:
- * oom, timeout, node_fail, preempted, cancelled, launch_error, failed, unknown; "" is
- * success, which needs the run's end record to say ok: a job that completed while its
- * run log stopped without one failed. docs/slurm.md has the table.
+ * what the run log's end record said (through the runs table). Pure. The classes are
+ * SLURM_CLASSES below; "" is success, which needs the run's end record to say ok: a job that
+ * completed while its run log stopped without one failed. docs/slurm.md has the table.
  */
 #ifndef LB_SLURM_CLASSIFY_H
 #define LB_SLURM_CLASSIFY_H
+
+/* The failure classes, the one list: slurm_classes[] (in this order, as status counts
+ * them) and the choices of resubmit --class are made from it. */
+#define SLURM_CLASSES(X)                                                                           \
+	X(oom)                                                                                     \
+	X(timeout) X(node_fail) X(preempted) X(cancelled) X(launch_error) X(failed) X(unknown)
+#define SLURM_CLASS_COUNT_ONE(c) +1
+#define SLURM_N_CLASSES		 (0 SLURM_CLASSES(SLURM_CLASS_COUNT_ONE))
+#define SLURM_CLASS_BAR(c)	 "|" #c
+/* "oom|timeout|...|unknown", an option's choices */
+#define SLURM_CLASS_CHOICES (&(SLURM_CLASSES(SLURM_CLASS_BAR))[1])
+extern const char *const slurm_classes[SLURM_N_CLASSES];
 
 struct slurm_class_in {
 	const char *state;	/* scheduler state; "" or NULL when the scheduler no longer
@@ -34,7 +45,7 @@ const char *slurm_purged_state(const struct slurm_class_in *in);
  */
 const char *slurm_run_end_class(const char *job_class, int exit_code);
 
-/* 1 if name is one of the classes above (not ""). */
+/* 1 if name is one of the classes (not ""). */
 int slurm_class_valid(const char *name);
 
 #endif

@@ -11,6 +11,12 @@
 
 #include "slurm/exec.h"
 
+/* The executors, the one list: the registry and the choices of --executor are made from
+ * it. X(name): its implementation is exec_<name>_open. */
+#define EXECUTORS(X)	 X(slurm) X(rest) X(local)
+#define EXECUTOR_BAR(n)	 "|" #n
+#define EXECUTOR_CHOICES (&(EXECUTORS(EXECUTOR_BAR))[1]) /* "slurm|rest|local" */
+
 /* Open an executor by name ("slurm", the default when NULL; "rest"; "local"). Returns 0
  * and *out (close with executor_close), or -1 with err set (unknown name, a build without
  * the library, no cluster, no token). */

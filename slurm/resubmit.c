@@ -7,7 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "slurm/classify.h"
 #include "slurm/enqueue.h"
+#include "slurm/executor.h"
 #include "slurm/track.h"
 
 /* 1 if a job's failure class is one resubmit was asked for (any, without --class). */
@@ -148,12 +150,26 @@ out_free:
 	return rc;
 }
 
-int cmd_resubmit(int argc, char **argv)
+static const struct lb_option resubmit_opts[] = {
+    LB_OPTION_DB(TRACK_OPT_DB),
+    LB_OPTION_SWEEP(TRACK_OPT_SWEEP),
+    LB_CHOICE(TRACK_OPT_CLASS, "class", "CLASS", SLURM_CLASS_CHOICES, NULL, LB_OPT_MANY,
+	      "only failures of these classes (default every failed layout)"),
+    LB_CHOICE(TRACK_OPT_EXECUTOR, "executor", "E", EXECUTOR_CHOICES, NULL, 0,
+	      "where the jobs run (default where they ran before)"),
+    LB_OPTION_THROTTLE(TRACK_OPT_THROTTLE),
+    LB_OPTION_WAIT(TRACK_OPT_WAIT),
+    LB_SWITCH(TRACK_OPT_FORCE, "force", 0,
+	      "also resubmit out-of-memory failures, which fail the same way again"),
+    LB_OPT_END,
+};
+
+static int run_resubmit(int argc, char **argv)
 {
 	struct track_cmd t;
 	int rc;
 
-	if ((rc = track_cmd_open("resubmit", argc, argv, &t)))
+	if ((rc = track_cmd_open(&cmd_resubmit, argc, argv, &t)))
 		goto out_close;
 	if (t.n_names == 0)
 		printf("no jobs in '%s'\n", t.db_path);
@@ -164,3 +180,7 @@ out_close:
 	track_cmd_close(&t);
 	return rc;
 }
+
+const struct lb_command cmd_resubmit =
+    LB_COMMAND("resubmit", NULL, 0, 0, 0, resubmit_opts, run_resubmit,
+	       "submit failed layouts again, as a new attempt");

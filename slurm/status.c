@@ -11,6 +11,7 @@
 #include <sqlite3.h>
 
 #include "results/health_db.h"
+#include "slurm/classify.h"
 #include "slurm/halving.h"
 #include "slurm/track.h"
 
@@ -63,10 +64,8 @@ static void print_failed(sqlite3 *db, const struct results_job *j)
 static void print_status(sqlite3 *db, const char *sweep, const struct results_job *jobs,
 			 size_t n)
 {
-	static const char *classes[] = {"oom",	     "timeout",	     "node_fail", "preempted",
-					"cancelled", "launch_error", "failed",	  "unknown"};
 	const char *states[32];
-	size_t scount[32], ns = 0, ccount[8] = {0};
+	size_t scount[32], ns = 0, ccount[SLURM_N_CLASSES] = {0};
 
 	for (size_t i = 0; i < n; i++) {
 		size_t k;
@@ -79,16 +78,16 @@ static void print_status(sqlite3 *db, const char *sweep, const struct results_jo
 		}
 		if (k < 32)
 			scount[k]++;
-		for (size_t c = 0; c < 8; c++)
-			if (!strcmp(jobs[i].failure_class, classes[c]))
+		for (size_t c = 0; c < SLURM_N_CLASSES; c++)
+			if (!strcmp(jobs[i].failure_class, slurm_classes[c]))
 				ccount[c]++;
 	}
 	printf("sweep '%s': %zu layout(s)\n", sweep, n);
 	for (size_t k = 0; k < ns; k++)
 		printf("  state %-14s %zu\n", states[k], scount[k]);
-	for (size_t c = 0; c < 8; c++)
+	for (size_t c = 0; c < SLURM_N_CLASSES; c++)
 		if (ccount[c])
-			printf("  class %-14s %zu\n", classes[c], ccount[c]);
+			printf("  class %-14s %zu\n", slurm_classes[c], ccount[c]);
 	for (size_t i = 0; i < n; i++)
 		if (*jobs[i].failure_class)
 			print_failed(db, &jobs[i]);
@@ -167,13 +166,22 @@ static int status_wait(struct track_cmd *t, const char *sweep, const struct resu
 	return r < 0;
 }
 
-int cmd_status(int argc, char **argv)
+static const struct lb_option status_opts[] = {
+    LB_OPTION_DB(TRACK_OPT_DB),
+    LB_OPTION_SWEEP(TRACK_OPT_SWEEP),
+    LB_SWITCH(TRACK_OPT_WAIT, "wait", 0,
+	      "block until every job of the sweeps ended, driving their running halvings to "
+	      "the end"),
+    LB_OPT_END,
+};
+
+static int run_status(int argc, char **argv)
 {
 	struct track_cmd t;
 	char err[1024];
 	int rc;
 
-	if ((rc = track_cmd_open("status", argc, argv, &t)))
+	if ((rc = track_cmd_open(&cmd_status, argc, argv, &t)))
 		goto out_close;
 	if (t.n_names == 0)
 		printf("no jobs in '%s'\n", t.db_path);
@@ -204,3 +212,7 @@ out_close:
 	track_cmd_close(&t);
 	return rc;
 }
+
+const struct lb_command cmd_status =
+    LB_COMMAND("status", NULL, 0, 0, 0, status_opts, run_status,
+	       "one batched scheduler query; writes states, collects finished runs, classes failures");

@@ -295,74 +295,141 @@ out_free_text:
 	return rc;
 }
 
-int cmd_submit(int argc, char **argv)
+/* The ids of its options (struct lb_option.id). */
+enum {
+	OPT_EXECUTOR,
+	OPT_DB,
+	OPT_RUNS,
+	OPT_DRY_RUN,
+	OPT_THROTTLE,
+	OPT_MAX_ARRAY,
+	OPT_WAIT,
+	OPT_FORCE,
+	OPT_TOP,
+	OPT_MACHINE,
+	OPT_QUIET,
+	OPT_REST_URL,
+	OPT_REST_VERSION,
+	OPT_SLOTS,
+	OPT_HALVING,
+	OPT_RUNGS,
+	OPT_MIN_STEPS,
+	OPT_ALPHA,
+	OPT_MARGIN,
+	OPT_LOCAL_WORKER
+};
+
+static const struct lb_option submit_opts[] = {
+    LB_CHOICE(OPT_EXECUTOR, "executor", NULL, EXECUTOR_CHOICES, "slurm", 0,
+	      "where the jobs run: libslurm, slurmrestd, or local processes without Slurm"),
+    LB_OPTION_DB(OPT_DB),
+    LB_TEXT(OPT_RUNS, "runs", "DIR", "runs",
+	    "the runs folder (default ./runs): a layout runs in DIR/<sweep>/<layout id>"),
+    LB_SWITCH(OPT_DRY_RUN, "dry-run", 0,
+	      "print the arrays that would be submitted, submit nothing"),
+    LB_OPTION_THROTTLE(OPT_THROTTLE),
+    LB_WHOLE(OPT_MAX_ARRAY, "max-array", "N", NULL, 0, 1000000,
+	     "at most N tasks per array (0: the cluster's MaxArraySize)"),
+    LB_OPTION_WAIT(OPT_WAIT),
+    LB_SWITCH(OPT_FORCE, "force", 0, "submit layouts already completed or in flight again"),
+    LB_WHOLE(OPT_TOP, "top", "K", NULL, 1, 100000000,
+	     "only the K layouts with the best predicted MFU among those that fit (and are not "
+	     "done)"),
+    LB_OPTION_MACHINE(OPT_MACHINE),
+    LB_SWITCH(OPT_QUIET, "quiet", 0, "no progress lines"),
+    LB_TEXT(OPT_REST_URL, "rest-url", "URL", NULL,
+	    "slurmrestd: http://host:port or unix:/path (default $SLURMRESTD_URL)"),
+    LB_TEXT(OPT_REST_VERSION, "rest-version", "vX", NULL,
+	    "slurmrestd: the API version (default the newest the server offers)"),
+    LB_WHOLE(OPT_SLOTS, "slots", "N", NULL, 1, 1000000,
+	     "local: ranks that run at once (default 1: timed runs do not share the machine)"),
+    LB_WHOLE(OPT_HALVING, "halving", "ETA", NULL, 2, 1000,
+	     "successive halving: rung 0 runs every layout for few steps, each rung keeps the "
+	     "fastest 1/ETA of each group and those within noise of the cut, the last runs the "
+	     "spec's steps (docs/halving.md)"),
+    LB_WHOLE(OPT_RUNGS, "rungs", "R", NULL, 2, 32,
+	     "halving: rungs, the last at the spec's steps (default: about one layout per group "
+	     "on the last)"),
+    LB_WHOLE(OPT_MIN_STEPS, "min-steps", "S", NULL, 2, 1000000,
+	     "halving: rung 0's steps, warm-up included (default warm-up + 4)"),
+    LB_TEXT(OPT_ALPHA, "alpha", "P", "0.05",
+	    "halving: the rank test's level: a layout slower than the cut is dropped when "
+	    "p < P"),
+    LB_TEXT(OPT_MARGIN, "margin", "F", "0.02",
+	    "halving: a relative slowdown counted as noise (two runs of one layout differ by "
+	    "about 1% on an H200)"),
+    LB_SWITCH(OPT_LOCAL_WORKER, "local-worker", LB_OPT_HIDDEN, "the local executor's worker"),
+    LB_OPT_END,
+};
+
+static int run_submit(int argc, char **argv)
 {
 	struct submit_opts o;
 	struct lb_args a;
 	char err[1024];
 	int rc;
 
-	if ((rc = lb_args_parse("submit", argc, argv, &a)))
+	if ((rc = lb_args_parse(&cmd_submit, argc, argv, &a)))
 		goto out_release_args;
-	if (a.given[LB_OPT_LOCAL_WORKER]) { /* internal: the local executor's detached worker */
-		rc = exec_local_worker(a.str[LB_OPT_DB] ? a.str[LB_OPT_DB] : results_default_db(),
-				       (int)a.num[LB_OPT_SLOTS]);
+	if (a.given[OPT_LOCAL_WORKER]) { /* internal: the local executor's detached worker */
+		rc = exec_local_worker(a.str[OPT_DB] ? a.str[OPT_DB] : results_default_db(),
+				       (int)a.num[OPT_SLOTS]);
 		goto out_release_args;
 	}
 	if (a.n_operands != 1) {
 		fprintf(stderr, "error: submit needs SPEC\n");
-		lb_usage("submit");
+		lb_usage(&cmd_submit);
 		rc = 2;
 		goto out_release_args;
 	}
 	submit_opts_init(&o);
 	o.spec = a.operands[0];
-	o.executor = a.str[LB_OPT_EXECUTOR];
-	o.db_path = a.str[LB_OPT_DB];
-	o.runs_dir = a.str[LB_OPT_RUNS];
-	o.rest_url = a.str[LB_OPT_REST_URL];
-	o.rest_version = a.str[LB_OPT_REST_VERSION];
-	o.throttle = (int)a.num[LB_OPT_THROTTLE];
-	o.max_array = (int)a.num[LB_OPT_MAX_ARRAY];
-	o.local_slots = (int)a.num[LB_OPT_SLOTS];
-	o.dry_run = a.given[LB_OPT_DRY_RUN] > 0;
-	o.wait = a.given[LB_OPT_WAIT] > 0;
-	o.force = a.given[LB_OPT_FORCE] > 0;
-	o.quiet = a.given[LB_OPT_QUIET] > 0;
-	o.top = a.given[LB_OPT_TOP] ? (size_t)a.num[LB_OPT_TOP] : 0;
-	o.machine = a.str[LB_OPT_MACHINE];
+	o.executor = a.str[OPT_EXECUTOR];
+	o.db_path = a.str[OPT_DB];
+	o.runs_dir = a.str[OPT_RUNS];
+	o.rest_url = a.str[OPT_REST_URL];
+	o.rest_version = a.str[OPT_REST_VERSION];
+	o.throttle = (int)a.num[OPT_THROTTLE];
+	o.max_array = (int)a.num[OPT_MAX_ARRAY];
+	o.local_slots = (int)a.num[OPT_SLOTS];
+	o.dry_run = a.given[OPT_DRY_RUN] > 0;
+	o.wait = a.given[OPT_WAIT] > 0;
+	o.force = a.given[OPT_FORCE] > 0;
+	o.quiet = a.given[OPT_QUIET] > 0;
+	o.top = a.given[OPT_TOP] ? (size_t)a.num[OPT_TOP] : 0;
+	o.machine = a.str[OPT_MACHINE];
 	if (o.machine && !o.top) {
 		fprintf(stderr, "error: --machine predicts for --top K; give --top K as well\n");
-		lb_usage("submit");
+		lb_usage(&cmd_submit);
 		rc = 2;
 		goto out_release_args;
 	}
-	o.halving = (int)a.num[LB_OPT_HALVING];
-	o.rungs = (int)a.num[LB_OPT_RUNGS];
-	o.min_steps = (int)a.num[LB_OPT_MIN_STEPS];
-	if (!o.halving && (a.given[LB_OPT_RUNGS] || a.given[LB_OPT_MIN_STEPS] ||
-			   a.given[LB_OPT_ALPHA] || a.given[LB_OPT_MARGIN])) {
+	o.halving = (int)a.num[OPT_HALVING];
+	o.rungs = (int)a.num[OPT_RUNGS];
+	o.min_steps = (int)a.num[OPT_MIN_STEPS];
+	if (!o.halving && (a.given[OPT_RUNGS] || a.given[OPT_MIN_STEPS] || a.given[OPT_ALPHA] ||
+			   a.given[OPT_MARGIN])) {
 		fprintf(stderr, "error: --rungs, --min-steps, --alpha and --margin set up a "
 				"successive halving: give --halving ETA too\n");
-		lb_usage("submit");
+		lb_usage(&cmd_submit);
 		rc = 2;
 		goto out_release_args;
 	}
-	if (lb_parse_double(a.str[LB_OPT_ALPHA], 1e-9, 0.5, &o.alpha)) {
+	if (lb_parse_double(a.str[OPT_ALPHA], 1e-9, 0.5, &o.alpha)) {
 		fprintf(stderr,
 			"error: option '--alpha' expects a level above 0 and at most 0.5, "
 			"got '%s'\n",
-			a.str[LB_OPT_ALPHA]);
-		lb_usage("submit");
+			a.str[OPT_ALPHA]);
+		lb_usage(&cmd_submit);
 		rc = 2;
 		goto out_release_args;
 	}
-	if (lb_parse_double(a.str[LB_OPT_MARGIN], 0, 10, &o.margin)) {
+	if (lb_parse_double(a.str[OPT_MARGIN], 0, 10, &o.margin)) {
 		fprintf(stderr,
 			"error: option '--margin' expects a fraction from 0 to 10 (0.02: "
 			"2%%), got '%s'\n",
-			a.str[LB_OPT_MARGIN]);
-		lb_usage("submit");
+			a.str[OPT_MARGIN]);
+		lb_usage(&cmd_submit);
 		rc = 2;
 		goto out_release_args;
 	}
@@ -375,5 +442,10 @@ out_release_args:
 	lb_args_release(&a);
 	return rc;
 }
+
+const struct lb_command cmd_submit =
+    LB_COMMAND("submit", "SPEC", 0, 1, 1, submit_opts, run_submit,
+	       "submit the runnable layouts as job arrays; skips layouts already completed or in "
+	       "flight unless --force");
 
 /* Names of the sweeps that have jobs (or just `only`). */

@@ -10,6 +10,8 @@
 #ifndef LB_SLURM_SUBMIT_H
 #define LB_SLURM_SUBMIT_H
 
+#include "common/cmdline.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -49,7 +51,7 @@ void submit_opts_init(struct submit_opts *o);
  */
 int submit_sweep(const struct submit_opts *o, char *err, size_t errlen);
 
-/* `layoutbench submit` (options: common/cmdline.c); argv[0] is the name; exit status. */
-int cmd_submit(int argc, char **argv);
+/* `layoutbench submit`, its options beside it in slurm/submit.c. */
+extern const struct lb_command cmd_submit;
 
 #endif

@@ -374,7 +374,7 @@ int track_wait(sqlite3 *db, struct exec_set *es, const char *sweep, const int64_
 	return c->failed ? 1 : 0;
 }
 
-int track_cmd_open(const char *cmd, int argc, char **argv, struct track_cmd *t)
+int track_cmd_open(const struct lb_command *cmd, int argc, char **argv, struct track_cmd *t)
 {
 	const struct lb_args *a = &t->args;
 	char err[1024];
@@ -383,14 +383,14 @@ int track_cmd_open(const char *cmd, int argc, char **argv, struct track_cmd *t)
 	memset(t, 0, sizeof(*t));
 	if ((rc = lb_args_parse(cmd, argc, argv, &t->args)))
 		return rc;
-	t->db_path = a->str[LB_OPT_DB] ? a->str[LB_OPT_DB] : results_default_db();
-	t->sweep = a->str[LB_OPT_SWEEP];
-	t->executor = a->str[LB_OPT_EXECUTOR];
-	t->classes = a->many[LB_OPT_CLASS];
-	t->n_classes = a->n_many[LB_OPT_CLASS];
-	t->wait = a->given[LB_OPT_WAIT] > 0;
-	t->force = a->given[LB_OPT_FORCE] > 0;
-	t->throttle = (int)a->num[LB_OPT_THROTTLE];
+	t->db_path = a->str[TRACK_OPT_DB] ? a->str[TRACK_OPT_DB] : results_default_db();
+	t->sweep = a->str[TRACK_OPT_SWEEP];
+	t->executor = a->str[TRACK_OPT_EXECUTOR];
+	t->classes = a->many[TRACK_OPT_CLASS];
+	t->n_classes = a->n_many[TRACK_OPT_CLASS];
+	t->wait = a->given[TRACK_OPT_WAIT] > 0;
+	t->force = a->given[TRACK_OPT_FORCE] > 0;
+	t->throttle = (int)a->num[TRACK_OPT_THROTTLE];
 	t->eo.db_path = t->db_path;
 	t->eo.hold = getenv("LB_SUBMIT_HOLD") && !strcmp(getenv("LB_SUBMIT_HOLD"), "1");
 	t->es.o = &t->eo;

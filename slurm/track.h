@@ -64,7 +64,18 @@ int track_wait(sqlite3 *db, struct exec_set *es, const char *sweep, const int64_
 	       int quiet, struct track_counts *c, char *err, size_t errlen);
 
 /* The preamble of status, resubmit and cancel: their parsed flags, the database (opened
- * for writing) and the sweeps to work on (--sweep, checked, or every sweep with jobs). */
+ * for writing) and the sweeps to work on (--sweep, checked, or every sweep with jobs).
+ * Their option tables (slurm/status.c, resubmit.c, cancel.c) give their options these ids. */
+enum track_opt {
+	TRACK_OPT_DB,
+	TRACK_OPT_SWEEP,
+	TRACK_OPT_EXECUTOR, /* resubmit */
+	TRACK_OPT_CLASS,    /* resubmit */
+	TRACK_OPT_WAIT,
+	TRACK_OPT_FORCE,    /* resubmit */
+	TRACK_OPT_THROTTLE, /* resubmit */
+};
+
 struct track_cmd {
 	struct lb_args args; /* the parsed line (the strings below point into it) */
 	const char *db_path;
@@ -85,7 +96,7 @@ struct track_cmd {
  * --sweep and list the sweeps. Returns 0, 2 after a usage error, 1 after an error
  * (reported on stderr); either way release t with track_cmd_close.
  */
-int track_cmd_open(const char *cmd, int argc, char **argv, struct track_cmd *t);
+int track_cmd_open(const struct lb_command *cmd, int argc, char **argv, struct track_cmd *t);
 void track_cmd_close(struct track_cmd *t);
 
 #endif

@@ -4,7 +4,7 @@
  * message, and the fast path for step lines must agree with the general cJSON path on
  * every line: same verdict, same values.
  */
-// fuzz-sources: results/runlog.c common/layout.c common/model.c common/util.c
+// fuzz-sources: results/runlog.c common/layout.c common/preset.c common/cmdline.c common/model.c common/util.c
 // fuzz-libs: -lcjson -lm
 // fuzz-seeds: tests/fixtures/runlogs/*.jsonl tests/fixtures/memory/*.jsonl
 #include <math.h>

@@ -9,7 +9,8 @@
 // fuzz-sources: harness/ops_cpu.c harness/optim.c harness/data.c harness/trainlog.c
 // fuzz-sources: harness/pipe.c harness/comm_self.c harness/comm_common.c harness/comm_shm.c
 // fuzz-sources: harness/launch.c harness/gradsync.c harness/bootstrap.c harness/pipestream.c
-// fuzz-sources: common/layout.c common/model.c common/pipeline.c common/util.c common/version.c
+// fuzz-sources: common/layout.c common/preset.c common/cmdline.c common/model.c common/pipeline.c
+// fuzz-sources: common/util.c common/version.c
 // fuzz-libs: -lm -ldl
 // fuzz-seeds: tests/fuzz/seeds/train_args/*
 // clang-format on

@@ -1,5 +1,6 @@
 #!/bin/sh
-# The command line from its one table (common/cmdline.c): the README's command table is
+# The command line from its tables (each beside its command; cli/commands.c the registry,
+# common/cmdline.c the parser): the README's command table is
 # `layoutbench help --markdown` to the letter; every command named by `help` answers
 # `--help` with its usage (so cli/main.c has a function for each); a usage error exits 2
 # with an error line and the usage line, the same way in every command.

@@ -1,7 +1,8 @@
 #!/bin/sh
-# Every function a product library exports is called by someone: a name that stands in the
-# sources only where it is declared and where it is defined (its header and its file) is
-# dead code, and this fails naming it. The check is first shown to fail on a planted one.
+# Every function a product library exports is called by someone: a name that no other
+# object uses (nm) and that stands in the sources only where it is declared and where it
+# is defined (its header and its file) is dead code, and this fails naming it. The check
+# is first shown to fail on a planted one.
 set -u
 BUILD=${BUILD:-build}
 for lib in libcommon libcli libharness; do
@@ -32,7 +33,9 @@ want lb_planted lb_used
 
 nm -g --defined-only "$BUILD/libcommon.a" "$BUILD/libcli.a" "$BUILD/libharness.a" 2>/dev/null |
 	awk 'NF == 3 && $2 == "T" { print $3 }' | grep -v '^_Z' | sort -u >"$tmp/syms"
-cp "$tmp/syms" "$tmp/want"
+# the names another object uses are alive (a name made by the preprocessor is one)
+find "$BUILD/obj" -name '*.o' -exec nm -u {} + 2>/dev/null | awk '{ print $NF }' | sort -u >"$tmp/used"
+comm -23 "$tmp/syms" "$tmp/used" >"$tmp/want"
 dead . | sort >"$tmp/dead"
 if [ -s "$tmp/dead" ]; then
 	echo "FAIL: exported and never called (remove them, or make them static):"

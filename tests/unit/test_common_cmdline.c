@@ -14,12 +14,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/commands.h"
 #include "common/cmdline.h"
 #include "report/halving.h"
 #include "report/report.h"
 #include "results/sql.h"
 #include "slurm/classify.h"
 #include "sweeps/plan_print.h"
+
+/* The id of the option named name of a's command. */
+#define ID(a, name) lb_option_id((a)->cmd, name)
 
 /* Parse a NULL-terminated word list as command cmd; stderr goes to /dev/null. */
 static int parse(struct lb_args *a, const char *cmd, ...)
@@ -37,7 +41,7 @@ static int parse(struct lb_args *a, const char *cmd, ...)
 	fflush(stderr);
 	FILE *saved = stderr;
 	stderr = fopen("/dev/null", "w");
-	rc = lb_args_parse(cmd, argc, argv, a);
+	rc = lb_args_parse(lb_command_find(cmd), argc, argv, a);
 	fclose(stderr);
 	stderr = saved;
 	return rc;
@@ -52,22 +56,22 @@ static void test_values(void **state)
 			 0);
 	assert_string_equal(a.operands[0], "s.json");
 	assert_int_equal(a.n_operands, 1);
-	assert_string_equal(a.str[LB_OPT_DB], "x.db");
-	assert_int_equal(a.num[LB_OPT_THROTTLE], 3);
-	assert_int_equal(a.given[LB_OPT_WAIT], 1);
-	assert_int_equal(a.given[LB_OPT_FORCE], 0);
-	assert_string_equal(a.str[LB_OPT_EXECUTOR], "local");
+	assert_string_equal(a.str[ID(&a, "db")], "x.db");
+	assert_int_equal(a.num[ID(&a, "throttle")], 3);
+	assert_int_equal(a.given[ID(&a, "wait")], 1);
+	assert_int_equal(a.given[ID(&a, "force")], 0);
+	assert_string_equal(a.str[ID(&a, "executor")], "local");
 	lb_args_release(&a);
 
 	/* defaults: the table's */
 	assert_int_equal(parse(&a, "submit", "s.json", NULL), 0);
-	assert_string_equal(a.str[LB_OPT_EXECUTOR], "slurm");
-	assert_null(a.str[LB_OPT_DB]);
-	assert_int_equal(a.num[LB_OPT_THROTTLE], 0);
+	assert_string_equal(a.str[ID(&a, "executor")], "slurm");
+	assert_null(a.str[ID(&a, "db")]);
+	assert_int_equal(a.num[ID(&a, "throttle")], 0);
 	lb_args_release(&a);
 	assert_int_equal(parse(&a, "quickstart", NULL), 0);
-	assert_int_equal(a.num[LB_OPT_JOBS], 1);
-	assert_string_equal(a.str[LB_OPT_OUT], "layoutbench-quickstart");
+	assert_int_equal(a.num[ID(&a, "jobs")], 1);
+	assert_string_equal(a.str[ID(&a, "out")], "layoutbench-quickstart");
 	lb_args_release(&a);
 
 	/* "-" is an operand (stdin); "--" ends the options */
@@ -76,7 +80,7 @@ static void test_values(void **state)
 	lb_args_release(&a);
 	assert_int_equal(parse(&a, "sql", "--db", "d", "--", "--write", NULL), 0);
 	assert_string_equal(a.operands[0], "--write");
-	assert_int_equal(a.given[LB_OPT_WRITE], 0);
+	assert_int_equal(a.given[ID(&a, "write")], 0);
 	lb_args_release(&a);
 }
 
@@ -87,11 +91,11 @@ static void test_many(void **state)
 	assert_int_equal(
 	    parse(&a, "resubmit", "--class", "oom", "timeout", "--wait", "--class=failed", NULL),
 	    0);
-	assert_int_equal(a.n_many[LB_OPT_CLASS], 3);
-	assert_string_equal(a.many[LB_OPT_CLASS][0], "oom");
-	assert_string_equal(a.many[LB_OPT_CLASS][1], "timeout");
-	assert_string_equal(a.many[LB_OPT_CLASS][2], "failed");
-	assert_int_equal(a.given[LB_OPT_WAIT], 1);
+	assert_int_equal(a.n_many[ID(&a, "class")], 3);
+	assert_string_equal(a.many[ID(&a, "class")][0], "oom");
+	assert_string_equal(a.many[ID(&a, "class")][1], "timeout");
+	assert_string_equal(a.many[ID(&a, "class")][2], "failed");
+	assert_int_equal(a.given[ID(&a, "wait")], 1);
 	lb_args_release(&a);
 }
 
@@ -123,7 +127,7 @@ static void test_usage_errors(void **state)
 		argv[argc] = NULL;
 		FILE *saved = stderr;
 		stderr = fopen("/dev/null", "w");
-		int rc = lb_args_parse(bad[i][0], argc, argv, &a);
+		int rc = lb_args_parse(lb_command_find(bad[i][0]), argc, argv, &a);
 		fclose(stderr);
 		stderr = saved;
 		if (rc != 2)
@@ -149,14 +153,14 @@ static void test_usage_text(void **state)
 }
 
 /* Each '|'-separated choice of an option of a command, to fn. */
-static void each_choice(const char *cmd, enum lb_opt id, void (*fn)(const char *))
+static void each_choice(const char *cmd, const char *name, void (*fn)(const char *))
 {
 	const struct lb_command *c = lb_command_find(cmd);
 	int found = 0;
 
 	assert_non_null(c);
 	for (const struct lb_option *o = c->options; o->name; o++) {
-		if (o->id != id)
+		if (strcmp(o->name, name))
 			continue;
 		found = 1;
 		char buf[512], *save = NULL;
@@ -200,11 +204,11 @@ static void plan_format_known(const char *s)
 
 static void test_choices_match_code(void **state)
 {
-	each_choice("report", LB_OPT_FIGURE, figure_known);
-	each_choice("resubmit", LB_OPT_CLASS, class_known);
-	each_choice("sql", LB_OPT_FORMAT, sql_format_known);
-	each_choice("plan", LB_OPT_FORMAT, plan_format_known);
-	each_choice("plan", LB_OPT_SORT, plan_sort_known);
+	each_choice("report", "figure", figure_known);
+	each_choice("resubmit", "class", class_known);
+	each_choice("sql", "format", sql_format_known);
+	each_choice("plan", "format", plan_format_known);
+	each_choice("plan", "sort", plan_sort_known);
 	/* and every figure the report builds is offered */
 	for (int k = 0; k < REPORT_KIND_COUNT; k++) {
 		char u[1024];
@@ -253,9 +257,40 @@ static void test_figure_help_names_every_figure(void **state)
 	}
 }
 
+/* Every command of the registry: its table's ids below LB_ARGS_MAX and unique, its names
+ * unique, its struct's run function there; and a table with an id out of range is refused
+ * rather than written past. */
+static void test_tables(void **state)
+{
+	static const struct lb_option bad_opts[] = {
+	    LB_SWITCH(LB_ARGS_MAX, "far", 0, "an id the arrays do not have"), LB_OPT_END};
+	static const struct lb_command bad = {.name = "bad", .options = bad_opts};
+	char *argv[] = {"bad", NULL}, err[256];
+	struct lb_args a;
+
+	(void)state;
+	for (size_t i = 0; i < lb_n_commands; i++) {
+		const struct lb_command *c = lb_commands[i];
+		int seen[LB_ARGS_MAX] = {0};
+
+		assert_non_null(c->run);
+		assert_ptr_equal(lb_command_find(c->name), c);
+		for (const struct lb_option *o = c->options; o->name; o++) {
+			if (o->id < 0 || o->id >= LB_ARGS_MAX || seen[o->id]++)
+				fail_msg("%s --%s: id %d out of range or taken", c->name, o->name,
+					 o->id);
+			assert_int_equal(lb_option_id(c, o->name), o->id);
+		}
+	}
+	assert_int_equal(lb_args_scan(&bad, NULL, 1, argv, &a, err, sizeof(err)), LB_ARGS_BAD);
+	assert_non_null(strstr(err, "option '--far' has id"));
+	lb_args_release(&a);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_tables),
 	    cmocka_unit_test(test_values),
 	    cmocka_unit_test(test_many),
 	    cmocka_unit_test(test_usage_errors),

@@ -18,6 +18,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/util.h"
+#include "harness/bootstrap.h"
+#include "harness/comm_cuda.h"
 #include "harness/train.h"
 
 static void tiny_opts(struct lb_train_opts *o)
@@ -582,10 +585,45 @@ static void test_run_log(void **state)
 	rmdir(dir);
 }
 
+/* The trainer's line is read by the one parser: its usage is made from the tables (a line
+ * for every layout field's flag and the trainer's own), a layout flag without its value
+ * says so as the layout's parser does, and the trainer's choices map onto their enums. */
+static void test_usage_and_line(void **state)
+{
+	struct lb_train_opts o;
+	const char *u = lb_train_usage();
+	char err[512], flag[64];
+
+	(void)state;
+	for (int f = 0; f < LB_NFIELDS; f++) {
+		char line[80];
+
+		snprintf(line, sizeof(line), "\n  %s ", lb_field_flag(f, flag, sizeof(flag)));
+		if (!strstr(u, line))
+			fail_msg("the usage has no line for %s", flag);
+	}
+	assert_non_null(strstr(u, "\n  --grad-overlap 0|1 "));
+	assert_non_null(strstr(u, "\n  --pipeline-schedule 1f1b|gpipe|interleaved "));
+	assert_int_equal(parse(&o, "--tp", err, sizeof(err)), -1);
+	assert_string_equal(err, "--tp: missing value");
+	assert_int_equal(parse(&o,
+			       "--tp=2 --pipeline-schedule=gpipe --gpu-comm staged "
+			       "--bootstrap pmi2 --device cpu",
+			       err, sizeof(err)),
+			 0);
+	assert_int_equal(o.layout.tp, 2);
+	assert_int_equal(o.schedule, LB_SCHED_GPIPE);
+	assert_int_equal(o.gpu_comm, LB_GPU_COMM_STAGED);
+	assert_int_equal(o.bootstrap, LB_BOOT_PMI2);
+	assert_int_equal(parse(&o, "stray", err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "unknown flag 'stray'"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_parse_flags),
+	    cmocka_unit_test(test_usage_and_line),
 	    cmocka_unit_test(test_parse_bytes),
 	    cmocka_unit_test(test_repeated_batch_loss_falls),
 	    cmocka_unit_test(test_run_steps_refuses_sends),

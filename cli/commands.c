@@ -20,11 +20,11 @@ const struct lb_command *const lb_commands[] = {
     &cmd_cancel,     &cmd_collect, &cmd_import,	 &cmd_calibrate, &cmd_report,
     &cmd_sql,	     &cmd_help,	   &cmd_version,
 };
-const size_t lb_n_commands = sizeof(lb_commands) / sizeof(lb_commands[0]);
+const size_t lb_command_count = sizeof(lb_commands) / sizeof(lb_commands[0]);
 
 const struct lb_command *lb_command_find(const char *name)
 {
-	for (size_t i = 0; name && i < lb_n_commands; i++)
+	for (size_t i = 0; name && i < lb_command_count; i++)
 		if (!strcmp(lb_commands[i]->name, name))
 			return lb_commands[i];
 	return NULL;
@@ -32,7 +32,7 @@ const struct lb_command *lb_command_find(const char *name)
 
 const char *lb_command_suggest(const char *name)
 {
-	return lb_args_nearest(name, lb_commands, lb_n_commands);
+	return lb_args_nearest(name, lb_commands, lb_command_count);
 }
 
 enum { OPT_MARKDOWN };
@@ -50,9 +50,9 @@ static int run_help(int argc, char **argv)
 	if ((rc = lb_args_parse(&cmd_help, argc, argv, &a)))
 		goto out_release_args;
 	if (a.given[OPT_MARKDOWN]) {
-		lb_help_markdown(stdout, lb_commands, lb_n_commands);
+		lb_help_markdown(stdout, lb_commands, lb_command_count);
 	} else if (a.n_operands == 0) {
-		lb_help_all(stdout, lb_commands, lb_n_commands);
+		lb_help_all(stdout, lb_commands, lb_command_count);
 	} else {
 		const struct lb_command *c = lb_command_find(a.operands[0]);
 		if (!c) {

@@ -19,7 +19,7 @@ extern const struct lb_command cmd_version;
 
 /* Every command, in the order help lists them. */
 extern const struct lb_command *const lb_commands[];
-extern const size_t lb_n_commands;
+extern const size_t lb_command_count;
 
 /* The command named name, or NULL. */
 const struct lb_command *lb_command_find(const char *name);

@@ -11,11 +11,11 @@
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
-		lb_help_all(stderr, lb_commands, lb_n_commands);
+		lb_help_all(stderr, lb_commands, lb_command_count);
 		return 2;
 	}
 	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
-		lb_help_all(stdout, lb_commands, lb_n_commands);
+		lb_help_all(stdout, lb_commands, lb_command_count);
 		return 0;
 	}
 	if (!strcmp(argv[1], "--version")) {

@@ -14,13 +14,13 @@ const struct lb_kernel_name lb_kernel_names[] = {
     {LB_KERNEL_FLASH2, LB_ATTN_FLASH, LB_NORM_UNFUSED},
     {LB_KERNEL_FLASH2_RMS, LB_ATTN_FLASH, LB_NORM_FUSED},
 };
-const size_t lb_n_kernel_names = sizeof(lb_kernel_names) / sizeof(lb_kernel_names[0]);
+const size_t lb_kernel_name_count = sizeof(lb_kernel_names) / sizeof(lb_kernel_names[0]);
 
 int lb_kernel_name_index(const char *name)
 {
 	if (!name)
 		return -1;
-	for (size_t i = 0; i < lb_n_kernel_names; i++)
+	for (size_t i = 0; i < lb_kernel_name_count; i++)
 		if (!strcmp(name, lb_kernel_names[i].name))
 			return (int)i;
 	return -1;
@@ -43,7 +43,7 @@ char *lb_kernel_names_list(char *buf, size_t len)
 
 	if (len)
 		buf[0] = '\0';
-	for (size_t i = 0; i < lb_n_kernel_names && o < len; i++) {
+	for (size_t i = 0; i < lb_kernel_name_count && o < len; i++) {
 		const char *n = lb_kernel_names[i].name;
 		o += (size_t)snprintf(buf + o, len - o, strchr(n, ' ') ? "%s\"%s\"" : "%s%s",
 				      i ? ", " : "", n);

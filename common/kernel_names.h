@@ -24,7 +24,7 @@ struct lb_kernel_name {
 
 /* The table, in the paper's order, and its length. */
 extern const struct lb_kernel_name lb_kernel_names[];
-extern const size_t lb_n_kernel_names;
+extern const size_t lb_kernel_name_count;
 
 /* The position of name in lb_kernel_names (0 = slowest), or -1 when it is not a paper
  * kernel (NULL included). */

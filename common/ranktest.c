@@ -16,7 +16,7 @@ static int cmp_double(const void *pa, const void *pb)
 	return a < b ? -1 : a > b;
 }
 
-double lb_median(const double *x, size_t n)
+double lb_ranktest_median(const double *x, size_t n)
 {
 	double *s, m;
 
@@ -29,7 +29,7 @@ double lb_median(const double *x, size_t n)
 	return m;
 }
 
-double lb_rank_min_p(size_t na, size_t nb)
+double lb_ranktest_min_p(size_t na, size_t nb)
 {
 	/* 1 / C(na + nb, na), as a running product so that it does not overflow */
 	double p = 1.0;
@@ -44,7 +44,7 @@ double lb_rank_min_p(size_t na, size_t nb)
  * x with probability i / (i + j), and then exceeds all j y's: P_{i,j}(v) = i/(i+j) P_{i-1,j}(v - j)
  * + j/(i+j) P_{i,j-1}(v), P_{i,0} and P_{0,j} all mass at 0. Rows of i are kept two at a time.
  */
-double lb_rank_p_exact(size_t m, size_t n, double u)
+double lb_ranktest_p_exact(size_t m, size_t n, double u)
 {
 	size_t cells = m * n + 1;
 	double *prev = calloc((n + 1) * cells, sizeof(double));
@@ -80,8 +80,8 @@ out_free:
 	return p;
 }
 
-int lb_rank_slower(const double *a, size_t na, const double *b, size_t nb, double margin,
-		   struct lb_rank_test *out)
+int lb_ranktest_slower(const double *a, size_t na, const double *b, size_t nb, double margin,
+		       struct lb_rank_test *out)
 {
 	double *all, u = 0.0, ties = 0.0;
 	size_t n = na + nb;
@@ -116,15 +116,15 @@ int lb_rank_slower(const double *a, size_t na, const double *b, size_t nb, doubl
 	free(all);
 	out->u = u;
 	if (!tied && na <= LB_RANK_EXACT_MAX && nb <= LB_RANK_EXACT_MAX) {
-		out->p = lb_rank_p_exact(nb, na, u);
+		out->p = lb_ranktest_p_exact(nb, na, u);
 		out->exact = 1;
 		return out->p < 0 ? -1 : 0;
 	}
-	out->p = lb_rank_p_normal(nb, na, u, ties);
+	out->p = lb_ranktest_p_normal(nb, na, u, ties);
 	return 0;
 }
 
-double lb_rank_p_normal(size_t nx, size_t ny, double u, double ties)
+double lb_ranktest_p_normal(size_t nx, size_t ny, double u, double ties)
 {
 	double n = (double)nx + (double)ny;
 	double mean = (double)nx * (double)ny / 2.0;

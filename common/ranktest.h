@@ -35,8 +35,8 @@ struct lb_rank_test {
  * more than that factor. A small p says it is. Returns 0 and *out, or -1 when a sample
  * is empty, margin is negative or not finite, or memory ran out.
  */
-int lb_rank_slower(const double *a, size_t na, const double *b, size_t nb, double margin,
-		   struct lb_rank_test *out);
+int lb_ranktest_slower(const double *a, size_t na, const double *b, size_t nb, double margin,
+		       struct lb_rank_test *out);
 
 /* The two ways to the p of a U: P(U >= u) for samples of nx values (the sample whose
  * pairs x > y U counts) and ny values from one distribution. Exact: the recursion of Mann
@@ -44,17 +44,17 @@ int lb_rank_slower(const double *a, size_t na, const double *b, size_t nb, doubl
  * memory grow as nx * ny^2 * nx). Normal: mean nx*ny/2, variance
  * nx*ny/12 * (N + 1 - ties / (N (N - 1))) with N = nx + ny and ties the sum of t^3 - t
  * over the pooled sample's groups of t equal values, and a continuity correction of 1/2. */
-double lb_rank_p_exact(size_t nx, size_t ny, double u);
-double lb_rank_p_normal(size_t nx, size_t ny, double u, double ties);
+double lb_ranktest_p_exact(size_t nx, size_t ny, double u);
+double lb_ranktest_p_normal(size_t nx, size_t ny, double u, double ties);
 
 /* The smallest p the test can give for samples of na and nb values without ties:
  * 1 / C(na + nb, na) (every b above every a). With 3 values a side it is 0.05; a rung
  * needs at least that many steady-state steps before the test can drop anything at
  * level 0.05, and 4 a side (0.014) to do so with some room. */
-double lb_rank_min_p(size_t na, size_t nb);
+double lb_ranktest_min_p(size_t na, size_t nb);
 
 /* The median of x[0..n) (the mean of the middle two for even n), x left as it is. NaN
  * when n is 0 or memory ran out. */
-double lb_median(const double *x, size_t n);
+double lb_ranktest_median(const double *x, size_t n);
 
 #endif

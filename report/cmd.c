@@ -198,7 +198,7 @@ static int render_page(struct lb_strbuf *page, const struct report_figure *figs,
 		lb_strbuf_release(&script);
 	}
 	if (hs)
-		render_html_halving(page, hs);
+		report_halving_html(page, hs);
 	render_html_end(page);
 	return rc;
 }
@@ -309,7 +309,7 @@ static int run_report(int argc, char **argv)
 				figs[k].diverged_left_out == 1 ? "" : "s");
 	}
 
-	if (o.halving && report_halvings_load(db, o.sweep, &halvings, err, sizeof(err))) {
+	if (o.halving && report_halving_load(db, o.sweep, &halvings, err, sizeof(err))) {
 		fprintf(stderr, "error: database '%s': %s\n", path, err);
 		goto out_release;
 	}
@@ -337,7 +337,7 @@ static int run_report(int argc, char **argv)
 		if (hs && !rc) {
 			if (!o.out && o.all)
 				lb_strbuf_addf(&sb, "%s# figure: halving\n", sb.len ? "\n" : "");
-			render_halving_csv(&sb, hs);
+			report_halving_csv(&sb, hs);
 			if (o.out) {
 				rc = emit(o.out, "halving.csv", &sb) ? 1 : 0;
 				lb_strbuf_release(&sb);
@@ -356,7 +356,7 @@ static int run_report(int argc, char **argv)
 		}
 		if (hs) {
 			lb_strbuf_adds(&sb, "\n");
-			render_halving_md(&sb, hs);
+			report_halving_md(&sb, hs);
 		}
 		rc = emit(o.out, "report.md", &sb) ? 1 : 0;
 		break;
@@ -368,7 +368,7 @@ static int run_report(int argc, char **argv)
 	}
 
 out_release:
-	report_halvings_release(&halvings);
+	report_halving_release(&halvings);
 	lb_strbuf_release(&sb);
 	for (int k = 0; k < REPORT_KIND_COUNT; k++)
 		report_figure_release(&figs[k]);

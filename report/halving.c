@@ -64,7 +64,7 @@ static void free_halving(struct report_halving *h)
 	free(h->members);
 }
 
-void report_halvings_release(struct report_halvings *hs)
+void report_halving_release(struct report_halvings *hs)
 {
 	for (size_t i = 0; i < hs->n; i++)
 		free_halving(&hs->v[i]);
@@ -212,8 +212,8 @@ out_free:
 	return -1;
 }
 
-int report_halvings_load(sqlite3 *db, const char *sweep, struct report_halvings *hs, char *err,
-			 size_t errlen)
+int report_halving_load(sqlite3 *db, const char *sweep, struct report_halvings *hs, char *err,
+			size_t errlen)
 {
 	sqlite3_stmt *st = NULL;
 	size_t cap = 0;
@@ -512,7 +512,7 @@ static void halving_body(struct lb_strbuf *sb, enum fmt f, const struct report_h
 	}
 }
 
-void render_halving_md(struct lb_strbuf *sb, const struct report_halvings *hs)
+void report_halving_md(struct lb_strbuf *sb, const struct report_halvings *hs)
 {
 	lb_strbuf_addf(sb, "## Successive halving (halving)\n\n%s\n", definition);
 	if (!hs->n) {
@@ -523,7 +523,7 @@ void render_halving_md(struct lb_strbuf *sb, const struct report_halvings *hs)
 		halving_body(sb, FMT_MD, &hs->v[i]);
 }
 
-void render_html_halving(struct lb_strbuf *sb, const struct report_halvings *hs)
+void report_halving_html(struct lb_strbuf *sb, const struct report_halvings *hs)
 {
 	lb_strbuf_adds(sb, "<section id=\"halving\">\n<h2>Successive halving</h2>\n");
 	para(sb, FMT_HTML, definition);
@@ -534,7 +534,7 @@ void render_html_halving(struct lb_strbuf *sb, const struct report_halvings *hs)
 	lb_strbuf_adds(sb, "</section>\n");
 }
 
-void render_halving_csv(struct lb_strbuf *sb, const struct report_halvings *hs)
+void report_halving_csv(struct lb_strbuf *sb, const struct report_halvings *hs)
 {
 	lb_strbuf_adds(sb, "halving,sweep,rung,steps,group,layout_id,label,micro_batch,tp,pp,dp,"
 			   "checkpointing,verdict,failure_class,rank,n_steps,median_s,cut_layout,"

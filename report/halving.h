@@ -62,17 +62,17 @@ struct report_halvings {
 
 /* Load every halving (sweep: only that sweep's; NULL: all) in sweep and id order. A
  * database without the halving views (older, or views only) has none. Returns 0 (release
- * hs with report_halvings_release either way), or -1 with err set. */
-int report_halvings_load(sqlite3 *db, const char *sweep, struct report_halvings *hs, char *err,
-			 size_t errlen);
-void report_halvings_release(struct report_halvings *hs);
+ * hs with report_halving_release either way), or -1 with err set. */
+int report_halving_load(sqlite3 *db, const char *sweep, struct report_halvings *hs, char *err,
+			size_t errlen);
+void report_halving_release(struct report_halvings *hs);
 
 /* The section as markdown ("## Successive halving (halving)", a table of rungs and one of
  * layouts per rung and group), as CSV (one row per layout and rung; header in
  * docs/report.md), and as an HTML <section id="halving">. With no halving: the heading
  * and "No halving in this database." (markdown, HTML), the header alone (CSV). */
-void render_halving_md(struct lb_strbuf *sb, const struct report_halvings *hs);
-void render_halving_csv(struct lb_strbuf *sb, const struct report_halvings *hs);
-void render_html_halving(struct lb_strbuf *sb, const struct report_halvings *hs);
+void report_halving_md(struct lb_strbuf *sb, const struct report_halvings *hs);
+void report_halving_csv(struct lb_strbuf *sb, const struct report_halvings *hs);
+void report_halving_html(struct lb_strbuf *sb, const struct report_halvings *hs);
 
 #endif

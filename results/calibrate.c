@@ -99,7 +99,7 @@ int calib_load(sqlite3 *db, const char *const *sweeps, size_t n, struct calib_se
 	if (!out->sweeps || !out->n_oom || !out->n_other || !out->n_rose || !out->n_rose_left)
 		goto out_oom;
 	snprintf(q_runs, sizeof(q_runs), q_runs_fmt,
-		 results_layout_columns("l", cols, sizeof(cols)));
+		 results_db_layout_columns("l", cols, sizeof(cols)));
 	if (sqlite3_prepare_v2(db, q_runs, -1, &st, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(db, q_failed, -1, &sf, NULL) != SQLITE_OK) {
 		snprintf(err, errlen, "reading runs: %s", sqlite3_errmsg(db));
@@ -133,7 +133,7 @@ int calib_load(sqlite3 *db, const char *const *sweeps, size_t n, struct calib_se
 					       : sqlite3_column_double(st, 3);
 			if (!out->gpu[0] && *col_text(st, 4))
 				snprintf(out->gpu, sizeof(out->gpu), "%s", col_text(st, 4));
-			if (results_layout_read(st, 7, &r->layout, lerr, sizeof(lerr)) < 0) {
+			if (results_db_layout_read(st, 7, &r->layout, lerr, sizeof(lerr)) < 0) {
 				snprintf(err, errlen, "layout %s: %s", out->layout_id[out->n],
 					 lerr);
 				goto out;

@@ -552,7 +552,7 @@ out_err_msg:
 	return -1;
 }
 
-char *results_layout_columns(const char *alias, char *buf, size_t len)
+char *results_db_layout_columns(const char *alias, char *buf, size_t len)
 {
 	size_t used = 0;
 
@@ -585,7 +585,7 @@ static int parse_split(const char *s, struct lb_layout *l)
 	return *s == ']' ? 0 : -1;
 }
 
-int results_layout_read(sqlite3_stmt *st, int col, struct lb_layout *l, char *err, size_t errlen)
+int results_db_layout_read(sqlite3_stmt *st, int col, struct lb_layout *l, char *err, size_t errlen)
 {
 	lb_layout_init(l);
 	for (int f = 0; f < LB_NFIELDS; f++, col++) {

@@ -115,12 +115,13 @@ int results_upsert_layout(sqlite3 *db, const struct lb_layout *l, const char *la
 /* The layouts table's columns of the layout's fields, in the fields' order
  * (common/layout_fields.def), for a SELECT: "l.model, l.n_layers, ..." with alias "l"
  * (NULL: none). Returns buf. */
-char *results_layout_columns(const char *alias, char *buf, size_t len);
+char *results_db_layout_columns(const char *alias, char *buf, size_t len);
 
 /* Read those columns of a row, from column col on, into l (a NULL run setting: its
  * default). Returns the column after them, or -1 with err set (a name or a split it
  * does not know). */
-int results_layout_read(sqlite3_stmt *st, int col, struct lb_layout *l, char *err, size_t errlen);
+int results_db_layout_read(sqlite3_stmt *st, int col, struct lb_layout *l, char *err,
+			   size_t errlen);
 
 /* The same under a given id (the collector keeps the id a run log names). */
 int results_upsert_layout_id(sqlite3 *db, const struct lb_layout *l, const char *layout_id,

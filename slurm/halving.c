@@ -140,7 +140,7 @@ static int test_against(struct halving_member *b, const struct halving_member *c
 {
 	struct lb_rank_test t;
 
-	if (lb_rank_slower(c->times, c->n_times, b->times, b->n_times, margin, &t))
+	if (lb_ranktest_slower(c->times, c->n_times, b->times, b->n_times, margin, &t))
 		return -1;
 	b->cut = (int)ci;
 	b->u = t.u;
@@ -192,7 +192,7 @@ int halving_decide(struct halving_member *m, size_t n, int eta, double alpha, do
 			snprintf(x->reason, sizeof(x->reason), "failed (%s): dropped",
 				 x->failure_class);
 		} else {
-			x->median = lb_median(x->times, x->n_times);
+			x->median = lb_ranktest_median(x->times, x->n_times);
 			if (isnan(x->median))
 				goto out_free;
 		}

@@ -96,7 +96,7 @@ struct halving_member {
  * Decide a rung: in each group, members that failed are FAILED; the others rank by
  * median step time (ties by layout id). Not the last rung: the fastest ceil(n/eta) of
  * the n that entered the group's rung are KEPT (the slowest of them is the cut); each
- * slower one is tested against the cut (lb_rank_slower with margin): DROPPED when
+ * slower one is tested against the cut (lb_ranktest_slower with margin): DROPPED when
  * p < alpha, NOISE otherwise. Last rung: every measured member is FINAL, each tested
  * against the group's fastest (significant: it is slower beyond noise). Pure. Returns 0,
  * or -1 when memory ran out.

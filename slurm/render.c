@@ -450,7 +450,7 @@ int slurm_render_batch(const struct sweep_plan *p, const size_t *sel, size_t n_s
 		if (p->entries[k].status != PLAN_OK) {
 			if (sel) {
 				snprintf(err, errlen, "layout %s is %s, not runnable",
-					 p->entries[k].id, plan_status_name(p->entries[k].status));
+					 p->entries[k].id, sweep_status_name(p->entries[k].status));
 				goto out_free;
 			}
 			continue;

@@ -350,7 +350,7 @@ static cJSON *entry_json(const struct plan_entry *e, const struct plan_pred *q, 
 		return NULL;
 	cJSON_AddStringToObject(o, "id", e->id);
 	cJSON_AddStringToObject(o, "label", e->label);
-	cJSON_AddStringToObject(o, "status", plan_status_name(e->status));
+	cJSON_AddStringToObject(o, "status", sweep_status_name(e->status));
 	cJSON_AddStringToObject(o, "reason", e->reason);
 	if (e->status == PLAN_INVALID)
 		cJSON_AddNullToObject(o, "mem_gib");

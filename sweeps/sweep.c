@@ -31,7 +31,7 @@
 #define GIB	       (1024.0 * 1024.0 * 1024.0)
 #define SPEC_MAX_BYTES (16u << 20)
 
-const char *plan_status_name(enum plan_status s)
+const char *sweep_status_name(enum plan_status s)
 {
 	switch (s) {
 	case PLAN_OK:

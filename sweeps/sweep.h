@@ -115,6 +115,6 @@ int sweep_plan_text_opts(const char *path, const char *text, size_t len,
 			 const struct sweep_opts *opts, struct sweep_plan *out, char *err,
 			 size_t errlen);
 
-const char *plan_status_name(enum plan_status s); /* "ok", "oom", "invalid" */
+const char *sweep_status_name(enum plan_status s); /* "ok", "oom", "invalid" */
 
 #endif

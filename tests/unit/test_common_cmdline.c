@@ -269,7 +269,7 @@ static void test_tables(void **state)
 	struct lb_args a;
 
 	(void)state;
-	for (size_t i = 0; i < lb_n_commands; i++) {
+	for (size_t i = 0; i < lb_command_count; i++) {
 		const struct lb_command *c = lb_commands[i];
 		int seen[LB_ARGS_MAX] = {0};
 

@@ -832,7 +832,7 @@ static void test_kernel_map(void **state)
 	assert_int_equal(lb_kernel_name_map("flash_attention3", &a, &n), -1);
 	/* the paper ran no cuDNN attention: no paper name stands for cudnn, and our own
 	 * attention names are not paper names */
-	for (i = 0; i < lb_n_kernel_names; i++)
+	for (i = 0; i < lb_kernel_name_count; i++)
 		assert_int_not_equal(lb_kernel_names[i].attention, LB_ATTN_CUDNN);
 	for (int k = LB_ATTN_NAIVE; k <= LB_ATTN_CUDNN; k++) {
 		assert_int_equal(lb_kernel_name_index(lb_attn_name((enum lb_attn)k)), -1);
@@ -843,7 +843,7 @@ static void test_kernel_map(void **state)
 	assert_int_equal(lb_kernel_name_map(NULL, &a, &n), -1);
 	/* the table is in the paper's order, slowest first */
 	assert_int_equal(lb_kernel_name_index("torch"), 0);
-	assert_int_equal(lb_kernel_name_index(LB_KERNEL_FLASH2_RMS), (int)lb_n_kernel_names - 1);
+	assert_int_equal(lb_kernel_name_index(LB_KERNEL_FLASH2_RMS), (int)lb_kernel_name_count - 1);
 	char list[256];
 	assert_string_equal(
 	    lb_kernel_names_list(list, sizeof(list)),

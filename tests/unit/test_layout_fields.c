@@ -128,10 +128,10 @@ static void test_database_round_trip(void **state)
 	assert_int_equal(results_open(path, &db, err, sizeof(err)), 0);
 	assert_int_equal(results_upsert_layout(db, &l, "x"), SQLITE_OK);
 	snprintf(sql, sizeof(sql), "SELECT %s FROM layouts",
-		 results_layout_columns(NULL, cols, sizeof(cols)));
+		 results_db_layout_columns(NULL, cols, sizeof(cols)));
 	assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
 	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
-	assert_int_equal(results_layout_read(st, 0, &back, err, sizeof(err)), LB_NFIELDS);
+	assert_int_equal(results_db_layout_read(st, 0, &back, err, sizeof(err)), LB_NFIELDS);
 	sqlite3_finalize(st);
 	assert_true(lb_layout_equal(&l, &back));
 	results_close(db);

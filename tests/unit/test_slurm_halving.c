@@ -84,22 +84,22 @@ static void test_rank_exact(void **state)
 	struct lb_rank_test t;
 	/* every b above every a: 1 / C(8, 4) = 1/70 */
 	double a4[] = {1.0, 1.1, 1.2, 1.3}, b4[] = {2.0, 2.1, 2.2, 2.3};
-	assert_int_equal(lb_rank_slower(a4, 4, b4, 4, 0, &t), 0);
+	assert_int_equal(lb_ranktest_slower(a4, 4, b4, 4, 0, &t), 0);
 	assert_true(t.exact);
 	assert_float_equal(t.u, 16, 0);
 	assert_float_equal(t.p, 1.0 / 70, 1e-12);
-	assert_float_equal(lb_rank_min_p(4, 4), 1.0 / 70, 1e-12);
-	assert_float_equal(lb_rank_min_p(3, 3), 0.05, 1e-12);
+	assert_float_equal(lb_ranktest_min_p(4, 4), 1.0 / 70, 1e-12);
+	assert_float_equal(lb_ranktest_min_p(3, 3), 0.05, 1e-12);
 	/* the other way round: no evidence at all */
-	assert_int_equal(lb_rank_slower(b4, 4, a4, 4, 0, &t), 0);
+	assert_int_equal(lb_ranktest_slower(b4, 4, a4, 4, 0, &t), 0);
 	assert_float_equal(t.p, 1.0, 1e-12);
 	/* the margin: b is 2x a, which is not slower than a x 3 */
-	assert_int_equal(lb_rank_slower(a4, 4, b4, 4, 2.0, &t), 0);
+	assert_int_equal(lb_ranktest_slower(a4, 4, b4, 4, 2.0, &t), 0);
 	assert_float_equal(t.u, 0, 0);
 	assert_float_equal(t.p, 1.0, 1e-12);
 	/* published critical value: n1 = n2 = 5, one-sided 0.05: P(U <= 4) = 12/252 */
 	double a5[] = {1, 2, 3, 4, 5}, b5b[] = {2.5, 4.5, 6, 7, 8}; /* U = 2 + 4 + 15 */
-	assert_int_equal(lb_rank_slower(a5, 5, b5b, 5, 0, &t), 0);
+	assert_int_equal(lb_ranktest_slower(a5, 5, b5b, 5, 0, &t), 0);
 	assert_float_equal(t.u, 21, 0);
 	assert_float_equal(t.p, 12.0 / 252, 1e-12);
 	/* random samples of unequal sizes, with and without a margin: the enumeration */
@@ -110,15 +110,15 @@ static void test_rank_exact(void **state)
 			a[i] = 1 + 0.1 * normal();
 		for (size_t j = 0; j < nb; j++)
 			b[j] = 1 + 0.1 * normal() + (trial % 2 ? 0.1 : 0);
-		assert_int_equal(lb_rank_slower(a, na, b, nb, margin, &t), 0);
+		assert_int_equal(lb_ranktest_slower(a, na, b, nb, margin, &t), 0);
 		assert_true(t.exact);
 		assert_float_equal(t.p, brute_p(a, na, b, nb, margin), 1e-9);
 	}
 	/* empty samples and a bad margin are refused */
-	assert_int_equal(lb_rank_slower(a4, 0, b4, 4, 0, &t), -1);
-	assert_int_equal(lb_rank_slower(a4, 4, b4, 0, 0, &t), -1);
-	assert_int_equal(lb_rank_slower(a4, 4, b4, 4, -0.1, &t), -1);
-	assert_int_equal(lb_rank_slower(a4, 4, b4, 4, NAN, &t), -1);
+	assert_int_equal(lb_ranktest_slower(a4, 0, b4, 4, 0, &t), -1);
+	assert_int_equal(lb_ranktest_slower(a4, 4, b4, 0, 0, &t), -1);
+	assert_int_equal(lb_ranktest_slower(a4, 4, b4, 4, -0.1, &t), -1);
+	assert_int_equal(lb_ranktest_slower(a4, 4, b4, 4, NAN, &t), -1);
 }
 
 static void test_rank_normal(void **state)
@@ -129,7 +129,7 @@ static void test_rank_normal(void **state)
 	/* ties force the normal approximation; every value equal: no evidence */
 	for (int i = 0; i < 10; i++)
 		a[i] = b[i] = 1.0;
-	assert_int_equal(lb_rank_slower(a, 10, b, 10, 0, &t), 0);
+	assert_int_equal(lb_ranktest_slower(a, 10, b, 10, 0, &t), 0);
 	assert_false(t.exact);
 	assert_float_equal(t.p, 1.0, 1e-12);
 	/* a shift of one standard deviation over 100 values a side: clearly slower */
@@ -138,18 +138,18 @@ static void test_rank_normal(void **state)
 		b[i] = 1.01 + 0.01 * normal();
 		c[i] = 1 + 0.01 * normal();
 	}
-	assert_int_equal(lb_rank_slower(a, 100, b, 100, 0, &t), 0);
+	assert_int_equal(lb_ranktest_slower(a, 100, b, 100, 0, &t), 0);
 	assert_false(t.exact);
 	assert_true(t.p < 1e-6);
 	/* the same distribution: no evidence */
-	assert_int_equal(lb_rank_slower(a, 100, c, 100, 0, &t), 0);
+	assert_int_equal(lb_ranktest_slower(a, 100, c, 100, 0, &t), 0);
 	assert_true(t.p > 0.001);
 	/* the approximation beside the exact p over the range of U, 10 to 50 values a side */
 	for (size_t k = 10; k <= 50; k += 20) {
 		double worst = 0;
 		for (size_t u = 0; u <= k * k; u += k / 10) { /* every U at 10 a side */
-			double d = fabs(lb_rank_p_exact(k, k, (double)u) -
-					lb_rank_p_normal(k, k, (double)u, 0));
+			double d = fabs(lb_ranktest_p_exact(k, k, (double)u) -
+					lb_ranktest_p_normal(k, k, (double)u, 0));
 			worst = d > worst ? d : worst;
 		}
 		printf("normal approximation, %zu a side: at most %.4f from the exact p\n", k,
@@ -158,17 +158,17 @@ static void test_rank_normal(void **state)
 	}
 	/* and beside the exact p in the tail where cuts are made (p < 0.1) */
 	for (size_t u = 0; u <= 400; u++) {
-		double pe = lb_rank_p_exact(20, 20, (double)u);
+		double pe = lb_ranktest_p_exact(20, 20, (double)u);
 		if (pe < 0.1)
-			assert_true(fabs(pe - lb_rank_p_normal(20, 20, (double)u, 0)) <
+			assert_true(fabs(pe - lb_ranktest_p_normal(20, 20, (double)u, 0)) <
 				    0.1 * pe + 1e-3);
 	}
 	/* the median */
 	double m[] = {3, 1, 2, 10};
-	assert_float_equal(lb_median(m, 4), 2.5, 1e-12);
-	assert_float_equal(lb_median(m, 3), 2, 1e-12);
+	assert_float_equal(lb_ranktest_median(m, 4), 2.5, 1e-12);
+	assert_float_equal(lb_ranktest_median(m, 3), 2, 1e-12);
 	assert_float_equal(m[0], 3, 0); /* left as it was */
-	assert_true(isnan(lb_median(m, 0)));
+	assert_true(isnan(lb_ranktest_median(m, 0)));
 }
 
 /* ------------------------------------------------------------------ the schedule */

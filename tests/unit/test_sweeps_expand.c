@@ -270,9 +270,9 @@ static void test_status(void **state)
 	assert_string_equal(p.entries[1].reason, "tp=3 does not divide 4 heads");
 	assert_int_equal(p.n_oom, 1);
 	assert_int_equal(p.n_invalid, 1);
-	assert_string_equal(plan_status_name(PLAN_OK), "ok");
-	assert_string_equal(plan_status_name(PLAN_OOM), "oom");
-	assert_string_equal(plan_status_name(PLAN_INVALID), "invalid");
+	assert_string_equal(sweep_status_name(PLAN_OK), "ok");
+	assert_string_equal(sweep_status_name(PLAN_OOM), "oom");
+	assert_string_equal(sweep_status_name(PLAN_INVALID), "invalid");
 	sweep_plan_free(&p);
 
 	/* no gpu_mem_gib: no pruning, memory still estimated */

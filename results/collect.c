@@ -18,6 +18,7 @@
 
 #include "common/model.h"
 #include "common/util.h"
+#include "results/bind.h"
 #include "results/db.h"
 #include "results/health.h"
 #include "results/stats.h"
@@ -148,32 +149,6 @@ static void bind_str(sqlite3_stmt *s, int i, const char *v)
 		sqlite3_bind_null(s, i);
 }
 
-static void bind_dbl(sqlite3_stmt *s, int i, double v, int known)
-{
-	if (known && isfinite(v))
-		sqlite3_bind_double(s, i, v);
-	else
-		sqlite3_bind_null(s, i);
-}
-
-static void bind_i64(sqlite3_stmt *s, int i, long long v, int known)
-{
-	if (known)
-		sqlite3_bind_int64(s, i, v);
-	else
-		sqlite3_bind_null(s, i);
-}
-
-/* Run a bound statement that returns no rows; resets it. Returns SQLITE_DONE on success. */
-static int run(sqlite3_stmt *s)
-{
-	int rc = sqlite3_step(s);
-
-	sqlite3_reset(s);
-	sqlite3_clear_bindings(s);
-	return rc;
-}
-
 /* The same for a statement whose every parameter is bound each time. */
 static int run_all_bound(sqlite3_stmt *s)
 {
@@ -196,7 +171,7 @@ static long long insert_run(struct collector *c, const char *file, const struct 
 	s = c->q[Q_SWEEP];
 	sqlite3_bind_text(s, 1, sweep, -1, SQLITE_STATIC);
 	sqlite3_bind_text(s, 2, h->sweep[0] || c->st->sweep ? "spec" : "adhoc", -1, SQLITE_STATIC);
-	if (run(s) != SQLITE_DONE)
+	if (results_bind_run(s) != SQLITE_DONE)
 		return -1;
 	/* a layouts row is written only under its fields' own id, never under an id that a
 	 * log states and its fields disagree with */
@@ -216,24 +191,24 @@ static long long insert_run(struct collector *c, const char *file, const struct 
 	bind_str(s, 1, h->run_uid);
 	bind_str(s, 2, h->layout_id_computed);
 	bind_str(s, 3, sweep);
-	bind_i64(s, 4, job, job >= 0);
+	results_bind_int64(s, 4, job, job >= 0);
 	bind_str(s, 5, h->label);
 	bind_str(s, 6, h->hosts);
 	bind_str(s, 7, h->gpu);
-	bind_dbl(s, 8, h->peak_tflops, h->peak_tflops > 0);
-	bind_i64(s, 9, h->world_size, h->world_size > 0);
+	results_bind_double(s, 8, h->peak_tflops, h->peak_tflops > 0);
+	results_bind_int64(s, 9, h->world_size, h->world_size > 0);
 	bind_str(s, 10, h->versions);
 	bind_str(s, 11, h->git_commit);
 	bind_str(s, 12, h->backend);
 	bind_str(s, 13, h->flags);
-	bind_dbl(s, 14, h->flops_per_step, h->flops_per_step >= 0);
-	bind_dbl(s, 15, h->hw_flops_per_step, h->hw_flops_per_step >= 0);
-	bind_i64(s, 16, h->tokens_per_step, h->tokens_per_step >= 0);
-	bind_i64(s, 17, h->params, h->params >= 0);
+	results_bind_double(s, 14, h->flops_per_step, h->flops_per_step >= 0);
+	results_bind_double(s, 15, h->hw_flops_per_step, h->hw_flops_per_step >= 0);
+	results_bind_int64(s, 16, h->tokens_per_step, h->tokens_per_step >= 0);
+	results_bind_int64(s, 17, h->params, h->params >= 0);
 	bind_str(s, 18, h->start_time);
 	bind_str(s, 19, abspath);
-	bind_dbl(s, 20, lb_flops_per_step_as(&h->layout, LB_FLOPS_NO_EMBED), 1);
-	if (run(s) != SQLITE_DONE)
+	results_bind_double(s, 20, lb_flops_per_step_as(&h->layout, LB_FLOPS_NO_EMBED), 1);
+	if (results_bind_run(s) != SQLITE_DONE)
 		return -1;
 	return sqlite3_last_insert_rowid(c->db);
 }
@@ -259,16 +234,16 @@ static void bind_step(sqlite3_stmt *s, int base, long long run_id, const struct 
 	sqlite3_bind_int64(s, base + 2, p->step);
 	sqlite3_bind_int(s, base + 3, p->warmup);
 	sqlite3_bind_double(s, base + 4, p->time_s);
-	bind_i64(s, base + 5, p->tokens, p->tokens >= 0);
-	bind_dbl(s, base + 6, p->loss, 1);
-	bind_i64(s, base + 7, p->peak_mem_bytes, p->peak_mem_bytes >= 0);
-	bind_dbl(s, base + 8, p->forward_s, 1);
-	bind_dbl(s, base + 9, p->backward_s, 1);
-	bind_dbl(s, base + 10, p->optimizer_s, 1);
-	bind_dbl(s, base + 11, p->comm_exposed_s, 1);
-	bind_dbl(s, base + 12, p->bubble_s, 1);
+	results_bind_int64(s, base + 5, p->tokens, p->tokens >= 0);
+	results_bind_double(s, base + 6, p->loss, 1);
+	results_bind_int64(s, base + 7, p->peak_mem_bytes, p->peak_mem_bytes >= 0);
+	results_bind_double(s, base + 8, p->forward_s, 1);
+	results_bind_double(s, base + 9, p->backward_s, 1);
+	results_bind_double(s, base + 10, p->optimizer_s, 1);
+	results_bind_double(s, base + 11, p->comm_exposed_s, 1);
+	results_bind_double(s, base + 12, p->bubble_s, 1);
 	bind_str(s, base + 13, p->rank_peak_mem);
-	bind_i64(s, base + 14, p->device_peak_mem_bytes, p->device_peak_mem_bytes >= 0);
+	results_bind_int64(s, base + 14, p->device_peak_mem_bytes, p->device_peak_mem_bytes >= 0);
 	bind_str(s, base + 15, p->rank_device_peak_mem);
 }
 
@@ -295,10 +270,10 @@ static int write_end(struct collector *c, long long run_id, const struct runlog_
 	sqlite3_bind_text(s, 2, e->ok ? "ok" : "failed", -1, SQLITE_STATIC);
 	bind_str(s, 3, e->ok ? NULL : e->failure_class);
 	bind_str(s, 4, e->message);
-	bind_i64(s, 5, e->exit_code, e->exit_code >= 0);
-	bind_i64(s, 6, e->rank, e->rank >= 0);
+	results_bind_int64(s, 5, e->exit_code, e->exit_code >= 0);
+	results_bind_int64(s, 6, e->rank, e->rank >= 0);
 	bind_str(s, 7, e->end_time);
-	return run(s) == SQLITE_DONE ? 0 : -1;
+	return results_bind_run(s) == SQLITE_DONE ? 0 : -1;
 }
 
 /* The size of the log last collected from path: 1 found (*log_bytes), 0 not, -1 error. */
@@ -814,7 +789,7 @@ static void write_job(struct collector *c, struct job *j)
 	sqlite3_bind_int64(c->q[Q_FINISH], 3, (long long)j->len);
 	sqlite3_bind_int64(c->q[Q_FINISH], 4, (long long)j->consumed);
 	sqlite3_bind_text(c->q[Q_FINISH], 5, hash, -1, SQLITE_STATIC);
-	if (run(c->q[Q_FINISH]) != SQLITE_DONE)
+	if (results_bind_run(c->q[Q_FINISH]) != SQLITE_DONE)
 		goto out_db_error_rollback;
 	if (sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
 		goto out_db_error_rollback;

@@ -515,14 +515,6 @@ void results_rollback(sqlite3 *db)
 	sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
 }
 
-void results_bind_text(sqlite3_stmt *st, int i, const char *s)
-{
-	if (s && *s)
-		sqlite3_bind_text(st, i, s, -1, SQLITE_TRANSIENT);
-	else
-		sqlite3_bind_null(st, i);
-}
-
 int results_upsert_sweep(sqlite3 *db, const char *name, const char *source, const char *spec_path,
 			 const char *spec_text, char *err, size_t errlen)
 {

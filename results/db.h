@@ -16,6 +16,7 @@
 #include <sqlite3.h>
 
 #include "common/layout.h"
+#include "results/bind.h" /* results_bind_text and the other statement helpers */
 /* RESULTS_SCHEMA_VERSION: the schema version this build writes (PRAGMA user_version after
  * results_open), the last step of results/schema.sql, which the build counts */
 #include "schema_version.h"
@@ -94,8 +95,6 @@ int results_begin(sqlite3 *db, char *err, size_t errlen);
 int results_commit(sqlite3 *db, char *err, size_t errlen);
 void results_rollback(sqlite3 *db);
 
-/* Bind s to parameter i of st, or NULL when s is NULL or "" (SQLITE_TRANSIENT). */
-void results_bind_text(sqlite3_stmt *st, int i, const char *s);
 
 /*
  * Insert a sweep, or update an existing one of the same name. source is "spec", "paper"

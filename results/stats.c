@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "results/bind.h"
 #include "results/health.h"
 
 const char results_stats_read_sql[] =
@@ -23,24 +24,6 @@ const char results_stats_write_sql[] =
     "device_peak_mem_bytes, rank_device_peak_mem, loss_first, "
     "loss_last_quarter, health) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, "
     "?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)";
-
-static void bind_dbl(sqlite3_stmt *s, int i, double v, int known)
-{
-	if (known && isfinite(v))
-		sqlite3_bind_double(s, i, v);
-	else
-		sqlite3_bind_null(s, i);
-}
-
-/* Step a statement to its end and make it ready for the next bindings. */
-static int run(sqlite3_stmt *s)
-{
-	int rc = sqlite3_step(s);
-
-	sqlite3_reset(s);
-	sqlite3_clear_bindings(s);
-	return rc;
-}
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -181,8 +164,8 @@ static void bind_health(sqlite3_stmt *wr, const struct results_stats *a)
 	const char *name;
 
 	results_health_class(a->loss, a->nloss, &h);
-	bind_dbl(wr, 15, h.first, 1);
-	bind_dbl(wr, 16, h.last_quarter, 1);
+	results_bind_double(wr, 15, h.first, 1);
+	results_bind_double(wr, 16, h.last_quarter, 1);
 	name = results_health_name(h.health);
 	if (name)
 		sqlite3_bind_text(wr, 17, name, -1, SQLITE_STATIC);
@@ -224,7 +207,7 @@ int results_stats_write(sqlite3_stmt *wr, long long run_id, struct results_stats
 		return -1;
 	}
 	bind_health(wr, a);
-	rc = run(wr) == SQLITE_DONE ? 0 : -1;
+	rc = results_bind_run(wr) == SQLITE_DONE ? 0 : -1;
 	return rc;
 }
 

@@ -42,6 +42,11 @@ static const struct lb_option help_opts[] = {
     LB_OPT_END,
 };
 
+static int run_help(int argc, char **argv);
+const struct lb_command cmd_help =
+    LB_COMMAND("help", "[CMD]", 0, 1, 0, help_opts, run_help,
+	       "print the usage of every command, or of one with its options");
+
 static int run_help(int argc, char **argv)
 {
 	struct lb_args a;
@@ -70,11 +75,12 @@ out_release_args:
 	return rc;
 }
 
-const struct lb_command cmd_help =
-    LB_COMMAND("help", "[CMD]", 0, 1, 0, help_opts, run_help,
-	       "print the usage of every command, or of one with its options");
-
 static const struct lb_option no_opts[] = {LB_OPT_END};
+
+static int run_version(int argc, char **argv);
+const struct lb_command cmd_version =
+    LB_COMMAND("version", NULL, 0, 0, 0, no_opts, run_version,
+	       "print the version and the commit it was built from");
 
 static int run_version(int argc, char **argv)
 {
@@ -86,7 +92,3 @@ static int run_version(int argc, char **argv)
 	lb_args_release(&a);
 	return rc;
 }
-
-const struct lb_command cmd_version =
-    LB_COMMAND("version", NULL, 0, 0, 0, no_opts, run_version,
-	       "print the version and the commit it was built from");

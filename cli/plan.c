@@ -31,6 +31,13 @@ static const struct lb_option plan_opts[] = {
     LB_OPT_END,
 };
 
+static int run_plan(int argc, char **argv);
+const struct lb_command cmd_plan =
+    LB_COMMAND("plan", "SPEC", 1, 1, 1, plan_opts, run_plan,
+	       "every grid point with its id, fields, memory per GPU, status (ok, oom or invalid "
+	       "with the reason) and predicted step time, MFU and GPU-hours; --render writes the "
+	       "job scripts");
+
 static int run_plan(int argc, char **argv)
 {
 	struct lb_args a;
@@ -101,9 +108,3 @@ out_release_args:
 	lb_args_release(&a);
 	return rc;
 }
-
-const struct lb_command cmd_plan =
-    LB_COMMAND("plan", "SPEC", 1, 1, 1, plan_opts, run_plan,
-	       "every grid point with its id, fields, memory per GPU, status (ok, oom or invalid "
-	       "with the reason) and predicted step time, MFU and GPU-hours; --render writes the "
-	       "job scripts");

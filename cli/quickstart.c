@@ -49,6 +49,11 @@ static const struct lb_option quickstart_opts[] = {
     LB_OPT_END,
 };
 
+static int run_quickstart(int argc, char **argv);
+const struct lb_command cmd_quickstart =
+    LB_COMMAND("quickstart", NULL, 0, 0, 0, quickstart_opts, run_quickstart,
+	       "the embedded tiny sweep end to end on the CPU: plan, train, collect, report");
+
 static int run_quickstart(int argc, char **argv)
 {
 	struct lb_args a;
@@ -113,7 +118,3 @@ static int run_quickstart(int argc, char **argv)
 		db);
 	return rc ? 1 : 0;
 }
-
-const struct lb_command cmd_quickstart =
-    LB_COMMAND("quickstart", NULL, 0, 0, 0, quickstart_opts, run_quickstart,
-	       "the embedded tiny sweep end to end on the CPU: plan, train, collect, report");

@@ -49,6 +49,11 @@ static const struct lb_option report_opts[] = {
     LB_OPT_END,
 };
 
+static int run_report(int argc, char **argv);
+const struct lb_command cmd_report =
+    LB_COMMAND("report", NULL, 0, 0, 0, report_opts, run_report,
+	       "the paper's tables and figures, and predicted against measured step times");
+
 enum format { FMT_MD, FMT_CSV, FMT_HTML };
 
 struct options {
@@ -378,6 +383,3 @@ out_release:
 	return rc;
 }
 
-const struct lb_command cmd_report =
-    LB_COMMAND("report", NULL, 0, 0, 0, report_opts, run_report,
-	       "the paper's tables and figures, and predicted against measured step times");

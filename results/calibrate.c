@@ -399,6 +399,12 @@ static const struct lb_option calibrate_opts[] = {
     LB_OPT_END,
 };
 
+static int run_calibrate(int argc, char **argv);
+const struct lb_command cmd_calibrate =
+    LB_COMMAND("calibrate", NULL, 0, 0, 0, calibrate_opts, run_calibrate,
+	       "fit a machine's step-time terms to runs in the database (least squares, residuals "
+	       "printed) and write the machine file; --kernels and --colls make its tables");
+
 static int run_calibrate(int argc, char **argv)
 {
 	struct lb_args a;
@@ -662,7 +668,3 @@ out_release_args:
 	return rc;
 }
 
-const struct lb_command cmd_calibrate =
-    LB_COMMAND("calibrate", NULL, 0, 0, 0, calibrate_opts, run_calibrate,
-	       "fit a machine's step-time terms to runs in the database (least squares, residuals "
-	       "printed) and write the machine file; --kernels and --colls make its tables");

@@ -29,6 +29,11 @@ static const struct lb_option collect_opts[] = {
     LB_OPT_END,
 };
 
+static int run_collect(int argc, char **argv);
+const struct lb_command cmd_collect =
+    LB_COMMAND("collect", "[RUN_DIR|FILE ...]", 0, -1, 0, collect_opts, run_collect,
+	       "ingest run logs (idempotent; default ./runs)");
+
 static int run_collect(int argc, char **argv)
 {
 	struct collect_stats st = {0};
@@ -76,10 +81,6 @@ out_release_args:
 	return rc;
 }
 
-const struct lb_command cmd_collect =
-    LB_COMMAND("collect", "[RUN_DIR|FILE ...]", 0, -1, 0, collect_opts, run_collect,
-	       "ingest run logs (idempotent; default ./runs)");
-
 /* Remove a database file that this command created and left empty, with its -wal and
  * -shm files (a failed import leaves nothing behind). */
 static void remove_db(const char *path)
@@ -99,6 +100,11 @@ static const struct lb_option import_opts[] = {
     LB_OPTION_DB(OPT_DB),
     LB_OPT_END,
 };
+
+static int run_import(int argc, char **argv);
+const struct lb_command cmd_import =
+    LB_COMMAND("import", "FILE.csv ...", 1, -1, 0, import_opts, run_import,
+	       "load the paper's measured runs as external sweeps");
 
 static int run_import(int argc, char **argv)
 {
@@ -137,16 +143,18 @@ out_release_args:
 	return rc;
 }
 
-const struct lb_command cmd_import =
-    LB_COMMAND("import", "FILE.csv ...", 1, -1, 0, import_opts, run_import,
-	       "load the paper's measured runs as external sweeps");
-
 static const struct lb_option sql_opts[] = {
     LB_OPTION_DB(OPT_DB),
     LB_CHOICE(OPT_FORMAT, "format", NULL, "table|csv|tsv", "table", 0, "the output format"),
     LB_SWITCH(OPT_WRITE, "write", 0, "allow statements that change the database"),
     LB_OPT_END,
 };
+
+static int run_sql(int argc, char **argv);
+const struct lb_command cmd_sql =
+    LB_COMMAND("sql", "QUERY", 1, 1, 0, sql_opts, run_sql,
+	       "run a query on the results database, read-only (needs no write access to the file "
+	       "or its folder); --write allows statements that change it");
 
 static int run_sql(int argc, char **argv)
 {
@@ -197,8 +205,3 @@ out_release_args:
 	lb_args_release(&a);
 	return rc;
 }
-
-const struct lb_command cmd_sql =
-    LB_COMMAND("sql", "QUERY", 1, 1, 0, sql_opts, run_sql,
-	       "run a query on the results database, read-only (needs no write access to the file "
-	       "or its folder); --write allows statements that change it");

@@ -66,6 +66,10 @@ static int cancel_sweep(struct track_cmd *t, const char *sweep, size_t *total)
 static const struct lb_option cancel_opts[] = {LB_OPTION_DB(TRACK_OPT_DB),
 					       LB_OPTION_SWEEP(TRACK_OPT_SWEEP), LB_OPT_END};
 
+static int run_cancel(int argc, char **argv);
+const struct lb_command cmd_cancel =
+    LB_COMMAND("cancel", NULL, 0, 0, 0, cancel_opts, run_cancel, "cancel pending and running jobs");
+
 static int run_cancel(int argc, char **argv)
 {
 	struct track_cmd t;
@@ -82,6 +86,3 @@ out_close:
 	track_cmd_close(&t);
 	return rc;
 }
-
-const struct lb_command cmd_cancel =
-    LB_COMMAND("cancel", NULL, 0, 0, 0, cancel_opts, run_cancel, "cancel pending and running jobs");

@@ -164,6 +164,11 @@ static const struct lb_option resubmit_opts[] = {
     LB_OPT_END,
 };
 
+static int run_resubmit(int argc, char **argv);
+const struct lb_command cmd_resubmit =
+    LB_COMMAND("resubmit", NULL, 0, 0, 0, resubmit_opts, run_resubmit,
+	       "submit failed layouts again, as a new attempt");
+
 static int run_resubmit(int argc, char **argv)
 {
 	struct track_cmd t;
@@ -180,7 +185,3 @@ out_close:
 	track_cmd_close(&t);
 	return rc;
 }
-
-const struct lb_command cmd_resubmit =
-    LB_COMMAND("resubmit", NULL, 0, 0, 0, resubmit_opts, run_resubmit,
-	       "submit failed layouts again, as a new attempt");

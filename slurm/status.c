@@ -175,6 +175,11 @@ static const struct lb_option status_opts[] = {
     LB_OPT_END,
 };
 
+static int run_status(int argc, char **argv);
+const struct lb_command cmd_status = LB_COMMAND(
+    "status", NULL, 0, 0, 0, status_opts, run_status,
+    "one batched scheduler query; writes states, collects finished runs, classes failures");
+
 static int run_status(int argc, char **argv)
 {
 	struct track_cmd t;
@@ -213,6 +218,3 @@ out_close:
 	return rc;
 }
 
-const struct lb_command cmd_status =
-    LB_COMMAND("status", NULL, 0, 0, 0, status_opts, run_status,
-	       "one batched scheduler query; writes states, collects finished runs, classes failures");

@@ -295,6 +295,9 @@ out_free_text:
 	return rc;
 }
 
+#define STR_(x) #x
+#define STR(x)	STR_(x)
+
 /* The ids of its options (struct lb_option.id). */
 enum {
 	OPT_EXECUTOR,
@@ -352,15 +355,21 @@ static const struct lb_option submit_opts[] = {
 	     "on the last)"),
     LB_WHOLE(OPT_MIN_STEPS, "min-steps", "S", NULL, 2, 1000000,
 	     "halving: rung 0's steps, warm-up included (default warm-up + 4)"),
-    LB_TEXT(OPT_ALPHA, "alpha", "P", "0.05",
-	    "halving: the rank test's level: a layout slower than the cut is dropped when "
-	    "p < P"),
-    LB_TEXT(OPT_MARGIN, "margin", "F", "0.02",
-	    "halving: a relative slowdown counted as noise (two runs of one layout differ by "
-	    "about 1% on an H200)"),
+    LB_NUMBER(OPT_ALPHA, "alpha", "P", STR(HALVING_DEFAULT_ALPHA), 1e-9, 0.5,
+	      "halving: the rank test's level: a layout slower than the cut is dropped when "
+	      "p < P"),
+    LB_NUMBER(OPT_MARGIN, "margin", "F", STR(HALVING_DEFAULT_MARGIN), 0, 10,
+	      "halving: a relative slowdown counted as noise (two runs of one layout differ by "
+	      "about 1% on an H200)"),
     LB_SWITCH(OPT_LOCAL_WORKER, "local-worker", LB_OPT_HIDDEN, "the local executor's worker"),
     LB_OPT_END,
 };
+
+static int run_submit(int argc, char **argv);
+const struct lb_command cmd_submit =
+    LB_COMMAND("submit", "SPEC", 0, 1, 1, submit_opts, run_submit,
+	       "submit the runnable layouts as job arrays; skips layouts already completed or in "
+	       "flight unless --force");
 
 static int run_submit(int argc, char **argv)
 {
@@ -415,24 +424,8 @@ static int run_submit(int argc, char **argv)
 		rc = 2;
 		goto out_release_args;
 	}
-	if (lb_parse_double(a.str[OPT_ALPHA], 1e-9, 0.5, &o.alpha)) {
-		fprintf(stderr,
-			"error: option '--alpha' expects a level above 0 and at most 0.5, "
-			"got '%s'\n",
-			a.str[OPT_ALPHA]);
-		lb_usage(&cmd_submit);
-		rc = 2;
-		goto out_release_args;
-	}
-	if (lb_parse_double(a.str[OPT_MARGIN], 0, 10, &o.margin)) {
-		fprintf(stderr,
-			"error: option '--margin' expects a fraction from 0 to 10 (0.02: "
-			"2%%), got '%s'\n",
-			a.str[OPT_MARGIN]);
-		lb_usage(&cmd_submit);
-		rc = 2;
-		goto out_release_args;
-	}
+	o.alpha = a.dbl[OPT_ALPHA]; /* the table's range and default */
+	o.margin = a.dbl[OPT_MARGIN];
 	rc = submit_sweep(&o, err, sizeof(err));
 	if (rc < 0) {
 		fprintf(stderr, "error: %s\n", err);
@@ -442,10 +435,5 @@ out_release_args:
 	lb_args_release(&a);
 	return rc;
 }
-
-const struct lb_command cmd_submit =
-    LB_COMMAND("submit", "SPEC", 0, 1, 1, submit_opts, run_submit,
-	       "submit the runnable layouts as job arrays; skips layouts already completed or in "
-	       "flight unless --force");
 
 /* Names of the sweeps that have jobs (or just `only`). */

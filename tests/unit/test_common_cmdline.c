@@ -68,6 +68,7 @@ static void test_values(void **state)
 	assert_string_equal(a.str[ID(&a, "executor")], "slurm");
 	assert_null(a.str[ID(&a, "db")]);
 	assert_int_equal(a.num[ID(&a, "throttle")], 0);
+	assert_true(a.dbl[ID(&a, "alpha")] == 0.05); /* a number's default, read */
 	lb_args_release(&a);
 	assert_int_equal(parse(&a, "quickstart", NULL), 0);
 	assert_int_equal(a.num[ID(&a, "jobs")], 1);
@@ -118,6 +119,8 @@ static void test_usage_errors(void **state)
 	    {"resubmit", "--class", "nope", NULL},	  /* not a class */
 	    {"import", "a.csv", NULL},			  /* --format required */
 	    {"status", "--db=", NULL},			  /* an empty value */
+	    {"submit", "a", "--alpha", "0.7", NULL},	  /* a number out of range */
+	    {"submit", "a", "--margin", "x", NULL},	  /* not a number */
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		char *argv[8];

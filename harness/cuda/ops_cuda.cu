@@ -24,6 +24,9 @@
 #include "harness/cuda/cuda_bench.h"
 #include "harness/cuda/cuda_common.cuh"
 #include "harness/rng.h"
+extern "C" {
+#include "harness/comm_cuda.h"
+}
 
 cudaStream_t lbc_stream;
 cublasLtHandle_t lbc_lt;
@@ -1672,6 +1675,8 @@ static struct lb_ops cuda_table(void)
 	t.graph_pause = lbc_graph_pause;
 	t.graph_resume = lbc_graph_resume;
 	t.graph_end = lbc_graph_end;
+
+	t.comm_world = lb_comm_cuda_world;
 	return t;
 }
 

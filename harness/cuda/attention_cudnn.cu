@@ -33,7 +33,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/cuda/cuda_bench.h"
 #include "harness/cuda/cuda_common.cuh"
 extern "C" {
 #include "common/util.h"

@@ -29,7 +29,7 @@
 #include "harness/launch.h"
 #include "harness/ops.h"
 #ifdef LB_WITH_CUDA
-#include "harness/cuda/cuda_bench.h"
+#include "bench/cuda_bench.h"
 #endif
 
 #ifndef LB_WITH_CUDA

@@ -4,9 +4,10 @@
  * candidates cuBLASLt's heuristic proposes, so a bench can report TFLOP/s next to the best
  * candidate; and the device-to-device copy bandwidth, the measured ceiling that the
  * memory-bound kernels (norms, SwiGLU, AdamW, ...) are compared against; and the memory
- * in use as the device reports it. Implemented in
- * harness/cuda/ops_cuda.cu; every function needs the "cuda" table's init first and
- * returns a negative value when it was not done or an allocation or a call failed.
+ * in use as the device reports it; a kernel that stalls the stream (the watchdog's test).
+ * Implemented in bench/cuda_bench.cu, which the benchmarks and the tests link and the
+ * trainer does not; every function needs the "cuda" table's init first and returns a
+ * negative value when it was not done or an allocation or a call failed.
  */
 #ifndef LB_CUDA_BENCH_H
 #define LB_CUDA_BENCH_H

@@ -78,7 +78,7 @@ endif
 # so the trainer does not depend on it); without them that kernel says so when chosen.
 CUDNN_CPPFLAGS := $(if $(CUDNN_INC),-DLB_WITH_CUDNN=1 $(if $(filter /usr/include,$(CUDNN_INC)),,-I$(CUDNN_INC)))
 ifeq ($(WITH_CUDA),1)
-$(BUILD)/obj/harness/cuda/attention_cudnn.o: CPPFLAGS += $(CUDNN_CPPFLAGS)
+$(BUILD)/obj/harness/cuda/attention_cudnn.o $(BUILD)/obj/bench/cudnn_sweep.o: CPPFLAGS += $(CUDNN_CPPFLAGS)
 endif
 
 # Sources: every .c of a stage's folder belongs to that stage's library.
@@ -136,7 +136,8 @@ $(BUILD)/obj/%.o: %.cu $(CONFIG_STAMP)
 # (tests/sh/cuda_arch.sh runs it in a build folder of its own).
 CUDA_ALT_ARCH ?= 80
 ALT_CUBIN := $(patsubst %.cu,$(BUILD)/cubin/sm_$(CUDA_ALT_ARCH)/%.cubin,$(CUDA_SRC) $(BENCH_CU_SRC))
-$(BUILD)/cubin/sm_$(CUDA_ALT_ARCH)/harness/cuda/attention_cudnn.cubin: CPPFLAGS += $(CUDNN_CPPFLAGS)
+$(BUILD)/cubin/sm_$(CUDA_ALT_ARCH)/harness/cuda/attention_cudnn.cubin \
+$(BUILD)/cubin/sm_$(CUDA_ALT_ARCH)/bench/cudnn_sweep.cubin: CPPFLAGS += $(CUDNN_CPPFLAGS)
 $(BUILD)/cubin/sm_$(CUDA_ALT_ARCH)/%.cubin: %.cu $(CONFIG_STAMP)
 	@mkdir -p $(@D)
 	@$(if $(filter 0,$(V)),echo "  NVCC    $< (sm_$(CUDA_ALT_ARCH))")

@@ -73,8 +73,8 @@ static __global__ void bench_check_kernel(int *bad, const void *c, int c_f32, co
 
 /* One call of the benchmarks' GEMM: through lbc_gemm (algo NULL) or with algo; 0, or -1
  * when cuBLASLt refused it. */
-static int bench_call(const struct lbc_gemm_plan *p, const cublasLtMatmulAlgo_t *algo, const void *a,
-		      const void *b, void *c, float alpha, float beta)
+static int bench_call(const struct lbc_gemm_plan *p, const cublasLtMatmulAlgo_t *algo,
+		      const void *a, const void *b, void *c, float alpha, float beta)
 {
 	const struct lbc_gemm_key *q = &p->key;
 
@@ -157,8 +157,8 @@ out_free:
 static void bench_key(struct lbc_gemm_key *key, int m, int n, int k, int ta, int tb, int c_f32,
 		      int accum)
 {
-	lbc_gemm_key_make(key, c_f32, NULL, NULL, NULL, m, n, k, ta, tb, ta ? m : k, tb ? k : n, n, 0,
-		      0, 0, 1, accum ? 1.0f : 0.0f);
+	lbc_gemm_key_make(key, c_f32, NULL, NULL, NULL, m, n, k, ta, tb, ta ? m : k, tb ? k : n, n,
+			  0, 0, 0, 1, accum ? 1.0f : 0.0f);
 }
 
 extern "C" int lb_cuda_gemm_n_algos(int m, int n, int k, int ta, int tb, int c_f32, int accum)
@@ -270,4 +270,3 @@ extern "C" int lb_cuda_stall(double seconds)
 	stall_kernel<<<1, 1, 0, lbc_stream>>>((unsigned long long)(seconds * 1e9));
 	return cudaGetLastError() == cudaSuccess ? 0 : -1;
 }
-

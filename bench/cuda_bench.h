@@ -56,7 +56,7 @@ int lb_cuda_stall(double seconds);
  * forward + backward (flushed as they come). Stops starting plans after max_s seconds.
  * *trainer and *best (TFLOP/s forward + backward: the trainer's plans, the fastest checked
  * ones; -1 when unknown). 0, or -1 (no cuDNN, out of memory). Implemented in
- * harness/cuda/attention_cudnn.cu. */
+ * bench/cudnn_sweep.cu. */
 int lb_cuda_cudnn_sweep(int b, int s, int nh, int nkv, int d, double max_s, FILE *out,
 			double *trainer, double *best);
 

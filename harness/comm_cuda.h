@@ -39,8 +39,8 @@
  * libnccl.so.2: cannot open shared object file (install NCCL or set LD_LIBRARY_PATH)").
  * Needs the CUDA backend initialised (the device chosen).
  */
-int lb_comm_cuda_world(struct lb_comm *host, const struct lb_gpu_comm_opts *o,
-		       struct lb_comm **out, char *err, size_t errlen);
+int lb_comm_cuda_world(struct lb_comm *host, const struct lb_gpu_comm_opts *o, struct lb_comm **out,
+		       char *err, size_t errlen);
 
 /* 1 if c is a GPU communicator (world or split from one). */
 int lb_comm_is_cuda(const struct lb_comm *c);

@@ -253,9 +253,8 @@ static void on_device_comm_fail(void *arg, int code, int culprit, const char *ms
 
 /* The world over the backend's device communicator; host: this node's shared-memory
  * world, or NULL across nodes (owned by the result). */
-static int device_world(struct run_ctx *x, const struct lb_ops *ops,
-			const struct lb_rank_env *env, struct lb_comm *host,
-			struct lb_comm **world, char *err, size_t errlen)
+static int device_world(struct run_ctx *x, const struct lb_ops *ops, const struct lb_rank_env *env,
+			struct lb_comm *host, struct lb_comm **world, char *err, size_t errlen)
 {
 	const char *rc_env = getenv("SLURM_RESTART_COUNT");
 	static char tag[200];

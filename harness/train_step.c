@@ -288,10 +288,10 @@ static const char *model_error(int rc)
 
 /* A device communicator's calls are timed on the device by tag (comm.h set_tag,
  * take_seconds): a forward or backward's pair number, or one of these after the pairs. */
-#define TAG_PIPE(t)  ((t)->n_ev / 2)
-#define TAG_OPT(t)   ((t)->n_ev / 2 + 1)
-#define TAG_OTHER(t) ((t)->n_ev / 2 + 2)
-#define N_TAGS(t)    ((t)->n_ev / 2 + 4) /* the last: overlapped (gradsync.h) */
+#define TAG_PIPE(t)   ((t)->n_ev / 2)
+#define TAG_OPT(t)    ((t)->n_ev / 2 + 1)
+#define TAG_OTHER(t)  ((t)->n_ev / 2 + 2)
+#define N_TAGS(t)     ((t)->n_ev / 2 + 4) /* the last: overlapped (gradsync.h) */
 #define SET_TAG(t, x) ((void)lb_comm_set_tag((t)->world, (x)))
 
 /* The executor's context: the trainer and the optimizer step being run. */

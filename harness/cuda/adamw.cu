@@ -93,9 +93,8 @@ static size_t adamw_nvec(const void *param, const void *master, const void *grad
 		   : 0;
 }
 
-void lbc_adamw(void *param, void *master, const void *grad, void *m, void *v, size_t n,
-		       double lr, double b1, double b2, double eps, double wd, int step,
-		       double grad_scale)
+void lbc_adamw(void *param, void *master, const void *grad, void *m, void *v, size_t n, double lr,
+	       double b1, double b2, double eps, double wd, int step, double grad_scale)
 {
 	adamw_args a = adamw_make(lr, b1, b2, eps, wd);
 	size_t nvec = adamw_nvec(param, master, grad, m, v, n);
@@ -148,7 +147,7 @@ void lbc_clip_scale(void *sc, const void *sq, double clip)
 }
 
 void lbc_adamw_dev(void *param, void *master, const void *grad, void *m, void *v, size_t n,
-			   double lr, double b1, double b2, double eps, double wd, const void *sc)
+		   double lr, double b1, double b2, double eps, double wd, const void *sc)
 {
 	adamw_args a = adamw_make(lr, b1, b2, eps, wd);
 	size_t nvec = adamw_nvec(param, master, grad, m, v, n);
@@ -160,4 +159,3 @@ void lbc_adamw_dev(void *param, void *master, const void *grad, void *m, void *v
 	    a, (const double *)sc);
 	LBC_LAUNCHED();
 }
-

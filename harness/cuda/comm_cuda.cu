@@ -1040,9 +1040,9 @@ static int cc_set_tag(struct lb_comm *c, int tag);
 static double cc_take_seconds(struct lb_comm *c, double *per_tag, int ntags);
 
 const struct lb_comm_ops lbc_comm_ops = {
-    "cuda",	    cc_all_reduce, cc_reduce_scatter, cc_all_gather, cc_broadcast, cc_send, cc_recv,
-    cc_group_start, cc_group_end,  cc_barrier,	      cc_split,	     cc_destroy,   cc_host,
-    cc_set_name,    cc_error,	   cc_set_tag,	      cc_take_seconds,
+    "cuda",  cc_all_reduce,  cc_reduce_scatter, cc_all_gather, cc_broadcast,	cc_send,
+    cc_recv, cc_group_start, cc_group_end,	cc_barrier,    cc_split,	cc_destroy,
+    cc_host, cc_set_name,    cc_error,		cc_set_tag,    cc_take_seconds,
 };
 
 /* ---- the world ---- */

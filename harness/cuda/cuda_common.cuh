@@ -214,9 +214,8 @@ void lbc_sum_sq_acc(void *acc, const void *x, size_t n);
 double lbc_sum(const void *x, size_t n);
 double lbc_sum_sq(const void *x, size_t n);
 /* adamw.cu */
-void lbc_adamw(void *param, void *master, const void *grad, void *m, void *v, size_t n,
-	       double lr, double b1, double b2, double eps, double wd, int step,
-	       double grad_scale);
+void lbc_adamw(void *param, void *master, const void *grad, void *m, void *v, size_t n, double lr,
+	       double b1, double b2, double eps, double wd, int step, double grad_scale);
 void lbc_adamw_scalars(void *sc, int step, double b1, double b2, double grad_scale);
 void lbc_clip_scale(void *sc, const void *sq, double clip);
 void lbc_adamw_dev(void *param, void *master, const void *grad, void *m, void *v, size_t n,

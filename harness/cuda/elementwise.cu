@@ -90,4 +90,3 @@ void lbc_scale(void *x, double s, size_t n)
 										  nvec);
 	LBC_LAUNCHED();
 }
-

@@ -114,7 +114,7 @@ void lbc_gemm_plan_release(struct lbc_gemm_plan *p)
 
 /* Up to want candidates, best first (the heuristic's order); how many it gave. */
 int lbc_gemm_heuristics(const struct lbc_gemm_plan *p, cublasLtMatmulHeuristicResult_t *res,
-			   int want)
+			int want)
 {
 	cublasLtMatmulPreference_t pref;
 	uint64_t ws = WORKSPACE_B;
@@ -139,7 +139,8 @@ int lbc_gemm_heuristics(const struct lbc_gemm_plan *p, cublasLtMatmulHeuristicRe
 	return st == CUBLAS_STATUS_SUCCESS ? got : 0;
 }
 
-static struct lbc_gemm_plan *gemm_put(struct lbc_gemm_plan *slot, size_t cap, const struct lbc_gemm_plan *p)
+static struct lbc_gemm_plan *gemm_put(struct lbc_gemm_plan *slot, size_t cap,
+				      const struct lbc_gemm_plan *p)
 {
 	size_t i = (size_t)gemm_hash(&p->key) & (cap - 1);
 
@@ -183,7 +184,7 @@ static size_t gemm_c_extent(const struct lbc_gemm_key *q)
 /* One tuning run of algo into the scratch sc (D; C too unless cin, the caller's C, which is
  * only read); 1 when cuBLASLt accepted it. */
 int lbc_gemm_run(const struct lbc_gemm_plan *p, const cublasLtMatmulAlgo_t *algo, void *sc,
-		    const void *cin, const void *a, const void *b, float alpha, float beta)
+		 const void *cin, const void *a, const void *b, float alpha, float beta)
 {
 	return cublasLtMatmul(lbc_lt, p->op, &alpha, b, p->la, a, p->lb, &beta, cin ? cin : sc,
 			      p->lc, sc, p->lc, algo, lbc_workspace(WORKSPACE_B), WORKSPACE_B,
@@ -214,9 +215,9 @@ int lbc_gemm_run(const struct lbc_gemm_plan *p, const cublasLtMatmulAlgo_t *algo
  * Tuning never fails the run: when the scratch or the events cannot be had (out of memory)
  * or no candidate runs, the CUDA error is cleared and 0, the heuristic's first, is returned.
  */
-static int gemm_tune(const struct lbc_gemm_plan *p, const cublasLtMatmulHeuristicResult_t *res, int n,
-		     const void *a, const void *b, const void *c, const void *cin, float alpha,
-		     float beta)
+static int gemm_tune(const struct lbc_gemm_plan *p, const cublasLtMatmulHeuristicResult_t *res,
+		     int n, const void *a, const void *b, const void *c, const void *cin,
+		     float alpha, float beta)
 {
 	cudaEvent_t ev[2 * TUNE_ALGOS];
 	int ran[TUNE_ALGOS];
@@ -299,8 +300,8 @@ static void gemm_no_algorithm(const struct lbc_gemm_key *key)
  * beta are the first call's: the candidates are timed on them (gemm_tune, which writes a
  * scratch C, never c). */
 static const struct lbc_gemm_plan *gemm_plan_get(const struct lbc_gemm_key *key, const void *a,
-					     const void *b, const void *c, const void *cin,
-					     float alpha, float beta)
+						 const void *b, const void *c, const void *cin,
+						 float alpha, float beta)
 {
 	cublasLtMatmulHeuristicResult_t res[TUNE_ALGOS];
 	struct lbc_gemm_plan p;
@@ -334,9 +335,9 @@ static const struct lbc_gemm_plan *gemm_plan_get(const struct lbc_gemm_key *key,
 }
 
 void lbc_gemm_key_make(struct lbc_gemm_key *key, int c_f32, const void *a, const void *b,
-			  const void *c, int m, int n, int k, int ta, int tb, long long lda,
-			  long long ldb, long long ldc, long long sa, long long sb, long long sc,
-			  int batch, float beta)
+		       const void *c, int m, int n, int k, int ta, int tb, long long lda,
+		       long long ldb, long long ldc, long long sa, long long sb, long long sc,
+		       int batch, float beta)
 {
 	memset(key, 0, sizeof(*key)); /* the key is hashed and compared as bytes */
 	key->m = m;
@@ -411,7 +412,7 @@ static void gemm_ex(void *c, const void *cin, int c_f32, const void *a, const vo
 		return;
 	}
 	lbc_gemm_key_make(&key, c_f32, a, b, c, m, n, k, ta, tb, lda, ldb, ldc, stride_a, stride_b,
-		      stride_c, batch, beta);
+			  stride_c, batch, beta);
 	key.c_in = cin != NULL;
 	if (cin) /* the alignment the heuristic is told must hold for both */
 		key.align_c = key.align_c < gemm_align(cin, stride_c, c_f32 ? 4 : 2, batch)
@@ -430,15 +431,16 @@ static void gemm_ex(void *c, const void *cin, int c_f32, const void *a, const vo
 			gemm_no_algorithm(&key);
 		lbc_graph_drop("a GEMM problem first seen inside the capture");
 		LBC_CHECK_LT(cublasLtMatmul(lbc_lt, tmp.op, &alpha, b, tmp.la, a, tmp.lb, &beta, cr,
-					    tmp.lc, c, tmp.lc, &res1.algo, lbc_workspace(WORKSPACE_B),
-					    WORKSPACE_B, lbc_stream));
+					    tmp.lc, c, tmp.lc, &res1.algo,
+					    lbc_workspace(WORKSPACE_B), WORKSPACE_B, lbc_stream));
 		lbc_gemm_plan_release(&tmp);
 		return;
 	}
 	p = gemm_plan_get(&key, a, b, c, cin, alpha, beta);
 	/* swapped operands: column-major C^T = op(B)^T op(A)^T; C read from cr, D written to c */
 	LBC_CHECK_LT(cublasLtMatmul(lbc_lt, p->op, &alpha, b, p->la, a, p->lb, &beta, cr, p->lc, c,
-				    p->lc, &p->algo, lbc_workspace(WORKSPACE_B), WORKSPACE_B, lbc_stream));
+				    p->lc, &p->algo, lbc_workspace(WORKSPACE_B), WORKSPACE_B,
+				    lbc_stream));
 }
 
 void lbc_gemm(void *c, int c_f32, const void *a, const void *b, int m, int n, int k, int ta, int tb,
@@ -451,7 +453,7 @@ void lbc_gemm(void *c, int c_f32, const void *a, const void *b, int m, int n, in
 
 /* The table's matmul: natural leading dims, one matrix, C overwritten or accumulated. */
 void lbc_matmul(void *c, const void *a, const void *b, int m, int n, int k, int ta, int tb,
-			double alpha, int accumulate, int c_f32)
+		double alpha, int accumulate, int c_f32)
 {
 	lbc_gemm(c, c_f32, a, b, m, n, k, ta, tb, ta ? m : k, tb ? k : n, n, 0, 0, 0, 1,
 		 (float)alpha, accumulate ? 1.0f : 0.0f);
@@ -459,10 +461,9 @@ void lbc_matmul(void *c, const void *a, const void *b, int m, int n, int k, int 
 
 /* The table's matmul_add: out = op(A) op(B) + addend (bf16), the addend read as cuBLASLt's
  * C and the result written as its D, so the residual add needs no pass of its own. */
-void lbc_matmul_add(void *out, const void *a, const void *b, const void *addend, int m,
-			    int n, int k, int ta, int tb)
+void lbc_matmul_add(void *out, const void *a, const void *b, const void *addend, int m, int n,
+		    int k, int ta, int tb)
 {
 	gemm_ex(out, addend == out ? NULL : addend, 0, a, b, m, n, k, ta, tb, ta ? m : k,
 		tb ? k : n, n, 0, 0, 0, 1, 1.0f, 1.0f);
 }
-

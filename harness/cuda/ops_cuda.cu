@@ -376,4 +376,3 @@ extern "C" const struct lb_ops *lb_ops_cuda(void)
 
 	return &table;
 }
-

@@ -160,10 +160,8 @@ static void test_self_split(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_dtype_size),
-	    cmocka_unit_test(test_self_collectives),
-	    cmocka_unit_test(test_self_send_recv_fail),
-	    cmocka_unit_test(test_self_split),
+	    cmocka_unit_test(test_dtype_size),		cmocka_unit_test(test_self_collectives),
+	    cmocka_unit_test(test_self_send_recv_fail), cmocka_unit_test(test_self_split),
 	    cmocka_unit_test(test_optional_members),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -265,8 +265,10 @@ static int rank_main(const struct lb_rank_env *env, void *arg)
 			fails += bad(rank, "the tag set_tag replaces", 0, old, 1);
 		ops->sync();
 		dev = lb_comm_take_seconds(w, per_tag, 3);
-		if (rc || !(per_tag[1] > 0) || per_tag[0] != 0 || per_tag[2] != 0 || dev != per_tag[1])
-			fails += bad(rank, "device time of an all-reduce tagged 1", 1, per_tag[1], dev);
+		if (rc || !(per_tag[1] > 0) || per_tag[0] != 0 || per_tag[2] != 0 ||
+		    dev != per_tag[1])
+			fails +=
+			    bad(rank, "device time of an all-reduce tagged 1", 1, per_tag[1], dev);
 		ops->free_(a);
 		ops->free_(b);
 	} else if ((dev_s = lb_comm_take_seconds(w, NULL, 0)) != -1) {

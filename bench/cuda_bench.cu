@@ -107,37 +107,37 @@ static double bench_gemm(const struct lbc_gemm_plan *p, const cublasLtMatmulAlgo
 	    cudaMalloc(&bad, sizeof(int)) != cudaSuccess || cudaEventCreate(&e0) != cudaSuccess ||
 	    cudaEventCreate(&e1) != cudaSuccess)
 		goto out_free;
-	bench_fill_kernel<<<grid_for(na), THREADS, 0, lbc_stream>>>((act_t *)a, na, 1u);
-	bench_fill_kernel<<<grid_for(nb), THREADS, 0, lbc_stream>>>((act_t *)b, nb, 2u);
-	if (cudaMemsetAsync(c, 0, nc * ces, lbc_stream) != cudaSuccess ||
-	    cudaMemsetAsync(bad, 0, sizeof(int), lbc_stream) != cudaSuccess)
+	bench_fill_kernel<<<grid_for(na), THREADS, 0, lbc_stream()>>>((act_t *)a, na, 1u);
+	bench_fill_kernel<<<grid_for(nb), THREADS, 0, lbc_stream()>>>((act_t *)b, nb, 2u);
+	if (cudaMemsetAsync(c, 0, nc * ces, lbc_stream()) != cudaSuccess ||
+	    cudaMemsetAsync(bad, 0, sizeof(int), lbc_stream()) != cudaSuccess)
 		goto out_free;
 	for (int it = -3; it < iters; it++) {
-		if (it == 0 && cudaEventRecord(e0, lbc_stream) != cudaSuccess)
+		if (it == 0 && cudaEventRecord(e0, lbc_stream()) != cudaSuccess)
 			goto out_free;
 		if (bench_call(p, algo, a, b, c, alpha, beta))
 			goto out_free;
 	}
-	if (cudaEventRecord(e1, lbc_stream) != cudaSuccess)
+	if (cudaEventRecord(e1, lbc_stream()) != cudaSuccess)
 		goto out_free;
 	/* accumulating (beta 1), C now holds the sum of every call: one more from zero */
 	if (beta != 0.0f) {
-		if (cudaMemsetAsync(c, 0, nc * ces, lbc_stream) != cudaSuccess)
+		if (cudaMemsetAsync(c, 0, nc * ces, lbc_stream()) != cudaSuccess)
 			goto out_free;
 		if (bench_call(p, algo, a, b, c, alpha, beta))
 			goto out_free;
 	}
-	bench_check_kernel<<<grid_for(BENCH_SAMPLES), THREADS, 0, lbc_stream>>>(
+	bench_check_kernel<<<grid_for(BENCH_SAMPLES), THREADS, 0, lbc_stream()>>>(
 	    bad, c, q->c_f32, (const act_t *)a, (const act_t *)b, q->m, q->n, q->k, q->ta, q->tb,
 	    BENCH_SAMPLES);
-	if (cudaMemcpyAsync(&nbad, bad, sizeof(int), cudaMemcpyDeviceToHost, lbc_stream) !=
+	if (cudaMemcpyAsync(&nbad, bad, sizeof(int), cudaMemcpyDeviceToHost, lbc_stream()) !=
 		cudaSuccess ||
-	    cudaStreamSynchronize(lbc_stream) != cudaSuccess ||
+	    cudaStreamSynchronize(lbc_stream()) != cudaSuccess ||
 	    cudaEventElapsedTime(&ms, e0, e1) != cudaSuccess)
 		goto out_free;
 	secs = nbad ? -2 : ms * 1e-3 / iters;
 out_free:
-	cudaStreamSynchronize(lbc_stream);
+	cudaStreamSynchronize(lbc_stream());
 	cudaGetLastError();
 	if (e1)
 		cudaEventDestroy(e1);
@@ -214,22 +214,22 @@ extern "C" double lb_cuda_copy_bandwidth(size_t bytes, int iters)
 		iters = 1;
 	if (cudaMalloc(&src, bytes) != cudaSuccess || cudaMalloc(&dst, bytes) != cudaSuccess ||
 	    cudaEventCreate(&e0) != cudaSuccess || cudaEventCreate(&e1) != cudaSuccess ||
-	    cudaMemsetAsync(src, 1, bytes, lbc_stream) != cudaSuccess)
+	    cudaMemsetAsync(src, 1, bytes, lbc_stream()) != cudaSuccess)
 		goto out_free;
 	for (int it = -1; it < iters; it++) {
-		if (it == 0 && cudaEventRecord(e0, lbc_stream) != cudaSuccess)
+		if (it == 0 && cudaEventRecord(e0, lbc_stream()) != cudaSuccess)
 			goto out_free;
-		if (cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, lbc_stream) !=
+		if (cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, lbc_stream()) !=
 		    cudaSuccess)
 			goto out_free;
 	}
-	if (cudaEventRecord(e1, lbc_stream) != cudaSuccess ||
+	if (cudaEventRecord(e1, lbc_stream()) != cudaSuccess ||
 	    cudaEventSynchronize(e1) != cudaSuccess ||
 	    cudaEventElapsedTime(&ms, e0, e1) != cudaSuccess || ms <= 0)
 		goto out_free;
 	bw = 2.0 * (double)bytes * iters / (ms * 1e-3);
 out_free:
-	cudaStreamSynchronize(lbc_stream);
+	cudaStreamSynchronize(lbc_stream());
 	cudaGetLastError();
 	if (e1)
 		cudaEventDestroy(e1);
@@ -267,6 +267,6 @@ extern "C" int lb_cuda_stall(double seconds)
 {
 	if (!lbc_inited() || !(seconds > 0))
 		return -1;
-	stall_kernel<<<1, 1, 0, lbc_stream>>>((unsigned long long)(seconds * 1e9));
+	stall_kernel<<<1, 1, 0, lbc_stream()>>>((unsigned long long)(seconds * 1e9));
 	return cudaGetLastError() == cudaSuccess ? 0 : -1;
 }

@@ -93,12 +93,12 @@ static int sw_check(struct sw_bufs *m, const T *a, const T *b, size_t n, double 
 	unsigned h[2] = {0, 0};
 	float dm, bm;
 
-	if (cudaMemsetAsync(m->cmp, 0, 2 * sizeof(unsigned), lbc_stream) != cudaSuccess)
+	if (cudaMemsetAsync(m->cmp, 0, 2 * sizeof(unsigned), lbc_stream()) != cudaSuccess)
 		return -1;
-	sw_cmp_kernel<T><<<1024, 256, 0, lbc_stream>>>(a, b, n, m->cmp);
-	if (cudaMemcpyAsync(h, m->cmp, sizeof(h), cudaMemcpyDeviceToHost, lbc_stream) !=
+	sw_cmp_kernel<T><<<1024, 256, 0, lbc_stream()>>>(a, b, n, m->cmp);
+	if (cudaMemcpyAsync(h, m->cmp, sizeof(h), cudaMemcpyDeviceToHost, lbc_stream()) !=
 		cudaSuccess ||
-	    cudaStreamSynchronize(lbc_stream) != cudaSuccess)
+	    cudaStreamSynchronize(lbc_stream()) != cudaSuccess)
 		return -1;
 	memcpy(&dm, &h[0], 4);
 	memcpy(&bm, &h[1], 4);
@@ -187,12 +187,12 @@ static double sw_time(struct sw_bufs *m, const struct sw_variant *v, cudnnBacken
 	if (cudaEventCreate(&e0) != cudaSuccess || cudaEventCreate(&e1) != cudaSuccess)
 		goto out;
 	for (int r = 0; r < SW_ROUNDS; r++) {
-		if (cudaEventRecord(e0, lbc_stream) != cudaSuccess)
+		if (cudaEventRecord(e0, lbc_stream()) != cudaSuccess)
 			goto out;
 		for (int i = 0; i < SW_RUNS; i++)
 			if (sw_exec(m, v, plan, vp) != CUDNN_STATUS_SUCCESS)
 				goto out;
-		if (cudaEventRecord(e1, lbc_stream) != cudaSuccess ||
+		if (cudaEventRecord(e1, lbc_stream()) != cudaSuccess ||
 		    cudaEventSynchronize(e1) != cudaSuccess ||
 		    cudaEventElapsedTime(&ms, e0, e1) != cudaSuccess)
 			goto out;
@@ -200,7 +200,7 @@ static double sw_time(struct sw_bufs *m, const struct sw_variant *v, cudnnBacken
 			best = ms * 1e-3 / SW_RUNS;
 	}
 out:
-	cudaStreamSynchronize(lbc_stream);
+	cudaStreamSynchronize(lbc_stream());
 	cudaGetLastError();
 	if (e0)
 		cudaEventDestroy(e0);
@@ -500,14 +500,14 @@ static void sw_variant_run(struct sw_bufs *m, const struct sw_variant *v, double
 			cudaMemsetAsync(m->dqkv, 0xff,
 					(size_t)m->b * m->s * (m->nh + 2 * m->nkv) * m->d *
 					    sizeof(act_t),
-					lbc_stream);
+					lbc_stream());
 		else if (cudaMemsetAsync(m->out, 0xff,
 					 (size_t)m->b * m->s * m->nh * m->d * sizeof(act_t),
-					 lbc_stream) == cudaSuccess)
+					 lbc_stream()) == cudaSuccess)
 			cudaMemsetAsync(m->lse, 0xff, (size_t)m->b * m->nh * m->s * sizeof(float),
-					lbc_stream);
+					lbc_stream());
 		if (!vp || sw_exec(m, v, plan, vp) != CUDNN_STATUS_SUCCESS) {
-			cudaStreamSynchronize(lbc_stream);
+			cudaStreamSynchronize(lbc_stream());
 			cudaGetLastError();
 			(*failed)++;
 			snprintf(check, sizeof(check), "failed to run");
@@ -567,7 +567,7 @@ static double sw_trainer_time(struct sw_bufs *m, int bwd)
 	if (cudaEventCreate(&e0) != cudaSuccess || cudaEventCreate(&e1) != cudaSuccess)
 		goto out;
 	for (int r = 0; r < SW_ROUNDS; r++) {
-		cudaEventRecord(e0, lbc_stream);
+		cudaEventRecord(e0, lbc_stream());
 		for (int i = 0; i < SW_RUNS; i++) {
 			if (bwd)
 				lbc_attn_cudnn_bwd(m->dqkv, m->scratch, m->dout, m->out_ref,
@@ -577,7 +577,7 @@ static double sw_trainer_time(struct sw_bufs *m, int bwd)
 				lbc_attn_cudnn_fwd(m->out, m->lse, m->scratch, m->qkv, m->b, m->s,
 						   m->nh, m->nkv, m->d);
 		}
-		if (cudaEventRecord(e1, lbc_stream) != cudaSuccess ||
+		if (cudaEventRecord(e1, lbc_stream()) != cudaSuccess ||
 		    cudaEventSynchronize(e1) != cudaSuccess ||
 		    cudaEventElapsedTime(&ms, e0, e1) != cudaSuccess)
 			goto out;
@@ -640,7 +640,7 @@ extern "C" int lb_cuda_cudnn_sweep(int b, int s, int nh, int nkv, int d, double 
 			   nkv, d);
 	tf = sw_trainer_time(&m, 0);
 	tb = sw_trainer_time(&m, 1);
-	if (cudaStreamSynchronize(lbc_stream) != cudaSuccess)
+	if (cudaStreamSynchronize(lbc_stream()) != cudaSuccess)
 		goto out_free;
 	fprintf(out,
 		"TRAINER\tB=%d S=%d heads=%d kv-heads=%d D=%d\tforward %.4f ms %.1f TFLOP/s\t"
@@ -672,7 +672,7 @@ extern "C" int lb_cuda_cudnn_sweep(int b, int s, int nh, int nkv, int d, double 
 			(fwd_flops + bwd_flops) / (tf + tb) / 1e12, tried, failed, lb_now_s() - t0);
 	rc = 0;
 out_free:
-	cudaStreamSynchronize(lbc_stream);
+	cudaStreamSynchronize(lbc_stream());
 	cudaGetLastError();
 	cudaFree(m.qkv);
 	cudaFree(m.dqkv);

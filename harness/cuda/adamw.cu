@@ -104,7 +104,7 @@ void lbc_adamw(void *param, void *master, const void *grad, void *m, void *v, si
 	a.c1 = (float)(1.0 - pow(b1, step));
 	a.c2 = (float)(1.0 - pow(b2, step));
 	a.gs = (float)grad_scale;
-	adamw_kernel<0><<<grid_for(nvec + (n - nvec * 4)), THREADS, 0, lbc_stream>>>(
+	adamw_kernel<0><<<grid_for(nvec + (n - nvec * 4)), THREADS, 0, lbc_stream()>>>(
 	    (act_t *)param, (float *)master, (const float *)grad, (float *)m, (float *)v, n, nvec,
 	    a, NULL);
 	LBC_LAUNCHED();
@@ -126,7 +126,7 @@ static __global__ void adamw_scalars_kernel(double *sc, double c1, double c2, do
 
 void lbc_adamw_scalars(void *sc, int step, double b1, double b2, double grad_scale)
 {
-	adamw_scalars_kernel<<<1, 1, 0, lbc_stream>>>(
+	adamw_scalars_kernel<<<1, 1, 0, lbc_stream()>>>(
 	    (double *)sc, 1.0 - pow(b1, step), 1.0 - pow(b2, step), grad_scale, (double)step);
 	LBC_LAUNCHED();
 }
@@ -142,7 +142,7 @@ static __global__ void clip_scale_kernel(double *sc, const double *sq, double cl
 
 void lbc_clip_scale(void *sc, const void *sq, double clip)
 {
-	clip_scale_kernel<<<1, 1, 0, lbc_stream>>>((double *)sc, (const double *)sq, clip);
+	clip_scale_kernel<<<1, 1, 0, lbc_stream()>>>((double *)sc, (const double *)sq, clip);
 	LBC_LAUNCHED();
 }
 
@@ -154,7 +154,7 @@ void lbc_adamw_dev(void *param, void *master, const void *grad, void *m, void *v
 
 	if (!n)
 		return;
-	adamw_kernel<1><<<grid_for(nvec + (n - nvec * 4)), THREADS, 0, lbc_stream>>>(
+	adamw_kernel<1><<<grid_for(nvec + (n - nvec * 4)), THREADS, 0, lbc_stream()>>>(
 	    (act_t *)param, (float *)master, (const float *)grad, (float *)m, (float *)v, n, nvec,
 	    a, (const double *)sc);
 	LBC_LAUNCHED();

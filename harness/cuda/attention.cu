@@ -263,17 +263,17 @@ static void softmax_rows(act_t *probs, size_t rows, int s, float scale, int fuse
 	if (row_vec8(probs, s)) {
 		if (fused)
 			attn_softmax_kernel<true, 8>
-			    <<<grid, 256, 0, lbc_stream>>>(probs, rows, s, scale);
+			    <<<grid, 256, 0, lbc_stream()>>>(probs, rows, s, scale);
 		else
 			attn_softmax_kernel<false, 8>
-			    <<<grid, 256, 0, lbc_stream>>>(probs, rows, s, scale);
+			    <<<grid, 256, 0, lbc_stream()>>>(probs, rows, s, scale);
 	} else {
 		if (fused)
 			attn_softmax_kernel<true, 1>
-			    <<<grid, 256, 0, lbc_stream>>>(probs, rows, s, scale);
+			    <<<grid, 256, 0, lbc_stream()>>>(probs, rows, s, scale);
 		else
 			attn_softmax_kernel<false, 1>
-			    <<<grid, 256, 0, lbc_stream>>>(probs, rows, s, scale);
+			    <<<grid, 256, 0, lbc_stream()>>>(probs, rows, s, scale);
 	}
 	LBC_LAUNCHED();
 }
@@ -292,14 +292,14 @@ void lbc_attn_naive_fwd(void *out, void *probs, void *scratch, const void *qkv, 
 	scores_gemm(p, (const act_t *)qkv, b, s, nh, nkv, d);
 	if (v8)
 		attn_scale_kernel<8>
-		    <<<lbc_blocks(n / 8, 256), 256, 0, lbc_stream>>>(p, n / 8, scale);
+		    <<<lbc_blocks(n / 8, 256), 256, 0, lbc_stream()>>>(p, n / 8, scale);
 	else
-		attn_scale_kernel<1><<<lbc_blocks(n, 256), 256, 0, lbc_stream>>>(p, n, scale);
+		attn_scale_kernel<1><<<lbc_blocks(n, 256), 256, 0, lbc_stream()>>>(p, n, scale);
 	LBC_LAUNCHED();
 	if (v8)
-		attn_mask_kernel<8><<<lbc_blocks(n / 8, 256), 256, 0, lbc_stream>>>(p, n / 8, s);
+		attn_mask_kernel<8><<<lbc_blocks(n / 8, 256), 256, 0, lbc_stream()>>>(p, n / 8, s);
 	else
-		attn_mask_kernel<1><<<lbc_blocks(n, 256), 256, 0, lbc_stream>>>(p, n, s);
+		attn_mask_kernel<1><<<lbc_blocks(n, 256), 256, 0, lbc_stream()>>>(p, n, s);
 	LBC_LAUNCHED();
 	softmax_rows(p, (size_t)b * nh * s, s, 1.0f, 0);
 	pv_gemm((act_t *)out, p, (const act_t *)qkv, b, s, nh, nkv, d);
@@ -408,11 +408,11 @@ void lbc_attn_probs_bwd(void *dqkv, void *scratch, const void *dout, const void 
 					 s, (long long)g * d, d, ss, n, 1.0f, 0.0f);
 				if (v8)
 					attn_dsoftmax_kernel<8>
-					    <<<warp_grid(rows, 8), 256, 0, lbc_stream>>>(
+					    <<<warp_grid(rows, 8), 256, 0, lbc_stream()>>>(
 						dp, p, rows, s, nh, g, bb, kv0, jj);
 				else
 					attn_dsoftmax_kernel<1>
-					    <<<warp_grid(rows, 8), 256, 0, lbc_stream>>>(
+					    <<<warp_grid(rows, 8), 256, 0, lbc_stream()>>>(
 						dp, p, rows, s, nh, g, bb, kv0, jj);
 				LBC_LAUNCHED();
 				/* dQ_h = scale * dS_h K_kvh (each query head once: beta 0) */
@@ -476,10 +476,10 @@ static void flash_delta(float *delta, const act_t *dout, const act_t *out, int b
 
 	if (d % 8 == 0 && aligned16(dout) && aligned16(out))
 		flash_delta_kernel<8>
-		    <<<grid, 256, 0, lbc_stream>>>(delta, dout, out, rows, s, nh, d);
+		    <<<grid, 256, 0, lbc_stream()>>>(delta, dout, out, rows, s, nh, d);
 	else
 		flash_delta_kernel<1>
-		    <<<grid, 256, 0, lbc_stream>>>(delta, dout, out, rows, s, nh, d);
+		    <<<grid, 256, 0, lbc_stream()>>>(delta, dout, out, rows, s, nh, d);
 	LBC_LAUNCHED();
 }
 
@@ -1304,7 +1304,7 @@ static void fwd_tc(act_t *out, float *lse, const act_t *qkv, int b, int s, int n
 					       (int)smem));
 		attr = true;
 	}
-	flash_fwd_tc_kernel<D><<<(unsigned)blocks, FA_THREADS, smem, lbc_stream>>>(
+	flash_fwd_tc_kernel<D><<<(unsigned)blocks, FA_THREADS, smem, lbc_stream()>>>(
 	    out, lse, qkv, b, s, nh, nkv, scale);
 	LBC_LAUNCHED();
 }
@@ -1323,7 +1323,7 @@ static void bwd_tc(act_t *dqkv, float *dq_acc, const act_t *dout, const float *l
 					       (int)smem));
 		attr = true;
 	}
-	flash_bwd_tc_kernel<D><<<(unsigned)blocks, FA_THREADS, smem, lbc_stream>>>(
+	flash_bwd_tc_kernel<D><<<(unsigned)blocks, FA_THREADS, smem, lbc_stream()>>>(
 	    dqkv, dq_acc, dout, lse, delta, qkv, b, s, nh, nkv, scale);
 	LBC_LAUNCHED();
 }
@@ -1349,7 +1349,7 @@ void lbc_attn_flash_fwd(void *out, void *lse, void *scratch, const void *qkv, in
 		return;
 	}
 	flash_check(d);
-	flash_fwd_gen_kernel<<<warp_grid(rows, GEN_WARPS), GEN_WARPS * 32, 0, lbc_stream>>>(
+	flash_fwd_gen_kernel<<<warp_grid(rows, GEN_WARPS), GEN_WARPS * 32, 0, lbc_stream()>>>(
 	    o, l, x, b, s, nh, nkv, d, scale);
 	LBC_LAUNCHED();
 }
@@ -1369,24 +1369,24 @@ void lbc_attn_flash_bwd(void *dqkv, void *scratch, const void *dout, const void 
 		return;
 	flash_delta(delta, dO, (const act_t *)out, b, s, nh, d);
 	if (flash_tc(d, dqkv, dout, qkv, scratch)) {
-		LBC_CHECK(cudaMemsetAsync(dq_acc, 0, nq * sizeof(float), lbc_stream));
+		LBC_CHECK(cudaMemsetAsync(dq_acc, 0, nq * sizeof(float), lbc_stream()));
 		if (d == 128)
 			bwd_tc<128>(dx, dq_acc, dO, l, delta, x, b, s, nh, nkv, scale);
 		else if (d == 64)
 			bwd_tc<64>(dx, dq_acc, dO, l, delta, x, b, s, nh, nkv, scale);
 		else
 			bwd_tc<32>(dx, dq_acc, dO, l, delta, x, b, s, nh, nkv, scale);
-		flash_dq_store_kernel<<<lbc_blocks(nq / 2, 256), 256, 0, lbc_stream>>>(
+		flash_dq_store_kernel<<<lbc_blocks(nq / 2, 256), 256, 0, lbc_stream()>>>(
 		    dx, dq_acc, nq / 2, nh * d, ld, scale);
 		LBC_LAUNCHED();
 		return;
 	}
 	flash_check(d);
 	flash_bwd_dq_gen_kernel<<<warp_grid((size_t)b * nh * s, GEN_WARPS), GEN_WARPS * 32, 0,
-				  lbc_stream>>>(dx, dO, l, delta, x, b, s, nh, nkv, d, scale);
+				  lbc_stream()>>>(dx, dO, l, delta, x, b, s, nh, nkv, d, scale);
 	LBC_LAUNCHED();
 	flash_bwd_dkv_gen_kernel<<<warp_grid((size_t)b * nkv * s, GEN_WARPS), GEN_WARPS * 32, 0,
-				   lbc_stream>>>(dx, dO, l, delta, x, b, s, nh, nkv, d, scale);
+				   lbc_stream()>>>(dx, dO, l, delta, x, b, s, nh, nkv, d, scale);
 	LBC_LAUNCHED();
 }
 

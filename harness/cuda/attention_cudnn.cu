@@ -611,7 +611,7 @@ static struct graph *graph_of(int bwd, int b, int s, int nh, int nkv, int d)
 cudnnStatus_t lbc_cudnn_exec(cudnnBackendDescriptor_t plan, cudnnBackendDescriptor_t vp, void *acc,
 			     size_t acc_bytes)
 {
-	if (acc && cudaMemsetAsync(acc, 0, acc_bytes, lbc_stream) != cudaSuccess)
+	if (acc && cudaMemsetAsync(acc, 0, acc_bytes, lbc_stream()) != cudaSuccess)
 		return CUDNN_STATUS_EXECUTION_FAILED;
 	return dnn.bexec(dnn.h, plan, vp);
 }
@@ -634,11 +634,11 @@ static void tune(struct graph *gr, cudnnBackendDescriptor_t vp, void *acc, size_
 		ok[i] = cudaEventCreate(&ev[2 * i]) == cudaSuccess &&
 			cudaEventCreate(&ev[2 * i + 1]) == cudaSuccess &&
 			lbc_cudnn_exec(gr->cand[i], vp, acc, acc_bytes) == CUDNN_STATUS_SUCCESS &&
-			cudaEventRecord(ev[2 * i], lbc_stream) == cudaSuccess;
+			cudaEventRecord(ev[2 * i], lbc_stream()) == cudaSuccess;
 		for (int r = 0; r < TUNE_RUNS && ok[i]; r++)
 			ok[i] =
 			    lbc_cudnn_exec(gr->cand[i], vp, acc, acc_bytes) == CUDNN_STATUS_SUCCESS;
-		ok[i] = ok[i] && cudaEventRecord(ev[2 * i + 1], lbc_stream) == cudaSuccess;
+		ok[i] = ok[i] && cudaEventRecord(ev[2 * i + 1], lbc_stream()) == cudaSuccess;
 		if (ok[i])
 			last = i;
 	}
@@ -653,7 +653,7 @@ static void tune(struct graph *gr, cudnnBackendDescriptor_t vp, void *acc, size_
 					best = i;
 				}
 			}
-	cudaStreamSynchronize(lbc_stream);
+	cudaStreamSynchronize(lbc_stream());
 	cudaGetLastError(); /* a candidate's failure is no error of the run */
 	for (int i = 0; i < 2 * gr->ncand; i++)
 		if (ev[i])
@@ -687,7 +687,7 @@ static void run(struct graph *gr, int n, const int64_t *uids, void *const *ptrs,
 	    lbc_graph_abort("a cuDNN attention plan would be tuned inside the capture"))
 		return;
 	ws = lbc_workspace((size_t)gr->ws);
-	st = dnn.set_stream(dnn.h, lbc_stream);
+	st = dnn.set_stream(dnn.h, lbc_stream());
 	if (st == CUDNN_STATUS_SUCCESS) {
 		call = "variant pack";
 		st = dnn.bcreate(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, &vp);

@@ -42,7 +42,7 @@ int lbc_device(void);
 int lbc_sm_count(void);
 
 /* memory.cu: bytes of device memory counted by the allocator, zero-filled (the fill is
- * enqueued on lbc_stream), or NULL (a limit breach or a failed cudaMalloc); the workspace's
+ * enqueued on lbc_stream()), or NULL (a limit breach or a failed cudaMalloc); the workspace's
  * first WORKSPACE_B bytes (init; 0, or -1 when the device is full); the bytes per element
  * of each buffer kind. */
 void *lbc_mem_alloc_bytes(size_t bytes);

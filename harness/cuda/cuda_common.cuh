@@ -71,8 +71,9 @@ const struct lb_ops *lbc_replay_table(void);
 /* The main stream (the one segments are captured on and replayed on). */
 cudaStream_t lbc_main_stream(void);
 
-/* The backend's stream (ops_cuda.cu; valid after init). */
-extern cudaStream_t lbc_stream;
+/* The stream every op is enqueued on now (ops_cuda.cu; valid after init): the backend's
+ * own, or the one use_stream switched to. */
+cudaStream_t lbc_stream(void);
 
 #define LBC_CHECK(call)                                                                            \
 	do {                                                                                       \

@@ -32,7 +32,7 @@ void lbc_add(void *out, const void *a, const void *b, size_t n)
 
 	if (!n)
 		return;
-	add_kernel<<<grid_for(nvec + (n - nvec * 8)), THREADS, 0, lbc_stream>>>(
+	add_kernel<<<grid_for(nvec + (n - nvec * 8)), THREADS, 0, lbc_stream()>>>(
 	    (act_t *)out, (const act_t *)a, (const act_t *)b, n, nvec);
 	LBC_LAUNCHED();
 }
@@ -59,7 +59,7 @@ void lbc_acc(void *y, const void *x, size_t n)
 
 	if (!n)
 		return;
-	acc_kernel<<<grid_for(nvec + (n - nvec * 4)), THREADS, 0, lbc_stream>>>(
+	acc_kernel<<<grid_for(nvec + (n - nvec * 4)), THREADS, 0, lbc_stream()>>>(
 	    (float *)y, (const float *)x, n, nvec);
 	LBC_LAUNCHED();
 }
@@ -86,7 +86,7 @@ void lbc_scale(void *x, double s, size_t n)
 
 	if (!n)
 		return;
-	scale_kernel<<<grid_for(nvec + (n - nvec * 4)), THREADS, 0, lbc_stream>>>((float *)x, s, n,
-										  nvec);
+	scale_kernel<<<grid_for(nvec + (n - nvec * 4)), THREADS, 0, lbc_stream()>>>((float *)x, s,
+										    n, nvec);
 	LBC_LAUNCHED();
 }

@@ -188,13 +188,13 @@ int lbc_gemm_run(const struct lbc_gemm_plan *p, const cublasLtMatmulAlgo_t *algo
 {
 	return cublasLtMatmul(lbc_lt, p->op, &alpha, b, p->la, a, p->lb, &beta, cin ? cin : sc,
 			      p->lc, sc, p->lc, algo, lbc_workspace(WORKSPACE_B), WORKSPACE_B,
-			      lbc_stream) == CUBLAS_STATUS_SUCCESS;
+			      lbc_stream()) == CUBLAS_STATUS_SUCCESS;
 }
 
 /*
  * The index of the fastest of the heuristic's candidates res[0, n) for p's problem, timed on
  * the caller's operands: each candidate runs once to warm up, then TUNE_RUNS times between
- * two events; every run is enqueued on lbc_stream before one cudaEventSynchronize, and the
+ * two events; every run is enqueued on lbc_stream() before one cudaEventSynchronize, and the
  * least mean time wins. A candidate that cublasLtMatmul refuses is left out.
  *
  * The runs read the real A and B (read-only) but write a scratch C, never the caller's C:
@@ -235,7 +235,7 @@ static int gemm_tune(const struct lbc_gemm_plan *p, const cublasLtMatmulHeuristi
 		goto out_clear;
 	sc = base + off;
 	if (beta != 0.0f && !cin &&
-	    cudaMemcpyAsync(sc, c, bytes, cudaMemcpyDeviceToDevice, lbc_stream) != cudaSuccess)
+	    cudaMemcpyAsync(sc, c, bytes, cudaMemcpyDeviceToDevice, lbc_stream()) != cudaSuccess)
 		goto out_free;
 	for (i = 0; i < n; i++) {
 		if (cudaEventCreate(&ev[2 * i]) != cudaSuccess ||
@@ -247,11 +247,11 @@ static int gemm_tune(const struct lbc_gemm_plan *p, const cublasLtMatmulHeuristi
 		ran[i] = lbc_gemm_run(p, &res[i].algo, sc, cin, a, b, alpha, beta);
 		if (!ran[i])
 			continue;
-		if (cudaEventRecord(ev[2 * i], lbc_stream) != cudaSuccess)
+		if (cudaEventRecord(ev[2 * i], lbc_stream()) != cudaSuccess)
 			goto out_free;
 		for (r = 0; r < TUNE_RUNS && ran[i]; r++)
 			ran[i] = lbc_gemm_run(p, &res[i].algo, sc, cin, a, b, alpha, beta);
-		if (cudaEventRecord(ev[2 * i + 1], lbc_stream) != cudaSuccess)
+		if (cudaEventRecord(ev[2 * i + 1], lbc_stream()) != cudaSuccess)
 			goto out_free;
 		last = i;
 	}
@@ -266,7 +266,7 @@ static int gemm_tune(const struct lbc_gemm_plan *p, const cublasLtMatmulHeuristi
 			}
 out_free:
 	/* at once after the wait above; after an early exit, the scratch's last writer */
-	cudaStreamSynchronize(lbc_stream);
+	cudaStreamSynchronize(lbc_stream());
 	cudaFree(base);
 	for (i = 0; i < 2 * n; i++)
 		if (ev[i])
@@ -402,12 +402,12 @@ static void gemm_ex(void *c, const void *cin, int c_f32, const void *a, const vo
 			return;
 		if (c_f32)
 			gemm_beta_kernel<<<grid_for((size_t)batch * m * n), THREADS, 0,
-					   lbc_stream>>>((float *)c, m, n, ldc, stride_c, batch,
-							 beta);
+					   lbc_stream()>>>((float *)c, m, n, ldc, stride_c, batch,
+							   beta);
 		else
 			gemm_beta_kernel<<<grid_for((size_t)batch * m * n), THREADS, 0,
-					   lbc_stream>>>((act_t *)c, m, n, ldc, stride_c, batch,
-							 beta);
+					   lbc_stream()>>>((act_t *)c, m, n, ldc, stride_c, batch,
+							   beta);
 		LBC_LAUNCHED();
 		return;
 	}
@@ -432,7 +432,7 @@ static void gemm_ex(void *c, const void *cin, int c_f32, const void *a, const vo
 		lbc_graph_drop("a GEMM problem first seen inside the capture");
 		LBC_CHECK_LT(cublasLtMatmul(lbc_lt, tmp.op, &alpha, b, tmp.la, a, tmp.lb, &beta, cr,
 					    tmp.lc, c, tmp.lc, &res1.algo,
-					    lbc_workspace(WORKSPACE_B), WORKSPACE_B, lbc_stream));
+					    lbc_workspace(WORKSPACE_B), WORKSPACE_B, lbc_stream()));
 		lbc_gemm_plan_release(&tmp);
 		return;
 	}
@@ -440,7 +440,7 @@ static void gemm_ex(void *c, const void *cin, int c_f32, const void *a, const vo
 	/* swapped operands: column-major C^T = op(B)^T op(A)^T; C read from cr, D written to c */
 	LBC_CHECK_LT(cublasLtMatmul(lbc_lt, p->op, &alpha, b, p->la, a, p->lb, &beta, cr, p->lc, c,
 				    p->lc, &p->algo, lbc_workspace(WORKSPACE_B), WORKSPACE_B,
-				    lbc_stream));
+				    lbc_stream()));
 }
 
 void lbc_gemm(void *c, int c_f32, const void *a, const void *b, int m, int n, int k, int ta, int tb,

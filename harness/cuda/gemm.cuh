@@ -39,7 +39,7 @@ void lbc_gemm_plan_release(struct lbc_gemm_plan *p);
 /* Up to want candidates, best first (the heuristic's order); how many it gave. */
 int lbc_gemm_heuristics(const struct lbc_gemm_plan *p, cublasLtMatmulHeuristicResult_t *res,
 			int want);
-/* One call of p's problem with algo on lbc_stream, D written to d and C read from cin (NULL:
+/* One call of p's problem with algo on lbc_stream(), D written to d and C read from cin (NULL:
  * from d); 1 when cuBLASLt accepted it. */
 int lbc_gemm_run(const struct lbc_gemm_plan *p, const cublasLtMatmulAlgo_t *algo, void *d,
 		 const void *cin, const void *a, const void *b, float alpha, float beta);

@@ -214,7 +214,7 @@ static int begin_capture(void)
 {
 	cudaError_t e;
 
-	if (lbc_stream != G.stream) {
+	if (lbc_stream() != G.stream) {
 		note("the stream changed inside the segment");
 		return -1;
 	}
@@ -267,7 +267,7 @@ static void launch(const char *where)
 
 	if (G.next >= G.cur->n)
 		fatal("the replay has more pauses than its capture", where);
-	if (lbc_stream != G.stream)
+	if (lbc_stream() != G.stream)
 		fatal("the stream changed inside the segment", where);
 	x = G.cur->piece[G.next++];
 	if (x)
@@ -287,7 +287,7 @@ const struct lb_ops *lbc_graph_begin(const void *key, size_t len)
 	G.depth = G.next = G.pauses = G.broken = G.drop = 0;
 	G.why[0] = '\0';
 	G.stream = lbc_main_stream();
-	if (s->off || lbc_stream != G.stream) {
+	if (s->off || lbc_stream() != G.stream) {
 		G.mode = G_EAGER;
 		return lb_ops_cuda();
 	}

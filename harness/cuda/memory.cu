@@ -112,7 +112,7 @@ static struct mem_slot *mem_find(const void *p)
 	}
 }
 
-/* bytes of zero-filled device memory (the fill is enqueued on lbc_stream), or NULL. */
+/* bytes of zero-filled device memory (the fill is enqueued on lbc_stream()), or NULL. */
 static void mem_sample_device(void);
 
 void *lbc_mem_alloc_bytes(size_t bytes)
@@ -128,7 +128,7 @@ void *lbc_mem_alloc_bytes(size_t bytes)
 		return NULL;
 	}
 	if (bytes)
-		LBC_CHECK(cudaMemsetAsync(p, 0, bytes, lbc_stream));
+		LBC_CHECK(cudaMemsetAsync(p, 0, bytes, lbc_stream()));
 	mem.used += mem_put(mem.slot, mem.cap, p, bytes);
 	mem.count++;
 	mem.live += bytes;
@@ -241,14 +241,14 @@ uint64_t lbc_device_mem_peak(void)
 void lbc_zero(void *p, size_t n, enum lb_kind k)
 {
 	if (n)
-		LBC_CHECK(cudaMemsetAsync(p, 0, n * kind_size[k], lbc_stream));
+		LBC_CHECK(cudaMemsetAsync(p, 0, n * kind_size[k], lbc_stream()));
 }
 
 void lbc_copy(void *dst, const void *src, size_t n, enum lb_kind k)
 {
 	if (n)
 		LBC_CHECK(cudaMemcpyAsync(dst, src, n * kind_size[k], cudaMemcpyDeviceToDevice,
-					  lbc_stream));
+					  lbc_stream()));
 }
 
 static __device__ __forceinline__ double to_d(act_t x)
@@ -286,13 +286,13 @@ template <typename D> static void cast_from(D *dst, const void *src, enum lb_kin
 {
 	switch (sk) {
 	case LB_K_ACT:
-		cast_kernel<<<grid_for(n), THREADS, 0, lbc_stream>>>(dst, (const act_t *)src, n);
+		cast_kernel<<<grid_for(n), THREADS, 0, lbc_stream()>>>(dst, (const act_t *)src, n);
 		break;
 	case LB_K_F32:
-		cast_kernel<<<grid_for(n), THREADS, 0, lbc_stream>>>(dst, (const float *)src, n);
+		cast_kernel<<<grid_for(n), THREADS, 0, lbc_stream()>>>(dst, (const float *)src, n);
 		break;
 	default:
-		cast_kernel<<<grid_for(n), THREADS, 0, lbc_stream>>>(dst, (const double *)src, n);
+		cast_kernel<<<grid_for(n), THREADS, 0, lbc_stream()>>>(dst, (const double *)src, n);
 		break;
 	}
 	LBC_LAUNCHED();
@@ -312,16 +312,16 @@ void lbc_fill_normal(void *p, size_t n, enum lb_kind k, uint64_t seed, int key, 
 		return;
 	switch (k) {
 	case LB_K_ACT:
-		fill_normal_kernel<<<grid_for(n), THREADS, 0, lbc_stream>>>((act_t *)p, n, seed,
-									    key, std);
+		fill_normal_kernel<<<grid_for(n), THREADS, 0, lbc_stream()>>>((act_t *)p, n, seed,
+									      key, std);
 		break;
 	case LB_K_F32:
-		fill_normal_kernel<<<grid_for(n), THREADS, 0, lbc_stream>>>((float *)p, n, seed,
-									    key, std);
+		fill_normal_kernel<<<grid_for(n), THREADS, 0, lbc_stream()>>>((float *)p, n, seed,
+									      key, std);
 		break;
 	case LB_K_F64:
-		fill_normal_kernel<<<grid_for(n), THREADS, 0, lbc_stream>>>((double *)p, n, seed,
-									    key, std);
+		fill_normal_kernel<<<grid_for(n), THREADS, 0, lbc_stream()>>>((double *)p, n, seed,
+									      key, std);
 		break;
 	default:
 		lb_fatal(__FILE__, __LINE__, "error", "fill_normal into kind %d", (int)k);
@@ -453,8 +453,8 @@ void lbc_write(void *dst, const double *src, size_t n, enum lb_kind k)
 		stage_wait(b);
 		host_to_kind(stage.buf[b], src + off, cnt, k);
 		LBC_CHECK(cudaMemcpyAsync((char *)dst + off * es, stage.buf[b], cnt * es,
-					  cudaMemcpyHostToDevice, lbc_stream));
-		LBC_CHECK(cudaEventRecord(stage.ev[b], lbc_stream));
+					  cudaMemcpyHostToDevice, lbc_stream()));
+		LBC_CHECK(cudaEventRecord(stage.ev[b], lbc_stream()));
 		stage.pending[b] = 1;
 	}
 	stage_wait(0);
@@ -465,8 +465,8 @@ void lbc_write(void *dst, const double *src, size_t n, enum lb_kind k)
 static void read_enqueue(int b, const void *src, size_t off, size_t cnt, size_t es)
 {
 	LBC_CHECK(cudaMemcpyAsync(stage.buf[b], (const char *)src + off * es, cnt * es,
-				  cudaMemcpyDeviceToHost, lbc_stream));
-	LBC_CHECK(cudaEventRecord(stage.ev[b], lbc_stream));
+				  cudaMemcpyDeviceToHost, lbc_stream()));
+	LBC_CHECK(cudaEventRecord(stage.ev[b], lbc_stream()));
 	stage.pending[b] = 1;
 }
 
@@ -517,8 +517,8 @@ void lbc_write_i32(int32_t *dst, const int32_t *src, size_t n)
 	}
 	memcpy(ring.buf[i], src, n * sizeof(int32_t));
 	LBC_CHECK(cudaMemcpyAsync(dst, ring.buf[i], n * sizeof(int32_t), cudaMemcpyHostToDevice,
-				  lbc_stream));
-	LBC_CHECK(cudaEventRecord(ring.ev[i], lbc_stream));
+				  lbc_stream()));
+	LBC_CHECK(cudaEventRecord(ring.ev[i], lbc_stream()));
 	ring.pending[i] = 1;
 }
 

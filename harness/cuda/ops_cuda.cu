@@ -9,7 +9,7 @@
  * adamw.cu, graph.cu (the graph members; the replay table they hand out), the kernels of
  * one operation each (norm, RoPE, attention, SwiGLU, embedding, cross-entropy), and the
  * GPU communicator (comm_world, comm_cuda.cu). Element types: ACT bf16, F32 float, F64
- * double, I32 int32 (harness/cuda/cuda_common.cuh). Every op is enqueued on lbc_stream; only
+ * double, I32 int32 (harness/cuda/cuda_common.cuh). Every op is enqueued on lbc_stream(); only
  * read, sum, sum_sq, event_elapsed and sync wait, and lbc_gemm on the first call of each
  * distinct problem (the tuning; the first, warm-up step), which also briefly holds a scratch
  * copy of C outside the counting allocator (LAYOUTBENCH_GEMM_TUNE=0: no tuning, no wait).
@@ -25,7 +25,14 @@ extern "C" {
 #include "harness/comm_cuda.h"
 }
 
-cudaStream_t lbc_stream;
+/* The stream the following ops go to (ops.h use_stream): the backend's own, the side
+ * stream or the p2p stream; the other files read it through lbc_stream(). */
+static cudaStream_t cur;
+
+cudaStream_t lbc_stream(void)
+{
+	return cur;
+}
 
 /* Set at init. */
 static struct {
@@ -55,13 +62,13 @@ int lbc_sm_count(void)
 
 static void *cuda_stream(void)
 {
-	return (void *)lbc_stream;
+	return (void *)lbc_stream();
 }
 
 static void cuda_sync(void)
 {
 	lbc_graph_guard("sync");
-	LBC_CHECK(cudaStreamSynchronize(lbc_stream));
+	LBC_CHECK(cudaStreamSynchronize(lbc_stream()));
 }
 
 static void *cuda_event_create(void)
@@ -84,11 +91,11 @@ static void cuda_event_destroy(void *ev)
 static void cuda_event_record(void *ev)
 {
 	lbc_graph_guard("event_record");
-	LBC_CHECK(cudaEventRecord((cudaEvent_t)ev, lbc_stream));
+	LBC_CHECK(cudaEventRecord((cudaEvent_t)ev, lbc_stream()));
 }
 
 /* The side stream and the pipeline's p2p stream (created at init) and the backend's own:
- * lbc_stream is whichever the following ops go to. */
+ * lbc_stream() is whichever the following ops go to. */
 static cudaStream_t main_stream, side, p2p;
 
 cudaStream_t lbc_main_stream(void)
@@ -109,13 +116,13 @@ static void *cuda_p2p_stream(void)
 static void cuda_use_stream(void *s)
 {
 	lbc_graph_guard("use_stream");
-	lbc_stream = s ? (cudaStream_t)s : main_stream;
+	cur = s ? (cudaStream_t)s : main_stream;
 }
 
 static void cuda_wait_event(void *ev)
 {
 	lbc_graph_guard("wait_event");
-	LBC_CHECK(cudaStreamWaitEvent(lbc_stream, (cudaEvent_t)ev, 0));
+	LBC_CHECK(cudaStreamWaitEvent(lbc_stream(), (cudaEvent_t)ev, 0));
 }
 
 static double cuda_event_elapsed(void *a, void *b)
@@ -184,12 +191,12 @@ static int cuda_init(int local_rank, char *err, size_t errlen)
 		e = cudaDeviceGetAttribute(&lbc.sm_count, cudaDevAttrMultiProcessorCount,
 					   lbc.device);
 	if (e == cudaSuccess)
-		e = cudaStreamCreateWithFlags(&lbc_stream, cudaStreamNonBlocking);
+		e = cudaStreamCreateWithFlags(&cur, cudaStreamNonBlocking);
 	if (e == cudaSuccess)
 		e = cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking);
 	if (e == cudaSuccess)
 		e = cudaStreamCreateWithFlags(&p2p, cudaStreamNonBlocking);
-	main_stream = lbc_stream;
+	main_stream = cur;
 	if (e != cudaSuccess) {
 		cudaGetLastError();
 		snprintf(err, errlen, "cannot use CUDA device %d (local rank %d): %s", lbc.device,
@@ -208,7 +215,8 @@ static int cuda_init(int local_rank, char *err, size_t errlen)
 			 lbc.device);
 		return -1;
 	}
-	LBC_CHECK(cudaStreamSynchronize(lbc_stream)); /* the zero fills, before anyone uses them */
+	LBC_CHECK(
+	    cudaStreamSynchronize(lbc_stream())); /* the zero fills, before anyone uses them */
 	lbc.inited = 1;
 	return 0;
 }

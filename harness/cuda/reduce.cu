@@ -61,9 +61,9 @@ static void sum_enqueue(double *acc, const void *x, size_t n, int sq)
 	if (blocks > cap) /* enough to fill the device; fewer atomics */
 		blocks = cap;
 	if (sq)
-		sum_kernel<1><<<blocks, THREADS, 0, lbc_stream>>>(acc, (const float *)x, n, nvec);
+		sum_kernel<1><<<blocks, THREADS, 0, lbc_stream()>>>(acc, (const float *)x, n, nvec);
 	else
-		sum_kernel<0><<<blocks, THREADS, 0, lbc_stream>>>(acc, (const float *)x, n, nvec);
+		sum_kernel<0><<<blocks, THREADS, 0, lbc_stream()>>>(acc, (const float *)x, n, nvec);
 	LBC_LAUNCHED();
 }
 
@@ -80,11 +80,11 @@ void lbc_sum_sq_acc(void *acc, const void *x, size_t n)
 static double sum_now(const void *x, size_t n, int sq)
 {
 	lbc_graph_guard("sum");
-	LBC_CHECK(cudaMemsetAsync(lbc.red, 0, sizeof(double), lbc_stream));
+	LBC_CHECK(cudaMemsetAsync(lbc.red, 0, sizeof(double), lbc_stream()));
 	sum_enqueue(lbc.red, x, n, sq);
 	LBC_CHECK(cudaMemcpyAsync(lbc.red_host, lbc.red, sizeof(double), cudaMemcpyDeviceToHost,
-				  lbc_stream));
-	LBC_CHECK(cudaStreamSynchronize(lbc_stream));
+				  lbc_stream()));
+	LBC_CHECK(cudaStreamSynchronize(lbc_stream()));
 	return *lbc.red_host;
 }
 

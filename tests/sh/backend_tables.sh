@@ -3,7 +3,11 @@
 # and comm tables (harness/ops.h, harness/comm.h), so outside the CUDA backend
 # (harness/cuda/, the GPU communicator harness/comm_cuda.h) and the backend registry
 # (harness/registry.c), no product file tests LB_WITH_CUDA or calls the backend by name
-# (lb_ops_cuda, lb_comm_cuda_*, lbc_*). The check is first shown to fail on planted files.
+# (lb_ops_cuda, lb_comm_cuda_*, lbc_*); and no product file, the backend's included, shares
+# a mutable variable with another (an `extern` declaration of anything but a constant, a
+# function, a kernel's dynamic shared memory or libc's environ): what one file's state
+# tells the others goes through a function. The check is first shown to fail on planted
+# files.
 
 # check DIR: print every place against the rule under DIR; exit 1 if any
 check() {
@@ -20,6 +24,12 @@ check() {
 				esac
 				;;
 			esac
+			# extern data that is not const (a function's declaration has a '(')
+			grep -n '^[[:space:]]*extern[[:space:]]' "$f" | grep -v '(' |
+				grep -v 'extern[[:space:]]*\("C"[[:space:]]*\)\{0,1\}const[[:space:]]' |
+				grep -v 'extern[[:space:]]*"C"[[:space:]]*{' |
+				grep -v 'extern[[:space:]]*__shared__[[:space:]]' |
+				grep -v 'extern[[:space:]]*char[[:space:]]*\*\*environ;' | sed "s|^|$f:|"
 		done) | awk '{ print } END { exit NR > 0 }'
 }
 
@@ -28,25 +38,30 @@ trap 'rm -rf "$tmp"' EXIT
 mkdir -p "$tmp/harness/cuda" "$tmp/harness/comm" "$tmp/common"
 printf '#ifdef LB_WITH_CUDA\n#endif\n' >"$tmp/harness/x.c"
 printf 'static void f(void) { lb_comm_cuda_set_name(0, "tp"); }\n' >"$tmp/harness/y.c"
-printf '#ifdef LB_WITH_CUDA\n#endif\n' >"$tmp/harness/registry.c"
-printf '#ifdef LB_WITH_CUDA\n#endif\n' >"$tmp/harness/cuda/k.cu"
+printf 'extern int lb_current_tag;\nextern const int lb_n;\nint f(void);\n' >"$tmp/common/z.h"
+printf 'extern cudaStream_t lbc_stream;\n' >"$tmp/harness/cuda/s.cuh"
+printf '#ifdef LB_WITH_CUDA\n#endif\nextern const int a;\nextern char **environ;\n' >"$tmp/harness/registry.c"
+printf '#ifdef LB_WITH_CUDA\n#endif\nextern "C" {\nextern "C" const int b;\n' >"$tmp/harness/cuda/k.cu"
+printf '\textern __shared__ float dws[];\n' >>"$tmp/harness/cuda/k.cu"
 printf 'static int g(void) { return lbc_x(); }\n' >"$tmp/harness/comm_cuda.h"
 if check "$tmp" >"$tmp/out"; then
 	echo "FAIL: the check missed planted names of the backend"
 	exit 1
 fi
 for want in 'harness/x.c:1:#ifdef LB_WITH_CUDA' \
-	'harness/y.c:1:static void f(void) { lb_comm_cuda_set_name(0, "tp"); }'; do
+	'harness/y.c:1:static void f(void) { lb_comm_cuda_set_name(0, "tp"); }' \
+	'common/z.h:1:extern int lb_current_tag;' \
+	'harness/cuda/s.cuh:1:extern cudaStream_t lbc_stream;'; do
 	grep -qxF "$want" "$tmp/out" || { echo "FAIL: '$want' not found in:"; cat "$tmp/out"; exit 1; }
 done
-if [ "$(wc -l <"$tmp/out")" -ne 2 ]; then
+if [ "$(wc -l <"$tmp/out")" -ne 4 ]; then
 	echo "FAIL: the check named what the rule allows:"
 	cat "$tmp/out"
 	exit 1
 fi
 
 if ! check . >"$tmp/bad"; then
-	echo "FAIL: the core names the CUDA backend (use an optional member of the ops or comm table):"
+	echo "FAIL: the core names the CUDA backend (use an optional member of the ops or comm table), or files share a mutable variable (read it through a function):"
 	cat "$tmp/bad"
 	exit 1
 fi

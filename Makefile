@@ -85,8 +85,8 @@ endif
 COMMON_SRC  := $(wildcard common/*.c)
 CLI_SRC     := $(wildcard sweeps/*.c results/*.c report/*.c slurm/*.c) \
                $(filter-out cli/main.c,$(wildcard cli/*.c))
-HARNESS_SRC := $(filter-out harness/train_main.c,$(wildcard harness/*.c))
-CUDA_SRC    := $(if $(filter 1,$(WITH_CUDA)),$(wildcard harness/cuda/*.cu))
+HARNESS_SRC := $(filter-out harness/train_main.c,$(wildcard harness/*.c harness/comm/*.c))
+CUDA_SRC    := $(if $(filter 1,$(WITH_CUDA)),$(wildcard harness/cuda/*.cu harness/comm/*.cu))
 # the benchmarks' CUDA code (bench/*.cu): linked into the benchmarks and the tests, never
 # into the trainer
 BENCH_CU_SRC := $(if $(filter 1,$(WITH_CUDA)),$(wildcard bench/*.cu))

@@ -25,7 +25,7 @@
 #include <time.h>
 
 #include "common/util.h"
-#include "harness/comm_shm.h"
+#include "harness/comm/comm_shm.h"
 #include "harness/launch.h"
 #include "harness/ops.h"
 #include "harness/train.h"

@@ -39,7 +39,7 @@
 #include <stddef.h>
 
 #include "common/model.h"
-#include "harness/comm.h"
+#include "harness/comm/comm.h"
 #include "harness/model.h"
 #include "harness/ops.h"
 #include "harness/optim.h"

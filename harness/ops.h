@@ -39,7 +39,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "harness/comm.h"
+#include "harness/comm/comm.h"
 
 #define LB_RMS_EPS 1e-5
 

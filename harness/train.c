@@ -18,7 +18,7 @@
 
 #include "common/model.h"
 #include "common/util.h"
-#include "harness/comm_shm.h"
+#include "harness/comm/comm_shm.h"
 
 /* --- the run --- */
 

@@ -13,7 +13,8 @@
 #include <stdint.h>
 
 #include "common/layout.h"
-#include "harness/comm.h"
+#include "harness/comm/comm.h"
+#include "harness/comm/groups.h"
 #include "harness/data.h"
 #include "harness/launch.h"
 #include "harness/gradsync.h"

@@ -22,7 +22,7 @@
 
 #include "harness/cuda/core.cuh"
 extern "C" {
-#include "harness/comm_cuda.h"
+#include "harness/comm/comm_cuda.h"
 }
 
 /* The stream the following ops go to (ops.h use_stream): the backend's own, the side

@@ -1,7 +1,7 @@
 #!/bin/sh
 # The core names no backend: what only the GPU can do is an optional member of the ops
-# and comm tables (harness/ops.h, harness/comm.h), so outside the CUDA backend
-# (harness/cuda/, the GPU communicator harness/comm_cuda.h) and the backend registry
+# and comm tables (harness/ops.h, harness/comm/comm.h), so outside the CUDA backend
+# (harness/cuda/, the GPU communicator harness/comm/comm_cuda.*) and the backend registry
 # (harness/registry.c), no product file tests LB_WITH_CUDA or calls the backend by name
 # (lb_ops_cuda, lb_comm_cuda_*, lbc_*); and no product file, the backend's included, shares
 # a mutable variable with another (an `extern` declaration of anything but a constant, a
@@ -15,7 +15,7 @@ check() {
 		\( -name '*.c' -o -name '*.h' -o -name '*.cu' -o -name '*.cuh' \) -type f 2>/dev/null |
 		sort | while read -r f; do
 			case $f in
-			harness/cuda/* | harness/comm_cuda.h | harness/registry.c) ;;
+			harness/cuda/* | harness/comm/comm_cuda.* | harness/registry.c) ;;
 			*)
 				grep -n 'LB_WITH_CUDA' "$f" | sed "s|^|$f:|"
 				case $f in
@@ -43,7 +43,7 @@ printf 'extern cudaStream_t lbc_stream;\n' >"$tmp/harness/cuda/s.cuh"
 printf '#ifdef LB_WITH_CUDA\n#endif\nextern const int a;\nextern char **environ;\n' >"$tmp/harness/registry.c"
 printf '#ifdef LB_WITH_CUDA\n#endif\nextern "C" {\nextern "C" const int b;\n' >"$tmp/harness/cuda/k.cu"
 printf '\textern __shared__ float dws[];\n' >>"$tmp/harness/cuda/k.cu"
-printf 'static int g(void) { return lbc_x(); }\n' >"$tmp/harness/comm_cuda.h"
+printf 'static int g(void) { return lbc_x(); }\n' >"$tmp/harness/comm/comm_cuda.cu"
 if check "$tmp" >"$tmp/out"; then
 	echo "FAIL: the check missed planted names of the backend"
 	exit 1

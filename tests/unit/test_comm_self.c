@@ -11,7 +11,7 @@
 #include <cmocka.h>
 #include <string.h>
 
-#include "harness/comm.h"
+#include "harness/comm/comm.h"
 
 static void test_dtype_size(void **state)
 {

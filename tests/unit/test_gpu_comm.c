@@ -1,5 +1,5 @@
 /*
- * The GPU communicator (harness/comm_cuda.h), made through the cuda table's comm_world
+ * The GPU communicator (harness/comm/comm_cuda.h), made through the cuda table's comm_world
  * and asked through the comm table's optional members, on device buffers, with ranks
  * forked by the launcher (lb_launch) before any of them touches CUDA:
  *  1. staged, 2 and 4 ranks on one GPU (what lets every parallel layout run there): every
@@ -24,8 +24,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "harness/comm_cuda.h"
-#include "harness/comm_shm.h"
+#include "harness/comm/comm_cuda.h"
+#include "harness/comm/comm_shm.h"
 #include "harness/launch.h"
 #include "harness/ops.h"
 #ifdef LB_WITH_CUDA

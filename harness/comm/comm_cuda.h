@@ -22,7 +22,7 @@
  * across nodes (no host communicator) through NCCL via a device bounce buffer.
  *
  * Bootstrap of the NCCL world (its unique id, from rank 0 to all): broadcast over the
- * host communicator on one node; across nodes through harness/bootstrap.h (a file in the
+ * host communicator on one node; across nodes through harness/comm/bootstrap.h (a file in the
  * run directory every rank sees, or Slurm's PMI2). See docs/parallelism.md.
  */
 #ifndef LB_COMM_CUDA_H
@@ -30,7 +30,7 @@
 
 #include <stddef.h>
 
-#include "harness/comm.h"
+#include "harness/comm/comm.h"
 
 /*
  * The world communicator over `host` (the shared-memory world of this node's ranks, or

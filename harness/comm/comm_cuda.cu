@@ -1,8 +1,9 @@
 /*
- * The GPU communicator (harness/comm_cuda.h): NCCL, loaded at run time, or staged through
- * the host communicator; host values through the host communicator. One world object per
- * process holds what the communicators split from it share: the NCCL library, the
- * watchdog thread and its ring of enqueued calls, the failure state.
+ * The GPU communicator (harness/comm/comm_cuda.h): NCCL, loaded at run time, or staged
+ * through the host communicator; host values through the host communicator. One world
+ * object per process holds what the communicators split from it share: the NCCL library,
+ * the watchdog thread and its ring of enqueued calls, the failure state, the tag of the
+ * calls being enqueued and their device time per tag.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -21,8 +22,8 @@
 
 extern "C" {
 #include "common/util.h"
-#include "harness/comm_cuda.h"
-#include "harness/comm_shm.h"
+#include "harness/comm/comm_cuda.h"
+#include "harness/comm/comm_shm.h"
 }
 
 #define CC_RING	   8192 /* enqueued device calls the watchdog follows */

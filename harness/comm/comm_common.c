@@ -5,7 +5,7 @@
  * (what the core asks of a device communicator: names, errors, tags, device times).
  * libc only.
  */
-#include "harness/comm.h"
+#include "harness/comm/comm.h"
 
 size_t lb_dtype_size(enum lb_dtype t)
 {

@@ -33,7 +33,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "harness/comm_shm.h"
+#include "harness/comm/comm_shm.h"
 
 #include "common/util.h"
 

@@ -4,6 +4,12 @@
  * no-op), "shm" (processes of one node over POSIX shared memory; the CPU backend, and
  * several ranks on one GPU staged through host memory), "nccl" (with the CUDA backend).
  *
+ * The communicators are a wing of the harness of their own, harness/comm/: this contract
+ * and its helpers (comm_common.c), the implementations (comm_self.c, comm_shm.{h,c},
+ * comm_cuda.{h,cu}), the bootstrap of a world across nodes (bootstrap.{h,c}) and the
+ * groups of a layout split from the world (groups.{h,c}). The model, the trainer and the
+ * launcher use them; they use nothing of the trainer.
+ *
  * Groups: a communicator is a subset of the world (the tensor-parallel group, the
  * pipeline neighbours, the data-parallel group) made by comm_split(). Buffers are
  * backend memory (host for "self"/"shm"). Element type is fp32 for the CPU backend;
@@ -21,7 +27,7 @@
 
 #include <stddef.h>
 
-#include "harness/bootstrap.h"
+#include "harness/comm/bootstrap.h"
 
 enum lb_dtype { LB_F32 = 0, LB_BF16, LB_F16, LB_I32, LB_F64 };
 enum lb_redop { LB_SUM = 0, LB_MAX, LB_AVG };

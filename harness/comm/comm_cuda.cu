@@ -1165,7 +1165,8 @@ extern "C" int lb_comm_cuda_world(struct lb_comm *host, const struct lb_gpu_comm
 	return 0;
 }
 
-extern "C" int lb_comm_is_cuda(const struct lb_comm *c)
+/* 1 if c is a GPU communicator (world or split from one). */
+static int lb_comm_is_cuda(const struct lb_comm *c)
 {
 	return c && c->ops == &cc_ops;
 }

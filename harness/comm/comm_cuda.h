@@ -42,8 +42,6 @@
 int lb_comm_cuda_world(struct lb_comm *host, const struct lb_gpu_comm_opts *o, struct lb_comm **out,
 		       char *err, size_t errlen);
 
-/* 1 if c is a GPU communicator (world or split from one). */
-int lb_comm_is_cuda(const struct lb_comm *c);
 /* "nccl" or "staged" for a GPU communicator, NULL otherwise. */
 const char *lb_comm_cuda_kind(const struct lb_comm *c);
 

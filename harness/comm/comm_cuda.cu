@@ -4,6 +4,12 @@
  * object per process holds what the communicators split from it share: the NCCL library,
  * the watchdog thread and its ring of enqueued calls, the failure state, the tag of the
  * calls being enqueued and their device time per tag.
+ *
+ * Why one file: one communicator. Each call of the table chooses between the NCCL and the
+ * staged path on the same object, and both paths, the watchdog and the world's failure
+ * state share its insides (the ring of tracked calls under the world's lock, the staging
+ * buffers, the bounce buffer); split, those would be published in a header every piece
+ * includes.
  */
 #include <dlfcn.h>
 #include <errno.h>

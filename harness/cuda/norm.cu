@@ -29,6 +29,11 @@
  * own kernel, one full pass over memory each, as an eager framework does (the cost the paper's
  * fused kernel removes). Rows are read in 16-byte vectors (8 bf16) when H is a multiple of 8 and
  * the operands are 16-byte aligned, element by element otherwise.
+ *
+ * Why one file: one operation, RMSNorm, in its two forms, forward and backward together (an
+ * operation a file, as llm.c keeps them); the unfused passes share the fused kernels' vector
+ * loads, block reductions, alignment test and launch-shape helpers, which a split would put
+ * in a header of their own for a file of 200 lines.
  */
 #include "harness/cuda/cuda_common.cuh"
 

@@ -10,9 +10,9 @@
 #include <string.h>
 
 #include "common/util.h"
-#include "harness/bootstrap.h"
-#include "harness/comm_cuda.h"
-#include "harness/comm_shm.h"
+#include "harness/comm/bootstrap.h"
+#include "harness/comm/comm_cuda.h"
+#include "harness/comm/comm_shm.h"
 
 /* --- flags --- */
 

@@ -4,9 +4,10 @@
  * candidates cuBLASLt's heuristic proposes, so a bench can report TFLOP/s next to the best
  * candidate; and the device-to-device copy bandwidth, the measured ceiling that the
  * memory-bound kernels (norms, SwiGLU, AdamW, ...) are compared against; and the memory
- * in use as the device reports it. Implemented in
- * harness/cuda/ops_cuda.cu; every function needs the "cuda" table's init first and
- * returns a negative value when it was not done or an allocation or a call failed.
+ * in use as the device reports it; a kernel that stalls the stream (the watchdog's test).
+ * Implemented in bench/cuda_bench.cu, which the benchmarks and the tests link and the
+ * trainer does not; every function needs the "cuda" table's init first and returns a
+ * negative value when it was not done or an allocation or a call failed.
  */
 #ifndef LB_CUDA_BENCH_H
 #define LB_CUDA_BENCH_H
@@ -55,7 +56,7 @@ int lb_cuda_stall(double seconds);
  * forward + backward (flushed as they come). Stops starting plans after max_s seconds.
  * *trainer and *best (TFLOP/s forward + backward: the trainer's plans, the fastest checked
  * ones; -1 when unknown). 0, or -1 (no cuDNN, out of memory). Implemented in
- * harness/cuda/attention_cudnn.cu. */
+ * bench/cudnn_sweep.cu. */
 int lb_cuda_cudnn_sweep(int b, int s, int nh, int nkv, int d, double max_s, FILE *out,
 			double *trainer, double *best);
 

@@ -13,6 +13,12 @@
  * its slot; after a barrier rank r reduces sub-slice r over the slots in rank order and
  * writes it into its own slot; after a second barrier every rank copies all sub-slices
  * out. The sum of one element is always ((x0 + x1) + x2) + ..., computed once.
+ *
+ * Why one file: one protocol over one segment. The segment's layout, the waits on it (the
+ * futexes, and the abort, liveness and deadline checks every wait makes), the collectives
+ * and send/recv that walk it and the splits that carve contexts out of it keep invariants
+ * (the slot halves per round, the barrier counters, the ring positions) that only this file
+ * knows; split, they would be published to every piece.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -33,7 +39,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "harness/comm_shm.h"
+#include "harness/comm/comm_shm.h"
 
 #include "common/util.h"
 

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/comm.h"
+#include "harness/comm/comm.h"
 
 static int self_copy(const void *in, void *out, size_t count, enum lb_dtype t)
 {

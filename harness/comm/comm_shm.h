@@ -18,7 +18,7 @@
 
 #include <stddef.h>
 
-#include "harness/comm.h"
+#include "harness/comm/comm.h"
 
 #define LB_SHM_MAX_RANKS 64 /* processes in one segment */
 

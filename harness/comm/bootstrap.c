@@ -1,7 +1,7 @@
 /*
  * Rank 0's bytes to every rank through a shared file or Slurm's PMI2; see bootstrap.h.
  */
-#include "harness/bootstrap.h"
+#include "harness/comm/bootstrap.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "common/util.h"
-#include "harness/comm.h"
+#include "harness/comm/comm.h"
 
 #define MAX_BYTES 480 /* hex-encoded: 960 characters, under PMI2's 1024 */
 

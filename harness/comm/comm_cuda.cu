@@ -1,8 +1,15 @@
 /*
- * The GPU communicator (harness/comm_cuda.h): NCCL, loaded at run time, or staged through
- * the host communicator; host values through the host communicator. One world object per
- * process holds what the communicators split from it share: the NCCL library, the
- * watchdog thread and its ring of enqueued calls, the failure state.
+ * The GPU communicator (harness/comm/comm_cuda.h): NCCL, loaded at run time, or staged
+ * through the host communicator; host values through the host communicator. One world
+ * object per process holds what the communicators split from it share: the NCCL library,
+ * the watchdog thread and its ring of enqueued calls, the failure state, the tag of the
+ * calls being enqueued and their device time per tag.
+ *
+ * Why one file: one communicator. Each call of the table chooses between the NCCL and the
+ * staged path on the same object, and both paths, the watchdog and the world's failure
+ * state share its insides (the ring of tracked calls under the world's lock, the staging
+ * buffers, the bounce buffer); split, those would be published in a header every piece
+ * includes.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -21,8 +28,8 @@
 
 extern "C" {
 #include "common/util.h"
-#include "harness/comm_cuda.h"
-#include "harness/comm_shm.h"
+#include "harness/comm/comm_cuda.h"
+#include "harness/comm/comm_shm.h"
 }
 
 #define CC_RING	   8192 /* enqueued device calls the watchdog follows */
@@ -138,7 +145,7 @@ struct cc_entry {
 };
 
 struct cc_world {
-	struct lb_comm_cuda_opts o;
+	struct lb_gpu_comm_opts o;
 	int device;
 	struct lb_comm *host_world; /* not owned: the world communicator's host part */
 	pthread_mutex_t mu;
@@ -148,6 +155,7 @@ struct cc_world {
 	unsigned head, tail; /* pending: [head, tail) */
 	double last_done;
 	double tag_s[CC_TAGS + 1];
+	int tag; /* the tag of the calls enqueued now (cc_set_tag), -1 none */
 	ncclComm_t comms[CC_MAXCOMM];
 	const char *comm_names[CC_MAXCOMM];
 	int ncomms;
@@ -435,9 +443,6 @@ static int track_begin(struct cc_world *w, cudaStream_t s, struct cc_entry **out
 	return 0;
 }
 
-extern "C" int lb_comm_cuda_current_tag;
-int lb_comm_cuda_current_tag = -1;
-
 static int track_end(struct cc_world *w, struct cc_entry *e, cudaStream_t s, const char *what,
 		     const char *group)
 {
@@ -448,7 +453,7 @@ static int track_end(struct cc_world *w, struct cc_entry *e, cudaStream_t s, con
 	e->t_enq = lb_now_s();
 	e->what = what;
 	e->group = group;
-	e->tag = lb_comm_cuda_current_tag;
+	e->tag = w->tag;
 	pthread_mutex_lock(&w->mu);
 	e->ready = 1;
 	pthread_mutex_unlock(&w->mu);
@@ -1036,9 +1041,15 @@ static struct lb_comm *cc_host(struct lb_comm *c)
 	return CC(c)->host;
 }
 
+static void cc_set_name(struct lb_comm *c, const char *name);
+static int cc_error(const struct lb_comm *c, int *rank, char *msg, size_t len);
+static int cc_set_tag(struct lb_comm *c, int tag);
+static double cc_take_seconds(struct lb_comm *c, double *per_tag, int ntags);
+
 const struct lb_comm_ops lbc_comm_ops = {
-    "cuda",	    cc_all_reduce, cc_reduce_scatter, cc_all_gather, cc_broadcast, cc_send, cc_recv,
-    cc_group_start, cc_group_end,  cc_barrier,	      cc_split,	     cc_destroy,   cc_host,
+    "cuda",  cc_all_reduce,  cc_reduce_scatter, cc_all_gather, cc_broadcast,	cc_send,
+    cc_recv, cc_group_start, cc_group_end,	cc_barrier,    cc_split,	cc_destroy,
+    cc_host, cc_set_name,    cc_error,		cc_set_tag,    cc_take_seconds,
 };
 
 /* ---- the world ---- */
@@ -1054,7 +1065,7 @@ extern "C" enum lb_gpu_comm lb_comm_cuda_auto_kind(int local_size)
 	return local_size > n ? LB_GPU_COMM_STAGED : LB_GPU_COMM_NCCL;
 }
 
-extern "C" int lb_comm_cuda_world(struct lb_comm *host, const struct lb_comm_cuda_opts *o,
+extern "C" int lb_comm_cuda_world(struct lb_comm *host, const struct lb_gpu_comm_opts *o,
 				  struct lb_comm **out, char *err, size_t errlen)
 {
 	struct cc_world *w;
@@ -1075,6 +1086,7 @@ extern "C" int lb_comm_cuda_world(struct lb_comm *host, const struct lb_comm_cud
 	w->o = *o;
 	w->refs = 1;
 	w->err_rank = -1;
+	w->tag = -1;
 	pthread_mutex_init(&w->mu, NULL);
 	cudaGetDevice(&w->device);
 	w->host_world = host;
@@ -1159,7 +1171,8 @@ extern "C" int lb_comm_cuda_world(struct lb_comm *host, const struct lb_comm_cud
 	return 0;
 }
 
-extern "C" int lb_comm_is_cuda(const struct lb_comm *c)
+/* 1 if c is a GPU communicator (world or split from one). */
+static int lb_comm_is_cuda(const struct lb_comm *c)
 {
 	return c && c->ops == &cc_ops;
 }
@@ -1171,7 +1184,7 @@ extern "C" const char *lb_comm_cuda_kind(const struct lb_comm *c)
 	return ((const struct cc_comm *)c)->kind == LB_GPU_COMM_STAGED ? "staged" : "nccl";
 }
 
-extern "C" void lb_comm_cuda_set_name(struct lb_comm *c, const char *name)
+static void cc_set_name(struct lb_comm *c, const char *name)
 {
 	struct cc_comm *cc;
 
@@ -1186,7 +1199,7 @@ extern "C" void lb_comm_cuda_set_name(struct lb_comm *c, const char *name)
 	pthread_mutex_unlock(&cc->w->mu);
 }
 
-extern "C" int lb_comm_cuda_error(const struct lb_comm *c, int *rank, char *msg, size_t len)
+static int cc_error(const struct lb_comm *c, int *rank, char *msg, size_t len)
 {
 	const struct cc_world *w;
 
@@ -1204,7 +1217,16 @@ extern "C" int lb_comm_cuda_error(const struct lb_comm *c, int *rank, char *msg,
 	return w->err_code;
 }
 
-extern "C" double lb_comm_cuda_take_seconds(struct lb_comm *c, double *per_tag, int ntags)
+static int cc_set_tag(struct lb_comm *c, int tag)
+{
+	struct cc_world *w = CC(c)->w;
+	int old = w->tag;
+
+	w->tag = tag;
+	return old;
+}
+
+static double cc_take_seconds(struct lb_comm *c, double *per_tag, int ntags)
 {
 	struct cc_world *w;
 	double total = 0;

@@ -4,6 +4,12 @@
  * no-op), "shm" (processes of one node over POSIX shared memory; the CPU backend, and
  * several ranks on one GPU staged through host memory), "nccl" (with the CUDA backend).
  *
+ * The communicators are a wing of the harness of their own, harness/comm/: this contract
+ * and its helpers (comm_common.c), the implementations (comm_self.c, comm_shm.{h,c},
+ * comm_cuda.{h,cu}), the bootstrap of a world across nodes (bootstrap.{h,c}) and the
+ * groups of a layout split from the world (groups.{h,c}). The model, the trainer and the
+ * launcher use them; they use nothing of the trainer.
+ *
  * Groups: a communicator is a subset of the world (the tensor-parallel group, the
  * pipeline neighbours, the data-parallel group) made by comm_split(). Buffers are
  * backend memory (host for "self"/"shm"). Element type is fp32 for the CPU backend;
@@ -20,6 +26,8 @@
 #define LB_COMM_H
 
 #include <stddef.h>
+
+#include "harness/comm/bootstrap.h"
 
 enum lb_dtype { LB_F32 = 0, LB_BF16, LB_F16, LB_I32, LB_F64 };
 enum lb_redop { LB_SUM = 0, LB_MAX, LB_AVG };
@@ -56,6 +64,23 @@ struct lb_comm_ops {
 	/* Optional (NULL: none): the host communicator a device one carries for host values
 	 * (comm_cuda.h), which knows about the processes (failures, the rank at fault). */
 	struct lb_comm *(*host)(struct lb_comm *c);
+
+	/* What only a device communicator has (optional: NULL where there is nothing of the
+	 * kind; the core calls them through the lb_comm_* wrappers below, which do the
+	 * default). */
+	/* Name the group for messages ("tensor-parallel"; static text). */
+	void (*set_name)(struct lb_comm *c, const char *name);
+	/* After a failed call: the code of the last failed call (0 when none), the rank at
+	 * fault (world numbering, -1 unknown) and a message. */
+	int (*error)(const struct lb_comm *c, int *rank, char *msg, size_t len);
+	/* Tag the calls enqueued from now on, on every communicator of c's world, with tag
+	 * (the trainer's phase numbers, >= 0; -1: none); returns the tag it replaces. */
+	int (*set_tag)(struct lb_comm *c, int tag);
+	/* Device time of the calls completed since the last call (seconds, measured on the
+	 * device around each call), summed over c's world; per_tag[i] (may be NULL) the part
+	 * enqueued under tag i (i < ntags). Call after the streams are synchronised. -1 when
+	 * c's calls are not timed on the device (they are host-timed). */
+	double (*take_seconds)(struct lb_comm *c, double *per_tag, int ntags);
 };
 
 struct lb_comm {
@@ -79,7 +104,39 @@ const char *lb_comm_failure_class(int code);
  * communicator (may be NULL across nodes), else c itself. */
 struct lb_comm *lb_comm_host_of(struct lb_comm *c);
 
+/* The optional members through their defaults (c may be NULL): set_name does nothing;
+ * error gives 0 (rank -1, msg ""); set_tag gives -1; take_seconds gives -1. */
+void lb_comm_set_name(struct lb_comm *c, const char *name);
+int lb_comm_error(const struct lb_comm *c, int *rank, char *msg, size_t len);
+int lb_comm_set_tag(struct lb_comm *c, int tag);
+double lb_comm_take_seconds(struct lb_comm *c, double *per_tag, int ntags);
+
 /* The one-rank communicator (always available). Caller frees with comm->ops->destroy. */
 struct lb_comm *lb_comm_self(void);
+
+/*
+ * The device communicator: a backend's own (lb_ops.comm_world, ops.h; the CUDA backend's
+ * is comm_cuda.h), asked for by what it must join and how it must fail.
+ */
+enum lb_gpu_comm { LB_GPU_COMM_AUTO = 0, LB_GPU_COMM_NCCL, LB_GPU_COMM_STAGED };
+
+/* Called by the device communicator's watchdog thread when a device call failed or hung,
+ * after the device communicators were aborted: the LB_COMM_E* code (ETIMEOUT: a call did
+ * not complete in time; EPEER: a peer posted its own failure; EFAIL: a library or device
+ * error), the rank at fault (world numbering, -1 unknown), a message. It should not
+ * return; if it does, the process exits with status 4 (nccl_error). */
+typedef void (*lb_comm_fail_fn)(void *arg, int code, int culprit, const char *msg);
+
+struct lb_gpu_comm_opts {
+	enum lb_gpu_comm kind; /* AUTO: staged when ranks of a node share a GPU, else nccl */
+	int rank, size;	       /* world */
+	int local_rank, local_size;
+	double timeout_s;	     /* a device call that does not complete in this time fails */
+	const char *id_dir;	     /* across nodes: where rank 0 writes the NCCL id (run dir) */
+	const char *id_tag;	     /* a name unique to this run (the job id) for that file */
+	enum lb_bootstrap bootstrap; /* across nodes: file, pmi2 or auto (bootstrap.h) */
+	lb_comm_fail_fn on_fail;
+	void *fail_arg;
+};
 
 #endif

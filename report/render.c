@@ -461,13 +461,14 @@ static void bar_columns(struct table *t, enum report_kind kind)
 	table_columns_done(t);
 }
 
-/* MFU without the input embedding lookup: percent, two decimals; "-" / "" unknown. */
+/* MFU without the input embedding lookup: percent, two decimals; as the MFU column says
+ * it where unknown: "n/a" for a run without a peak, "-" without a run; "" in CSV. */
 static void table_mfu_no_embed(struct table *t, const struct report_run *r)
 {
 	char text[32];
 
 	if (!r || !r->has_mfu_no_embed) {
-		table_cell(t, "-", "", CELL_NUM);
+		table_cell(t, r ? "n/a" : "-", "", CELL_NUM);
 		return;
 	}
 	snprintf(text, sizeof(text), "%.2f", r->mfu_no_embed * 100.0);

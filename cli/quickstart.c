@@ -86,7 +86,7 @@ int cmd_quickstart(int argc, char **argv)
 	if (cmd_sql(4, sql_argv))
 		return 1;
 
-	printf("\n== 4/4 report (MFU is unknown on a CPU: it has no bf16 peak)\n");
+	printf("\n== 4/4 report (MFU is n/a on a CPU: it has no bf16 peak)\n");
 	fflush(stdout);
 	char *rep_argv[] = {"report",	"--db", (char *)db, "--sweep", QS_SPEC,
 			    "--figure", "best", "--format", "md",      NULL};

@@ -78,15 +78,18 @@ endif
 # so the trainer does not depend on it); without them that kernel says so when chosen.
 CUDNN_CPPFLAGS := $(if $(CUDNN_INC),-DLB_WITH_CUDNN=1 $(if $(filter /usr/include,$(CUDNN_INC)),,-I$(CUDNN_INC)))
 ifeq ($(WITH_CUDA),1)
-$(BUILD)/obj/harness/cuda/attention_cudnn.o: CPPFLAGS += $(CUDNN_CPPFLAGS)
+$(BUILD)/obj/harness/cuda/attention_cudnn.o $(BUILD)/obj/bench/cudnn_sweep.o: CPPFLAGS += $(CUDNN_CPPFLAGS)
 endif
 
 # Sources: every .c of a stage's folder belongs to that stage's library.
 COMMON_SRC  := $(wildcard common/*.c)
 CLI_SRC     := $(wildcard sweeps/*.c results/*.c report/*.c slurm/*.c) \
                $(filter-out cli/main.c,$(wildcard cli/*.c))
-HARNESS_SRC := $(filter-out harness/train_main.c,$(wildcard harness/*.c))
-CUDA_SRC    := $(if $(filter 1,$(WITH_CUDA)),$(wildcard harness/cuda/*.cu))
+HARNESS_SRC := $(filter-out harness/train_main.c,$(wildcard harness/*.c harness/comm/*.c))
+CUDA_SRC    := $(if $(filter 1,$(WITH_CUDA)),$(wildcard harness/cuda/*.cu harness/comm/*.cu))
+# the benchmarks' CUDA code (bench/*.cu): linked into the benchmarks and the tests, never
+# into the trainer
+BENCH_CU_SRC := $(if $(filter 1,$(WITH_CUDA)),$(wildcard bench/*.cu))
 
 # Files embedded into the CLI (one source of truth, generated copies).
 EMBED_FILES := $(wildcard results/*.sql) $(wildcard sweeps/specs/*.json) $(wildcard report/*.gp) \
@@ -96,6 +99,7 @@ obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 COMMON_OBJ  := $(call obj,$(COMMON_SRC))
 CLI_OBJ     := $(call obj,$(CLI_SRC)) $(BUILD)/obj/gen/embed.o
 HARNESS_OBJ := $(call obj,$(HARNESS_SRC)) $(patsubst %.cu,$(BUILD)/obj/%.o,$(CUDA_SRC))
+BENCH_OBJ   := $(patsubst %.cu,$(BUILD)/obj/%.o,$(BENCH_CU_SRC))
 
 NVCC_CMD = $(NVCC) $(CPPFLAGS) -std=c++17 $(NVCCFLAGS) \
 	-Xcompiler -Wall,-Wextra,-Wno-unused-parameter,-fno-threadsafe-statics -MMD -MP
@@ -105,6 +109,7 @@ TRAIN   := $(BUILD)/layoutbench-train
 LIBCOMMON  := $(BUILD)/libcommon.a
 LIBCLI     := $(BUILD)/libcli.a
 LIBHARNESS := $(BUILD)/libharness.a
+LIBBENCH   := $(BUILD)/libbench.a
 
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
@@ -138,8 +143,9 @@ $(BUILD)/obj/%.o: %.cu $(CONFIG_STAMP) | $(SCHEMA_VERSION_H)
 # Hopper alone outside its guard fails here rather than on an A100 cluster's first build
 # (tests/sh/cuda_arch.sh runs it in a build folder of its own).
 CUDA_ALT_ARCH ?= 80
-ALT_CUBIN := $(patsubst %.cu,$(BUILD)/cubin/sm_$(CUDA_ALT_ARCH)/%.cubin,$(CUDA_SRC))
-$(BUILD)/cubin/sm_$(CUDA_ALT_ARCH)/harness/cuda/attention_cudnn.cubin: CPPFLAGS += $(CUDNN_CPPFLAGS)
+ALT_CUBIN := $(patsubst %.cu,$(BUILD)/cubin/sm_$(CUDA_ALT_ARCH)/%.cubin,$(CUDA_SRC) $(BENCH_CU_SRC))
+$(BUILD)/cubin/sm_$(CUDA_ALT_ARCH)/harness/cuda/attention_cudnn.cubin \
+$(BUILD)/cubin/sm_$(CUDA_ALT_ARCH)/bench/cudnn_sweep.cubin: CPPFLAGS += $(CUDNN_CPPFLAGS)
 $(BUILD)/cubin/sm_$(CUDA_ALT_ARCH)/%.cubin: %.cu $(CONFIG_STAMP)
 	@mkdir -p $(@D)
 	@$(if $(filter 0,$(V)),echo "  NVCC    $< (sm_$(CUDA_ALT_ARCH))")
@@ -160,6 +166,8 @@ $(LIBCLI): $(CLI_OBJ)
 	$(Q)rm -f $@ && ar rcs $@ $^
 $(LIBHARNESS): $(HARNESS_OBJ)
 	$(Q)rm -f $@ && ar rcs $@ $^
+$(LIBBENCH): $(BENCH_OBJ)
+	$(Q)rm -f $@ && ar rcs $@ $^
 
 $(LB): $(BUILD)/obj/cli/main.o $(LIBCLI) $(LIBCOMMON)
 	@$(if $(filter 0,$(V)),echo "  LINK    $@")
@@ -170,17 +178,17 @@ $(TRAIN): $(BUILD)/obj/harness/train_main.o $(LIBHARNESS) $(LIBCOMMON)
 	$(Q)$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $^ $(TRAIN_LIBS)
 
 # Unit tests (cmocka): each tests/unit/test_*.c is one binary linked with every library.
-$(BUILD)/tests/%: tests/unit/%.c $(LIBCLI) $(LIBHARNESS) $(LIBCOMMON) $(SCHEMA_VERSION_H)
+$(BUILD)/tests/%: tests/unit/%.c $(LIBCLI) $(LIBBENCH) $(LIBHARNESS) $(LIBCOMMON) $(SCHEMA_VERSION_H)
 	@mkdir -p $(@D)
 	@$(if $(filter 0,$(V)),echo "  TEST    $@")
 	$(Q)$(CC) $(CPPFLAGS) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< \
-		-Wl,--start-group $(LIBCLI) $(LIBHARNESS) $(LIBCOMMON) -Wl,--end-group \
+		-Wl,--start-group $(LIBCLI) $(LIBBENCH) $(LIBHARNESS) $(LIBCOMMON) -Wl,--end-group \
 		-lcmocka $(CLI_LIBS) $(TRAIN_LIBS)
 
-$(BUILD)/bench/%: bench/%.c $(LIBCLI) $(LIBHARNESS) $(LIBCOMMON) $(SCHEMA_VERSION_H)
+$(BUILD)/bench/%: bench/%.c $(LIBCLI) $(LIBBENCH) $(LIBHARNESS) $(LIBCOMMON) $(SCHEMA_VERSION_H)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(CPPFLAGS) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< \
-		-Wl,--start-group $(LIBCLI) $(LIBHARNESS) $(LIBCOMMON) -Wl,--end-group \
+		-Wl,--start-group $(LIBCLI) $(LIBBENCH) $(LIBHARNESS) $(LIBCOMMON) -Wl,--end-group \
 		$(CLI_LIBS) $(TRAIN_LIBS)
 
 # make test: install what is missing, then (in a fresh make, so that what the build

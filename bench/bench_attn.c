@@ -26,7 +26,7 @@
 #include "common/util.h"
 #include "harness/ops.h"
 #ifdef LB_WITH_CUDA
-#include "harness/cuda/cuda_bench.h"
+#include "bench/cuda_bench.h"
 #endif
 
 static void usage(void)

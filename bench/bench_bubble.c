@@ -34,7 +34,7 @@
 
 #include "common/model.h"
 #include "common/util.h"
-#include "harness/comm_shm.h"
+#include "harness/comm/comm_shm.h"
 #include "harness/launch.h"
 #include "harness/pipe.h"
 #include "harness/train.h"

@@ -26,8 +26,7 @@
 
 #include "common/cmdline.h"
 #include "common/util.h"
-#include "harness/comm_cuda.h"
-#include "harness/comm_shm.h"
+#include "harness/comm/comm_shm.h"
 #include "harness/launch.h"
 #include "harness/ops.h"
 #include "harness/train.h"
@@ -113,12 +112,16 @@ static int rank_main(const struct lb_rank_env *env, void *arg)
 	char err[512];
 
 	if (dev) {
-#ifdef LB_WITH_CUDA
-		struct lb_comm_cuda_opts o;
+		struct lb_gpu_comm_opts o;
 		struct lb_comm *host = NULL;
 
 		ops = lb_ops_find("cuda");
-		if (!ops || ops->init(env->local_rank, err, sizeof(err)))
+		if (!ops) {
+			snprintf(err, sizeof(err), "--comm %s: built without the CUDA backend",
+				 cf->comm);
+			goto fail_msg;
+		}
+		if (ops->init(env->local_rank, err, sizeof(err)))
 			goto fail_msg;
 		memset(&o, 0, sizeof(o));
 		o.kind = !strcmp(cf->comm, "nccl") ? LB_GPU_COMM_NCCL : LB_GPU_COMM_STAGED;
@@ -128,7 +131,7 @@ static int rank_main(const struct lb_rank_env *env, void *arg)
 		o.local_size = n;
 		o.timeout_s = 120;
 		if (lb_comm_shm_create(env->rdzv_name, r, n, 120, &host, err, sizeof(err)) ||
-		    lb_comm_cuda_world(host, &o, &c, err, sizeof(err)))
+		    ops->comm_world(host, &o, &c, err, sizeof(err)))
 			goto fail_msg;
 		s = ops->stream();
 		in = ops->alloc(maxc * n, LB_K_F32);
@@ -139,10 +142,6 @@ static int rank_main(const struct lb_rank_env *env, void *arg)
 				 cf->max_b * n);
 			goto fail_msg;
 		}
-#else
-		snprintf(err, sizeof(err), "--comm %s: built without the CUDA backend", cf->comm);
-		goto fail_msg;
-#endif
 	} else {
 		if (lb_comm_shm_create(env->rdzv_name, r, n, 120, &c, err, sizeof(err)))
 			goto fail_msg;

@@ -14,7 +14,7 @@
 #include <time.h>
 
 #include "common/util.h"
-#include "harness/comm_shm.h"
+#include "harness/comm/comm_shm.h"
 #include "harness/launch.h"
 
 struct shared {

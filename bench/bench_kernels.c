@@ -40,7 +40,7 @@
 #include "common/cmdline.h"
 #include "harness/ops.h"
 #ifdef LB_WITH_CUDA
-#include "harness/cuda/cuda_bench.h"
+#include "bench/cuda_bench.h"
 #endif
 
 /* Llama-13B width (Touvron et al. 2023, table 2) */

@@ -455,7 +455,8 @@ def train(a, r):
             torch.nn.utils.clip_grad_norm_(stepped, a.clip, foreach=True)
         opt.step()
         if masters is not None:  # the updated masters back into the bf16 parameters
-            torch._foreach_copy_(params, masters)
+            with torch.no_grad():  # in place on leaves that require grad: outside autograd
+                torch._foreach_copy_(params, masters)
             model.zero_grad(set_to_none=True)
         else:
             opt.zero_grad(set_to_none=True)

@@ -103,7 +103,7 @@ static int run_quickstart(int argc, char **argv)
 	if (cmd_sql.run(4, sql_argv))
 		return 1;
 
-	printf("\n== 4/4 report (MFU is unknown on a CPU: it has no bf16 peak)\n");
+	printf("\n== 4/4 report (MFU is n/a on a CPU: it has no bf16 peak)\n");
 	fflush(stdout);
 	char *rep_argv[] = {"report",	"--db", (char *)db, "--sweep", QS_SPEC,
 			    "--figure", "best", "--format", "md",      NULL};

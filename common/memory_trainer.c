@@ -21,8 +21,9 @@
 #include "common/pipeline.h"
 
 /* The CUDA backend's own buffers: the cuBLASLt workspace and the one-double reduction
- * target (harness/cuda/ops_cuda.cu). */
-#define CUDA_FIXED_BYTES ((double)(32u << 20) + 8.0)
+ * target (harness/cuda/memory.cu, reduce.cu); and the trainer's, on that backend only: AdamW's
+ * per-step scalars on the device (LB_ADAMW_SC = 4 doubles, harness/train_step.c). */
+#define CUDA_FIXED_BYTES ((double)(32u << 20) + 8.0 + 32.0)
 
 struct dims {
 	double B, S, T, H, D, nh, nkv, F, V, qkv, Tl, a; /* a: bytes of an act element */

@@ -9,9 +9,6 @@
 #include <string.h>
 
 #include "common/util.h"
-#ifdef LB_WITH_CUDA
-#include "harness/comm_cuda.h"
-#endif
 
 int lb_grad_buckets(const struct lb_llama *m, int dp, int dp_rank, size_t target,
 		    struct lb_bucket **out, int *n, int *n_layer)
@@ -253,18 +250,11 @@ void lb_gradsync_backward(struct lb_gradsync *g, int first, int last)
 	m->bwd_hook = last || m->zero2 ? hook : NULL;
 }
 
-/* Tag the overlapped NCCL calls so the trainer does not count them as exposed. */
-static int set_tag(int tag)
+/* Tag the overlapped device calls (NCCL) so the trainer does not count them as exposed
+ * (comm.h set_tag: on every communicator of the data-parallel group's world). */
+static int set_tag(struct lb_gradsync *g, int tag)
 {
-#ifdef LB_WITH_CUDA
-	int old = lb_comm_cuda_current_tag;
-
-	lb_comm_cuda_current_tag = tag;
-	return old;
-#else
-	(void)tag;
-	return -1;
-#endif
+	return lb_comm_set_tag(g->dp, tag);
 }
 
 /* A layer bucket's reduction, enqueued on the current stream: ZeRO 0 all-reduce in
@@ -328,7 +318,7 @@ static int hook(void *arg, int j, int after)
 	s = (g->seq - 1) & 1;
 	t0 = lb_now_s();
 	if (g->overlap) {
-		old = set_tag(g->tag);
+		old = set_tag(g, g->tag);
 		o->event_record(g->ev_ready);
 		o->use_stream(o->side_stream());
 		o->wait_event(g->ev_ready);
@@ -340,7 +330,7 @@ static int hook(void *arg, int j, int after)
 		o->event_record(g->ev_side);
 		o->use_stream(NULL);
 		g->side_busy = 1;
-		set_tag(old);
+		set_tag(g, old);
 	}
 	m->comm_s += lb_now_s() - t0; /* host time: all of it on the CPU and when staged */
 	if (rc) {
@@ -377,7 +367,7 @@ int lb_gradsync_finish(struct lb_gradsync *g)
 	/* behind the layer buckets on the second stream: NCCL orders the calls of one
 	 * communicator as they are issued, so they all go on one stream */
 	if (g->overlap) {
-		old = set_tag(g->tag); /* counted as the compute stream's wait below */
+		old = set_tag(g, g->tag); /* counted as the compute stream's wait below */
 		o->event_record(g->ev_ready);
 		o->use_stream(o->side_stream());
 		o->wait_event(g->ev_ready);
@@ -403,7 +393,7 @@ int lb_gradsync_finish(struct lb_gradsync *g)
 	if (g->overlap) {
 		o->event_record(g->ev_side);
 		o->use_stream(NULL);
-		set_tag(old);
+		set_tag(g, old);
 		g->side_busy = 1;
 	}
 	if (g->side_busy) /* the reductions, before the optimizer reads them */

@@ -39,7 +39,7 @@
 #include <stddef.h>
 
 #include "common/model.h"
-#include "harness/comm.h"
+#include "harness/comm/comm.h"
 #include "harness/model.h"
 #include "harness/ops.h"
 #include "harness/optim.h"
@@ -56,7 +56,7 @@ struct lb_gradsync {
 	struct lb_comm *dp; /* NULL: one data-parallel rank */
 	int dp_rank, dp_size, zero;
 	int overlap;	     /* 1: layer buckets on the side stream (when the backend has one) */
-	int tag;	     /* NCCL time tag of the overlapped calls (comm_cuda.h) */
+	int tag;	     /* device time tag of the overlapped calls (comm.h) */
 	struct lb_bucket *b; /* n_layer_b layer buckets (top first), then the edge buckets */
 	int n_b, n_layer_b;
 	struct lb_range *r; /* the optimizer's ranges (this rank's slices), n_r */

@@ -4,16 +4,12 @@
  * process forks --nproc-per-node ranks and supervises them (lb_launch): when one exits
  * non-zero or is killed, the others are stopped (SIGTERM, then SIGKILL after a grace
  * period) and the first failure is returned, so the exit code and the run log name the
- * rank and the reason. Also the rank order of a (tp, pp, dp) layout (Megatron's: tensor-
- * parallel ranks adjacent, then data-parallel, then pipeline) and the tp/dp/pp
- * communicators built from it. libc only. See docs/parallelism.md.
+ * rank and the reason. libc only. See docs/parallelism.md.
  */
 #ifndef LB_LAUNCH_H
 #define LB_LAUNCH_H
 
 #include <stddef.h>
-
-#include "harness/comm.h"
 
 struct lb_rank_env {
 	int rank;	     /* world rank, 0..world_size-1 */
@@ -77,35 +73,5 @@ struct lb_launch_result {
 #define LB_LAUNCH_MAX_RANKS 1024
 int lb_launch(int nproc, lb_rank_main_fn fn, void *arg, const struct lb_launch_opts *opts,
 	      struct lb_launch_result *res);
-
-/*
- * Rank order: rank = pp_rank * (dp * tp) + dp_rank * tp + tp_rank (Megatron): the
- * tensor-parallel group is tp adjacent ranks (one node), a data-parallel group strides
- * by tp, a pipeline strides by dp * tp.
- */
-struct lb_rank_coords {
-	int tp_rank, pp_rank, dp_rank;
-};
-/* 0, or -1 when a size is < 1 or rank is not in [0, tp * pp * dp). */
-int lb_rank_to_coords(int rank, int tp, int pp, int dp, struct lb_rank_coords *out);
-/* The rank, or -1 when a coordinate is out of range. */
-int lb_coords_to_rank(const struct lb_rank_coords *c, int tp, int pp, int dp);
-
-/*
- * The communicators of a layout, split from world (size tp * pp * dp): tp (size tp,
- * rank tp_rank), dp (size dp, rank dp_rank), pp (size pp, rank pp_rank). pp_prev and
- * pp_next are the neighbouring stages in pp's numbering (pp_rank - 1, pp_rank + 1), -1
- * at the ends. world stays the caller's.
- */
-struct lb_groups {
-	struct lb_comm *tp, *dp, *pp; /* owned: lb_groups_release */
-	struct lb_rank_coords me;
-	int tp_size, pp_size, dp_size;
-	int pp_prev, pp_next;
-};
-/* Collective over world. Returns 0, or the split's LB_COMM_E* code (nothing to release),
- * or LB_COMM_EFAIL when tp * pp * dp != world->size. */
-int lb_comm_make_groups(struct lb_comm *world, int tp, int pp, int dp, struct lb_groups *out);
-void lb_groups_release(struct lb_groups *g);
 
 #endif

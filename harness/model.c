@@ -15,6 +15,11 @@
  * the work and its buffers (direction, chunk, slot, the hook, fresh or first gradients);
  * every collective and the data-parallel hook inside them is host work, between
  * graph_pause and graph_resume. The token uploads come before the segment.
+ *
+ * Why one file: the forward and backward of a chunk, the activation slots they fill and the
+ * tensor-parallel collectives between them are one computation whose order the
+ * checkpointing modes and the graph segments rely on; the backward reads next to the
+ * forward it differentiates.
  */
 #include "harness/model.h"
 

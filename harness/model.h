@@ -1,9 +1,10 @@
 /*
  * The Llama model of layoutbench-train, written once over the ops table (harness/ops.h)
- * and the comm table (harness/comm.h): token embedding; per layer RMSNorm, QKV projection
- * (grouped-query attention when KV heads < heads), RoPE, causal attention, output
- * projection, residual, RMSNorm, SwiGLU MLP, residual; final RMSNorm; LM head (untied, or
- * the embedding when tied); cross-entropy. Forward and backward are written out.
+ * and the comm table (harness/comm/comm.h): token embedding; per layer RMSNorm, QKV
+ * projection (grouped-query attention when KV heads < heads), RoPE, causal attention,
+ * output projection, residual, RMSNorm, SwiGLU MLP, residual; final RMSNorm; LM head
+ * (untied, or the embedding when tied); cross-entropy. Forward and backward are written
+ * out.
  *
  * Parallel structure: an lb_llama object is one rank's part of the model: the model
  * chunks of its pipeline stage (one contiguous block of layers, or with virtual stages
@@ -25,7 +26,7 @@
 #include <stdint.h>
 
 #include "common/layout.h"
-#include "harness/comm.h"
+#include "harness/comm/comm.h"
 #include "harness/ops.h"
 
 /* Status codes of the model (and the trainer's core). */

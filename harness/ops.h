@@ -39,7 +39,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "harness/comm.h"
+#include "harness/comm/comm.h"
 
 #define LB_RMS_EPS 1e-5
 
@@ -287,6 +287,16 @@ struct lb_ops {
 	int (*graph_pause)(void);
 	void (*graph_resume)(void);
 	int (*graph_end)(int ok);
+
+	/* --- the backend's own communicator (optional: NULL on the CPU, whose ranks meet in
+	 * the host communicator alone) ---
+	 * The world over host (this node's shared-memory world, or NULL across nodes; owned
+	 * by the result from now on, also on failure), collective over the world, as o asks
+	 * (comm.h). Returns 0, or a LB_COMM_E* code with err set; *out may be set on failure
+	 * (destroy it). After init. Its communicators have the table's optional members
+	 * (names, errors, tags, device times: comm.h). */
+	int (*comm_world)(struct lb_comm *host, const struct lb_gpu_comm_opts *o,
+			  struct lb_comm **out, char *err, size_t errlen);
 };
 
 #define LB_ADAMW_SC 4 /* elements of adamw_scalars' sc */
@@ -305,12 +315,12 @@ enum lb_graph_run {
  * allocator counters and limit. */
 const struct lb_ops *lb_ops_cpu(void);
 const struct lb_ops *lb_ops_cpu_f64(void);
-/* The CUDA table (harness/cuda/ops_cuda.cu); exists only in a build with nvcc
- * (LB_WITH_CUDA). */
+/* The CUDA table (harness/cuda/ops_cuda.cu); exists only in a build with nvcc. */
 const struct lb_ops *lb_ops_cuda(void);
 
-/* The registry: the backend named name ("cpu", "cpu-f64", "cuda"), or NULL when this build
- * has none of that name. */
+/* The registry (harness/registry.c: the one place that knows which backends this build
+ * has): the backend named name ("cpu", "cpu-f64", "cuda"), or NULL when this build has
+ * none of that name. */
 const struct lb_ops *lb_ops_find(const char *name);
 /* 1 when this build has the CUDA backend. */
 int lb_ops_have_cuda(void);

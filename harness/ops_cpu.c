@@ -68,26 +68,3 @@ double *lb_rope_table_host(int s, int d)
 		}
 	return cs;
 }
-
-/* The registry (ops.h). */
-const struct lb_ops *lb_ops_find(const char *name)
-{
-	if (!strcmp(name, "cpu"))
-		return lb_ops_cpu();
-	if (!strcmp(name, "cpu-f64"))
-		return lb_ops_cpu_f64();
-#ifdef LB_WITH_CUDA
-	if (!strcmp(name, "cuda"))
-		return lb_ops_cuda();
-#endif
-	return NULL;
-}
-
-int lb_ops_have_cuda(void)
-{
-#ifdef LB_WITH_CUDA
-	return 1;
-#else
-	return 0;
-#endif
-}

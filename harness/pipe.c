@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/comm.h"
+#include "harness/comm/comm.h"
 #include "harness/pipe.h"
 
 /* ---- simulation ---- */

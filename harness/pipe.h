@@ -22,7 +22,7 @@
 #include <stddef.h>
 
 #include "common/pipeline.h"
-#include "harness/comm.h"
+#include "harness/comm/comm.h"
 
 struct lb_sim_report {
 	int time;			    /* unit steps until every stage finished */

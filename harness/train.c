@@ -18,8 +18,7 @@
 
 #include "common/model.h"
 #include "common/util.h"
-#include "harness/comm_cuda.h"
-#include "harness/comm_shm.h"
+#include "harness/comm/comm_shm.h"
 
 /* --- the run --- */
 
@@ -81,10 +80,7 @@ static void comm_failure(struct lb_comm *world, int rc, int *culprit, char *cls,
 
 	struct lb_comm *h = lb_comm_host_of(world);
 
-#ifdef LB_WITH_CUDA
-	if (world && lb_comm_is_cuda(world))
-		code = lb_comm_cuda_error(world, &r, m, sizeof(m));
-#endif
+	code = lb_comm_error(world, &r, m, sizeof(m));
 	if (!code && h && lb_comm_is_shm(h))
 		code = lb_comm_shm_error(h, &r, m, sizeof(m));
 	*culprit = r;
@@ -226,8 +222,7 @@ static int open_log(struct lb_trainlog *lg, const struct lb_train_opts *o,
 	return lb_trainlog_open(lg, o->run_dir, &info, err, errlen);
 }
 
-#ifdef LB_WITH_CUDA
-/* The GPU communicator's watchdog ends the rank from its own thread (the main thread is
+/* The device communicator's watchdog ends the rank from its own thread (the main thread is
  * blocked in a device wait): the same report as a failure seen by the main thread. */
 static struct {
 	struct run_ctx *x;
@@ -256,14 +251,14 @@ static void on_device_comm_fail(void *arg, int code, int culprit, const char *ms
 	_exit(status);
 }
 
-/* The world over the GPU communicator; host: this node's shared-memory world, or NULL
- * across nodes (owned by the result). */
-static int cuda_world(struct run_ctx *x, const struct lb_rank_env *env, struct lb_comm *host,
-		      struct lb_comm **world, char *err, size_t errlen)
+/* The world over the backend's device communicator; host: this node's shared-memory
+ * world, or NULL across nodes (owned by the result). */
+static int device_world(struct run_ctx *x, const struct lb_ops *ops, const struct lb_rank_env *env,
+			struct lb_comm *host, struct lb_comm **world, char *err, size_t errlen)
 {
 	const char *rc_env = getenv("SLURM_RESTART_COUNT");
 	static char tag[200];
-	struct lb_comm_cuda_opts co;
+	struct lb_gpu_comm_opts co;
 
 	memset(&co, 0, sizeof(co));
 	co.kind = (enum lb_gpu_comm)x->o->gpu_comm;
@@ -278,9 +273,8 @@ static int cuda_world(struct run_ctx *x, const struct lb_rank_env *env, struct l
 	co.bootstrap = (enum lb_bootstrap)x->o->bootstrap;
 	co.on_fail = on_device_comm_fail;
 	dog.world = host;
-	return lb_comm_cuda_world(host, &co, world, err, errlen);
+	return ops->comm_world(host, &co, world, err, errlen);
 }
-#endif
 
 /* One rank of the run (also the whole of a one-rank run). */
 static int rank_main(const struct lb_rank_env *env, void *arg)
@@ -351,22 +345,20 @@ static int rank_main(const struct lb_rank_env *env, void *arg)
 				goto out;
 			}
 		}
-#ifdef LB_WITH_CUDA
-		if (o->device_cuda) {
+		if (o->device_cuda && ops->comm_world) {
 			struct lb_comm *host = world;
 
 			dog.x = x;
 			dog.lg = lg;
 			dog.rank = rank;
 			world = NULL;
-			rc = cuda_world(x, env, host, &world, err, sizeof(err));
+			rc = device_world(x, ops, env, host, &world, err, sizeof(err));
 			dog.world = world;
 			if (rc) {
 				code = rank_fail(x, lg, world, rank, 1, "nccl_error", rank, err);
 				goto out;
 			}
 		}
-#endif
 		if (!x->sh) { /* under srun: every rank learns rank 0's log (for rank 1) */
 			if (rank == 0)
 				snprintf(x->log_path, sizeof(x->log_path), "%s", lg->path);
@@ -385,11 +377,9 @@ static int rank_main(const struct lb_rank_env *env, void *arg)
 			goto out;
 		}
 		have_groups = 1;
-#ifdef LB_WITH_CUDA
-		lb_comm_cuda_set_name(g.tp, "tensor-parallel");
-		lb_comm_cuda_set_name(g.pp, "pipeline");
-		lb_comm_cuda_set_name(g.dp, "data-parallel");
-#endif
+		lb_comm_set_name(g.tp, "tensor-parallel");
+		lb_comm_set_name(g.pp, "pipeline");
+		lb_comm_set_name(g.dp, "data-parallel");
 	}
 	t = calloc(1, sizeof(*t));
 	peaks = calloc((size_t)n * 4, sizeof(*peaks));

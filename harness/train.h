@@ -13,7 +13,8 @@
 #include <stdint.h>
 
 #include "common/layout.h"
-#include "harness/comm.h"
+#include "harness/comm/comm.h"
+#include "harness/comm/groups.h"
 #include "harness/data.h"
 #include "harness/launch.h"
 #include "harness/gradsync.h"
@@ -29,7 +30,7 @@
 struct lb_train_opts {
 	struct lb_layout layout;
 	int device_cuda;	     /* --device cuda */
-	int gpu_comm;		     /* --gpu-comm: enum lb_gpu_comm (comm_cuda.h), 0 auto */
+	int gpu_comm;		     /* --gpu-comm: enum lb_gpu_comm (comm.h), 0 auto */
 	int bootstrap;		     /* --bootstrap: enum lb_bootstrap (bootstrap.h), 0 auto */
 	char run_dir[4096];	     /* --run-dir, default "." */
 	char data_path[4096];	     /* --data; "" for the synthetic stream */

@@ -12,9 +12,9 @@
 
 #include "common/cmdline.h"
 #include "common/util.h"
-#include "harness/bootstrap.h"
-#include "harness/comm_cuda.h"
-#include "harness/comm_shm.h"
+#include "harness/comm/bootstrap.h"
+#include "harness/comm/comm_cuda.h"
+#include "harness/comm/comm_shm.h"
 
 /* --- flags --- */
 

@@ -24,7 +24,6 @@
 
 #include "common/model.h"
 #include "common/util.h"
-#include "harness/comm_cuda.h"
 
 static volatile sig_atomic_t stop_signal;
 
@@ -287,17 +286,13 @@ static const char *model_error(int rc)
 	}
 }
 
-/* NCCL calls are timed on the device by tag (comm_cuda.h): a forward or backward's pair
- * number, or one of these after the pairs. */
-#define TAG_PIPE(t)  ((t)->n_ev / 2)
-#define TAG_OPT(t)   ((t)->n_ev / 2 + 1)
-#define TAG_OTHER(t) ((t)->n_ev / 2 + 2)
-#define N_TAGS(t)    ((t)->n_ev / 2 + 4) /* the last: overlapped (gradsync.h) */
-#ifdef LB_WITH_CUDA
-#define SET_TAG(x) (lb_comm_cuda_current_tag = (x))
-#else
-#define SET_TAG(x) ((void)0)
-#endif
+/* A device communicator's calls are timed on the device by tag (comm.h set_tag,
+ * take_seconds): a forward or backward's pair number, or one of these after the pairs. */
+#define TAG_PIPE(t)   ((t)->n_ev / 2)
+#define TAG_OPT(t)    ((t)->n_ev / 2 + 1)
+#define TAG_OTHER(t)  ((t)->n_ev / 2 + 2)
+#define N_TAGS(t)     ((t)->n_ev / 2 + 4) /* the last: overlapped (gradsync.h) */
+#define SET_TAG(t, x) ((void)lb_comm_set_tag((t)->world, (x)))
 
 /* The executor's context: the trainer and the optimizer step being run. */
 struct exec_ctx {
@@ -322,7 +317,7 @@ static void compute_begin(struct exec_ctx *x, const struct lb_step *st)
 		t->ev_used += 2;
 		t->ops->event_record(t->ev[2 * x->pair]);
 	}
-	SET_TAG(x->pair >= 0 ? x->pair : TAG_OTHER(t));
+	SET_TAG(t, x->pair >= 0 ? x->pair : TAG_OTHER(t));
 }
 
 static int compute_end(struct exec_ctx *x, const struct lb_step *st, int rc)
@@ -419,7 +414,7 @@ static void exec_group(void *ctx, const struct lb_step *first, int done)
 
 	(void)first;
 	if (!done) {
-		SET_TAG(TAG_PIPE(x->t));
+		SET_TAG(x->t, TAG_PIPE(x->t));
 		lb_pipestream_group_begin(&x->t->ps);
 		x->t0 = lb_now_s();
 	} else {
@@ -640,14 +635,14 @@ static void step_phases(struct lb_trainer *t)
 	t->phases.optimizer_s = ops->event_elapsed(t->ev[n_opt], t->ev[n_opt + 1]) - t->opt_comm_s;
 }
 
-/* NCCL: the device time of the step's calls (the stream has finished: step_phases waited)
- * replaces the host times, which saw only the enqueue. Returns 1 if it did. */
+/* A device communicator (NCCL): the device time of the step's calls (the stream has
+ * finished: step_phases waited) replaces the host times, which saw only the enqueue.
+ * Returns 1 if it did. */
 static int device_comm_times(struct lb_trainer *t)
 {
-#ifdef LB_WITH_CUDA
 	double host_s = t->comm_s, opt_host = t->opt_comm_s;
 
-	if (!t->world || lb_comm_cuda_take_seconds(t->world, t->tag_s, N_TAGS(t)) < 0)
+	if (!t->world || lb_comm_take_seconds(t->world, t->tag_s, N_TAGS(t)) < 0)
 		return 0;
 	t->comm_s = host_s + t->tag_s[TAG_OPT(t)] + t->tag_s[TAG_OTHER(t)];
 	for (int p = 0; p < t->ev_used / 2; p++) {
@@ -660,10 +655,6 @@ static int device_comm_times(struct lb_trainer *t)
 	t->bubble_s = t->ps.on ? lb_pipestream_wait_s(&t->ps) : t->tag_s[TAG_PIPE(t)];
 	t->model.comm_s = 0;
 	return 1;
-#else
-	(void)t;
-	return 0;
-#endif
 }
 
 int lb_trainer_step(struct lb_trainer *t, int step, double *loss)
@@ -696,7 +687,7 @@ int lb_trainer_step(struct lb_trainer *t, int step, double *loss)
 	m->grad_first = 0;
 	if (rc)
 		return rc;
-	SET_TAG(TAG_OTHER(t));
+	SET_TAG(t, TAG_OTHER(t));
 	if ((rc = lb_gradsync_sp_rest(&t->gs))) {
 		snprintf(t->err, sizeof(t->err), "sequence-parallel norm gradient all-reduce: %s",
 			 model_error(rc));
@@ -713,7 +704,7 @@ int lb_trainer_step(struct lb_trainer *t, int step, double *loss)
 	 * of the loss and the norm after them; else that read first (the clip factor needs
 	 * the global norm), then AdamW */
 	cw = t->comm_s;
-	SET_TAG(TAG_OPT(t));
+	SET_TAG(t, TAG_OPT(t));
 	ops->event_record(t->ev[n_opt]);
 	if (t->sc && (!t->world || t->world->size == 1) && !t->dp) {
 		ops->adamw_scalars(t->sc, lb_optim_next_step(&t->optim), t->optim.beta1,
@@ -721,7 +712,7 @@ int lb_trainer_step(struct lb_trainer *t, int step, double *loss)
 		opt_segment(t, 1, 1);
 		ops->event_record(t->ev[n_opt + 1]);
 		t->opt_comm_s = 0;
-		SET_TAG(TAG_OTHER(t));
+		SET_TAG(t, TAG_OTHER(t));
 		ops->read(host, t->stats, 2, LB_K_F64); /* the step's end */
 		*loss = host[0] * t->loss_scale;
 		t->grad_norm = sqrt(host[1]);
@@ -762,7 +753,7 @@ int lb_trainer_step(struct lb_trainer *t, int step, double *loss)
 	STEP_COMM("data-parallel parameter all-gather", lb_gradsync_gather_params(&t->gs));
 	ops->event_record(t->ev[n_opt + 1]);
 	t->opt_comm_s = t->comm_s - cw;
-	SET_TAG(TAG_OTHER(t));
+	SET_TAG(t, TAG_OTHER(t));
 times:
 	ops->event_elapsed(t->ev[n_opt], t->ev[n_opt + 1]); /* the step's end: times complete */
 	if (!device_comm_times(t)) /* host-timed groups (CPU, staged), and the device's waits */

@@ -461,13 +461,15 @@ static void bar_columns(struct table *t, enum report_kind kind)
 	table_columns_done(t);
 }
 
-/* MFU without the input embedding lookup: percent, two decimals; "-" / "" unknown. */
+/* MFU without the input embedding lookup: percent, two decimals; where unknown, "n/a" when
+ * the MFU column is n/a too (a run without a peak), "-" otherwise (no run, or an imported
+ * run without the count); "" in CSV. */
 static void table_mfu_no_embed(struct table *t, const struct report_run *r)
 {
 	char text[32];
 
 	if (!r || !r->has_mfu_no_embed) {
-		table_cell(t, "-", "", CELL_NUM);
+		table_cell(t, r && !r->has_mfu ? "n/a" : "-", "", CELL_NUM);
 		return;
 	}
 	snprintf(text, sizeof(text), "%.2f", r->mfu_no_embed * 100.0);

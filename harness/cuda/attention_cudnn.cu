@@ -25,7 +25,8 @@
  *
  * cuDNN is loaded at run time (dlopen of libcudnn.so.9): a node without it runs every other
  * attention kernel, and this one stops the run with a message naming the fix. A build whose
- * compiler found no cuDNN headers says so instead.
+ * compiler found no cuDNN headers says so instead. What the sweep of every plan cuDNN offers
+ * (bench/cudnn_sweep.cu) needs of this file is in attention_cudnn.cuh.
  */
 #include <dlfcn.h>
 #include <math.h>
@@ -33,37 +34,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/cuda/cuda_bench.h"
+#include "harness/cuda/attention_cudnn.cuh"
 #include "harness/cuda/cuda_common.cuh"
 extern "C" {
 #include "common/util.h"
 }
 
 #if LB_WITH_CUDNN
-#include <cudnn_graph.h>
-
 #define NEED_FIX "use --attention flash, or install cuDNN 9 (libcudnn.so.9) on this node"
 
-/* The library, loaded on first use. */
-static struct {
-	int tried, ok;
-	char why[512];
-	cudnnHandle_t h;
-	size_t version;
-	cudnnStatus_t (*create)(cudnnHandle_t *);
-	cudnnStatus_t (*set_stream)(cudnnHandle_t, cudaStream_t);
-	size_t (*get_version)(void);
-	const char *(*err_string)(cudnnStatus_t);
-	void (*last_error)(char *, size_t);
-	cudnnStatus_t (*bcreate)(cudnnBackendDescriptorType_t, cudnnBackendDescriptor_t *);
-	cudnnStatus_t (*bfinalize)(cudnnBackendDescriptor_t);
-	cudnnStatus_t (*bdestroy)(cudnnBackendDescriptor_t);
-	cudnnStatus_t (*bset)(cudnnBackendDescriptor_t, cudnnBackendAttributeName_t,
-			      cudnnBackendAttributeType_t, int64_t, const void *);
-	cudnnStatus_t (*bget)(cudnnBackendDescriptor_t, cudnnBackendAttributeName_t,
-			      cudnnBackendAttributeType_t, int64_t, int64_t *, void *);
-	cudnnStatus_t (*bexec)(cudnnHandle_t, cudnnBackendDescriptor_t, cudnnBackendDescriptor_t);
-} dnn;
+/* The library, loaded on first use (attention_cudnn.cuh). */
+static struct lbc_cudnn dnn;
 
 #define SYM(field, name)                                                                           \
 	do {                                                                                       \
@@ -117,24 +98,6 @@ static int load(void)
 
 /* ---- graph building: every descriptor of a graph is kept for the run (a plan may refer to
  * them), so nothing here is destroyed but a variant pack after its call ---- */
-
-enum {
-	U_Q = 1, /* the tensors the calls bind: unique ids of the variant pack */
-	U_K,
-	U_V,
-	U_O,
-	U_STATS,
-	U_DO,
-	U_DQ,
-	U_DK,
-	U_DV,
-	U_SUMS,
-	U_DQACC,
-	U_SCALE,
-	U_NEGINF,
-	U_ONE,
-	U_VIRTUAL = 100 /* the first id of the graph's inner tensors */
-};
 
 #define MAX_OPS 32
 
@@ -333,16 +296,6 @@ static void reshape(struct gb *g, cudnnBackendDescriptor_t x, cudnnBackendDescri
 	fin(g, op, "reshape operation");
 	add_op(g, op);
 }
-
-/* Variants of the graphs (the trainer's is 0; the sweep times the others, see
- * lb_cuda_cudnn_sweep): as cuDNN's own frontend builds them (the index generation in int32,
- * the backward's row sums of dO * O inside the graph, its fp32 dQ accumulator with the F16x16
- * reordering), and the dP-workspace backward (dQ = dS K straight into bf16, no accumulator:
- * what cuDNN's frontend asks for when the backward must be deterministic). */
-#define V_IDX_INT32    1
-#define V_SUMS_VIRTUAL 2
-#define V_DQ_REORDER   4
-#define V_DQ_DIRECT    8
 
 /* The causal mask on scores x (B, nh, S, S): keep row >= col, else -inf. */
 static cudnnBackendDescriptor_t causal(struct gb *g, cudnnBackendDescriptor_t x, struct dims4 ss,
@@ -655,10 +608,10 @@ static struct graph *graph_of(int bwd, int b, int s, int nh, int nkv, int d)
 /* Runs plan with the variant pack vp on the backend's current stream, the backward's
  * accumulator (acc, bytes; NULL for the forward) cleared first: cuDNN before 9.6 does not
  * clear it itself, later releases may, and the fill costs microseconds. */
-static cudnnStatus_t exec(cudnnBackendDescriptor_t plan, cudnnBackendDescriptor_t vp, void *acc,
-			  size_t acc_bytes)
+cudnnStatus_t lbc_cudnn_exec(cudnnBackendDescriptor_t plan, cudnnBackendDescriptor_t vp, void *acc,
+			     size_t acc_bytes)
 {
-	if (acc && cudaMemsetAsync(acc, 0, acc_bytes, lbc_stream) != cudaSuccess)
+	if (acc && cudaMemsetAsync(acc, 0, acc_bytes, lbc_stream()) != cudaSuccess)
 		return CUDNN_STATUS_EXECUTION_FAILED;
 	return dnn.bexec(dnn.h, plan, vp);
 }
@@ -680,11 +633,12 @@ static void tune(struct graph *gr, cudnnBackendDescriptor_t vp, void *acc, size_
 	for (int i = 0; i < gr->ncand; i++) {
 		ok[i] = cudaEventCreate(&ev[2 * i]) == cudaSuccess &&
 			cudaEventCreate(&ev[2 * i + 1]) == cudaSuccess &&
-			exec(gr->cand[i], vp, acc, acc_bytes) == CUDNN_STATUS_SUCCESS &&
-			cudaEventRecord(ev[2 * i], lbc_stream) == cudaSuccess;
+			lbc_cudnn_exec(gr->cand[i], vp, acc, acc_bytes) == CUDNN_STATUS_SUCCESS &&
+			cudaEventRecord(ev[2 * i], lbc_stream()) == cudaSuccess;
 		for (int r = 0; r < TUNE_RUNS && ok[i]; r++)
-			ok[i] = exec(gr->cand[i], vp, acc, acc_bytes) == CUDNN_STATUS_SUCCESS;
-		ok[i] = ok[i] && cudaEventRecord(ev[2 * i + 1], lbc_stream) == cudaSuccess;
+			ok[i] =
+			    lbc_cudnn_exec(gr->cand[i], vp, acc, acc_bytes) == CUDNN_STATUS_SUCCESS;
+		ok[i] = ok[i] && cudaEventRecord(ev[2 * i + 1], lbc_stream()) == cudaSuccess;
 		if (ok[i])
 			last = i;
 	}
@@ -699,7 +653,7 @@ static void tune(struct graph *gr, cudnnBackendDescriptor_t vp, void *acc, size_
 					best = i;
 				}
 			}
-	cudaStreamSynchronize(lbc_stream);
+	cudaStreamSynchronize(lbc_stream());
 	cudaGetLastError(); /* a candidate's failure is no error of the run */
 	for (int i = 0; i < 2 * gr->ncand; i++)
 		if (ev[i])
@@ -719,7 +673,7 @@ static void tune(struct graph *gr, cudnnBackendDescriptor_t vp, void *acc, size_
 }
 
 /* Bind the tensors and run the plan (chosen on the first call) on the backend's current
- * stream; acc as for exec. */
+ * stream; acc as for lbc_cudnn_exec. */
 static void run(struct graph *gr, int n, const int64_t *uids, void *const *ptrs, void *acc,
 		size_t acc_bytes)
 {
@@ -733,7 +687,7 @@ static void run(struct graph *gr, int n, const int64_t *uids, void *const *ptrs,
 	    lbc_graph_abort("a cuDNN attention plan would be tuned inside the capture"))
 		return;
 	ws = lbc_workspace((size_t)gr->ws);
-	st = dnn.set_stream(dnn.h, lbc_stream);
+	st = dnn.set_stream(dnn.h, lbc_stream());
 	if (st == CUDNN_STATUS_SUCCESS) {
 		call = "variant pack";
 		st = dnn.bcreate(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, &vp);
@@ -751,7 +705,7 @@ static void run(struct graph *gr, int n, const int64_t *uids, void *const *ptrs,
 		tune(gr, vp, acc, acc_bytes);
 	if (st == CUDNN_STATUS_SUCCESS) {
 		call = "cudnnBackendExecute";
-		st = exec(gr->plan, vp, acc, acc_bytes);
+		st = lbc_cudnn_exec(gr->plan, vp, acc, acc_bytes);
 	}
 	if (vp)
 		dnn.bdestroy(vp);
@@ -818,679 +772,36 @@ void lbc_attn_cudnn_bwd(void *dqkv, void *scratch, const void *dout, const void 
 	run(gr, 14, uids, ptrs, dqacc, (size_t)b * s * nh * d * sizeof(float));
 }
 
-/* ---- the variant sweep (cuda_bench.h lb_cuda_cudnn_sweep; bench/bench_attn.c) ----
- *
- * For one shape, each variant of the forward and backward graphs is built, and every engine
- * configuration cuDNN offers for it is made into a plan and run: the heuristic's lists in
- * modes A, B and fallback, every engine of the graph with its default knobs, and then, for
- * the engine of the variant's fastest plan so far, each of its knobs through its range (one
- * knob at a time, at most SW_KNOB_VALUES values each): tile shapes, CTA counts, stream-K and
- * the like are how an engine spreads the causal mask's rows over the SMs. Each plan's
- * outputs are checked against the trainer's own plan's (the reference; the trainer's plan
- * is itself checked against the fp64 reference by test_gpu_ops and bench_kernels) and it is
- * timed (the least of SW_ROUNDS means of SW_RUNS calls, each call with the accumulator's
- * fill where the variant has one, as the trainer's calls do). Plans that do not finalise,
- * need more than SW_WS_MAX of workspace or fail to run are counted and left out. */
-
-#define SW_MAX_CFG     96
-#define SW_KNOB_VALUES 8
-#define SW_WS_MAX      (4ull << 30)
-#define SW_RUNS	       10
-#define SW_ROUNDS      3
-
-struct sw_variant {
-	const char *name;
-	int bwd, flags;
-};
-
-static const struct sw_variant sw_variants[] = {
-    {"trainer", 0, 0},
-    {"frontend", 0, V_IDX_INT32},
-    {"trainer", 1, 0},
-    {"frontend", 1, V_IDX_INT32 | V_SUMS_VIRTUAL | V_DQ_REORDER},
-    {"dq-reorder", 1, V_DQ_REORDER},
-    {"sums-virtual", 1, V_SUMS_VIRTUAL},
-    {"dp-workspace", 1, V_IDX_INT32 | V_SUMS_VIRTUAL | V_DQ_DIRECT},
-};
-
-/* Device buffers of the sweep. */
-struct sw_bufs {
-	act_t *qkv, *out, *dout, *dqkv, *out_ref, *dqkv_ref;
-	float *lse, *lse_ref, *scratch;
-	unsigned *cmp; /* max |a - b| and max |b|, as float bits */
-	void *ws;
-	size_t ws_bytes;
-	int b, s, nh, nkv, d;
-};
-
-/* max |a - b| and max |b| over n elements into cmp[0], cmp[1] (non-negative floats order
- * as their bits; a NaN difference counts as +inf). */
-template <typename T>
-static __global__ void sw_cmp_kernel(const T *a, const T *b, size_t n, unsigned *cmp)
+/* The library, loaded on first use: ->ok, else ->why says what is missing. */
+const struct lbc_cudnn *lbc_cudnn_lib(void)
 {
-	float dm = 0, bm = 0;
-
-	for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
-	     i += (size_t)gridDim.x * blockDim.x) {
-		float x = (float)a[i], y = (float)b[i], d = fabsf(x - y);
-
-		if (!(d <= dm))
-			dm = d == d ? d : INFINITY;
-		bm = fmaxf(bm, fabsf(y));
-	}
-	atomicMax(&cmp[0], __float_as_uint(dm));
-	atomicMax(&cmp[1], __float_as_uint(bm));
+	load();
+	return &dnn;
 }
 
-/* 0 when a matches the reference b: max |a - b| <= rtol max |b| + atol. */
-template <typename T>
-static int sw_check(struct sw_bufs *m, const T *a, const T *b, size_t n, double rtol, double atol,
-		    double *err)
-{
-	unsigned h[2] = {0, 0};
-	float dm, bm;
-
-	if (cudaMemsetAsync(m->cmp, 0, 2 * sizeof(unsigned), lbc_stream) != cudaSuccess)
-		return -1;
-	sw_cmp_kernel<T><<<1024, 256, 0, lbc_stream>>>(a, b, n, m->cmp);
-	if (cudaMemcpyAsync(h, m->cmp, sizeof(h), cudaMemcpyDeviceToHost, lbc_stream) !=
-		cudaSuccess ||
-	    cudaStreamSynchronize(lbc_stream) != cudaSuccess)
-		return -1;
-	memcpy(&dm, &h[0], 4);
-	memcpy(&bm, &h[1], 4);
-	*err = bm > 0 ? dm / bm : dm;
-	return dm <= rtol * bm + atol ? 0 : 1;
-}
-
-/* The variant pack of a variant's graph (the tensors it binds, and nothing else). */
-static int sw_pack(const struct sw_bufs *m, const struct sw_variant *v, struct graph *gr,
-		   int64_t *uids, void **ptrs)
-{
-	const act_t *q = m->qkv, *dq = m->dqkv;
-	size_t hd = (size_t)m->nh * m->d, kvd = (size_t)m->nkv * m->d;
-	int n = 0;
-
-#define BIND(u, p)                                                                                 \
-	do {                                                                                       \
-		uids[n] = (u);                                                                     \
-		ptrs[n++] = (void *)(p);                                                           \
-	} while (0)
-	BIND(U_Q, q);
-	BIND(U_K, q + hd);
-	BIND(U_V, q + hd + kvd);
-	BIND(U_SCALE, &gr->scale);
-	BIND(U_NEGINF, &gr->neginf);
-	if (!v->bwd) {
-		BIND(U_O, m->out);
-		BIND(U_STATS, m->lse);
-		return n;
-	}
-	BIND(U_O, m->out_ref);
-	BIND(U_DO, m->dout);
-	BIND(U_STATS, m->lse_ref);
-	BIND(U_DQ, dq);
-	BIND(U_DK, dq + hd);
-	BIND(U_DV, dq + hd + kvd);
-	BIND(U_ONE, &gr->one);
-	if (!(v->flags & V_SUMS_VIRTUAL))
-		BIND(U_SUMS, m->scratch + (size_t)m->b * m->s * hd);
-	if (!(v->flags & V_DQ_DIRECT))
-		BIND(U_DQACC, m->scratch);
-#undef BIND
-	return n;
-}
-
-/* One call of plan on the sweep's buffers; the accumulator filled first where it exists. */
-static cudnnStatus_t sw_exec(struct sw_bufs *m, const struct sw_variant *v,
-			     cudnnBackendDescriptor_t plan, cudnnBackendDescriptor_t vp)
-{
-	size_t acc = v->bwd && !(v->flags & V_DQ_DIRECT)
-			 ? (size_t)m->b * m->s * m->nh * m->d * sizeof(float)
-			 : 0;
-
-	return exec(plan, vp, acc ? m->scratch : NULL, acc);
-}
-
-/* A variant pack for plan's workspace; NULL on failure. */
-static cudnnBackendDescriptor_t sw_vpack(struct sw_bufs *m, const struct sw_variant *v,
-					 struct graph *gr)
-{
-	cudnnBackendDescriptor_t vp = NULL;
-	int64_t uids[16];
-	void *ptrs[16];
-	int n = sw_pack(m, v, gr, uids, ptrs);
-
-	if (dnn.bcreate(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, &vp) != CUDNN_STATUS_SUCCESS)
-		return NULL;
-	if (dnn.bset(vp, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, n, uids) ||
-	    dnn.bset(vp, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, n, ptrs) ||
-	    dnn.bset(vp, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &m->ws) ||
-	    dnn.bfinalize(vp)) {
-		dnn.bdestroy(vp);
-		return NULL;
-	}
-	return vp;
-}
-
-/* Seconds per call of plan (the least of SW_ROUNDS means), or -1. */
-static double sw_time(struct sw_bufs *m, const struct sw_variant *v, cudnnBackendDescriptor_t plan,
-		      cudnnBackendDescriptor_t vp)
-{
-	cudaEvent_t e0 = NULL, e1 = NULL;
-	double best = -1;
-	float ms;
-
-	if (cudaEventCreate(&e0) != cudaSuccess || cudaEventCreate(&e1) != cudaSuccess)
-		goto out;
-	for (int r = 0; r < SW_ROUNDS; r++) {
-		if (cudaEventRecord(e0, lbc_stream) != cudaSuccess)
-			goto out;
-		for (int i = 0; i < SW_RUNS; i++)
-			if (sw_exec(m, v, plan, vp) != CUDNN_STATUS_SUCCESS)
-				goto out;
-		if (cudaEventRecord(e1, lbc_stream) != cudaSuccess ||
-		    cudaEventSynchronize(e1) != cudaSuccess ||
-		    cudaEventElapsedTime(&ms, e0, e1) != cudaSuccess)
-			goto out;
-		if (best < 0 || ms * 1e-3 / SW_RUNS < best)
-			best = ms * 1e-3 / SW_RUNS;
-	}
-out:
-	cudaStreamSynchronize(lbc_stream);
-	cudaGetLastError();
-	if (e0)
-		cudaEventDestroy(e0);
-	if (e1)
-		cudaEventDestroy(e1);
-	return best;
-}
-
-/* The engine (global index) of cfg, or -1. */
-static int64_t sw_engine_of(cudnnBackendDescriptor_t cfg)
-{
-	cudnnBackendDescriptor_t e = NULL;
-	int64_t idx = -1, cnt = 0;
-
-	if (dnn.bcreate(CUDNN_BACKEND_ENGINE_DESCRIPTOR, &e) != CUDNN_STATUS_SUCCESS)
-		return -1;
-	if (dnn.bget(cfg, CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &cnt,
-		     &e) != CUDNN_STATUS_SUCCESS ||
-	    dnn.bget(e, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &cnt, &idx) !=
-		CUDNN_STATUS_SUCCESS)
-		idx = -1;
-	dnn.bdestroy(e);
-	return idx;
-}
-
-/* The engine of global index idx on og (finalised), or NULL. */
-static cudnnBackendDescriptor_t sw_engine(cudnnBackendDescriptor_t og, int64_t idx)
-{
-	cudnnBackendDescriptor_t e = NULL;
-
-	if (dnn.bcreate(CUDNN_BACKEND_ENGINE_DESCRIPTOR, &e) != CUDNN_STATUS_SUCCESS)
-		return NULL;
-	if (dnn.bset(e, CUDNN_ATTR_ENGINE_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &og) ||
-	    dnn.bset(e, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &idx) ||
-	    dnn.bfinalize(e)) {
-		dnn.bdestroy(e);
-		return NULL;
-	}
-	return e;
-}
-
-/* An engine configuration of engine e, with one knob set (ktype < 0: the defaults). */
-static cudnnBackendDescriptor_t sw_cfg(cudnnBackendDescriptor_t e, int ktype, int64_t kval)
-{
-	cudnnBackendDescriptor_t cfg = NULL, ch = NULL;
-	cudnnBackendKnobType_t kt = (cudnnBackendKnobType_t)ktype;
-	int bad;
-
-	if (dnn.bcreate(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, &cfg) != CUDNN_STATUS_SUCCESS)
-		return NULL;
-	bad = dnn.bset(cfg, CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &e) !=
-	      CUDNN_STATUS_SUCCESS;
-	if (!bad && ktype >= 0) {
-		bad =
-		    dnn.bcreate(CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR, &ch) ||
-		    dnn.bset(ch, CUDNN_ATTR_KNOB_CHOICE_KNOB_TYPE, CUDNN_TYPE_KNOB_TYPE, 1, &kt) ||
-		    dnn.bset(ch, CUDNN_ATTR_KNOB_CHOICE_KNOB_VALUE, CUDNN_TYPE_INT64, 1, &kval) ||
-		    dnn.bfinalize(ch) ||
-		    dnn.bset(cfg, CUDNN_ATTR_ENGINECFG_KNOB_CHOICES, CUDNN_TYPE_BACKEND_DESCRIPTOR,
-			     1, &ch);
-	}
-	if (bad || dnn.bfinalize(cfg)) {
-		if (ch)
-			dnn.bdestroy(ch);
-		dnn.bdestroy(cfg);
-		return NULL;
-	}
-	return cfg; /* the choice stays alive with it (a few bytes, for the sweep's life) */
-}
-
-struct sw_cand {
-	cudnnBackendDescriptor_t cfg;
-	char label[64];
-};
-
-/* Appends the heuristic's list of mode to c (up to want); how many it added. */
-static int sw_heur(cudnnBackendDescriptor_t og, cudnnBackendHeurMode_t mode, const char *name,
-		   int want, struct sw_cand *c, int n, int cap)
-{
-	cudnnBackendDescriptor_t heur = NULL, cfg[16];
-	int64_t got = 0;
-	int added = 0;
-
-	memset(cfg, 0, sizeof(cfg));
-	if (dnn.bcreate(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, &heur) != CUDNN_STATUS_SUCCESS)
-		return 0;
-	if (dnn.bset(heur, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
-		     &og) ||
-	    dnn.bset(heur, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode) ||
-	    dnn.bfinalize(heur))
-		goto out;
-	for (int i = 0; i < 16; i++)
-		if (dnn.bcreate(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, &cfg[i]))
-			goto out;
-	if (dnn.bget(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 16, &got,
-		     cfg))
-		got = 0;
-	for (int64_t i = 0; i < got && added < want && n + added < cap; i++) {
-		c[n + added].cfg = cfg[i];
-		snprintf(c[n + added].label, sizeof(c[0].label), "heuristic %s #%d", name, (int)i);
-		cfg[i] = NULL; /* kept */
-		added++;
-	}
-out:
-	for (int i = 0; i < 16; i++)
-		if (cfg[i])
-			dnn.bdestroy(cfg[i]);
-	dnn.bdestroy(heur);
-	return added;
-}
-
-/* The plan of cfg (finalised) and its workspace; NULL when it does not finalise. */
-static cudnnBackendDescriptor_t sw_plan(cudnnBackendDescriptor_t cfg, int64_t *ws, char *json,
-					size_t jlen)
-{
-	cudnnBackendDescriptor_t plan = NULL;
-	int64_t cnt = 0;
-
-	*ws = 0;
-	json[0] = '\0';
-	if (dnn.bcreate(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, &plan) != CUDNN_STATUS_SUCCESS)
-		return NULL;
-	if (dnn.bset(plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &dnn.h) ||
-	    dnn.bset(plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_TYPE_BACKEND_DESCRIPTOR,
-		     1, &cfg) ||
-	    dnn.bfinalize(plan)) {
-		dnn.bdestroy(plan);
-		return NULL;
-	}
-	if (dnn.bget(plan, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &cnt, ws))
-		*ws = 0;
-	if (dnn.bget(plan, CUDNN_ATTR_EXECUTION_PLAN_JSON_REPRESENTATION, CUDNN_TYPE_CHAR,
-		     (int64_t)jlen - 1, &cnt, json) ||
-	    cnt < 0)
-		cnt = 0;
-	json[cnt < (int64_t)jlen ? cnt : (int64_t)jlen - 1] = '\0';
-	for (char *p = json; *p; p++) /* one line, one field */
-		if (*p == '\t' || *p == '\n' || *p == '\r')
-			*p = ' ';
-	return plan;
-}
-
-/* Every result line of the sweep goes to out as
- *   SWEEP <dir> <variant> <candidate> engine=<e> ws_mib=<w> <ms> <TFLOP/s> <check> <json>
- * tab-separated; the fastest checked plan of each direction, and of each variant, follow. */
-struct sw_best {
-	double s;
-	char what[160];
-};
-
-static void sw_variant_run(struct sw_bufs *m, const struct sw_variant *v, double flops,
-			   double t_end, FILE *out, struct sw_best *best, int *tried, int *failed)
+/* The operation graph of variant flags (V_*) of the forward or backward at one shape,
+ * finalised: what graph_of builds before it makes the plans; NULL with the failed call in
+ * fail. Its descriptors are kept for the run. */
+cudnnBackendDescriptor_t lbc_cudnn_op_graph(int bwd, int b, int s, int nh, int nkv, int d,
+					    int flags, char *fail, size_t len)
 {
 	struct gb g;
-	struct shapes x = shapes_of(m->b, m->s, m->nh, m->nkv, m->d);
-	struct graph gr;
-	struct sw_cand c[SW_MAX_CFG];
+	struct shapes x = shapes_of(b, s, nh, nkv, d);
 	cudnnBackendDescriptor_t og;
-	uint64_t seen[SW_MAX_CFG]; /* hashes of the plans' JSON: each plan timed once */
-	int n = 0, nseen = 0;
-	int64_t best_engine = -1, count = 0, cnt = 0;
-	double vbest = -1;
 
 	memset(&g, 0, sizeof(g));
-	memset(&gr, 0, sizeof(gr));
 	g.uid = U_VIRTUAL;
-	g.what = v->bwd ? "backward" : "forward";
-	gr.scale = 1.0f / sqrtf((float)m->d);
-	gr.neginf = -INFINITY;
-	gr.one = 1.0f;
-	if (v->bwd)
-		build_bwd(&g, &x, m->nh != m->nkv, v->flags);
+	g.what = bwd ? "backward" : "forward";
+	if (bwd)
+		build_bwd(&g, &x, nh != nkv, flags);
 	else
-		build_fwd(&g, &x, v->flags);
+		build_fwd(&g, &x, flags);
 	og = make(&g, CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
 	set(&g, og, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &dnn.h);
 	set(&g, og, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, g.nops, g.ops);
 	fin(&g, og, "operation graph");
-	if (g.fail[0]) {
-		fprintf(out, "SWEEP\t%s\t%s\t-\t-\t-\t-\t-\tno graph: %s\t\n", g.what, v->name,
-			g.fail);
-		return;
-	}
-	n += sw_heur(og, CUDNN_HEUR_MODE_A, "A", 16, c, n, SW_MAX_CFG);
-	n += sw_heur(og, CUDNN_HEUR_MODE_B, "B", 16, c, n, SW_MAX_CFG);
-	n += sw_heur(og, CUDNN_HEUR_MODE_FALLBACK, "fallback", 8, c, n, SW_MAX_CFG);
-	if (dnn.bget(og, CUDNN_ATTR_OPERATIONGRAPH_ENGINE_GLOBAL_COUNT, CUDNN_TYPE_INT64, 1, &cnt,
-		     &count))
-		count = 0;
-	for (int64_t e = 0; e < count && n < SW_MAX_CFG; e++) {
-		cudnnBackendDescriptor_t eng = sw_engine(og, e);
-
-		if (eng && (c[n].cfg = sw_cfg(eng, -1, 0))) {
-			snprintf(c[n].label, sizeof(c[0].label), "engine %lld, default knobs",
-				 (long long)e);
-			n++;
-		}
-	}
-	/* the candidates, then (once) the knobs of the engine that was fastest */
-	for (int i = 0, knobs_done = 0; i < n || !knobs_done; i++) {
-		cudnnBackendDescriptor_t plan, vp;
-		char json[4096], check[48];
-		int64_t ws = 0, eng;
-		double t, err = 0;
-		int bad;
-
-		if (i >= n) { /* the knob pass: each knob of the best engine through its range */
-			cudnnBackendDescriptor_t e =
-			    best_engine >= 0 ? sw_engine(og, best_engine) : NULL;
-			cudnnBackendDescriptor_t info[CUDNN_KNOB_TYPE_COUNTS];
-			int64_t ninfo = 0;
-
-			knobs_done = 1;
-			if (!e)
-				break;
-			memset(info, 0, sizeof(info));
-			for (int k = 0; k < CUDNN_KNOB_TYPE_COUNTS; k++)
-				if (dnn.bcreate(CUDNN_BACKEND_KNOB_INFO_DESCRIPTOR, &info[k]))
-					info[k] = NULL;
-			if (dnn.bget(e, CUDNN_ATTR_ENGINE_KNOB_INFO, CUDNN_TYPE_BACKEND_DESCRIPTOR,
-				     CUDNN_KNOB_TYPE_COUNTS, &ninfo, info))
-				ninfo = 0;
-			for (int64_t k = 0; k < ninfo && n < SW_MAX_CFG; k++) {
-				cudnnBackendKnobType_t kt;
-				int64_t lo = 0, hi = -1, st = 1, cnt = 0, span;
-
-				if (!info[k] ||
-				    dnn.bget(info[k], CUDNN_ATTR_KNOB_INFO_TYPE,
-					     CUDNN_TYPE_KNOB_TYPE, 1, &cnt, &kt) ||
-				    dnn.bget(info[k], CUDNN_ATTR_KNOB_INFO_MINIMUM_VALUE,
-					     CUDNN_TYPE_INT64, 1, &cnt, &lo) ||
-				    dnn.bget(info[k], CUDNN_ATTR_KNOB_INFO_MAXIMUM_VALUE,
-					     CUDNN_TYPE_INT64, 1, &cnt, &hi) ||
-				    dnn.bget(info[k], CUDNN_ATTR_KNOB_INFO_STRIDE, CUDNN_TYPE_INT64,
-					     1, &cnt, &st))
-					continue;
-				if (st < 1)
-					st = 1;
-				span = (hi - lo) / st + 1; /* values lo, lo + st, ..., hi */
-				for (int64_t j = 0;
-				     j < span && j < SW_KNOB_VALUES && n < SW_MAX_CFG; j++) {
-					int64_t val =
-					    lo + (span <= SW_KNOB_VALUES
-						      ? j
-						      : j * (span - 1) / (SW_KNOB_VALUES - 1)) *
-						     st;
-
-					if (!(c[n].cfg = sw_cfg(e, (int)kt, val)))
-						continue;
-					snprintf(c[n].label, sizeof(c[0].label),
-						 "engine %lld, knob %d = %lld",
-						 (long long)best_engine, (int)kt, (long long)val);
-					n++;
-				}
-			}
-			for (int k = 0; k < CUDNN_KNOB_TYPE_COUNTS; k++)
-				if (info[k])
-					dnn.bdestroy(info[k]);
-			if (i >= n)
-				break;
-		}
-		if (lb_now_s() > t_end) {
-			fprintf(out, "SWEEP\t%s\t%s\t(the rest)\t-\t-\t-\t-\tskipped: time\t\n",
-				g.what, v->name);
-			break;
-		}
-		(*tried)++;
-		eng = sw_engine_of(c[i].cfg);
-		plan = sw_plan(c[i].cfg, &ws, json, sizeof(json));
-		if (!plan) {
-			(*failed)++;
-			continue;
-		}
-		if (json[0]) { /* the same plan through another list: timed once */
-			uint64_t h = 0xcbf29ce484222325ull;
-			int dup = 0;
-
-			for (const char *p = json; *p; p++)
-				h = (h ^ (unsigned char)*p) * 0x100000001b3ull;
-			for (int k = 0; k < nseen && !dup; k++)
-				dup = seen[k] == h;
-			if (dup) {
-				dnn.bdestroy(plan);
-				continue;
-			}
-			if (nseen < SW_MAX_CFG)
-				seen[nseen++] = h;
-		}
-		if ((uint64_t)ws > SW_WS_MAX ||
-		    ((size_t)ws > m->ws_bytes && (cudaFree(m->ws), m->ws = NULL, m->ws_bytes = 0,
-						  cudaMalloc(&m->ws, (size_t)ws) != cudaSuccess))) {
-			cudaGetLastError();
-			fprintf(out,
-				"SWEEP\t%s\t%s\t%s\tengine=%lld\tws_mib=%.0f\t-\t-\tskipped: "
-				"workspace\t%s\n",
-				g.what, v->name, c[i].label, (long long)eng, ws / 1048576.0, json);
-			dnn.bdestroy(plan);
-			continue;
-		}
-		if ((size_t)ws > m->ws_bytes)
-			m->ws_bytes = (size_t)ws;
-		vp = sw_vpack(m, v, &gr);
-		/* the outputs NaN first (all bits set): what a plan leaves unwritten fails */
-		if (v->bwd)
-			cudaMemsetAsync(m->dqkv, 0xff,
-					(size_t)m->b * m->s * (m->nh + 2 * m->nkv) * m->d *
-					    sizeof(act_t),
-					lbc_stream);
-		else if (cudaMemsetAsync(m->out, 0xff,
-					 (size_t)m->b * m->s * m->nh * m->d * sizeof(act_t),
-					 lbc_stream) == cudaSuccess)
-			cudaMemsetAsync(m->lse, 0xff, (size_t)m->b * m->nh * m->s * sizeof(float),
-					lbc_stream);
-		if (!vp || sw_exec(m, v, plan, vp) != CUDNN_STATUS_SUCCESS) {
-			cudaStreamSynchronize(lbc_stream);
-			cudaGetLastError();
-			(*failed)++;
-			snprintf(check, sizeof(check), "failed to run");
-			t = -1;
-		} else {
-			bad =
-			    v->bwd
-				? sw_check<act_t>(m, m->dqkv, m->dqkv_ref,
-						  (size_t)m->b * m->s * (m->nh + 2 * m->nkv) * m->d,
-						  1.0 / 32, 0, &err)
-				: sw_check<act_t>(m, m->out, m->out_ref,
-						  (size_t)m->b * m->s * m->nh * m->d, 1.0 / 64, 0,
-						  &err);
-			if (!v->bwd && !bad) {
-				double lerr = 0;
-
-				bad =
-				    sw_check<float>(m, m->lse, m->lse_ref,
-						    (size_t)m->b * m->nh * m->s, 1e-3, 1e-3, &lerr);
-				err = err > lerr ? err : lerr;
-			}
-			snprintf(check, sizeof(check), "%s (rel %.1e)", bad ? "WRONG" : "ok", err);
-			t = bad ? -1 : sw_time(m, v, plan, vp);
-		}
-		if (vp)
-			dnn.bdestroy(vp);
-		fprintf(out,
-			"SWEEP\t%s\t%s\t%s\tengine=%lld\tws_mib=%.0f\t%.4f\t%.1f\t%s\t%.300s\n",
-			g.what, v->name, c[i].label, (long long)eng, ws / 1048576.0,
-			t > 0 ? t * 1e3 : -1.0, t > 0 ? flops / t / 1e12 : -1.0, check, json);
-		fflush(out);
-		if (t > 0 && (vbest < 0 || t < vbest)) {
-			vbest = t;
-			best_engine = eng;
-		}
-		if (t > 0 && (best[v->bwd].s < 0 || t < best[v->bwd].s)) {
-			best[v->bwd].s = t;
-			snprintf(best[v->bwd].what, sizeof(best[0].what), "%s, %s (engine %lld)",
-				 v->name, c[i].label, (long long)eng);
-		}
-		dnn.bdestroy(plan);
-	}
-	for (int i = 0; i < n; i++)
-		if (c[i].cfg)
-			dnn.bdestroy(c[i].cfg);
-	fprintf(out, "VARIANT\t%s\t%s\t%.4f ms\t%.1f TFLOP/s\n", g.what, v->name,
-		vbest > 0 ? vbest * 1e3 : -1.0, vbest > 0 ? flops / vbest / 1e12 : -1.0);
-}
-
-/* Seconds per call of the trainer's own kernel (its tuned plan), -1 on failure. */
-static double sw_trainer_time(struct sw_bufs *m, int bwd)
-{
-	cudaEvent_t e0 = NULL, e1 = NULL;
-	double best = -1;
-	float ms;
-
-	if (cudaEventCreate(&e0) != cudaSuccess || cudaEventCreate(&e1) != cudaSuccess)
-		goto out;
-	for (int r = 0; r < SW_ROUNDS; r++) {
-		cudaEventRecord(e0, lbc_stream);
-		for (int i = 0; i < SW_RUNS; i++) {
-			if (bwd)
-				lbc_attn_cudnn_bwd(m->dqkv, m->scratch, m->dout, m->out_ref,
-						   m->lse_ref, m->qkv, m->b, m->s, m->nh, m->nkv,
-						   m->d);
-			else
-				lbc_attn_cudnn_fwd(m->out, m->lse, m->scratch, m->qkv, m->b, m->s,
-						   m->nh, m->nkv, m->d);
-		}
-		if (cudaEventRecord(e1, lbc_stream) != cudaSuccess ||
-		    cudaEventSynchronize(e1) != cudaSuccess ||
-		    cudaEventElapsedTime(&ms, e0, e1) != cudaSuccess)
-			goto out;
-		if (best < 0 || ms * 1e-3 / SW_RUNS < best)
-			best = ms * 1e-3 / SW_RUNS;
-	}
-out:
-	cudaGetLastError();
-	if (e0)
-		cudaEventDestroy(e0);
-	if (e1)
-		cudaEventDestroy(e1);
-	return best;
-}
-
-extern "C" int lb_cuda_cudnn_sweep(int b, int s, int nh, int nkv, int d, double max_s, FILE *out,
-				   double *trainer, double *best_tflops)
-{
-	const struct lb_ops *o = lb_ops_cuda();
-	size_t T = (size_t)b * s, qkv_n = T * (nh + 2 * nkv) * d, o_n = T * nh * d;
-	double fwd_flops = 4.0 * b * nh * (double)s * s * d / 2, bwd_flops = 2.5 * fwd_flops;
-	double t0 = lb_now_s(), tf, tb;
-	struct sw_best best[2];
-	struct sw_bufs m;
-	int tried = 0, failed = 0, rc = -1;
-
-	*trainer = *best_tflops = -1;
-	memset(&m, 0, sizeof(m));
-	m.b = b;
-	m.s = s;
-	m.nh = nh;
-	m.nkv = nkv;
-	m.d = d;
-	if (load()) {
-		fprintf(out, "SWEEP\terror\t%s\n", dnn.why);
-		return -1;
-	}
-	best[0].s = best[1].s = -1;
-	best[0].what[0] = best[1].what[0] = '\0';
-	if (cudaMalloc((void **)&m.qkv, qkv_n * sizeof(act_t)) != cudaSuccess ||
-	    cudaMalloc((void **)&m.dqkv, qkv_n * sizeof(act_t)) != cudaSuccess ||
-	    cudaMalloc((void **)&m.dqkv_ref, qkv_n * sizeof(act_t)) != cudaSuccess ||
-	    cudaMalloc((void **)&m.out, o_n * sizeof(act_t)) != cudaSuccess ||
-	    cudaMalloc((void **)&m.out_ref, o_n * sizeof(act_t)) != cudaSuccess ||
-	    cudaMalloc((void **)&m.dout, o_n * sizeof(act_t)) != cudaSuccess ||
-	    cudaMalloc((void **)&m.lse, (size_t)b * nh * s * sizeof(float)) != cudaSuccess ||
-	    cudaMalloc((void **)&m.lse_ref, (size_t)b * nh * s * sizeof(float)) != cudaSuccess ||
-	    cudaMalloc((void **)&m.scratch, lbc_attn_scratch(b, s, nh, d) * sizeof(float)) !=
-		cudaSuccess ||
-	    cudaMalloc((void **)&m.cmp, 2 * sizeof(unsigned)) != cudaSuccess) {
-		fprintf(out, "SWEEP\terror\tout of device memory for B=%d S=%d\n", b, s);
-		goto out_free;
-	}
-	o->fill_normal(m.qkv, qkv_n, LB_K_ACT, 7, 1, 1.0);
-	o->fill_normal(m.dout, o_n, LB_K_ACT, 7, 2, 1.0);
-	/* the reference: the trainer's own plans (tuned on their first call) */
-	lbc_attn_cudnn_fwd(m.out_ref, m.lse_ref, m.scratch, m.qkv, b, s, nh, nkv, d);
-	lbc_attn_cudnn_bwd(m.dqkv_ref, m.scratch, m.dout, m.out_ref, m.lse_ref, m.qkv, b, s, nh,
-			   nkv, d);
-	tf = sw_trainer_time(&m, 0);
-	tb = sw_trainer_time(&m, 1);
-	if (cudaStreamSynchronize(lbc_stream) != cudaSuccess)
-		goto out_free;
-	fprintf(out,
-		"TRAINER\tB=%d S=%d heads=%d kv-heads=%d D=%d\tforward %.4f ms %.1f TFLOP/s\t"
-		"backward %.4f ms %.1f TFLOP/s\tfwd+bwd %.1f TFLOP/s\tcuDNN %zu\n",
-		b, s, nh, nkv, d, tf * 1e3, fwd_flops / tf / 1e12, tb * 1e3, bwd_flops / tb / 1e12,
-		(fwd_flops + bwd_flops) / (tf + tb) / 1e12, dnn.version);
-	fflush(out);
-	if (tf > 0 && tb > 0)
-		*trainer = (fwd_flops + bwd_flops) / (tf + tb) / 1e12;
-	for (size_t i = 0; i < sizeof(sw_variants) / sizeof(sw_variants[0]); i++) {
-		/* the forwards first, and each direction a fair share of the time */
-		double share = t0 + max_s * (sw_variants[i].bwd ? 1.0 : 0.35);
-
-		sw_variant_run(&m, &sw_variants[i], sw_variants[i].bwd ? bwd_flops : fwd_flops,
-			       share, out, best, &tried, &failed);
-	}
-	fprintf(out, "BEST\tforward\t%.4f ms\t%.1f TFLOP/s\t%s\n", best[0].s * 1e3,
-		best[0].s > 0 ? fwd_flops / best[0].s / 1e12 : -1.0, best[0].what);
-	fprintf(out, "BEST\tbackward\t%.4f ms\t%.1f TFLOP/s\t%s\n", best[1].s * 1e3,
-		best[1].s > 0 ? bwd_flops / best[1].s / 1e12 : -1.0, best[1].what);
-	if (best[0].s > 0 && best[1].s > 0)
-		*best_tflops = (fwd_flops + bwd_flops) / (best[0].s + best[1].s) / 1e12;
-	if (best[0].s > 0 && best[1].s > 0)
-		fprintf(out,
-			"BEST\tfwd+bwd\t%.4f ms\t%.1f TFLOP/s\tthe trainer's plans: %.1f TFLOP/s; "
-			"%d plans tried, %d did not build or run, %.0f s\n",
-			(best[0].s + best[1].s) * 1e3,
-			(fwd_flops + bwd_flops) / (best[0].s + best[1].s) / 1e12,
-			(fwd_flops + bwd_flops) / (tf + tb) / 1e12, tried, failed, lb_now_s() - t0);
-	rc = 0;
-out_free:
-	cudaStreamSynchronize(lbc_stream);
-	cudaGetLastError();
-	cudaFree(m.qkv);
-	cudaFree(m.dqkv);
-	cudaFree(m.dqkv_ref);
-	cudaFree(m.out);
-	cudaFree(m.out_ref);
-	cudaFree(m.dout);
-	cudaFree(m.lse);
-	cudaFree(m.lse_ref);
-	cudaFree(m.scratch);
-	cudaFree(m.cmp);
-	cudaFree(m.ws);
-	cudaGetLastError();
-	return rc;
+	snprintf(fail, len, "%s", g.fail);
+	return g.fail[0] ? NULL : og;
 }
 
 #else /* built without cuDNN's headers */
@@ -1511,13 +822,5 @@ void lbc_attn_cudnn_bwd(void *dqkv, void *scratch, const void *dout, const void 
 			const void *lse, const void *qkv, int b, int s, int nh, int nkv, int d)
 {
 	NO_CUDNN;
-}
-
-extern "C" int lb_cuda_cudnn_sweep(int b, int s, int nh, int nkv, int d, double max_s, FILE *out,
-				   double *trainer, double *best)
-{
-	*trainer = *best = -1;
-	fprintf(out, "SWEEP\terror\tbuilt without cuDNN's headers (cudnn_graph.h)\n");
-	return -1;
 }
 #endif

@@ -1,9 +1,10 @@
 /*
  * What the CUDA backend's files share (the .cu files of harness/cuda): the stream every op is
- * enqueued on, the cuBLASLt handle, the error checks, the element types of each buffer kind, the
- * GEMM entry the matmul and the attention share, and the declarations of every op, so
- * ops_cuda.cu fills the table (harness/ops.h) from functions defined in one file per
- * operation (norm.cu, rope.cu, swiglu.cu, embed.cu, xent.cu, attention.cu).
+ * enqueued on, the error checks, the element types of each buffer kind, the GEMM entry the
+ * matmul and the attention share, and the declarations of every op, so ops_cuda.cu fills the
+ * table (harness/ops.h) from functions defined in one file per section of the table
+ * (memory.cu, gemm.cu, elementwise.cu, reduce.cu, adamw.cu) or per operation (norm.cu,
+ * rope.cu, swiglu.cu, embed.cu, xent.cu, attention.cu, attention_cudnn.cu).
  *
  * Types: LB_K_ACT buffers hold bf16 (act_t), LB_K_F32 float, LB_K_F64 double, LB_K_I32
  * int32. Every kernel accumulates in fp32 (reductions across blocks in fp64 where a test
@@ -64,15 +65,15 @@ const struct lb_ops *lbc_graph_begin(const void *key, size_t len);
 int lbc_graph_pause(void);
 void lbc_graph_resume(void);
 int lbc_graph_end(int ok);
-/* The table graph_begin returns on a replay (ops_cuda.cu): the cuda table's, with every
+/* The table graph_begin returns on a replay (graph.cu): the cuda table's, with every
  * op that only enqueues device work doing nothing while lbc_graph_skip() says so. */
 const struct lb_ops *lbc_replay_table(void);
 /* The main stream (the one segments are captured on and replayed on). */
 cudaStream_t lbc_main_stream(void);
 
-/* The backend's stream and cuBLASLt handle (ops_cuda.cu; valid after init). */
-extern cudaStream_t lbc_stream;
-extern cublasLtHandle_t lbc_lt;
+/* The stream every op is enqueued on now (ops_cuda.cu; valid after init): the backend's
+ * own, or the one use_stream switched to. */
+cudaStream_t lbc_stream(void);
 
 #define LBC_CHECK(call)                                                                            \
 	do {                                                                                       \
@@ -172,7 +173,7 @@ template <int VEC> static __device__ __forceinline__ void st_act(act_t *p, const
 }
 
 /*
- * The one GEMM entry (cuBLASLt; ops_cuda.cu): for i < batch,
+ * The one GEMM entry (cuBLASLt; gemm.cu): for i < batch,
  *   C_i (m, n) = alpha * op(A_i) op(B_i) + beta * C_i
  * row-major, A_i = a + i*stride_a elements, op(A) (m, k) stored (m, k) with leading dim lda
  * or, when ta, (k, m); B likewise (k, n) or, when tb, (n, k). A and B bf16; C bf16 or,
@@ -183,7 +184,43 @@ void lbc_gemm(void *c, int c_f32, const void *a, const void *b, int m, int n, in
 	      long long lda, long long ldb, long long ldc, long long stride_a, long long stride_b,
 	      long long stride_c, int batch, float alpha, float beta);
 
-/* --- the ops, one file each (signatures exactly as struct lb_ops) --- */
+/* --- the table's sections and ops, one file each (signatures exactly as struct lb_ops) --- */
+
+/* memory.cu */
+void *lbc_alloc(size_t n, enum lb_kind k);
+void lbc_free(void *p);
+void lbc_set_mem_limit(uint64_t bytes);
+void lbc_mem_stats(uint64_t *live, uint64_t *peak);
+void lbc_reset_peak(void);
+uint64_t lbc_device_mem_peak(void);
+void lbc_zero(void *p, size_t n, enum lb_kind k);
+void lbc_copy(void *dst, const void *src, size_t n, enum lb_kind k);
+void lbc_cast(void *dst, enum lb_kind dk, const void *src, enum lb_kind sk, size_t n);
+void lbc_fill_normal(void *p, size_t n, enum lb_kind k, uint64_t seed, int key, double std);
+void lbc_write(void *dst, const double *src, size_t n, enum lb_kind k);
+void lbc_read(double *dst, const void *src, size_t n, enum lb_kind k);
+void lbc_write_i32(int32_t *dst, const int32_t *src, size_t n);
+/* gemm.cu */
+void lbc_matmul(void *c, const void *a, const void *b, int m, int n, int k, int ta, int tb,
+		double alpha, int accumulate, int c_f32);
+void lbc_matmul_add(void *out, const void *a, const void *b, const void *addend, int m, int n,
+		    int k, int ta, int tb);
+/* elementwise.cu */
+void lbc_add(void *out, const void *a, const void *b, size_t n);
+void lbc_acc(void *y, const void *x, size_t n);
+void lbc_scale(void *x, double s, size_t n);
+/* reduce.cu */
+void lbc_sum_acc(void *acc, const void *x, size_t n);
+void lbc_sum_sq_acc(void *acc, const void *x, size_t n);
+double lbc_sum(const void *x, size_t n);
+double lbc_sum_sq(const void *x, size_t n);
+/* adamw.cu */
+void lbc_adamw(void *param, void *master, const void *grad, void *m, void *v, size_t n, double lr,
+	       double b1, double b2, double eps, double wd, int step, double grad_scale);
+void lbc_adamw_scalars(void *sc, int step, double b1, double b2, double grad_scale);
+void lbc_clip_scale(void *sc, const void *sq, double clip);
+void lbc_adamw_dev(void *param, void *master, const void *grad, void *m, void *v, size_t n,
+		   double lr, double b1, double b2, double eps, double wd, const void *sc);
 
 /* norm.cu */
 void lbc_rmsnorm_fwd(void *y, void *rstd, const void *x, const void *w, int t, int h);
@@ -229,7 +266,7 @@ void lbc_attn_cudnn_fwd(void *out, void *lse, void *scratch, const void *qkv, in
 void lbc_attn_cudnn_bwd(void *dqkv, void *scratch, const void *dout, const void *out,
 			const void *lse, const void *qkv, int b, int s, int nh, int nkv, int d);
 /* The backend's shared workspace (the GEMMs' and cuDNN's plans', on the one stream), grown to
- * at least bytes if it is smaller (ops_cuda.cu; counted by the allocator). */
+ * at least bytes if it is smaller (memory.cu; counted by the allocator). */
 void *lbc_workspace(size_t bytes);
 
 #endif

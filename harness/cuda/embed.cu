@@ -209,10 +209,10 @@ void lbc_embed_fwd(void *out, const void *table, const int32_t *tokens, int t, i
 	if (t <= 0 || h <= 0)
 		return;
 	if (h % 8 == 0 && aligned(out, 16) && aligned(table, 16))
-		embed_fwd_row_kernel<<<t, embed_threads(h), 0, lbc_stream>>>(
+		embed_fwd_row_kernel<<<t, embed_threads(h), 0, lbc_stream()>>>(
 		    (act_t *)out, (const act_t *)table, tokens, h, v0, v);
 	else
-		embed_fwd_kernel<<<lbc_blocks(n, 256), 256, 0, lbc_stream>>>(
+		embed_fwd_kernel<<<lbc_blocks(n, 256), 256, 0, lbc_stream()>>>(
 		    (act_t *)out, (const act_t *)table, tokens, h, v0, v, n);
 	LBC_LAUNCHED();
 }
@@ -225,14 +225,14 @@ void lbc_embed_bwd(void *dtable, const void *dout, const int32_t *tokens, int t,
 	if (t <= 0 || h <= 0 || v <= 0)
 		return;
 	if (t <= EMBED_SCAN_MAX_T && h % 8 == 0 && aligned(dtable, 16) && aligned(dout, 16))
-		embed_bwd_row_kernel<<<t, embed_threads(h), 0, lbc_stream>>>(
+		embed_bwd_row_kernel<<<t, embed_threads(h), 0, lbc_stream()>>>(
 		    (float *)dtable, (const act_t *)dout, tokens, t, h, v0, v,
 		    t % 4 == 0 && aligned(tokens, 16));
 	else if (h % 4 == 0 && aligned(dtable, 16) && aligned(dout, 8))
-		embed_bwd_kernel<4><<<lbc_blocks(n / 4, 256), 256, 0, lbc_stream>>>(
+		embed_bwd_kernel<4><<<lbc_blocks(n / 4, 256), 256, 0, lbc_stream()>>>(
 		    (float *)dtable, (const act_t *)dout, tokens, h, v0, v, n / 4);
 	else
-		embed_bwd_kernel<1><<<lbc_blocks(n, 256), 256, 0, lbc_stream>>>(
+		embed_bwd_kernel<1><<<lbc_blocks(n, 256), 256, 0, lbc_stream()>>>(
 		    (float *)dtable, (const act_t *)dout, tokens, h, v0, v, n);
 	LBC_LAUNCHED();
 }

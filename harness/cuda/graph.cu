@@ -214,7 +214,7 @@ static int begin_capture(void)
 {
 	cudaError_t e;
 
-	if (lbc_stream != G.stream) {
+	if (lbc_stream() != G.stream) {
 		note("the stream changed inside the segment");
 		return -1;
 	}
@@ -267,7 +267,7 @@ static void launch(const char *where)
 
 	if (G.next >= G.cur->n)
 		fatal("the replay has more pauses than its capture", where);
-	if (lbc_stream != G.stream)
+	if (lbc_stream() != G.stream)
 		fatal("the stream changed inside the segment", where);
 	x = G.cur->piece[G.next++];
 	if (x)
@@ -287,7 +287,7 @@ const struct lb_ops *lbc_graph_begin(const void *key, size_t len)
 	G.depth = G.next = G.pauses = G.broken = G.drop = 0;
 	G.why[0] = '\0';
 	G.stream = lbc_main_stream();
-	if (s->off || lbc_stream != G.stream) {
+	if (s->off || lbc_stream() != G.stream) {
 		G.mode = G_EAGER;
 		return lb_ops_cuda();
 	}
@@ -424,4 +424,70 @@ int lbc_graph_end(int ok)
 	default:
 		return LB_GRAPH_EAGER;
 	}
+}
+
+/*
+ * The replay table (graph.cu): the cuda table with each member that only enqueues device
+ * work replaced by a stub that calls the cuda table's member unless a segment is being
+ * replayed outside its pauses, when the graphs already hold that work. The members that
+ * return a value, wait, move host data or pick streams stay the cuda table's (each of
+ * those refuses to run inside a segment outside a pause: lbc_graph_guard).
+ */
+template <typename T, T M> struct replay_stub;
+template <typename... A, void (*lb_ops::*M)(A...)> struct replay_stub<void (*lb_ops::*)(A...), M> {
+	static void fn(A... a)
+	{
+		if (!lbc_graph_skip())
+			(lb_ops_cuda()->*M)(a...);
+	}
+};
+#define REPLAY_STUB(t, name) ((t).name = replay_stub<decltype(&lb_ops::name), &lb_ops::name>::fn)
+
+static struct lb_ops replay_table(void)
+{
+	struct lb_ops t = *lb_ops_cuda();
+
+	REPLAY_STUB(t, zero);
+	REPLAY_STUB(t, copy);
+	REPLAY_STUB(t, cast);
+	REPLAY_STUB(t, fill_normal);
+	REPLAY_STUB(t, matmul);
+	REPLAY_STUB(t, matmul_add);
+	REPLAY_STUB(t, rmsnorm_fwd);
+	REPLAY_STUB(t, rmsnorm_bwd);
+	REPLAY_STUB(t, rmsnorm_unfused_fwd);
+	REPLAY_STUB(t, rmsnorm_unfused_bwd);
+	REPLAY_STUB(t, rope_fwd);
+	REPLAY_STUB(t, rope_bwd);
+	REPLAY_STUB(t, attn_naive_fwd);
+	REPLAY_STUB(t, attn_fused_fwd);
+	REPLAY_STUB(t, attn_probs_bwd);
+	REPLAY_STUB(t, attn_flash_fwd);
+	REPLAY_STUB(t, attn_flash_bwd);
+	REPLAY_STUB(t, attn_cudnn_fwd);
+	REPLAY_STUB(t, attn_cudnn_bwd);
+	REPLAY_STUB(t, swiglu_fwd);
+	REPLAY_STUB(t, swiglu_bwd);
+	REPLAY_STUB(t, embed_fwd);
+	REPLAY_STUB(t, embed_bwd);
+	REPLAY_STUB(t, xent_max);
+	REPLAY_STUB(t, xent_sum);
+	REPLAY_STUB(t, xent_grad);
+	REPLAY_STUB(t, adamw);
+	REPLAY_STUB(t, add);
+	REPLAY_STUB(t, acc);
+	REPLAY_STUB(t, scale);
+	REPLAY_STUB(t, sum_acc);
+	REPLAY_STUB(t, sum_sq_acc);
+	REPLAY_STUB(t, adamw_scalars);
+	REPLAY_STUB(t, clip_scale);
+	REPLAY_STUB(t, adamw_dev);
+	return t;
+}
+
+const struct lb_ops *lbc_replay_table(void)
+{
+	static const struct lb_ops table = replay_table();
+
+	return &table;
 }

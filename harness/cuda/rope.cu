@@ -129,14 +129,14 @@ static void rope(void *x, const void *cs, int t, int s, int stride, int nheads, 
 		if (threads > 1024)
 			threads = 1024;
 		blocks = t < 65535 * 32 ? (unsigned)t : 65535u * 32u;
-		rope_vec_kernel<ROPE_U><<<blocks, threads, 0, lbc_stream>>>(
+		rope_vec_kernel<ROPE_U><<<blocks, threads, 0, lbc_stream()>>>(
 		    (act_t *)x, (const float *)cs, t, s, stride, nheads, d, sign);
 	} else if (stride % 2 == 0 && d % 2 == 0 && ((uintptr_t)x & 3u) == 0) {
-		rope_kernel<true><<<blocks, 256, 0, lbc_stream>>>((act_t *)x, (const float *)cs, s,
-								  stride, nheads, d, npairs, sign);
+		rope_kernel<true><<<blocks, 256, 0, lbc_stream()>>>(
+		    (act_t *)x, (const float *)cs, s, stride, nheads, d, npairs, sign);
 	} else {
-		rope_kernel<false><<<blocks, 256, 0, lbc_stream>>>((act_t *)x, (const float *)cs, s,
-								   stride, nheads, d, npairs, sign);
+		rope_kernel<false><<<blocks, 256, 0, lbc_stream()>>>(
+		    (act_t *)x, (const float *)cs, s, stride, nheads, d, npairs, sign);
 	}
 	LBC_LAUNCHED();
 }

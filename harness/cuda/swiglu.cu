@@ -74,10 +74,10 @@ void lbc_swiglu_fwd(void *out, const void *gu, int t, int f)
 	if (t <= 0 || f <= 0)
 		return;
 	if (f % 8 == 0 && aligned16(out) && aligned16(gu))
-		swiglu_fwd_kernel<8><<<lbc_blocks(n / 8, 256), 256, 0, lbc_stream>>>(
+		swiglu_fwd_kernel<8><<<lbc_blocks(n / 8, 256), 256, 0, lbc_stream()>>>(
 		    (act_t *)out, (const act_t *)gu, f, n / 8);
 	else
-		swiglu_fwd_kernel<1><<<lbc_blocks(n, 256), 256, 0, lbc_stream>>>(
+		swiglu_fwd_kernel<1><<<lbc_blocks(n, 256), 256, 0, lbc_stream()>>>(
 		    (act_t *)out, (const act_t *)gu, f, n);
 	LBC_LAUNCHED();
 }
@@ -89,10 +89,10 @@ void lbc_swiglu_bwd(void *dgu, const void *dout, const void *gu, int t, int f)
 	if (t <= 0 || f <= 0)
 		return;
 	if (f % 8 == 0 && aligned16(dgu) && aligned16(dout) && aligned16(gu))
-		swiglu_bwd_kernel<8><<<lbc_blocks(n / 8, 256), 256, 0, lbc_stream>>>(
+		swiglu_bwd_kernel<8><<<lbc_blocks(n / 8, 256), 256, 0, lbc_stream()>>>(
 		    (act_t *)dgu, (const act_t *)dout, (const act_t *)gu, f, n / 8);
 	else
-		swiglu_bwd_kernel<1><<<lbc_blocks(n, 256), 256, 0, lbc_stream>>>(
+		swiglu_bwd_kernel<1><<<lbc_blocks(n, 256), 256, 0, lbc_stream()>>>(
 		    (act_t *)dgu, (const act_t *)dout, (const act_t *)gu, f, n);
 	LBC_LAUNCHED();
 }

@@ -142,10 +142,10 @@ void lbc_xent_max(void *rowmax, const void *logits, int t, int v)
 	if (t <= 0 || v <= 0)
 		return;
 	if (vec8(logits, v))
-		xent_max_kernel<8><<<t, row_threads(v, 8), 0, lbc_stream>>>(
+		xent_max_kernel<8><<<t, row_threads(v, 8), 0, lbc_stream()>>>(
 		    (float *)rowmax, (const act_t *)logits, v);
 	else
-		xent_max_kernel<1><<<t, row_threads(v, 1), 0, lbc_stream>>>(
+		xent_max_kernel<1><<<t, row_threads(v, 1), 0, lbc_stream()>>>(
 		    (float *)rowmax, (const act_t *)logits, v);
 	LBC_LAUNCHED();
 }
@@ -156,11 +156,11 @@ void lbc_xent_sum(void *sumexp, void *tgt, const void *logits, const void *rowma
 	if (t <= 0 || v <= 0)
 		return;
 	if (vec8(logits, v))
-		xent_sum_kernel<8><<<t, row_threads(v, 8), 0, lbc_stream>>>(
+		xent_sum_kernel<8><<<t, row_threads(v, 8), 0, lbc_stream()>>>(
 		    (float *)sumexp, (float *)tgt, (const act_t *)logits, (const float *)rowmax,
 		    targets, v, v0);
 	else
-		xent_sum_kernel<1><<<t, row_threads(v, 1), 0, lbc_stream>>>(
+		xent_sum_kernel<1><<<t, row_threads(v, 1), 0, lbc_stream()>>>(
 		    (float *)sumexp, (float *)tgt, (const act_t *)logits, (const float *)rowmax,
 		    targets, v, v0);
 	LBC_LAUNCHED();
@@ -172,11 +172,11 @@ void lbc_xent_grad(void *logits, void *losses, const void *rowmax, const void *s
 	if (t <= 0 || v <= 0)
 		return;
 	if (vec8(logits, v))
-		xent_grad_kernel<8><<<t, row_threads(v, 8), 0, lbc_stream>>>(
+		xent_grad_kernel<8><<<t, row_threads(v, 8), 0, lbc_stream()>>>(
 		    (act_t *)logits, (float *)losses, (const float *)rowmax, (const float *)sumexp,
 		    (const float *)tgt, targets, v, v0, (float)scale);
 	else
-		xent_grad_kernel<1><<<t, row_threads(v, 1), 0, lbc_stream>>>(
+		xent_grad_kernel<1><<<t, row_threads(v, 1), 0, lbc_stream()>>>(
 		    (act_t *)logits, (float *)losses, (const float *)rowmax, (const float *)sumexp,
 		    (const float *)tgt, targets, v, v0, (float)scale);
 	LBC_LAUNCHED();

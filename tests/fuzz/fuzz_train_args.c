@@ -6,9 +6,9 @@
  */
 // clang-format off
 // fuzz-sources: harness/train.c harness/train_args.c harness/train_step.c harness/model.c
-// fuzz-sources: harness/ops_cpu.c harness/optim.c harness/data.c harness/trainlog.c
-// fuzz-sources: harness/pipe.c harness/comm_self.c harness/comm_common.c harness/comm_shm.c
-// fuzz-sources: harness/launch.c harness/gradsync.c harness/bootstrap.c harness/pipestream.c
+// fuzz-sources: harness/ops_cpu.c harness/registry.c harness/optim.c harness/data.c harness/trainlog.c
+// fuzz-sources: harness/pipe.c harness/comm/*.c
+// fuzz-sources: harness/launch.c harness/gradsync.c harness/pipestream.c
 // fuzz-sources: common/layout.c common/preset.c common/cmdline.c common/model.c common/pipeline.c
 // fuzz-sources: common/util.c common/version.c
 // fuzz-libs: -lm -ldl

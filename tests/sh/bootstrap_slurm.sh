@@ -1,7 +1,7 @@
 #!/bin/sh
 # The multi-node bootstrap's PMI2 way under real Slurm: `srun --mpi=pmi2 -n 3` starts
 # test_bootstrap as three tasks, and every task gets task 0's bytes through Slurm's PMI2
-# key-value space (harness/bootstrap.h); the file way is tested by test_bootstrap itself.
+# key-value space (harness/comm/bootstrap.h); the file way is tested by test_bootstrap itself.
 # Skips (77) unless LB_SLURM_TESTS=1 and slurmctld answers (scripts/slurm-local.sh
 # start). Needs libpmi2.so.0 (libpmi2-0-dev, which scripts/slurm-local.sh installs) and
 # Slurm's mpi/pmi2 plugin (slurm-wlm-basic-plugins).

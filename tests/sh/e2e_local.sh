@@ -42,7 +42,7 @@ DB="$W/e2e.db"
 RUNS="$W/runs"
 fail=0
 bad() { echo "FAIL: $*"; fail=1; }
-q() { sqlite3 "$DB" "$1"; }
+q() { sqlite3 -cmd ".timeout 10000" "$DB" "$1"; } # a worker may hold a write lock a moment
 T0=$(date +%s)
 lap() { echo "  ($(($(date +%s) - T0)) s) $*"; }
 SUB="--executor $EXECUTOR --db $DB --runs $RUNS --slots 8"

@@ -18,7 +18,7 @@ trap '"$LB" cancel --db "$W/s.db" >/dev/null 2>&1; rm -rf "$W"' EXIT
 cd "$W" || exit 1
 fail=0
 bad() { echo "FAIL: $*"; fail=1; }
-q() { sqlite3 "$W/s.db" "$1"; }
+q() { sqlite3 -cmd ".timeout 10000" "$W/s.db" "$1"; } # the local worker may hold a write lock a moment
 SUB="--executor local --db $W/s.db --runs $W/runs"
 
 # spec NAME: one tiny single-rank layout that trains for long

@@ -5,7 +5,11 @@
 # the other flags unchanged); the summary line and the JSON name the recipe, the SDPA
 # backend and MFU without the input embedding lookup; the FLOP counts are docs/flops.md's
 # (the H200 cut: 5.4% less without the embedding at seq 2048; tied: the same); the SDPA
-# backend is read off a profile's event names. Training itself needs a GPU (bench/gpu).
+# backend is read off a profile's event names; every in-place write into the model's own
+# parameters (the bf16 recipe's copy of the masters back) runs under torch.no_grad(), where
+# autograd allows it (found by reading the code: a copy outside it failed on the GPU with
+# "a leaf Variable that requires grad is being used in an in-place operation"). Training
+# itself needs a GPU (bench/gpu).
 set -u
 command -v python3 >/dev/null 2>&1 || { echo "skip: no python3"; exit 77; }
 tmp=$(mktemp -d) || exit 1
@@ -90,6 +94,28 @@ check(pt.sdpa_backend_of(["aten::_scaled_dot_product_efficient_attention"]) == "
 check(pt.sdpa_backend_of(["aten::_scaled_dot_product_attention_math"]) == "math", "math")
 check(pt.sdpa_backend_of(["aten::mm", "void flash_fwd_kernel<...>"]) is None, "no SDPA op")
 check(pt.json_safe({"x": float("nan")}) == {"x": None}, "json_safe")
+
+# in-place copies into the parameters happen inside a `with torch.no_grad():` block
+import ast
+tree = ast.parse(open("bench/peer_torch.py").read())
+parents = {}
+for node in ast.walk(tree):
+    for child in ast.iter_child_nodes(node):
+        parents[child] = node
+def under_no_grad(node):
+    while node in parents:
+        node = parents[node]
+        if isinstance(node, ast.With) and any(
+                "no_grad" in ast.unparse(item.context_expr) for item in node.items):
+            return True
+    return False
+copies = [n for n in ast.walk(tree) if isinstance(n, ast.Call)
+          and ast.unparse(n.func) in ("torch._foreach_copy_",)
+          and n.args and ast.unparse(n.args[0]) == "params"]
+check(len(copies) >= 1, "the bf16 recipe copies its masters back into params")
+for n in copies:
+    check(under_no_grad(n), "line %d: an in-place copy into params outside torch.no_grad()"
+          % n.lineno)
 if fail:
     print("\n".join("FAIL: " + f for f in fail))
     sys.exit(1)

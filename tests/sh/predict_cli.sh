@@ -60,18 +60,19 @@ grep -q "error: --top needs step-time predictions" "$tmp/err" || bad "top cpu: $
 [ $? = 2 ] || bad "submit --machine without --top is not a usage error"
 
 # ---- report --figure predicted on the published H200 runs
-"$LB" collect --db "$tmp/h.db" --sweep h200-1gpu docs/results/h200 >/dev/null 2>&1 || bad "collect"
+"$LB" collect --db "$tmp/h.db" --sweep h200-1gpu docs/results/h200/runs docs/results/h200/healthy/runs \
+	docs/results/h200/cudnn/runs docs/results/h200/memory/runs >/dev/null 2>&1 || bad "collect"
 "$LB" report --db "$tmp/h.db" --sweep h200-1gpu --figure predicted >"$tmp/pred.md" 2>"$tmp/err" ||
 	bad "report --figure predicted: $(cat "$tmp/err")"
-grep -q '^| h200-1gpu | h200 | 161 | 161 | 0 | ' "$tmp/pred.md" || bad "predicted scores: $(grep '^| h200-1gpu | h200' "$tmp/pred.md")"
-[ "$(grep -c '^| h200-1gpu | [0-9a-f]\{16\} |' "$tmp/pred.md")" = 161 ] || bad "not every run listed"
-grep -q '^h200-1gpu: runs whose loss rose (diverged): 147 shown (no healthy run of their layout), 14 left out' "$tmp/pred.md" ||
+grep -q '^| h200-1gpu | h200 | 174 | 174 | 0 | ' "$tmp/pred.md" || bad "predicted scores: $(grep '^| h200-1gpu | h200' "$tmp/pred.md")"
+[ "$(grep -c '^| h200-1gpu | [0-9a-f]\{16\} |' "$tmp/pred.md")" = 174 ] || bad "not every run listed"
+grep -q '^h200-1gpu: runs whose loss rose (diverged): 128 shown (no healthy run of their layout), 33 left out' "$tmp/pred.md" ||
 	bad "the diverged runs are not counted"
 "$LB" report --db "$tmp/h.db" --sweep h200-1gpu --figure predicted --format csv >"$tmp/pred.csv" 2>/dev/null ||
 	bad "report --figure predicted --format csv"
 head -n 1 "$tmp/pred.csv" | grep -q '^sweep,machine,layout_id,label,micro_batch,tp,pp,dp,sequence_parallel,checkpointing,attention,norm,measured_step_s,predicted_step_s,relative_error$' ||
 	bad "csv header: $(head -n 1 "$tmp/pred.csv")"
-[ "$(wc -l <"$tmp/pred.csv")" = 162 ] || bad "csv rows: $(wc -l <"$tmp/pred.csv")"
+[ "$(wc -l <"$tmp/pred.csv")" = 175 ] || bad "csv rows: $(wc -l <"$tmp/pred.csv")"
 "$LB" report --db "$tmp/h.db" --figure predicted --format html --out "$tmp/rep" >/dev/null 2>"$tmp/err" ||
 	bad "report --figure predicted --format html: $(cat "$tmp/err")"
 if command -v gnuplot >/dev/null || [ -n "${LB_GNUPLOT:-}" ]; then

@@ -1,10 +1,12 @@
 #!/bin/sh
 # The published H200 results never drift from the code that reads them: the run logs in
-# docs/results/h200/runs are collected into a fresh database and the report regenerated
-# from them must equal docs/results/h200/report.md, the tables of the published page
+# docs/results/h200/runs (the lr 3e-3 grid, diverged) and docs/results/h200/healthy/runs
+# (its lr 1e-4 re-run) are collected into a fresh database and the reports regenerated
+# from them must equal docs/results/h200/report.md (diverged runs left out) and
+# report-all.md (kept and marked), the tables of the published page
 # docs/results/h200/report/report.html must equal those of a fresh page (the plots, drawn
-# by whatever gnuplot is installed, are left out of the comparison), and the headline numbers quoted in
-# docs/results/h200/README.md and docs/performance.md must come out of the views; likewise
+# by whatever gnuplot is installed, are left out of the comparison), and every MFU of the
+# tables of docs/results/h200/README.md must come out of the views from a healthy run; likewise
 # the runs of cuDNN's attention in docs/results/h200/cudnn and the MFU its README quotes.
 # Regenerate after a deliberate change with LB_UPDATE_GOLDEN=1 (then read the diff).
 set -u
@@ -16,10 +18,10 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail=0
 . tests/sh/lib/golden.sh
-"$LB" collect --db "$tmp/r.db" "$D/runs" >"$tmp/collect.out" 2>&1 ||
+"$LB" collect --db "$tmp/r.db" "$D/runs" "$D/healthy/runs" >"$tmp/collect.out" 2>&1 ||
 	{ cat "$tmp/collect.out"; echo "FAIL: collect"; exit 1; }
-grep -q "162 new runs.*0 warnings, 0 errors" "$tmp/collect.out" ||
-	{ cat "$tmp/collect.out"; echo "FAIL: collect did not take all 162 runs cleanly"; fail=1; }
+grep -q "194 new runs.*0 warnings, 0 errors" "$tmp/collect.out" ||
+	{ cat "$tmp/collect.out"; echo "FAIL: collect did not take all 194 runs cleanly"; fail=1; }
 # the runs of cuDNN's attention, started by hand, are layouts of the same grid: those whose
 # layout has no job-script run in runs/ would be filed under the grid (a job-script run of the
 # layout supersedes them there); every one of them now has one
@@ -32,26 +34,29 @@ if [ $# -gt 0 ]; then
 	"$LB" collect --db "$tmp/r.db" --sweep h200-1gpu "$@" >"$tmp/collect-c1.out" 2>&1 ||
 		{ cat "$tmp/collect-c1.out"; echo "FAIL: collect cudnn into the grid"; exit 1; }
 fi
-# the published grid trained at lr 3e-3 and its loss rose: every run is diverged, which the
-# report leaves out unless told to keep (and mark) them; the published report keeps them
+# the grid first trained at lr 3e-3 and its loss rose: those 162 runs are diverged, which the
+# report leaves out unless told to keep (and mark) them; the 32 layouts re-run at lr 1e-4 are
+# ok. report.md is the default report (healthy runs), report-all.md keeps and marks the rest
 h=$("$LB" sql --db "$tmp/r.db" --format tsv "SELECT group_concat(health || ' ' || n, ', ') FROM
-	(SELECT health, count(*) AS n FROM run_summary WHERE sweep = 'h200-1gpu' GROUP BY health)" |
-	tail -n 1)
-[ "$h" = "diverged 162" ] || { echo "FAIL: the grid's runs are '$h', want 'diverged 162'"; fail=1; }
-"$LB" report --db "$tmp/r.db" --sweep h200-1gpu --figure kernels >"$tmp/left.md" ||
-	{ echo "FAIL: report without --keep-diverged"; fail=1; }
-grep -q '^162 diverged runs left out' "$tmp/left.md" && grep -q '| DIVERGED |' "$tmp/left.md" ||
-	{ cat "$tmp/left.md"; echo "FAIL: the report does not leave the diverged runs out"; fail=1; }
-"$LB" report --db "$tmp/r.db" --sweep h200-1gpu --keep-diverged --figure all --format md \
-	>"$tmp/report.md" || { echo "FAIL: report"; exit 1; }
+	(SELECT health, count(*) AS n FROM run_summary WHERE sweep = 'h200-1gpu' GROUP BY health
+	 ORDER BY health)" | tail -n 1)
+[ "$h" = "diverged 162, ok 32" ] ||
+	{ echo "FAIL: the grid's runs are '$h', want 'diverged 162, ok 32'"; fail=1; }
+"$LB" report --db "$tmp/r.db" --sweep h200-1gpu --figure all --format md >"$tmp/report.md" ||
+	{ echo "FAIL: report"; exit 1; }
+grep -q '^162 diverged runs left out' "$tmp/report.md" ||
+	{ echo "FAIL: the report does not say it left the 162 diverged runs out"; fail=1; }
 golden "$D/report.md" "$tmp/report.md" "the report from the published runs"
+"$LB" report --db "$tmp/r.db" --sweep h200-1gpu --keep-diverged --figure all --format md \
+	>"$tmp/report-all.md" || { echo "FAIL: report --keep-diverged"; exit 1; }
+golden "$D/report-all.md" "$tmp/report-all.md" "the report with the diverged runs kept and marked"
 if [ "${LB_UPDATE_GOLDEN:-0}" = 1 ]; then
-	"$LB" report --db "$tmp/r.db" --sweep h200-1gpu --keep-diverged --figure all --format html \
+	"$LB" report --db "$tmp/r.db" --sweep h200-1gpu --figure all --format html \
 		--out "$D/report" || { echo "FAIL: report --format html"; exit 1; }
 fi
 # the page without its plots: each <div class="plot"> ... </div> dropped
 tables() { awk '/^<div class="plot">$/ { skip = 1; next } skip && /^<\/div>$/ { skip = 0; next } !skip' "$1"; }
-LB_GNUPLOT=/nonexistent "$LB" report --db "$tmp/r.db" --sweep h200-1gpu --keep-diverged --figure all \
+LB_GNUPLOT=/nonexistent "$LB" report --db "$tmp/r.db" --sweep h200-1gpu --figure all \
 	--format html >"$tmp/report.html" 2>/dev/null || { echo "FAIL: report --format html"; fail=1; }
 grep -q '<svg' "$D/report/report.html" || { echo "FAIL: $D/report/report.html has no plots"; fail=1; }
 tables "$D/report/report.html" >"$tmp/published.tables"
@@ -60,185 +65,59 @@ if ! diff -u "$tmp/published.tables" "$tmp/fresh.tables"; then
 	echo "FAIL: the tables of $D/report/report.html differ from the runs' (LB_UPDATE_GOLDEN=1 regenerates it)"
 	fail=1
 fi
-# the quoted figures: MFU % by layout (seq, micro-batch, checkpointing, attention, norm)
+# the tables of docs/results/h200/README.md: MFU % by the paper's count and without the input
+# embedding, from the healthy run of each layout (health ok), by seq, micro-batch,
+# checkpointing, attention, norm; each must also be shown in that README
 q() {
-	"$LB" sql --db "$tmp/r.db" --format tsv "SELECT printf('%.1f', 100 * max(mfu)) FROM run_summary
-		WHERE sweep = 'h200-1gpu' AND seq_len = $1 AND micro_batch = $2 AND
-		checkpointing = '$3' AND attention = '$4' AND norm = '$5'" | tail -n 1
+	"$LB" sql --db "$tmp/r.db" --format tsv "SELECT printf('%.1f / %.1f', 100 * max(mfu),
+		100 * max(mfu_no_embed)) FROM run_summary WHERE sweep = 'h200-1gpu' AND health = 'ok' AND
+		seq_len = $1 AND micro_batch = $2 AND checkpointing = '$3' AND attention = '$4' AND
+		norm = '$5'" | tail -n 1
 }
-want() { # value seq mbs ckpt attn norm
-	got=$(q "$2" "$3" "$4" "$5" "$6")
-	[ "$got" = "$1" ] || { echo "FAIL: MFU of $2/$3/$4/$5/$6 is $got, the docs say $1"; fail=1; }
+want() { # mfu mfu_no_embed seq mbs ckpt attn norm
+	got=$(q "$3" "$4" "$5" "$6" "$7")
+	[ "$got" = "$1 / $2" ] || { echo "FAIL: MFU of $3/$4/$5/$6/$7 is $got, the docs say $1 / $2"; fail=1; }
+	grep -qF "$1 / $2 (" "$D/README.md" || { echo "FAIL: $D/README.md does not show $1 / $2"; fail=1; }
 }
-# every layout of the grid measured (README tables; report.md): MFU %, seq, micro-batch,
-# checkpointing, attention, norm
-while read -r v s m c a n; do
-	want "$v" "$s" "$m" "$c" "$a" "$n"
+while read -r v e s m c a n; do
+	want "$v" "$e" "$s" "$m" "$c" "$a" "$n"
 done <<EOF
-49.4 2048 1 full cudnn fused
-48.1 2048 1 full cudnn unfused
-46.1 2048 1 full flash fused
-45.1 2048 1 full flash unfused
-45.8 2048 1 full fused_softmax fused
-44.3 2048 1 full fused_softmax unfused
-43.4 2048 1 full naive fused
-41.8 2048 1 full naive unfused
-64.3 2048 1 none cudnn fused
-61.9 2048 1 none cudnn unfused
-59.7 2048 1 none flash fused
-57.3 2048 1 none flash unfused
-59.8 2048 1 none fused_softmax fused
-57.0 2048 1 none fused_softmax unfused
-57.5 2048 1 none naive fused
-54.9 2048 1 none naive unfused
-63.3 2048 1 selective cudnn fused
-61.3 2048 1 selective cudnn unfused
-58.2 2048 1 selective flash fused
-56.7 2048 1 selective flash unfused
-56.7 2048 1 selective fused_softmax fused
-55.2 2048 1 selective fused_softmax unfused
-53.3 2048 1 selective naive fused
-51.7 2048 1 selective naive unfused
-51.2 2048 2 full cudnn fused
-49.2 2048 2 full cudnn unfused
-46.5 2048 2 full flash fused
-45.7 2048 2 full flash unfused
-45.6 2048 2 full fused_softmax fused
-44.9 2048 2 full fused_softmax unfused
-44.1 2048 2 full naive fused
-42.5 2048 2 full naive unfused
-64.9 2048 2 none cudnn fused
-63.2 2048 2 none cudnn unfused
-60.3 2048 2 none flash fused
-58.1 2048 2 none flash unfused
-60.5 2048 2 none fused_softmax fused
-58.9 2048 2 none fused_softmax unfused
-59.1 2048 2 none naive fused
-56.4 2048 2 none naive unfused
-64.8 2048 2 selective cudnn fused
-63.1 2048 2 selective cudnn unfused
-58.7 2048 2 selective flash fused
-57.1 2048 2 selective flash unfused
-57.4 2048 2 selective fused_softmax fused
-56.0 2048 2 selective fused_softmax unfused
-54.0 2048 2 selective naive fused
-52.5 2048 2 selective naive unfused
-52.6 2048 4 full cudnn fused
-50.7 2048 4 full cudnn unfused
-48.2 2048 4 full flash fused
-46.6 2048 4 full flash unfused
-48.4 2048 4 full fused_softmax fused
-46.3 2048 4 full fused_softmax unfused
-45.0 2048 4 full naive fused
-44.0 2048 4 full naive unfused
-66.1 2048 4 none cudnn fused
-64.5 2048 4 none cudnn unfused
-59.9 2048 4 none flash fused
-59.4 2048 4 none flash unfused
-61.1 2048 4 none fused_softmax fused
-59.2 2048 4 none fused_softmax unfused
-59.6 2048 4 none naive fused
-57.5 2048 4 none naive unfused
-66.7 2048 4 selective cudnn fused
-65.0 2048 4 selective cudnn unfused
-59.4 2048 4 selective flash fused
-58.1 2048 4 selective flash unfused
-58.6 2048 4 selective fused_softmax fused
-57.2 2048 4 selective fused_softmax unfused
-55.4 2048 4 selective naive fused
-53.7 2048 4 selective naive unfused
-52.8 2048 8 full cudnn fused
-51.1 2048 8 full cudnn unfused
-48.4 2048 8 full flash fused
-47.7 2048 8 full flash unfused
-48.2 2048 8 full fused_softmax fused
-47.2 2048 8 full fused_softmax unfused
-45.8 2048 8 full naive fused
-44.2 2048 8 full naive unfused
-67.3 2048 8 none cudnn fused
-65.4 2048 8 none cudnn unfused
-61.4 2048 8 none flash fused
-60.2 2048 8 none flash unfused
-62.6 2048 8 none fused_softmax fused
-60.9 2048 8 none fused_softmax unfused
-61.0 2048 8 none naive fused
-58.4 2048 8 none naive unfused
-68.5 2048 8 selective cudnn fused
-66.1 2048 8 selective cudnn unfused
-61.1 2048 8 selective flash fused
-59.1 2048 8 selective flash unfused
-59.8 2048 8 selective fused_softmax fused
-58.2 2048 8 selective fused_softmax unfused
-56.6 2048 8 selective naive fused
-54.5 2048 8 selective naive unfused
-54.1 8192 1 full cudnn fused
-53.0 8192 1 full cudnn unfused
-42.8 8192 1 full flash fused
-41.4 8192 1 full flash unfused
-39.3 8192 1 full fused_softmax fused
-38.0 8192 1 full fused_softmax unfused
-33.3 8192 1 full naive fused
-33.0 8192 1 full naive unfused
-70.5 8192 1 none cudnn fused
-69.3 8192 1 none cudnn unfused
-55.4 8192 1 none flash fused
-53.4 8192 1 none flash unfused
-51.2 8192 1 none fused_softmax fused
-50.2 8192 1 none fused_softmax unfused
-46.5 8192 1 none naive fused
-46.5 8192 1 none naive unfused
-68.1 8192 1 selective cudnn fused
-66.3 8192 1 selective cudnn unfused
-51.2 8192 1 selective flash fused
-50.0 8192 1 selective flash unfused
-45.2 8192 1 selective fused_softmax fused
-44.4 8192 1 selective fused_softmax unfused
-38.0 8192 1 selective naive fused
-37.2 8192 1 selective naive unfused
-54.5 8192 2 full cudnn fused
-53.8 8192 2 full cudnn unfused
-42.6 8192 2 full flash fused
-41.5 8192 2 full flash unfused
-39.5 8192 2 full fused_softmax fused
-38.8 8192 2 full fused_softmax unfused
-33.4 8192 2 full naive fused
-32.9 8192 2 full naive unfused
-69.9 8192 2 none cudnn fused
-68.2 8192 2 none cudnn unfused
-53.4 8192 2 none flash fused
-52.5 8192 2 none flash unfused
-68.2 8192 2 selective cudnn fused
-66.1 8192 2 selective cudnn unfused
-49.9 8192 2 selective flash fused
-49.8 8192 2 selective flash unfused
-46.3 8192 2 selective fused_softmax fused
-45.4 8192 2 selective fused_softmax unfused
-38.3 8192 2 selective naive fused
-38.1 8192 2 selective naive unfused
-55.5 8192 4 full cudnn fused
-53.8 8192 4 full cudnn unfused
-42.4 8192 4 full flash fused
-42.6 8192 4 full flash unfused
-40.5 8192 4 full fused_softmax fused
-40.0 8192 4 full fused_softmax unfused
-34.7 8192 4 full naive fused
-33.8 8192 4 full naive unfused
-70.3 8192 4 none cudnn fused
-68.8 8192 4 none cudnn unfused
-52.9 8192 4 none flash fused
-52.1 8192 4 none flash unfused
-68.9 8192 4 selective cudnn fused
-67.6 8192 4 selective cudnn unfused
-49.7 8192 4 selective flash fused
-48.9 8192 4 selective flash unfused
-46.5 8192 4 selective fused_softmax fused
-46.0 8192 4 selective fused_softmax unfused
-37.9 8192 4 selective naive fused
-37.6 8192 4 selective naive unfused
+49.1 46.4 2048 1 full cudnn fused
+51.3 48.5 2048 8 full cudnn fused
+63.6 60.2 2048 1 none cudnn fused
+61.4 58.1 2048 1 none cudnn unfused
+58.9 55.7 2048 1 none flash fused
+56.9 53.8 2048 1 none flash unfused
+58.2 55.0 2048 1 none fused_softmax fused
+56.5 53.5 2048 1 none fused_softmax unfused
+56.3 53.2 2048 1 none naive fused
+54.5 51.6 2048 1 none naive unfused
+65.1 61.6 2048 2 none cudnn fused
+66.3 62.7 2048 4 none cudnn fused
+66.6 63.0 2048 8 none cudnn fused
+62.8 59.4 2048 1 selective cudnn fused
+65.2 61.7 2048 4 selective cudnn fused
+63.7 60.3 2048 4 selective cudnn unfused
+65.7 62.2 2048 8 selective cudnn fused
+64.5 61.0 2048 8 selective cudnn unfused
+53.0 50.6 8192 1 full cudnn fused
+54.1 51.6 8192 4 full cudnn fused
+69.1 65.9 8192 1 none cudnn fused
+67.6 64.4 8192 1 none cudnn unfused
+53.6 51.1 8192 1 none flash fused
+52.4 49.9 8192 1 none flash unfused
+50.3 48.0 8192 1 none fused_softmax fused
+49.7 47.4 8192 1 none fused_softmax unfused
+45.6 43.5 8192 1 none naive fused
+44.5 42.5 8192 1 none naive unfused
+69.5 66.3 8192 2 none cudnn fused
+70.5 67.2 8192 4 none cudnn fused
+66.4 63.3 8192 1 selective cudnn fused
+67.5 64.4 8192 4 selective cudnn fused
 EOF
 n=$("$LB" sql --db "$tmp/r.db" --format tsv "SELECT count(DISTINCT layout_id) || ' ' || count(*)
-	FROM run_summary WHERE sweep = 'h200-1gpu'" | tail -n 1)
-[ "$n" = "160 162" ] || { echo "FAIL: the grid has $n layouts and runs, the docs say 160 and 162"; fail=1; }
+	FROM run_summary WHERE sweep = 'h200-1gpu' AND health = 'diverged'" | tail -n 1)
+[ "$n" = "160 162" ] || { echo "FAIL: the lr 3e-3 grid has $n layouts and runs, the docs say 160 and 162"; fail=1; }
 # cuDNN's attention (docs/results/h200/cudnn): its runs, and the MFU its README quotes
 "$LB" collect --db "$tmp/c.db" "$D/cudnn/runs" >"$tmp/collect-c.out" 2>&1 ||
 	{ cat "$tmp/collect-c.out"; echo "FAIL: collect cudnn"; exit 1; }
@@ -321,6 +200,23 @@ if [ "${LB_UPDATE_GOLDEN:-0}" = 1 ]; then
 		cp "$tmp/mm.doc" docs/memory-model.md && echo "updated docs/memory-model.md's memory table"
 elif ! diff -u "$tmp/mm.published" "$tmp/mm.md"; then
 	echo "FAIL: docs/memory-model.md's memory table differs from the probe's runs (LB_UPDATE_GOLDEN=1 regenerates it)"
+	fail=1
+fi
+# its first table: planned, counted and the device's own peak of the healthy re-run
+"$LB" collect --db "$tmp/h.db" "$D/healthy/runs" >/dev/null 2>&1 || { echo "FAIL: collect healthy"; fail=1; }
+LB="$LB" sh scripts/memory-table.sh --usable 139.8 "$tmp/h.db" h200-1gpu >"$tmp/hm.md" ||
+	{ cat "$tmp/hm.md"; echo "FAIL: scripts/memory-table.sh: a wrong verdict on the healthy runs"; fail=1; }
+begin='<!-- memory-table-device begin: generated by scripts/memory-table.sh; do not edit -->'
+endm='<!-- memory-table-device end -->'
+awk -v b="$begin" -v e="$endm" '$0 == b { on = 1; next } $0 == e { on = 0 } on' docs/memory-model.md \
+	>"$tmp/hm.published"
+if [ "${LB_UPDATE_GOLDEN:-0}" = 1 ]; then
+	awk -v b="$begin" -v e="$endm" -v t="$tmp/hm.md" '
+		$0 == b { print; while ((getline l < t) > 0) print l; skip = 1; next }
+		$0 == e { skip = 0 } !skip' docs/memory-model.md >"$tmp/hm.doc" &&
+		cp "$tmp/hm.doc" docs/memory-model.md && echo "updated docs/memory-model.md's device table"
+elif ! diff -u "$tmp/hm.published" "$tmp/hm.md"; then
+	echo "FAIL: docs/memory-model.md's device table differs from the healthy runs (LB_UPDATE_GOLDEN=1 regenerates it)"
 	fail=1
 fi
 # the boundary probe (bench/gpu/boundary.sh), where its runs are published: its table

@@ -1,5 +1,5 @@
 /*
- * The multi-node bootstrap (harness/bootstrap.h) on the CPU: the file way between forked
+ * The multi-node bootstrap (harness/comm/bootstrap.h) on the CPU: the file way between forked
  * ranks (every rank gets rank 0's bytes; the file is gone after lb_bootstrap_done), a
  * rank 0 that never writes (a timeout that names the file and the fix), the PMI2 way
  * outside srun (a clear refusal), what auto resolves to, the names.
@@ -21,8 +21,8 @@
 #include <unistd.h>
 
 #include "common/util.h"
-#include "harness/bootstrap.h"
-#include "harness/comm.h"
+#include "harness/comm/bootstrap.h"
+#include "harness/comm/comm.h"
 
 static char dir[256];
 

@@ -24,7 +24,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "harness/comm_shm.h"
+#include "harness/comm/comm_shm.h"
+#include "harness/comm/groups.h"
 #include "harness/launch.h"
 
 #define MAXP 8

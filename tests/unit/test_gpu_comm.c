@@ -1,12 +1,14 @@
 /*
- * The GPU communicator (harness/comm_cuda.h) on device buffers, with ranks forked by the
- * launcher (lb_launch) before any of them touches CUDA:
+ * The GPU communicator (harness/comm/comm_cuda.h), made through the cuda table's comm_world
+ * and asked through the comm table's optional members, on device buffers, with ranks
+ * forked by the launcher (lb_launch) before any of them touches CUDA:
  *  1. staged, 2 and 4 ranks on one GPU (what lets every parallel layout run there): every
  *     collective of the table on bf16 and f32 device buffers, grouped send/recv around a
  *     ring, a host-value call, and a split into two groups, each checked exactly (small
  *     integers, exact in bf16, so any reduction order gives the same bits);
  *  2. NCCL with one rank: the same calls through real NCCL kernels (results are the
- *     inputs), send/recv to itself, and the device time of the calls (> 0); again
+ *     inputs), send/recv to itself, and the device time of the calls (> 0), all of an
+ *     all-reduce's under the tag it was enqueued with (a staged world: -1); again
  *     without a host communicator, as across nodes (the NCCL id through a file, host
  *     values through NCCL and a device bounce buffer);
  *  3. NCCL's watchdog: a stream that makes no progress (a spinning kernel ahead of an
@@ -22,12 +24,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "harness/comm_cuda.h"
-#include "harness/comm_shm.h"
+#include "harness/comm/comm_cuda.h"
+#include "harness/comm/comm_shm.h"
 #include "harness/launch.h"
 #include "harness/ops.h"
 #ifdef LB_WITH_CUDA
-#include "harness/cuda/cuda_bench.h"
+#include "bench/cuda_bench.h"
 #endif
 
 #ifndef LB_WITH_CUDA
@@ -123,9 +125,10 @@ static int rank_main(const struct lb_rank_env *env, void *arg)
 	const struct cfg *cf = arg;
 	const struct lb_ops *ops = lb_ops_cuda();
 	struct lb_comm *host = NULL, *w = NULL, *sub = NULL;
-	struct lb_comm_cuda_opts o;
+	struct lb_gpu_comm_opts o;
 	char err[1024];
 	int rank = env->rank, n = env->world_size, fails = 0, rc;
+	double dev_s;
 	const size_t cnt = 1000;
 	void *s;
 
@@ -149,7 +152,13 @@ static int rank_main(const struct lb_rank_env *env, void *arg)
 	o.on_fail = on_fail;
 	o.id_dir = "/tmp";
 	o.id_tag = env->rdzv_name + 1;
-	if ((rc = lb_comm_cuda_world(host, &o, &w, err, sizeof(err)))) {
+	/* through the table, as the trainer asks for it */
+	if (ops->comm_world != lb_comm_cuda_world) {
+		fprintf(stderr, "rank %d: the cuda table's comm_world is not lb_comm_cuda_world\n",
+			rank);
+		return 1;
+	}
+	if ((rc = ops->comm_world(host, &o, &w, err, sizeof(err)))) {
 		fprintf(stderr, "rank %d: world: %s\n", rank, err);
 		return 1;
 	}
@@ -235,13 +244,35 @@ static int rank_main(const struct lb_rank_env *env, void *arg)
 			sub->ops->destroy(sub);
 		}
 	}
+	lb_comm_set_name(w, "test world");
+	if ((rc = lb_comm_error(w, NULL, NULL, 0)))
+		fails += bad(rank, "the world's error after calls that succeeded", 0, rc, 0);
 	if (cf->kind == LB_GPU_COMM_NCCL) {
-		double dev = lb_comm_cuda_take_seconds(w, NULL, 0);
+		double dev = lb_comm_take_seconds(w, NULL, 0), per_tag[3] = {-1, -1, -1};
+		size_t big = (size_t)1 << 22; /* 16 MiB out of place: a copy even on one rank */
+		void *a = ops->alloc(big, LB_K_F32), *b = ops->alloc(big, LB_K_F32);
+		int old;
 
 		if (!(dev > 0))
 			fails += bad(rank, "device time of the NCCL calls", 0, dev, 1);
 		else if (rank == 0)
 			printf("  NCCL calls' device time %.3f ms\n", dev * 1e3);
+		/* the tags (comm.h set_tag): an all-reduce tagged 1 is timed under tag 1 alone */
+		if ((old = lb_comm_set_tag(w, 1)) != -1)
+			fails += bad(rank, "the world's first tag", 0, old, -1);
+		rc = a && b ? w->ops->all_reduce(w, a, b, big, LB_F32, LB_SUM, s) : -1;
+		if ((old = lb_comm_set_tag(w, -1)) != 1)
+			fails += bad(rank, "the tag set_tag replaces", 0, old, 1);
+		ops->sync();
+		dev = lb_comm_take_seconds(w, per_tag, 3);
+		if (rc || !(per_tag[1] > 0) || per_tag[0] != 0 || per_tag[2] != 0 ||
+		    dev != per_tag[1])
+			fails +=
+			    bad(rank, "device time of an all-reduce tagged 1", 1, per_tag[1], dev);
+		ops->free_(a);
+		ops->free_(b);
+	} else if ((dev_s = lb_comm_take_seconds(w, NULL, 0)) != -1) {
+		fails += bad(rank, "device time of a staged world (host-timed)", 0, dev_s, -1);
 	}
 	rc = w->ops->barrier(w);
 	fails += rc ? bad(rank, "barrier", 0, rc, 0) : 0;

@@ -26,7 +26,7 @@
 #include "harness/ops.h"
 #include "harness/optim.h"
 #ifdef LB_WITH_CUDA
-#include "harness/cuda/cuda_bench.h"
+#include "bench/cuda_bench.h"
 #endif
 
 /*

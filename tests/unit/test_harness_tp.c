@@ -20,7 +20,7 @@
 #include <string.h>
 
 #include "common/model.h"
-#include "harness/comm_shm.h"
+#include "harness/comm/comm_shm.h"
 #include "harness/data.h"
 #include "harness/launch.h"
 #include "harness/model.h"

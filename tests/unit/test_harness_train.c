@@ -19,8 +19,8 @@
 #include <unistd.h>
 
 #include "common/util.h"
-#include "harness/bootstrap.h"
-#include "harness/comm_cuda.h"
+#include "harness/comm/bootstrap.h"
+#include "harness/comm/comm_cuda.h"
 #include "harness/train.h"
 
 static void tiny_opts(struct lb_train_opts *o)

@@ -18,7 +18,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "harness/comm_shm.h"
+#include "harness/comm/comm_shm.h"
+#include "harness/comm/groups.h"
 #include "harness/launch.h"
 
 struct shared {

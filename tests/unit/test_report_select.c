@@ -238,7 +238,7 @@ static void test_unknown_peak(void **state)
 	assert_false(report_figure_all_mfu(&f));
 	render_md(&sb, &f);
 	assert_non_null(strstr(lb_strbuf_str(&sb),
-			       "| flash+fused | n/a | - | - | 0.005 | - | - | 1 | 2 "
+			       "| flash+fused | n/a | n/a | - | 0.005 | - | - | 1 | 2 "
 			       "| 1 | 8 | off | none | - |"));
 	report_figure_release(&f);
 	lb_strbuf_release(&sb);
@@ -933,7 +933,7 @@ static void test_spread(void **state)
 	assert_non_null(strstr(lb_strbuf_str(&sb),
 			       "| flash+fused | 50.00 | - | 0.50 | 100.00 | 2 | 0.02 | 1 | 1 | 1 | "
 			       "8 | off | none | - |\n"));
-	assert_non_null(strstr(lb_strbuf_str(&sb), "| flash+fused | n/a | - | - | 0.01 | 4 | 0.5 | "
+	assert_non_null(strstr(lb_strbuf_str(&sb), "| flash+fused | n/a | n/a | - | 0.01 | 4 | 0.5 | "
 						   "1 | 1 | 1 | 8 | off | none | - |\n"));
 	lb_strbuf_release(&sb);
 	report_figure_release(&f);

@@ -19,7 +19,8 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "harness/comm_shm.h"
+#include "harness/comm/comm_shm.h"
+#include "harness/comm/groups.h"
 #include "harness/launch.h"
 #include "harness/pipe.h"
 

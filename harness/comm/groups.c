@@ -5,7 +5,7 @@
 
 #include "harness/comm/groups.h"
 
-int lb_rank_to_coords(int rank, int tp, int pp, int dp, struct lb_rank_coords *out)
+int lb_groups_rank_to_coords(int rank, int tp, int pp, int dp, struct lb_rank_coords *out)
 {
 	if (tp < 1 || pp < 1 || dp < 1 || rank < 0 || (long)rank >= (long)tp * pp * dp)
 		return -1;
@@ -15,7 +15,7 @@ int lb_rank_to_coords(int rank, int tp, int pp, int dp, struct lb_rank_coords *o
 	return 0;
 }
 
-int lb_coords_to_rank(const struct lb_rank_coords *c, int tp, int pp, int dp)
+int lb_groups_coords_to_rank(const struct lb_rank_coords *c, int tp, int pp, int dp)
 {
 	if (tp < 1 || pp < 1 || dp < 1 || c->tp_rank < 0 || c->tp_rank >= tp || c->pp_rank < 0 ||
 	    c->pp_rank >= pp || c->dp_rank < 0 || c->dp_rank >= dp)
@@ -29,7 +29,7 @@ int lb_comm_make_groups(struct lb_comm *world, int tp, int pp, int dp, struct lb
 	int rc;
 
 	memset(out, 0, sizeof(*out));
-	if (!world || lb_rank_to_coords(world->rank, tp, pp, dp, &me) != 0 ||
+	if (!world || lb_groups_rank_to_coords(world->rank, tp, pp, dp, &me) != 0 ||
 	    (long)tp * pp * dp != world->size)
 		return LB_COMM_EFAIL;
 	/* every rank makes the three splits in the same order */

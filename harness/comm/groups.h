@@ -17,9 +17,9 @@ struct lb_rank_coords {
 	int tp_rank, pp_rank, dp_rank;
 };
 /* 0, or -1 when a size is < 1 or rank is not in [0, tp * pp * dp). */
-int lb_rank_to_coords(int rank, int tp, int pp, int dp, struct lb_rank_coords *out);
+int lb_groups_rank_to_coords(int rank, int tp, int pp, int dp, struct lb_rank_coords *out);
 /* The rank, or -1 when a coordinate is out of range. */
-int lb_coords_to_rank(const struct lb_rank_coords *c, int tp, int pp, int dp);
+int lb_groups_coords_to_rank(const struct lb_rank_coords *c, int tp, int pp, int dp);
 
 /*
  * The communicators of a layout, split from world (size tp * pp * dp): tp (size tp,

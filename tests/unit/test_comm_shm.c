@@ -488,7 +488,7 @@ static int groups_rank(int r, int n, const char *name, void *arg)
 		return 2;
 	if (lb_comm_make_groups(w, 2, 2, 2, &g))
 		return 3;
-	lb_rank_to_coords(r, 2, 2, 2, &me);
+	lb_groups_rank_to_coords(r, 2, 2, 2, &me);
 	if (g.tp->size != 2 || g.tp->rank != me.tp_rank || g.dp->size != 2 ||
 	    g.dp->rank != me.dp_rank || g.pp->size != 2 || g.pp->rank != me.pp_rank)
 		return 4;
@@ -516,7 +516,7 @@ static int groups_rank(int r, int n, const char *name, void *arg)
 			struct lb_rank_coords cc = me;
 
 			cc.dp_rank = k;
-			int wr = lb_coords_to_rank(&cc, 2, 2, 2);
+			int wr = lb_groups_coords_to_rank(&cc, 2, 2, 2);
 			for (i = 0; i < cnt; i++)
 				if (y[(size_t)k * cnt + i] != val(wr, i))
 					return 9;
@@ -544,7 +544,7 @@ static int groups_rank(int r, int n, const char *name, void *arg)
 			return 14;
 		struct lb_rank_coords cc = me;
 		cc.pp_rank = 1 - me.pp_rank;
-		int peer = lb_coords_to_rank(&cc, 2, 2, 2);
+		int peer = lb_groups_coords_to_rank(&cc, 2, 2, 2);
 		for (i = 0; i < cnt; i++)
 			if (y[i] != val(peer, i))
 				return 15;

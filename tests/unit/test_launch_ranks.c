@@ -238,23 +238,23 @@ static void test_coords(void **state)
 		int tp = shapes[k][0], pp = shapes[k][1], dp = shapes[k][2];
 
 		for (int r = 0; r < tp * pp * dp; r++) {
-			assert_int_equal(lb_rank_to_coords(r, tp, pp, dp, &c), 0);
-			assert_int_equal(lb_coords_to_rank(&c, tp, pp, dp), r);
+			assert_int_equal(lb_groups_rank_to_coords(r, tp, pp, dp, &c), 0);
+			assert_int_equal(lb_groups_coords_to_rank(&c, tp, pp, dp), r);
 		}
-		assert_int_equal(lb_rank_to_coords(tp * pp * dp, tp, pp, dp, &c), -1);
+		assert_int_equal(lb_groups_rank_to_coords(tp * pp * dp, tp, pp, dp, &c), -1);
 	}
 	/* Megatron order: tp adjacent, then dp, then pp */
-	assert_int_equal(lb_rank_to_coords(5, 2, 2, 2, &c), 0);
+	assert_int_equal(lb_groups_rank_to_coords(5, 2, 2, 2, &c), 0);
 	assert_int_equal(c.tp_rank, 1);
 	assert_int_equal(c.dp_rank, 0);
 	assert_int_equal(c.pp_rank, 1);
-	assert_int_equal(lb_rank_to_coords(11, 4, 2, 3, &c), 0); /* tp 4, dp 3: 11 = 0*12+2*4+3 */
+	assert_int_equal(lb_groups_rank_to_coords(11, 4, 2, 3, &c), 0); /* tp 4, dp 3: 11 = 0*12+2*4+3 */
 	assert_int_equal(c.tp_rank, 3);
 	assert_int_equal(c.dp_rank, 2);
 	assert_int_equal(c.pp_rank, 0);
 	c.tp_rank = 2;
-	assert_int_equal(lb_coords_to_rank(&c, 2, 2, 2), -1);
-	assert_int_equal(lb_rank_to_coords(0, 0, 1, 1, &c), -1);
+	assert_int_equal(lb_groups_coords_to_rank(&c, 2, 2, 2), -1);
+	assert_int_equal(lb_groups_rank_to_coords(0, 0, 1, 1, &c), -1);
 }
 
 static void test_groups_self(void **state)

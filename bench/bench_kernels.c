@@ -29,6 +29,10 @@
  * wrong), then size_copy_gbps and pct_of_size_copy (the size copy; empty for the GEMM and
  * attention rows, and when it was not measured): new columns go last, so that readers by
  * position keep working. Without the CUDA backend or a GPU it says why and exits 0.
+ *
+ * Why one file: it is one benchmark binary whose checks and timed rows run the same jobs
+ * on the same buffers (struct job, struct bp): a kernel is checked and then timed through
+ * one description of its call.
  */
 #include <math.h>
 #include <stdarg.h>

@@ -3,9 +3,10 @@
  * canonical text and id, enum names, the one flag parser, printer and usage shared by the
  * CLI, job scripts and trainer, and the validity rules with their reasons. libc only.
  * Canonical text uses fixed integer formats only (no floats, no locale), so the id is the
- * same on every machine. Over 1,000 lines because everything that is made from the field
- * list inside common/ is here, so that each kind's reading, printing and checking stand
- * together.
+ * same on every machine.
+ *
+ * Why one file: everything that is made from the field list inside common/ is here, so
+ * that each kind's reading, printing and checking stand together.
  */
 #include "common/layout.h"
 

@@ -1,9 +1,10 @@
 /*
  * Machine files (common/machine.h): the JSON reader (cJSON) that applies a file onto a
  * machine, the loader of shipped and local files with their bases, the writer, and the
- * readers of bench_kernels' CSV and bench_colls' tables. Over 1,000 lines because it is
- * one format, read from three sources and written back: a key's reader and writer stay
- * beside each other.
+ * readers of bench_kernels' CSV and bench_colls' tables.
+ *
+ * Why one file: it is one format, read from three sources and written back: a key's reader
+ * and writer stay beside each other.
  */
 #include "common/machine.h"
 

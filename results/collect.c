@@ -1,9 +1,10 @@
 /*
  * The collector (results/collect.h): run-log files into the runs and steps tables, one
  * transaction per run, resuming a grown file from the last complete line it read; and
- * the `layoutbench collect` command. Over 1,000 lines because its three parts (prepare,
- * parse on a worker thread, write) share one job structure and one pipeline; a run's
- * statistics are results/stats.c's.
+ * the `layoutbench collect` command.
+ *
+ * Why one file: its three parts (prepare, parse on a worker thread, write) share one job
+ * structure and one pipeline; a run's statistics are results/stats.c's.
  */
 #include "results/collect.h"
 

@@ -2,7 +2,8 @@
  * Successive halving (slurm/halving.h): the schedule, the groups and the decision of a
  * rung (pure), and the shell that keeps a halving's state in the results database and
  * submits its rungs through enqueue_layouts, so that every executor runs the same policy.
- * Over 1,000 lines: the pure core is its first section (the schedule, the groups, the
+ *
+ * Why one file: the pure core is its first section (the schedule, the groups, the
  * decision); the rest is one state machine over a halving's rows (start, advance, wait,
  * print, cancel) whose steps share the readers of those rows.
  */

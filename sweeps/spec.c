@@ -6,8 +6,9 @@
  * environment, setup lines), which are checked against conservative patterns. Each
  * fault names the file, the JSON path and what is wrong. Layout facts (validity rules,
  * memory) are not checked here: they belong to common/ and the planner applies them.
- * Over 1,000 lines because it is the reader of one format, whose every fault message is
- * made by the same few helpers from the same context (the file, the JSON path).
+ *
+ * Why one file: it is the reader of one format, whose every fault message is made by the
+ * same few helpers from the same context (the file, the JSON path).
  */
 #include "sweeps/spec.h"
 

@@ -1,12 +1,14 @@
 #!/bin/sh
-# No file of the trainer (harness/) is longer than 1,000 lines without a reason: a longer
-# file says in its opening comment, in a paragraph that starts "Why one file:", why it is
-# not split. The check is first shown to fail on a planted file.
+# No product file (every folder but tests/) is longer than 1,000 lines without a reason: a
+# longer file says in its opening comment, in a paragraph that starts "Why one file:", why
+# it is not split. The check is first shown to fail on a planted file.
 MAX=1000
 
-# check DIR: print every file of DIR/harness over MAX lines without the reason; exit 1 if any
+DIRS='bench cli common harness report results slurm sweeps'
+
+# check DIR: print every product file of DIR over MAX lines without the reason; exit 1 if any
 check() {
-	(cd "$1" && find harness -type f \( -name '*.c' -o -name '*.h' -o -name '*.cu' -o -name '*.cuh' \) |
+	(cd "$1" && find $DIRS -type f \( -name '*.c' -o -name '*.h' -o -name '*.cu' -o -name '*.cuh' \) |
 		sort | while read -r f; do
 			n=$(wc -l <"$f")
 			[ "$n" -gt $MAX ] || continue
@@ -18,8 +20,8 @@ check() {
 
 tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT
-mkdir -p "$tmp/harness"
-{ printf '/*\n * Long.\n */\n'; seq 1001; } >"$tmp/harness/long.c"
+for d in $DIRS; do mkdir -p "$tmp/$d"; done
+{ printf '/*\n * Long.\n */\n'; seq 1001; } >"$tmp/report/long.c"
 { printf '/*\n * Long.\n *\n * Why one file: a reason.\n */\n'; seq 1001; } >"$tmp/harness/why.c"
 { printf '/*\n * Long.\n */\n/* Why one file: too late */\n'; seq 1001; } >"$tmp/harness/late.c"
 seq 999 >"$tmp/harness/short.c"
@@ -28,7 +30,7 @@ if check "$tmp" >"$tmp/out"; then
 	exit 1
 fi
 printf '%s\n' "harness/late.c: 1005 lines, and no 'Why one file:' in its opening comment" \
-	"harness/long.c: 1004 lines, and no 'Why one file:' in its opening comment" >"$tmp/want"
+	"report/long.c: 1004 lines, and no 'Why one file:' in its opening comment" >"$tmp/want"
 cmp -s "$tmp/out" "$tmp/want" || { echo "FAIL: the check on planted files said:"; cat "$tmp/out"; exit 1; }
 
 if ! check . >"$tmp/bad"; then
@@ -36,4 +38,4 @@ if ! check . >"$tmp/bad"; then
 	cat "$tmp/bad"
 	exit 1
 fi
-echo "ok: every file of harness/ over $MAX lines says why it is one file"
+echo "ok: every product file over $MAX lines says why it is one file"

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "report/render.h"
+#include "results/db.h"
 
 static const char definition[] =
     "Successive halving runs every candidate layout for few steps (rung 0) and each rung "
@@ -72,109 +73,109 @@ void report_halving_release(struct report_halvings *hs)
 	memset(hs, 0, sizeof(*hs));
 }
 
-/* Grow *v (of element size sz) to hold n + 1. */
-static int grow(void **v, size_t n, size_t *cap, size_t sz)
+/* One row of halving_rung_summary (rung_sql) into a struct report_halving_rung. */
+static const char rung_sql[] =
+    "SELECT rung, steps, state, layouts, COALESCE(kept, 0), COALESCE(kept_within_noise, 0), "
+    "COALESCE(dropped_slower, 0), COALESCE(dropped_failed, 0), COALESCE(final, 0), "
+    "COALESCE(pending, 0), gpu_seconds FROM halving_rung_summary WHERE halving_id = ?1 "
+    "ORDER BY rung";
+
+static int rung_row(sqlite3_stmt *st, void *elem)
 {
-	if (n < *cap)
-		return 0;
-	size_t c = *cap ? *cap * 2 : 16;
-	void *nv = realloc(*v, c * sz);
-	if (!nv)
-		return -1;
-	memset((char *)nv + *cap * sz, 0, (c - *cap) * sz);
-	*v = nv;
-	*cap = c;
-	return 0;
+	struct report_halving_rung *r = elem;
+
+	r->rung = sqlite3_column_int(st, 0);
+	r->steps = sqlite3_column_int(st, 1);
+	r->state = dup_col(st, 2);
+	r->layouts = sqlite3_column_int(st, 3);
+	r->kept = sqlite3_column_int(st, 4);
+	r->noise = sqlite3_column_int(st, 5);
+	r->dropped = sqlite3_column_int(st, 6);
+	r->failed = sqlite3_column_int(st, 7);
+	r->final = sqlite3_column_int(st, 8);
+	r->pending = sqlite3_column_int(st, 9);
+	r->gpu_seconds = real_col(st, 10, -1);
+	return r->state ? 0 : -1;
+}
+
+/* One row of halving_layouts (member_sql) into a struct report_halving_member. */
+static const char member_sql[] =
+    "SELECT rung, steps, grp, layout_id, label, checkpointing, verdict, "
+    "COALESCE(cut_layout, ''), COALESCE(failure_class, ''), micro_batch, tp, pp, dp, rank, "
+    "n_steps, median_s, cut_median_s, slowdown, p_value, significant, gpu_seconds FROM "
+    "halving_layouts WHERE halving_id = ?1 ORDER BY rung, grp, rank IS NULL, rank, layout_id";
+
+static int member_row(sqlite3_stmt *st, void *elem)
+{
+	struct report_halving_member *m = elem;
+
+	m->rung = sqlite3_column_int(st, 0);
+	m->steps = sqlite3_column_int(st, 1);
+	m->grp = dup_col(st, 2);
+	m->layout_id = dup_col(st, 3);
+	m->label = dup_col(st, 4);
+	m->checkpointing = dup_col(st, 5);
+	m->verdict = dup_col(st, 6);
+	m->cut_layout = dup_col(st, 7);
+	m->failure_class = dup_col(st, 8);
+	m->micro_batch = sqlite3_column_int(st, 9);
+	m->tp = sqlite3_column_int(st, 10);
+	m->pp = sqlite3_column_int(st, 11);
+	m->dp = sqlite3_column_int(st, 12);
+	m->rank = int_col(st, 13, 0);
+	m->n_steps = int_col(st, 14, -1);
+	m->median = real_col(st, 15, -1);
+	m->cut_median = real_col(st, 16, -1);
+	m->slowdown = real_col(st, 17, NAN);
+	m->p = real_col(st, 18, -1);
+	m->significant = int_col(st, 19, -1);
+	m->gpu_seconds = real_col(st, 20, -1);
+	return m->grp && m->layout_id && m->label && m->checkpointing && m->verdict &&
+		       m->cut_layout && m->failure_class
+		   ? 0
+		   : -1;
+}
+
+/* The rows of sql (?1 = id) into the array *v of *n (results_db_rows): 0, or -1 with err
+ * set ("out of memory", or what the database said, after "halving ID: "). */
+static int load_rows(sqlite3 *db, const char *sql, long id, size_t sz,
+		     int (*row)(sqlite3_stmt *st, void *elem), void **v, size_t *n, char *err,
+		     size_t errlen)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
+
+	if (rc == SQLITE_OK) {
+		sqlite3_bind_int64(st, 1, id);
+		rc = results_db_rows(st, sz, row, v, n);
+	}
+	sqlite3_finalize(st);
+	if (rc < 0)
+		snprintf(err, errlen, "out of memory");
+	else if (rc != SQLITE_DONE)
+		snprintf(err, errlen, "halving %ld: %s", id, sqlite3_errmsg(db));
+	return rc == SQLITE_DONE ? 0 : -1;
 }
 
 static int load_one(sqlite3 *db, struct report_halving *h, char *err, size_t errlen)
 {
 	sqlite3_stmt *st = NULL;
-	size_t cap = 0;
 	struct lb_strbuf steps = LB_STRBUF_INIT;
 	int rc;
 
-	/* rungs */
-	if (sqlite3_prepare_v2(db,
-			       "SELECT rung, steps, state, layouts, COALESCE(kept, 0), "
-			       "COALESCE(kept_within_noise, 0), COALESCE(dropped_slower, 0), "
-			       "COALESCE(dropped_failed, 0), COALESCE(final, 0), COALESCE(pending, "
-			       "0), gpu_seconds FROM halving_rung_summary WHERE halving_id = ?1 "
-			       "ORDER BY rung",
-			       -1, &st, NULL) != SQLITE_OK)
-		goto out_db;
-	sqlite3_bind_int64(st, 1, h->id);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		if (grow((void **)&h->rungs, h->n_rung_rows, &cap, sizeof(*h->rungs)))
-			goto out_oom;
-		struct report_halving_rung *r = &h->rungs[h->n_rung_rows++];
-		r->rung = sqlite3_column_int(st, 0);
-		r->steps = sqlite3_column_int(st, 1);
-		r->state = dup_col(st, 2);
-		r->layouts = sqlite3_column_int(st, 3);
-		r->kept = sqlite3_column_int(st, 4);
-		r->noise = sqlite3_column_int(st, 5);
-		r->dropped = sqlite3_column_int(st, 6);
-		r->failed = sqlite3_column_int(st, 7);
-		r->final = sqlite3_column_int(st, 8);
-		r->pending = sqlite3_column_int(st, 9);
-		r->gpu_seconds = real_col(st, 10, -1);
-		lb_strbuf_addf(&steps, "%s%d", steps.len ? ", " : "", r->steps);
-		if (!r->state)
-			goto out_oom;
+	if (load_rows(db, rung_sql, h->id, sizeof(*h->rungs), rung_row, (void **)&h->rungs,
+		      &h->n_rung_rows, err, errlen) ||
+	    load_rows(db, member_sql, h->id, sizeof(*h->members), member_row, (void **)&h->members,
+		      &h->n_members, err, errlen))
+		return -1;
+	for (size_t i = 0; i < h->n_rung_rows; i++)
+		lb_strbuf_addf(&steps, "%s%d", i ? ", " : "", h->rungs[i].steps);
+	h->steps = steps.failed ? NULL : strdup(steps.len ? lb_strbuf_str(&steps) : "");
+	lb_strbuf_release(&steps);
+	if (!h->steps) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
 	}
-	sqlite3_finalize(st);
-	st = NULL;
-	if (rc != SQLITE_DONE)
-		goto out_db;
-	h->steps = strdup(steps.len ? lb_strbuf_str(&steps) : "");
-	if (!h->steps || steps.failed)
-		goto out_oom;
-	/* layouts */
-	cap = 0;
-	if (sqlite3_prepare_v2(
-		db,
-		"SELECT rung, steps, grp, layout_id, label, checkpointing, verdict, "
-		"COALESCE(cut_layout, ''), COALESCE(failure_class, ''), micro_batch, "
-		"tp, pp, dp, rank, n_steps, median_s, cut_median_s, slowdown, "
-		"p_value, significant, gpu_seconds FROM halving_layouts WHERE "
-		"halving_id = ?1 ORDER BY rung, grp, rank IS NULL, rank, layout_id",
-		-1, &st, NULL) != SQLITE_OK)
-		goto out_db;
-	sqlite3_bind_int64(st, 1, h->id);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		if (grow((void **)&h->members, h->n_members, &cap, sizeof(*h->members)))
-			goto out_oom;
-		struct report_halving_member *m = &h->members[h->n_members++];
-		m->rung = sqlite3_column_int(st, 0);
-		m->steps = sqlite3_column_int(st, 1);
-		m->grp = dup_col(st, 2);
-		m->layout_id = dup_col(st, 3);
-		m->label = dup_col(st, 4);
-		m->checkpointing = dup_col(st, 5);
-		m->verdict = dup_col(st, 6);
-		m->cut_layout = dup_col(st, 7);
-		m->failure_class = dup_col(st, 8);
-		m->micro_batch = sqlite3_column_int(st, 9);
-		m->tp = sqlite3_column_int(st, 10);
-		m->pp = sqlite3_column_int(st, 11);
-		m->dp = sqlite3_column_int(st, 12);
-		m->rank = int_col(st, 13, 0);
-		m->n_steps = int_col(st, 14, -1);
-		m->median = real_col(st, 15, -1);
-		m->cut_median = real_col(st, 16, -1);
-		m->slowdown = real_col(st, 17, NAN);
-		m->p = real_col(st, 18, -1);
-		m->significant = int_col(st, 19, -1);
-		m->gpu_seconds = real_col(st, 20, -1);
-		if (!m->grp || !m->layout_id || !m->label || !m->checkpointing || !m->verdict ||
-		    !m->cut_layout || !m->failure_class)
-			goto out_oom;
-	}
-	sqlite3_finalize(st);
-	st = NULL;
-	if (rc != SQLITE_DONE)
-		goto out_db;
 	/* cost, and whether its runs ran on GPUs */
 	h->spent = h->full_est = -1;
 	if (sqlite3_prepare_v2(
@@ -196,27 +197,34 @@ static int load_one(sqlite3 *db, struct report_halving *h, char *err, size_t err
 		h->gpu = sqlite3_column_int(st, 5);
 	}
 	sqlite3_finalize(st);
-	st = NULL;
-	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-		goto out_db;
-	lb_strbuf_release(&steps);
-	return 0;
-out_oom:
-	snprintf(err, errlen, "out of memory");
-	goto out_free;
+	if (rc == SQLITE_ROW || rc == SQLITE_DONE)
+		return 0;
 out_db:
 	snprintf(err, errlen, "halving %ld: %s", h->id, sqlite3_errmsg(db));
-out_free:
-	sqlite3_finalize(st);
-	lb_strbuf_release(&steps);
 	return -1;
+}
+
+/* One row of halvings into a struct report_halving. */
+static int halving_row(sqlite3_stmt *st, void *elem)
+{
+	struct report_halving *h = elem;
+
+	h->id = (long)sqlite3_column_int64(st, 0);
+	h->sweep = dup_col(st, 1);
+	h->state = dup_col(st, 2);
+	h->message = dup_col(st, 3);
+	h->executor = dup_col(st, 4);
+	h->eta = sqlite3_column_int(st, 5);
+	h->n_rungs = sqlite3_column_int(st, 6);
+	h->alpha = sqlite3_column_double(st, 7);
+	h->margin = sqlite3_column_double(st, 8);
+	return h->sweep && h->state && h->message && h->executor ? 0 : -1;
 }
 
 int report_halving_load(sqlite3 *db, const char *sweep, struct report_halvings *hs, char *err,
 			size_t errlen)
 {
 	sqlite3_stmt *st = NULL;
-	size_t cap = 0;
 	int rc;
 
 	memset(hs, 0, sizeof(*hs));
@@ -242,28 +250,13 @@ int report_halving_load(sqlite3 *db, const char *sweep, struct report_halvings *
 		goto out_db;
 	if (sweep)
 		sqlite3_bind_text(st, 1, sweep, -1, SQLITE_TRANSIENT);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		if (grow((void **)&hs->v, hs->n, &cap, sizeof(*hs->v))) {
-			snprintf(err, errlen, "out of memory");
-			goto out_free;
-		}
-		struct report_halving *h = &hs->v[hs->n++];
-		h->id = (long)sqlite3_column_int64(st, 0);
-		h->sweep = dup_col(st, 1);
-		h->state = dup_col(st, 2);
-		h->message = dup_col(st, 3);
-		h->executor = dup_col(st, 4);
-		h->eta = sqlite3_column_int(st, 5);
-		h->n_rungs = sqlite3_column_int(st, 6);
-		h->alpha = sqlite3_column_double(st, 7);
-		h->margin = sqlite3_column_double(st, 8);
-		if (!h->sweep || !h->state || !h->message || !h->executor) {
-			snprintf(err, errlen, "out of memory");
-			goto out_free;
-		}
-	}
+	rc = results_db_rows(st, sizeof(*hs->v), halving_row, (void **)&hs->v, &hs->n);
 	sqlite3_finalize(st);
 	st = NULL;
+	if (rc < 0) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
 	if (rc != SQLITE_DONE)
 		goto out_db;
 	for (size_t i = 0; i < hs->n; i++)
@@ -272,7 +265,6 @@ int report_halving_load(sqlite3 *db, const char *sweep, struct report_halvings *
 	return 0;
 out_db:
 	snprintf(err, errlen, "halvings: %s", sqlite3_errmsg(db));
-out_free:
 	sqlite3_finalize(st);
 	return -1;
 }

@@ -555,6 +555,30 @@ char *results_db_layout_columns(const char *alias, char *buf, size_t len)
 	return buf;
 }
 
+int results_db_rows(sqlite3_stmt *st, size_t sz, int (*row)(sqlite3_stmt *st, void *elem), void **v,
+		    size_t *n)
+{
+	size_t cap = *n;
+	int rc;
+
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (*n == cap) {
+			size_t c = cap ? 2 * cap : 16;
+			void *nv = realloc(*v, c * sz);
+			if (!nv)
+				return -1;
+			*v = nv;
+			cap = c;
+		}
+		void *elem = (char *)*v + *n * sz;
+		memset(elem, 0, sz);
+		++*n;
+		if (row(st, elem))
+			return -1;
+	}
+	return rc;
+}
+
 /* "[7,8,8,7]" (a layouts row's stage_layers) into l; NULL or "": the rule. 0, or -1. */
 static int parse_split(const char *s, struct lb_layout *l)
 {

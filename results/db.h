@@ -95,7 +95,6 @@ int results_begin(sqlite3 *db, char *err, size_t errlen);
 int results_commit(sqlite3 *db, char *err, size_t errlen);
 void results_rollback(sqlite3 *db);
 
-
 /*
  * Insert a sweep, or update an existing one of the same name. source is "spec", "paper"
  * or "adhoc"; spec_path and spec_text may be NULL (an existing value is then kept).
@@ -121,6 +120,16 @@ char *results_db_layout_columns(const char *alias, char *buf, size_t len);
  * does not know). */
 int results_db_layout_read(sqlite3_stmt *st, int col, struct lb_layout *l, char *err,
 			   size_t errlen);
+
+/*
+ * Step st to its end, one element of sz bytes a row appended to the array *v of *n
+ * elements (NULL and 0 to start): each new element is zeroed, counted, then filled by
+ * row(st, elem), which returns 0, or -1 when out of memory. *v is the caller's to free,
+ * after a failure too (with what its elements hold). Returns SQLITE_DONE; -1 when memory
+ * ran out; else sqlite3_step's error code (the message: sqlite3_errmsg).
+ */
+int results_db_rows(sqlite3_stmt *st, size_t sz, int (*row)(sqlite3_stmt *st, void *elem), void **v,
+		    size_t *n);
 
 /* The same under a given id (the collector keeps the id a run log names). */
 int results_upsert_layout_id(sqlite3 *db, const struct lb_layout *l, const char *layout_id,

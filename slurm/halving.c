@@ -282,6 +282,7 @@ struct halving_row {
 	int eta, n_rungs, throttle, max_array;
 	double alpha, margin;
 	char state[16];
+	char message[256]; /* how it ended; "" */
 };
 
 static void row_free(struct halving_row *h)
@@ -303,18 +304,48 @@ static int db_error(sqlite3 *db, const char *what, char *err, size_t errlen)
 	return -1;
 }
 
-static int load_row(sqlite3 *db, int64_t id, struct halving_row *h, char *err, size_t errlen)
+/* sql prepared: the statement, or NULL with err set ("what: <SQLite's message>"). */
+static sqlite3_stmt *prepare(sqlite3 *db, const char *sql, const char *what, char *err,
+			     size_t errlen)
 {
 	sqlite3_stmt *st = NULL;
+
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+		db_error(db, what, err, errlen);
+	return st;
+}
+
+/* The same with ?1 = a and ?2 = b where it has them (int64s; a later parameter is the
+ * caller's to bind). */
+static sqlite3_stmt *prepare2(sqlite3 *db, const char *sql, int64_t a, int64_t b, const char *what,
+			      char *err, size_t errlen)
+{
+	sqlite3_stmt *st = prepare(db, sql, what, err, errlen);
+	int np;
+
+	if (!st)
+		return NULL;
+	np = sqlite3_bind_parameter_count(st);
+	if (np >= 1)
+		sqlite3_bind_int64(st, 1, a);
+	if (np >= 2)
+		sqlite3_bind_int64(st, 2, b);
+	return st;
+}
+
+static int load_row(sqlite3 *db, int64_t id, struct halving_row *h, char *err, size_t errlen)
+{
+	sqlite3_stmt *st;
 	int rc;
 
 	memset(h, 0, sizeof(*h));
-	if (sqlite3_prepare_v2(db,
-			       "SELECT sweep, executor, runs_dir, spec_text, eta, n_rungs, alpha, "
-			       "margin, throttle, max_array, state FROM halvings WHERE id = ?1",
-			       -1, &st, NULL) != SQLITE_OK)
-		return db_error(db, "halvings", err, errlen);
-	sqlite3_bind_int64(st, 1, id);
+	st = prepare2(
+	    db,
+	    "SELECT sweep, executor, runs_dir, spec_text, eta, n_rungs, alpha, margin, "
+	    "throttle, max_array, state, COALESCE(message, '') FROM halvings WHERE id = ?1",
+	    id, 0, "halvings", err, errlen);
+	if (!st)
+		return -1;
 	rc = sqlite3_step(st);
 	if (rc == SQLITE_ROW) {
 		h->id = id;
@@ -330,6 +361,7 @@ static int load_row(sqlite3 *db, int64_t id, struct halving_row *h, char *err, s
 		h->throttle = sqlite3_column_int(st, 8);
 		h->max_array = sqlite3_column_int(st, 9);
 		col_text(st, 10, h->state, sizeof(h->state));
+		col_text(st, 11, h->message, sizeof(h->message));
 	}
 	sqlite3_finalize(st);
 	if (rc == SQLITE_DONE) {
@@ -349,14 +381,11 @@ static int load_row(sqlite3 *db, int64_t id, struct halving_row *h, char *err, s
  * parameter). Returns 0, or -1 with err set. */
 static int exec2(sqlite3 *db, const char *sql, int64_t a, int64_t b, char *err, size_t errlen)
 {
-	sqlite3_stmt *st = NULL;
+	sqlite3_stmt *st = prepare2(db, sql, a, b, "halving", err, errlen);
 	int rc;
 
-	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
-		return db_error(db, "halving", err, errlen);
-	sqlite3_bind_int64(st, 1, a);
-	if (sqlite3_bind_parameter_count(st) >= 2)
-		sqlite3_bind_int64(st, 2, b);
+	if (!st)
+		return -1;
 	rc = sqlite3_step(st);
 	sqlite3_finalize(st);
 	if (rc != SQLITE_DONE && rc != SQLITE_ROW)
@@ -369,16 +398,12 @@ static int exec2(sqlite3 *db, const char *sql, int64_t a, int64_t b, char *err, 
 static int query_int(sqlite3 *db, const char *sql, int64_t a, int64_t b, int64_t *v, char *err,
 		     size_t errlen)
 {
-	sqlite3_stmt *st = NULL;
+	sqlite3_stmt *st = prepare2(db, sql, a, b, "halving", err, errlen);
 	int rc;
 
 	*v = 0;
-	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
-		return db_error(db, "halving", err, errlen);
-	if (sqlite3_bind_parameter_count(st) >= 1)
-		sqlite3_bind_int64(st, 1, a);
-	if (sqlite3_bind_parameter_count(st) >= 2)
-		sqlite3_bind_int64(st, 2, b);
+	if (!st)
+		return -1;
 	rc = sqlite3_step(st);
 	if (rc == SQLITE_ROW)
 		*v = sqlite3_column_int64(st, 0);
@@ -388,20 +413,40 @@ static int query_int(sqlite3 *db, const char *sql, int64_t a, int64_t b, int64_t
 	return 0;
 }
 
+/* Step st, a statement that returns no row: 0, or -1 with err set ("what: <SQLite's
+ * message>"). */
+static int step_done(sqlite3 *db, sqlite3_stmt *st, const char *what, char *err, size_t errlen)
+{
+	return sqlite3_step(st) == SQLITE_DONE ? 0 : db_error(db, what, err, errlen);
+}
+
+/* End a transaction that records a step of a halving (results_begin before it): st
+ * finalized, then committed when rc is 0, else (or when the commit fails) rolled back,
+ * err said why. Returns 0, or -1. */
+static int end_tx(sqlite3 *db, sqlite3_stmt *st, int rc, char *err, size_t errlen)
+{
+	sqlite3_finalize(st);
+	if (rc == 0 && results_commit(db, err, errlen) == 0)
+		return 0;
+	results_rollback(db);
+	return -1;
+}
+
 /* The rung a halving is on: the first not decided (n_rungs - 1 when all are), and its
  * steps. */
 static int current_rung(sqlite3 *db, const struct halving_row *h, int *rung, int *steps,
 			char *rstate, size_t rlen, char *err, size_t errlen)
 {
-	sqlite3_stmt *st = NULL;
+	sqlite3_stmt *st =
+	    prepare2(db,
+		     "SELECT rung, steps, state FROM halving_rungs WHERE halving_id = "
+		     "?1 ORDER BY state = 'decided', CASE WHEN state = 'decided' THEN "
+		     "-rung ELSE rung END LIMIT 1",
+		     h->id, 0, "halving_rungs", err, errlen);
 	int rc;
 
-	if (sqlite3_prepare_v2(db,
-			       "SELECT rung, steps, state FROM halving_rungs WHERE halving_id = ?1 "
-			       "ORDER BY state = 'decided', rung LIMIT 1",
-			       -1, &st, NULL) != SQLITE_OK)
-		return db_error(db, "halving_rungs", err, errlen);
-	sqlite3_bind_int64(st, 1, h->id);
+	if (!st)
+		return -1;
 	rc = sqlite3_step(st);
 	if (rc == SQLITE_ROW) {
 		*rung = sqlite3_column_int(st, 0);
@@ -411,20 +456,6 @@ static int current_rung(sqlite3 *db, const struct halving_row *h, int *rung, int
 	sqlite3_finalize(st);
 	if (rc != SQLITE_ROW)
 		return db_error(db, "halving_rungs", err, errlen);
-	if (!strcmp(rstate, "decided")) { /* every rung decided: the last one */
-		if (sqlite3_prepare_v2(
-			db,
-			"SELECT rung, steps FROM halving_rungs WHERE halving_id = ?1 "
-			"ORDER BY rung DESC LIMIT 1",
-			-1, &st, NULL) != SQLITE_OK)
-			return db_error(db, "halving_rungs", err, errlen);
-		sqlite3_bind_int64(st, 1, h->id);
-		if (sqlite3_step(st) == SQLITE_ROW) {
-			*rung = sqlite3_column_int(st, 0);
-			*steps = sqlite3_column_int(st, 1);
-		}
-		sqlite3_finalize(st);
-	}
 	return 0;
 }
 
@@ -436,51 +467,53 @@ struct member_row {
 	int tries;
 };
 
+/* The rows of sql (?1 = a, ?2 = b where it has them) into the array *v of *n, each
+ * filled by row (results_db_rows): 0, or -1 with err set (what names the table) and *v
+ * NULL. */
+static int load_rows(sqlite3 *db, const char *sql, int64_t a, int64_t b, size_t sz,
+		     int (*row)(sqlite3_stmt *st, void *elem), void **v, size_t *n,
+		     const char *what, char *err, size_t errlen)
+{
+	sqlite3_stmt *st = prepare2(db, sql, a, b, what, err, errlen);
+	int rc;
+
+	*v = NULL;
+	*n = 0;
+	if (!st)
+		return -1;
+	rc = results_db_rows(st, sz, row, v, n);
+	sqlite3_finalize(st);
+	if (rc == SQLITE_DONE)
+		return 0;
+	free(*v);
+	*v = NULL;
+	*n = 0;
+	if (rc < 0)
+		snprintf(err, errlen, "out of memory");
+	else
+		db_error(db, what, err, errlen);
+	return -1;
+}
+
+static int read_member(sqlite3_stmt *st, void *elem)
+{
+	struct member_row *m = elem;
+
+	col_text(st, 0, m->layout_id, sizeof(m->layout_id));
+	col_text(st, 1, m->grp, sizeof(m->grp));
+	m->job_ref = sqlite3_column_int64(st, 2);
+	m->tries = sqlite3_column_int(st, 3);
+	return 0;
+}
+
 static int load_members(sqlite3 *db, int64_t id, int rung, struct member_row **out, size_t *n,
 			char *err, size_t errlen)
 {
-	sqlite3_stmt *st = NULL;
-	struct member_row *v = NULL;
-	size_t cnt = 0, cap = 0;
-	int rc;
-
-	*out = NULL;
-	*n = 0;
-	if (sqlite3_prepare_v2(db,
-			       "SELECT layout_id, grp, COALESCE(job_ref, 0), tries FROM "
-			       "halving_members WHERE halving_id = ?1 AND rung = ?2 ORDER BY "
-			       "layout_id",
-			       -1, &st, NULL) != SQLITE_OK)
-		return db_error(db, "halving_members", err, errlen);
-	sqlite3_bind_int64(st, 1, id);
-	sqlite3_bind_int(st, 2, rung);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		if (cnt == cap) {
-			struct member_row *nv;
-			cap = cap ? 2 * cap : 32;
-			nv = realloc(v, cap * sizeof(*v));
-			if (!nv) {
-				sqlite3_finalize(st);
-				free(v);
-				snprintf(err, errlen, "out of memory");
-				return -1;
-			}
-			v = nv;
-		}
-		col_text(st, 0, v[cnt].layout_id, sizeof(v[cnt].layout_id));
-		col_text(st, 1, v[cnt].grp, sizeof(v[cnt].grp));
-		v[cnt].job_ref = sqlite3_column_int64(st, 2);
-		v[cnt].tries = sqlite3_column_int(st, 3);
-		cnt++;
-	}
-	sqlite3_finalize(st);
-	if (rc != SQLITE_DONE) {
-		free(v);
-		return db_error(db, "halving_members", err, errlen);
-	}
-	*out = v;
-	*n = cnt;
-	return 0;
+	return load_rows(db,
+			 "SELECT layout_id, grp, COALESCE(job_ref, 0), tries FROM halving_members "
+			 "WHERE halving_id = ?1 AND rung = ?2 ORDER BY layout_id",
+			 id, rung, sizeof(**out), read_member, (void **)out, n, "halving_members",
+			 err, errlen);
 }
 
 /* The plan of a halving's spec text. */
@@ -520,10 +553,8 @@ static int rung_submit(sqlite3 *db, struct exec_set *es, const struct halving_ro
 	int rc = -1, sub_rc = 0;
 
 	memset(&plan, 0, sizeof(plan));
-	if (sqlite3_prepare_v2(db, adopt, -1, &st, NULL) != SQLITE_OK)
-		return db_error(db, "halving_members", err, errlen);
-	sqlite3_bind_int64(st, 1, h->id);
-	sqlite3_bind_int(st, 2, rung);
+	if (!(st = prepare2(db, adopt, h->id, rung, "halving_members", err, errlen)))
+		return -1;
 	sqlite3_bind_text(st, 3, h->sweep, -1, SQLITE_TRANSIENT);
 	int src = sqlite3_step(st);
 	sqlite3_finalize(st);
@@ -568,14 +599,10 @@ static int rung_submit(sqlite3 *db, struct exec_set *es, const struct halving_ro
 	sub_rc = enqueue_layouts(db, x, &plan, sel, n_sel, h->runs, h->throttle, h->max_array,
 				 quiet, &sub, err, errlen);
 	/* tie what was submitted, even after a failure part of the way */
-	if (sqlite3_prepare_v2(db, tie, -1, &st, NULL) != SQLITE_OK) {
-		db_error(db, "halving_members", err, errlen);
+	if (!(st = prepare2(db, tie, h->id, rung, "halving_members", err, errlen)))
 		goto out_free;
-	}
 	for (size_t i = 0; i < sub.n; i++) {
 		sqlite3_reset(st);
-		sqlite3_bind_int64(st, 1, h->id);
-		sqlite3_bind_int(st, 2, rung);
 		sqlite3_bind_int64(st, 3, sub.rows[i]);
 		if (sqlite3_step(st) != SQLITE_DONE) {
 			db_error(db, "halving_members", err, errlen);
@@ -604,14 +631,13 @@ out_free:
 int halving_latest(sqlite3 *db, const char *sweep, int64_t *id, char *state, size_t slen, char *err,
 		   size_t errlen)
 {
-	sqlite3_stmt *st = NULL;
+	sqlite3_stmt *st =
+	    prepare(db, "SELECT id, state FROM halvings WHERE sweep = ?1 ORDER BY id DESC LIMIT 1",
+		    "halvings", err, errlen);
 	int rc;
 
-	if (sqlite3_prepare_v2(db,
-			       "SELECT id, state FROM halvings WHERE sweep = ?1 ORDER BY id DESC "
-			       "LIMIT 1",
-			       -1, &st, NULL) != SQLITE_OK)
-		return db_error(db, "halvings", err, errlen);
+	if (!st)
+		return -1;
 	sqlite3_bind_text(st, 1, sweep, -1, SQLITE_TRANSIENT);
 	rc = sqlite3_step(st);
 	if (rc == SQLITE_ROW) {
@@ -622,6 +648,14 @@ int halving_latest(sqlite3 *db, const char *sweep, int64_t *id, char *state, siz
 	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
 		return db_error(db, "halvings", err, errlen);
 	return rc == SQLITE_ROW;
+}
+
+/* Free the strings v[0..n) (NULL ones too) and v. */
+static void free_strings(char **v, size_t n)
+{
+	for (size_t i = 0; v && i < n; i++)
+		free(v[i]);
+	free(v);
 }
 
 /* Groups of the entries sel[0..n): group[i] its number, *labels[g] its label (caller
@@ -672,21 +706,10 @@ static int make_groups(const struct sweep_plan *p, const size_t *sel, size_t n, 
 out_oom:
 	snprintf(err, errlen, "out of memory");
 out_free:
-	for (size_t g = 0; g < n && keys; g++)
-		free(keys[g]);
-	for (size_t g = 0; lab && g < n; g++)
-		free(lab[g]);
-	free(keys);
-	free(lab);
+	free_strings(keys, n);
+	free_strings(lab, n);
 	free(count);
 	return rc;
-}
-
-static void free_labels(char **labels, size_t n)
-{
-	for (size_t g = 0; labels && g < n; g++)
-		free(labels[g]);
-	free(labels);
 }
 
 /* The spec's steps and warm-up (every entry carries the spec's run settings). */
@@ -779,12 +802,83 @@ int halving_dry_run(const struct sweep_plan *p, const size_t *sel, size_t n_sel,
 	       hp.eta);
 	rc = 0;
 out_free:
-	free_labels(labels, ng);
+	free_strings(labels, ng);
 	free(group);
 	free(left);
 	free(gpus);
 	free(size);
 	return rc;
+}
+
+/* Record a halving of p over sel[0..n_sel) with its schedule (hp, steps[]) and groups
+ * (group[i] a label's index): its row, its rungs and rung 0's members, in one
+ * transaction. Returns its id, or 0 with err set and nothing recorded. */
+static int64_t record_halving(sqlite3 *db, const struct sweep_plan *p, const char *spec_text,
+			      const size_t *sel, size_t n_sel, const struct halving_opts *o,
+			      const struct halving_params *hp, const int *steps, const int *group,
+			      char *const *labels, char *err, size_t errlen)
+{
+	static const char what[] = "recording the halving";
+	static const char halving_sql[] =
+	    "INSERT INTO halvings (sweep, executor, runs_dir, spec_text, eta, n_rungs, alpha, "
+	    "margin, throttle, max_array) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)";
+	static const char rung_sql[] =
+	    "INSERT INTO halving_rungs (halving_id, rung, steps, warmup, state) VALUES "
+	    "(?1, ?2, ?3, ?4, 'pending')";
+	/* after_job: a member's job is one submitted after this */
+	static const char member_sql[] =
+	    "INSERT INTO halving_members (halving_id, rung, layout_id, grp, after_job) VALUES "
+	    "(?1, 0, ?2, ?3, (SELECT COALESCE(MAX(id), 0) FROM jobs))";
+	sqlite3_stmt *st;
+	int64_t hid = 0;
+	int rc = -1;
+
+	if (results_begin(db, err, errlen))
+		return 0;
+	if (!(st = prepare(db, halving_sql, what, err, errlen)))
+		goto out_end;
+	sqlite3_bind_text(st, 1, p->name, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(st, 2, o->executor, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(st, 3, o->runs, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(st, 4, spec_text, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_int(st, 5, hp->eta);
+	sqlite3_bind_int(st, 6, hp->n_rungs);
+	sqlite3_bind_double(st, 7, hp->alpha);
+	sqlite3_bind_double(st, 8, hp->margin);
+	sqlite3_bind_int(st, 9, o->throttle);
+	sqlite3_bind_int(st, 10, o->max_array);
+	if (step_done(db, st, what, err, errlen))
+		goto out_end;
+	sqlite3_finalize(st);
+	hid = sqlite3_last_insert_rowid(db);
+	if (!(st = prepare2(db, rung_sql, hid, 0, what, err, errlen)))
+		goto out_end;
+	for (int r = 0; r < hp->n_rungs; r++) {
+		sqlite3_reset(st);
+		sqlite3_bind_int(st, 2, r);
+		sqlite3_bind_int(st, 3, steps[r]);
+		sqlite3_bind_int(st, 4, hp->warmup);
+		if (step_done(db, st, what, err, errlen))
+			goto out_end;
+	}
+	sqlite3_finalize(st);
+	if (!(st = prepare2(db, member_sql, hid, 0, what, err, errlen)))
+		goto out_end;
+	for (size_t i = 0; i < n_sel; i++) {
+		const struct plan_entry *e = &p->entries[sel[i]];
+		if (results_upsert_layout(db, &e->layout, e->label[0] ? e->label : NULL)) {
+			db_error(db, what, err, errlen);
+			goto out_end;
+		}
+		sqlite3_reset(st);
+		sqlite3_bind_text(st, 2, e->id, -1, SQLITE_TRANSIENT);
+		sqlite3_bind_text(st, 3, labels[group[i]], -1, SQLITE_TRANSIENT);
+		if (step_done(db, st, what, err, errlen))
+			goto out_end;
+	}
+	rc = 0;
+out_end:
+	return end_tx(db, st, rc, err, errlen) ? 0 : hid;
 }
 
 int halving_start(sqlite3 *db, struct exec_set *es, const struct sweep_plan *p,
@@ -793,12 +887,10 @@ int halving_start(sqlite3 *db, struct exec_set *es, const struct sweep_plan *p,
 {
 	struct halving_params hp = o->params;
 	struct halving_row h;
-	sqlite3_stmt *st = NULL;
 	int steps[HALVING_MAX_RUNGS], *group = calloc(n_sel ? n_sel : 1, sizeof(int));
 	char **labels = NULL;
 	size_t ng = 0, largest = 0;
-	int64_t after = 0;
-	int rc = -1, in_tx = 0;
+	int rc = -1;
 
 	memset(&h, 0, sizeof(h));
 	*id = 0;
@@ -812,72 +904,10 @@ int halving_start(sqlite3 *db, struct exec_set *es, const struct sweep_plan *p,
 	}
 	spec_steps(p, sel, n_sel, &hp);
 	if (make_groups(p, sel, n_sel, group, &labels, &ng, &largest, err, errlen) ||
-	    halving_schedule(&hp, largest, steps, err, errlen))
+	    halving_schedule(&hp, largest, steps, err, errlen) ||
+	    !(*id = record_halving(db, p, spec_text, sel, n_sel, o, &hp, steps, group, labels, err,
+				   errlen)))
 		goto out_free;
-	if (results_begin(db, err, errlen))
-		goto out_free;
-	in_tx = 1;
-	if (sqlite3_prepare_v2(db,
-			       "INSERT INTO halvings (sweep, executor, runs_dir, spec_text, eta, "
-			       "n_rungs, alpha, margin, throttle, max_array) VALUES "
-			       "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-			       -1, &st, NULL) != SQLITE_OK)
-		goto out_db;
-	sqlite3_bind_text(st, 1, p->name, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_text(st, 2, o->executor, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_text(st, 3, o->runs, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_text(st, 4, spec_text, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_int(st, 5, hp.eta);
-	sqlite3_bind_int(st, 6, hp.n_rungs);
-	sqlite3_bind_double(st, 7, hp.alpha);
-	sqlite3_bind_double(st, 8, hp.margin);
-	sqlite3_bind_int(st, 9, o->throttle);
-	sqlite3_bind_int(st, 10, o->max_array);
-	if (sqlite3_step(st) != SQLITE_DONE)
-		goto out_db;
-	sqlite3_finalize(st);
-	st = NULL;
-	*id = sqlite3_last_insert_rowid(db);
-	if (sqlite3_prepare_v2(db,
-			       "INSERT INTO halving_rungs (halving_id, rung, steps, warmup, state) "
-			       "VALUES (?1, ?2, ?3, ?4, 'pending')",
-			       -1, &st, NULL) != SQLITE_OK)
-		goto out_db;
-	for (int r = 0; r < hp.n_rungs; r++) {
-		sqlite3_reset(st);
-		sqlite3_bind_int64(st, 1, *id);
-		sqlite3_bind_int(st, 2, r);
-		sqlite3_bind_int(st, 3, steps[r]);
-		sqlite3_bind_int(st, 4, hp.warmup);
-		if (sqlite3_step(st) != SQLITE_DONE)
-			goto out_db;
-	}
-	sqlite3_finalize(st);
-	st = NULL;
-	if (query_int(db, "SELECT COALESCE(MAX(id), 0) FROM jobs", 0, 0, &after, err, errlen))
-		goto out_rollback;
-	if (sqlite3_prepare_v2(db,
-			       "INSERT INTO halving_members (halving_id, rung, layout_id, grp, "
-			       "after_job) VALUES (?1, 0, ?2, ?3, ?4)",
-			       -1, &st, NULL) != SQLITE_OK)
-		goto out_db;
-	for (size_t i = 0; i < n_sel; i++) {
-		const struct plan_entry *e = &p->entries[sel[i]];
-		if (results_upsert_layout(db, &e->layout, e->label[0] ? e->label : NULL))
-			goto out_db;
-		sqlite3_reset(st);
-		sqlite3_bind_int64(st, 1, *id);
-		sqlite3_bind_text(st, 2, e->id, -1, SQLITE_TRANSIENT);
-		sqlite3_bind_text(st, 3, labels[group[i]], -1, SQLITE_TRANSIENT);
-		sqlite3_bind_int64(st, 4, after);
-		if (sqlite3_step(st) != SQLITE_DONE)
-			goto out_db;
-	}
-	sqlite3_finalize(st);
-	st = NULL;
-	if (results_commit(db, err, errlen))
-		goto out_rollback;
-	in_tx = 0;
 	if (load_row(db, *id, &h, err, errlen))
 		goto out_free;
 	if (rung_submit(db, es, &h, 0, steps[0], o->quiet, err, errlen)) {
@@ -899,64 +929,29 @@ int halving_start(sqlite3 *db, struct exec_set *es, const struct sweep_plan *p,
 		goto out_free;
 	}
 	rc = 0;
-	goto out_free;
-out_db:
-	db_error(db, "recording the halving", err, errlen);
-out_rollback:
-	sqlite3_finalize(st);
-	st = NULL;
-	if (in_tx)
-		results_rollback(db);
-	*id = 0;
 out_free:
-	sqlite3_finalize(st);
 	row_free(&h);
-	free_labels(labels, ng);
+	free_strings(labels, ng);
 	free(group);
 	return rc;
+}
+
+static int read_time(sqlite3_stmt *st, void *elem)
+{
+	*(double *)elem = sqlite3_column_double(st, 0);
+	return 0;
 }
 
 /* The steady-state step times of the run tied to job (warm-up left out), in step order:
  * 0 and *times (caller frees; NULL when none) and *n; -1 with err set. */
 static int run_times(sqlite3 *db, int64_t job, double **times, size_t *n, char *err, size_t errlen)
 {
-	sqlite3_stmt *st = NULL;
-	double *v = NULL;
-	size_t cnt = 0, cap = 0;
-	int rc;
-
-	*times = NULL;
-	*n = 0;
-	if (sqlite3_prepare_v2(db,
-			       "SELECT s.time_s FROM steps s WHERE s.warmup = 0 AND s.run_id = "
-			       "(SELECT MAX(r.id) FROM runs r WHERE r.job_ref = ?1 AND r.status = "
-			       "'ok') ORDER BY s.step",
-			       -1, &st, NULL) != SQLITE_OK)
-		return db_error(db, "steps", err, errlen);
-	sqlite3_bind_int64(st, 1, job);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		if (cnt == cap) {
-			double *nv;
-			cap = cap ? 2 * cap : 64;
-			nv = realloc(v, cap * sizeof(*v));
-			if (!nv) {
-				free(v);
-				sqlite3_finalize(st);
-				snprintf(err, errlen, "out of memory");
-				return -1;
-			}
-			v = nv;
-		}
-		v[cnt++] = sqlite3_column_double(st, 0);
-	}
-	sqlite3_finalize(st);
-	if (rc != SQLITE_DONE) {
-		free(v);
-		return db_error(db, "steps", err, errlen);
-	}
-	*times = v;
-	*n = cnt;
-	return 0;
+	return load_rows(db,
+			 "SELECT s.time_s FROM steps s WHERE s.warmup = 0 AND s.run_id = (SELECT "
+			 "MAX(r.id) FROM runs r WHERE r.job_ref = ?1 AND r.status = 'ok') ORDER BY "
+			 "s.step",
+			 job, 0, sizeof(**times), read_time, (void **)times, n, "steps", err,
+			 errlen);
 }
 
 /* 1 when the scheduler, not the layout, ended a job: worth one more try. */
@@ -965,69 +960,41 @@ static int lost_by_scheduler(const char *cls)
 	return !strcmp(cls, "node_fail") || !strcmp(cls, "preempted");
 }
 
-/*
- * Decide rung `rung` of h from its settled jobs and record it, with the next rung's
- * members or the halving's end, in one transaction. *next gets the next rung's number
- * (-1 when the halving ended). Returns 0, or -1 with err set.
- */
-static int decide_rung(sqlite3 *db, const struct halving_row *h, int rung,
-		       const struct member_row *mem, size_t n, const struct results_job *jobs,
-		       size_t nj, int *next, char *err, size_t errlen)
+/* The job of row id ref among jobs[0..nj), or NULL. */
+static const struct results_job *job_of(const struct results_job *jobs, size_t nj, int64_t ref)
 {
+	for (size_t k = 0; k < nj; k++)
+		if (jobs[k].id == ref)
+			return &jobs[k];
+	return NULL;
+}
+
+/*
+ * Record the verdicts m[0..n) of rung `rung` of h and the rung decided, then the next
+ * rung's members (*next its number) or the halving's end (*next -1: a job of the rung
+ * was cancelled, it was the last, or no layout goes on), in one transaction. Returns 0,
+ * or -1 with err set and nothing recorded (*next then means nothing).
+ */
+static int record_rung(sqlite3 *db, const struct halving_row *h, int rung,
+		       const struct halving_member *m, size_t n, int cancelled, int *next,
+		       char *err, size_t errlen)
+{
+	static const char what[] = "recording rung";
 	static const char upd[] =
 	    "UPDATE halving_members SET verdict = ?4, rank = NULLIF(?5, 0), n_steps = ?6, "
 	    "median_s = NULLIF(?7, 0.0), cut_layout = ?8, cut_median_s = ?9, u = ?10, "
 	    "p_value = ?11, exact = ?12, significant = ?13, failure_class = NULLIF(?14, ''), "
 	    "reason = ?15 WHERE halving_id = ?1 AND rung = ?2 AND layout_id = ?3";
-	struct halving_member *m = calloc(n ? n : 1, sizeof(*m));
-	double **times = calloc(n ? n : 1, sizeof(*times));
-	char **grps = calloc(n ? n : 1, sizeof(*grps));
-	sqlite3_stmt *st = NULL;
-	size_t ng = 0, survivors = 0, finals = 0;
-	int last = rung >= h->n_rungs - 1, cancelled = 0, rc = -1, in_tx = 0;
-	int64_t after = 0;
+	sqlite3_stmt *st;
+	size_t survivors = 0, finals = 0;
+	int last = rung >= h->n_rungs - 1, rc = -1;
+	char msg[160];
 
 	*next = -1;
-	if (!m || !times || !grps) {
-		snprintf(err, errlen, "out of memory");
-		goto out_free;
-	}
-	for (size_t i = 0; i < n; i++) {
-		const struct results_job *j = NULL;
-		size_t g;
-		snprintf(m[i].layout_id, sizeof(m[i].layout_id), "%s", mem[i].layout_id);
-		for (g = 0; g < ng; g++)
-			if (!strcmp(grps[g], mem[i].grp))
-				break;
-		if (g == ng)
-			grps[ng++] = (char *)mem[i].grp;
-		m[i].group = (int)g;
-		for (size_t k = 0; k < nj && !j; k++)
-			if (jobs[k].id == mem[i].job_ref)
-				j = &jobs[k];
-		if (!j) {
-			snprintf(m[i].failure_class, sizeof(m[i].failure_class), "unknown");
-			continue;
-		}
-		if (j->failure_class[0]) {
-			snprintf(m[i].failure_class, sizeof(m[i].failure_class), "%s",
-				 j->failure_class);
-			cancelled |= !strcmp(j->failure_class, "cancelled");
-			continue;
-		}
-		if (run_times(db, j->id, &times[i], &m[i].n_times, err, errlen))
-			goto out_free;
-		m[i].times = times[i];
-	}
-	if (halving_decide(m, n, h->eta, h->alpha, h->margin, last)) {
-		snprintf(err, errlen, "out of memory");
-		goto out_free;
-	}
 	if (results_begin(db, err, errlen))
-		goto out_free;
-	in_tx = 1;
-	if (sqlite3_prepare_v2(db, upd, -1, &st, NULL) != SQLITE_OK)
-		goto out_db;
+		return -1;
+	if (!(st = prepare(db, upd, what, err, errlen)))
+		goto out_end;
 	for (size_t i = 0; i < n; i++) {
 		const struct halving_member *x = &m[i];
 		const struct halving_member *c = x->cut >= 0 ? &m[x->cut] : NULL;
@@ -1051,8 +1018,8 @@ static int decide_rung(sqlite3 *db, const struct halving_row *h, int rung,
 		}
 		sqlite3_bind_text(st, 14, x->failure_class, -1, SQLITE_TRANSIENT);
 		sqlite3_bind_text(st, 15, x->reason, -1, SQLITE_TRANSIENT);
-		if (sqlite3_step(st) != SQLITE_DONE)
-			goto out_db;
+		if (step_done(db, st, what, err, errlen))
+			goto out_end;
 		survivors += x->verdict == HALVING_KEPT || x->verdict == HALVING_NOISE;
 		finals += x->verdict == HALVING_FINAL;
 	}
@@ -1062,9 +1029,17 @@ static int decide_rung(sqlite3 *db, const struct halving_row *h, int rung,
 		  "UPDATE halving_rungs SET state = 'decided', decided = strftime('%Y-%m-%dT%H:%M:"
 		  "%SZ', 'now') WHERE halving_id = ?1 AND rung = ?2",
 		  h->id, rung, err, errlen))
-		goto out_rollback;
-	if (cancelled || last || survivors == 0) {
-		char msg[160];
+		goto out_end;
+	if (!cancelled && !last && survivors > 0) {
+		/* after_job: a member's job is one submitted after this */
+		st = prepare2(db,
+			      "INSERT INTO halving_members (halving_id, rung, layout_id, grp, "
+			      "after_job) SELECT halving_id, rung + 1, layout_id, grp, (SELECT "
+			      "COALESCE(MAX(id), 0) FROM jobs) FROM halving_members WHERE "
+			      "halving_id = ?1 AND rung = ?2 AND verdict IN ('kept', 'noise')",
+			      h->id, rung, what, err, errlen);
+		*next = rung + 1;
+	} else {
 		if (cancelled)
 			snprintf(msg, sizeof(msg), "a job of rung %d was cancelled", rung);
 		else if (last)
@@ -1072,57 +1047,130 @@ static int decide_rung(sqlite3 *db, const struct halving_row *h, int rung,
 				 "%zu layout(s) measured on the last rung, rung %d", finals, rung);
 		else
 			snprintf(msg, sizeof(msg), "no layout went on after rung %d", rung);
-		if (sqlite3_prepare_v2(db,
-				       "UPDATE halvings SET state = ?2, message = ?3, finished = "
-				       "strftime('%Y-%m-%dT%H:%M:%SZ', 'now') WHERE id = ?1",
-				       -1, &st, NULL) != SQLITE_OK)
-			goto out_db;
-		sqlite3_bind_int64(st, 1, h->id);
-		sqlite3_bind_text(st, 2, cancelled ? "cancelled" : "done", -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 3, msg, -1, SQLITE_TRANSIENT);
-		if (sqlite3_step(st) != SQLITE_DONE)
-			goto out_db;
-		sqlite3_finalize(st);
-		st = NULL;
-	} else {
-		if (query_int(db, "SELECT COALESCE(MAX(id), 0) FROM jobs", 0, 0, &after, err,
-			      errlen))
-			goto out_rollback;
-		if (sqlite3_prepare_v2(
-			db,
-			"INSERT INTO halving_members (halving_id, rung, layout_id, "
-			"grp, after_job) SELECT halving_id, rung + 1, layout_id, grp, "
-			"?3 FROM halving_members WHERE halving_id = ?1 AND rung = ?2 "
-			"AND verdict IN ('kept', 'noise')",
-			-1, &st, NULL) != SQLITE_OK)
-			goto out_db;
-		sqlite3_bind_int64(st, 1, h->id);
-		sqlite3_bind_int(st, 2, rung);
-		sqlite3_bind_int64(st, 3, after);
-		if (sqlite3_step(st) != SQLITE_DONE)
-			goto out_db;
-		sqlite3_finalize(st);
-		st = NULL;
-		*next = rung + 1;
+		st = prepare2(db,
+			      "UPDATE halvings SET state = ?2, message = ?3, finished = "
+			      "strftime('%Y-%m-%dT%H:%M:%SZ', 'now') WHERE id = ?1",
+			      h->id, 0, what, err, errlen);
+		if (st) {
+			sqlite3_bind_text(st, 2, cancelled ? "cancelled" : "done", -1,
+					  SQLITE_STATIC);
+			sqlite3_bind_text(st, 3, msg, -1, SQLITE_TRANSIENT);
+		}
 	}
-	if (results_commit(db, err, errlen))
-		goto out_rollback;
-	in_tx = 0;
+	if (!st || step_done(db, st, what, err, errlen))
+		goto out_end;
 	rc = 0;
-	goto out_free;
-out_db:
-	db_error(db, "recording rung", err, errlen);
-out_rollback:
-	if (in_tx)
-		results_rollback(db);
+out_end:
+	return end_tx(db, st, rc, err, errlen);
+}
+
+/*
+ * Decide rung `rung` of h from its settled jobs and record it (record_rung). *next gets
+ * the next rung's number (-1 when the halving ended). Returns 0, or -1 with err set.
+ */
+static int decide_rung(sqlite3 *db, const struct halving_row *h, int rung,
+		       const struct member_row *mem, size_t n, const struct results_job *jobs,
+		       size_t nj, int *next, char *err, size_t errlen)
+{
+	struct halving_member *m = calloc(n ? n : 1, sizeof(*m));
+	double **times = calloc(n ? n : 1, sizeof(*times));
+	char **grps = calloc(n ? n : 1, sizeof(*grps));
+	size_t ng = 0;
+	int cancelled = 0, rc = -1;
+
 	*next = -1;
+	if (!m || !times || !grps) {
+		snprintf(err, errlen, "out of memory");
+		goto out_free;
+	}
+	for (size_t i = 0; i < n; i++) {
+		const struct results_job *j = job_of(jobs, nj, mem[i].job_ref);
+		size_t g;
+		snprintf(m[i].layout_id, sizeof(m[i].layout_id), "%s", mem[i].layout_id);
+		for (g = 0; g < ng; g++)
+			if (!strcmp(grps[g], mem[i].grp))
+				break;
+		if (g == ng)
+			grps[ng++] = (char *)mem[i].grp;
+		m[i].group = (int)g;
+		if (!j) {
+			snprintf(m[i].failure_class, sizeof(m[i].failure_class), "unknown");
+			continue;
+		}
+		if (j->failure_class[0]) {
+			snprintf(m[i].failure_class, sizeof(m[i].failure_class), "%s",
+				 j->failure_class);
+			cancelled |= !strcmp(j->failure_class, "cancelled");
+			continue;
+		}
+		if (run_times(db, j->id, &times[i], &m[i].n_times, err, errlen))
+			goto out_free;
+		m[i].times = times[i];
+	}
+	if (halving_decide(m, n, h->eta, h->alpha, h->margin, rung >= h->n_rungs - 1)) {
+		snprintf(err, errlen, "out of memory");
+		goto out_free;
+	}
+	rc = record_rung(db, h, rung, m, n, cancelled, next, err, errlen);
 out_free:
-	sqlite3_finalize(st);
 	for (size_t i = 0; times && i < n; i++)
 		free(times[i]);
 	free(times);
 	free(grps);
 	free(m);
+	return rc;
+}
+
+/* The jobs tied to the members mem[0..n) (track_load_rows: caller frees *jobs), *nr
+ * how many members have one. Returns 0, or -1 with err set. */
+static int member_jobs(sqlite3 *db, const struct halving_row *h, const struct member_row *mem,
+		       size_t n, struct results_job **jobs, size_t *nj, size_t *nr, char *err,
+		       size_t errlen)
+{
+	int64_t *rows = calloc(n ? n : 1, sizeof(*rows));
+	int rc;
+
+	*nr = 0;
+	if (!rows) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (mem[i].job_ref)
+			rows[(*nr)++] = mem[i].job_ref;
+	rc = track_load_rows(db, h->sweep, rows, *nr, jobs, nj, err, errlen);
+	free(rows);
+	return rc;
+}
+
+/* Take the job of each member of a settled rung whose job the scheduler lost (node_fail,
+ * preempted) and that has tries left, so that rung_submit gives it one more: *retried
+ * their number. Returns 0, or -1 with err set. */
+static int retry_lost(sqlite3 *db, const struct halving_row *h, int rung,
+		      const struct member_row *mem, size_t n, const struct results_job *jobs,
+		      size_t nj, int *retried, char *err, size_t errlen)
+{
+	static const char what[] = "halving_members";
+	sqlite3_stmt *st = NULL;
+	int rc = 0;
+
+	*retried = 0;
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		const struct results_job *j = job_of(jobs, nj, mem[i].job_ref);
+		if (!j || !lost_by_scheduler(j->failure_class) || mem[i].tries >= HALVING_MAX_TRIES)
+			continue;
+		if (!st &&
+		    !(st = prepare2(db,
+				    "UPDATE halving_members SET after_job = job_ref, job_ref = "
+				    "NULL WHERE halving_id = ?1 AND rung = ?2 AND layout_id = ?3",
+				    h->id, rung, what, err, errlen)))
+			return -1;
+		sqlite3_reset(st);
+		sqlite3_bind_text(st, 3, mem[i].layout_id, -1, SQLITE_TRANSIENT);
+		rc = step_done(db, st, what, err, errlen);
+		*retried += rc == 0;
+	}
+	sqlite3_finalize(st);
 	return rc;
 }
 
@@ -1132,10 +1180,9 @@ int halving_advance(sqlite3 *db, struct exec_set *es, int64_t id, struct halving
 	struct halving_row h;
 	struct member_row *mem = NULL;
 	struct results_job *jobs = NULL;
-	int64_t *rows = NULL;
 	size_t n = 0, nj = 0, nr = 0;
 	char rstate[16] = "";
-	int rung = 0, steps = 0, rc = -2, rrc = 0, next;
+	int rung = 0, steps = 0, rc = -2, rrc = 0, retried, next;
 	char e[1024] = "";
 
 	memset(pr, 0, sizeof(*pr));
@@ -1158,15 +1205,7 @@ int halving_advance(sqlite3 *db, struct exec_set *es, int64_t id, struct halving
 		goto out_free;
 	if (load_members(db, h.id, rung, &mem, &n, err, errlen))
 		goto out_free;
-	rows = calloc(n ? n : 1, sizeof(*rows));
-	if (!rows) {
-		snprintf(err, errlen, "out of memory");
-		goto out_free;
-	}
-	for (size_t i = 0; i < n; i++)
-		if (mem[i].job_ref)
-			rows[nr++] = mem[i].job_ref;
-	if (track_load_rows(db, h.sweep, rows, nr, &jobs, &nj, err, errlen))
+	if (member_jobs(db, &h, mem, n, &jobs, &nj, &nr, err, errlen))
 		goto out_free;
 	rrc = track_refresh(db, es, jobs, nj, e, sizeof(e));
 	if (rrc == -2) {
@@ -1182,39 +1221,11 @@ int halving_advance(sqlite3 *db, struct exec_set *es, int64_t id, struct halving
 		goto out_free;
 	}
 	/* every job settled: the ones the scheduler lost get one more job */
-	int retried = 0;
-	for (size_t i = 0; i < n; i++) {
-		const struct results_job *j = NULL;
-		for (size_t k = 0; k < nj && !j; k++)
-			if (jobs[k].id == mem[i].job_ref)
-				j = &jobs[k];
-		if (!j || !lost_by_scheduler(j->failure_class) || mem[i].tries >= HALVING_MAX_TRIES)
-			continue;
-		sqlite3_stmt *st = NULL;
-		if (sqlite3_prepare_v2(
-			db,
-			"UPDATE halving_members SET after_job = job_ref, job_ref = "
-			"NULL WHERE halving_id = ?1 AND rung = ?2 AND layout_id = ?3",
-			-1, &st, NULL) != SQLITE_OK) {
-			db_error(db, "halving_members", err, errlen);
-			goto out_free;
-		}
-		sqlite3_bind_int64(st, 1, h.id);
-		sqlite3_bind_int(st, 2, rung);
-		sqlite3_bind_text(st, 3, mem[i].layout_id, -1, SQLITE_TRANSIENT);
-		int src = sqlite3_step(st);
-		sqlite3_finalize(st);
-		if (src != SQLITE_DONE) {
-			db_error(db, "halving_members", err, errlen);
-			goto out_free;
-		}
-		retried++;
-	}
+	if (retry_lost(db, &h, rung, mem, n, jobs, nj, &retried, err, errlen))
+		goto out_free;
 	if (retried) {
 		pr->retried = retried;
-		if (rung_submit(db, es, &h, rung, steps, 1, err, errlen))
-			goto out_free;
-		rc = 0;
+		rc = rung_submit(db, es, &h, rung, steps, 1, err, errlen) ? -2 : 0;
 		goto out_free;
 	}
 	if (decide_rung(db, &h, rung, mem, n, jobs, nj, &next, err, errlen))
@@ -1230,7 +1241,6 @@ int halving_advance(sqlite3 *db, struct exec_set *es, int64_t id, struct halving
 	rc = 0;
 out_free:
 	free(jobs);
-	free(rows);
 	free(mem);
 	row_free(&h);
 	return rc;
@@ -1239,16 +1249,15 @@ out_free:
 /* "6, 12, 24" (the steps of every rung) into buf. */
 static int rung_steps_text(sqlite3 *db, int64_t id, char *buf, size_t len, char *err, size_t errlen)
 {
-	sqlite3_stmt *st = NULL;
+	sqlite3_stmt *st =
+	    prepare2(db, "SELECT steps FROM halving_rungs WHERE halving_id = ?1 ORDER BY rung", id,
+		     0, "halving_rungs", err, errlen);
 	size_t o = 0;
 	int rc;
 
 	buf[0] = '\0';
-	if (sqlite3_prepare_v2(
-		db, "SELECT steps FROM halving_rungs WHERE halving_id = ?1 ORDER BY rung", -1, &st,
-		NULL) != SQLITE_OK)
-		return db_error(db, "halving_rungs", err, errlen);
-	sqlite3_bind_int64(st, 1, id);
+	if (!st)
+		return -1;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW && o + 16 < len)
 		o += (size_t)snprintf(buf + o, len - o, "%s%d", o ? ", " : "",
 				      sqlite3_column_int(st, 0));
@@ -1262,17 +1271,16 @@ static int rung_steps_text(sqlite3 *db, int64_t id, char *buf, size_t len, char 
  * for a decided rung, to f. */
 static int print_rung_line(sqlite3 *db, int64_t id, int rung, FILE *f, char *err, size_t errlen)
 {
-	sqlite3_stmt *st = NULL;
+	sqlite3_stmt *st =
+	    prepare2(db,
+		     "SELECT sweep, steps, layouts, kept, kept_within_noise, "
+		     "dropped_slower, dropped_failed, final FROM halving_rung_summary "
+		     "WHERE halving_id = ?1 AND rung = ?2",
+		     id, rung, "halving_rung_summary", err, errlen);
 	int rc;
 
-	if (sqlite3_prepare_v2(db,
-			       "SELECT sweep, steps, layouts, kept, kept_within_noise, "
-			       "dropped_slower, dropped_failed, final FROM halving_rung_summary "
-			       "WHERE halving_id = ?1 AND rung = ?2",
-			       -1, &st, NULL) != SQLITE_OK)
-		return db_error(db, "halving_rung_summary", err, errlen);
-	sqlite3_bind_int64(st, 1, id);
-	sqlite3_bind_int(st, 2, rung);
+	if (!st)
+		return -1;
 	rc = sqlite3_step(st);
 	if (rc == SQLITE_ROW)
 		fprintf(f,
@@ -1344,9 +1352,23 @@ int halving_wait(sqlite3 *db, struct exec_set *es, int64_t id, int quiet, char *
 
 int halving_print(sqlite3 *db, int64_t id, FILE *f, char *err, size_t errlen)
 {
-	sqlite3_stmt *st = NULL;
+	static const char what[] = "halving";
+	static const char rungs_sql[] =
+	    "SELECT rung, steps, layouts, COALESCE(kept, 0), COALESCE(kept_within_noise, 0), "
+	    "COALESCE(dropped_slower, 0), COALESCE(dropped_failed, 0), COALESCE(final, 0), "
+	    "COALESCE(pending, 0), gpu_seconds FROM halving_rung_summary WHERE halving_id = ?1 "
+	    "ORDER BY rung";
+	/* the last rung's layouts of each group: the fastest, and whether the others differ */
+	static const char finals_sql[] =
+	    "SELECT grp, layout_id, label, micro_batch, tp, pp, checkpointing, rank, median_s, "
+	    "slowdown, p_value, significant FROM halving_layouts WHERE halving_id = ?1 AND "
+	    "verdict = 'final' ORDER BY grp, rank";
+	static const char cost_sql[] =
+	    "SELECT runs, layouts, full_steps, gpu_seconds, "
+	    "full_grid_gpu_seconds FROM halving_cost WHERE halving_id = ?1";
+	sqlite3_stmt *st;
 	struct halving_row h;
-	char steps[256], message[256] = "", unit[32] = "GPU-hours";
+	char steps[256], unit[32] = "GPU-hours";
 	int64_t gpu = 1;
 	int rc = -1;
 
@@ -1362,30 +1384,15 @@ int halving_print(sqlite3 *db, int64_t id, FILE *f, char *err, size_t errlen)
 		goto out_free;
 	if (!gpu)
 		snprintf(unit, sizeof(unit), "CPU-rank-hours");
-	if (sqlite3_prepare_v2(db, "SELECT COALESCE(message, '') FROM halvings WHERE id = ?1", -1,
-			       &st, NULL) != SQLITE_OK)
-		goto out_db;
-	sqlite3_bind_int64(st, 1, id);
-	if (sqlite3_step(st) == SQLITE_ROW)
-		col_text(st, 0, message, sizeof(message));
-	sqlite3_finalize(st);
-	st = NULL;
 	fprintf(f,
 		"halving %lld of sweep '%s': %s%s%s; eta %d, rungs of %s steps, rank test at "
 		"level %g with a margin of %g%%, executor %s\n",
-		(long long)id, h.sweep, h.state, *message ? ": " : "", message, h.eta, steps,
+		(long long)id, h.sweep, h.state, *h.message ? ": " : "", h.message, h.eta, steps,
 		h.alpha, 100.0 * h.margin, h.executor);
 	fprintf(f, "  %-5s %-6s %-8s %-5s %-6s %-8s %-7s %-6s %-8s %s\n", "rung", "steps",
 		"layouts", "kept", "noise", "dropped", "failed", "final", "pending", unit);
-	if (sqlite3_prepare_v2(db,
-			       "SELECT rung, steps, layouts, COALESCE(kept, 0), "
-			       "COALESCE(kept_within_noise, 0), COALESCE(dropped_slower, 0), "
-			       "COALESCE(dropped_failed, 0), COALESCE(final, 0), COALESCE(pending, "
-			       "0), gpu_seconds FROM halving_rung_summary WHERE halving_id = ?1 "
-			       "ORDER BY rung",
-			       -1, &st, NULL) != SQLITE_OK)
-		goto out_db;
-	sqlite3_bind_int64(st, 1, id);
+	if (!(st = prepare2(db, rungs_sql, id, 0, what, err, errlen)))
+		goto out_free;
 	while (sqlite3_step(st) == SQLITE_ROW) {
 		char cost[32] = "-";
 		if (sqlite3_column_type(st, 9) != SQLITE_NULL)
@@ -1398,16 +1405,8 @@ int halving_print(sqlite3 *db, int64_t id, FILE *f, char *err, size_t errlen)
 			sqlite3_column_int(st, 8), cost);
 	}
 	sqlite3_finalize(st);
-	st = NULL;
-	/* the last rung's layouts of each group: the fastest, and whether the others differ */
-	if (sqlite3_prepare_v2(db,
-			       "SELECT grp, layout_id, label, micro_batch, tp, pp, checkpointing, "
-			       "rank, median_s, slowdown, p_value, significant FROM "
-			       "halving_layouts WHERE halving_id = ?1 AND verdict = 'final' "
-			       "ORDER BY grp, rank",
-			       -1, &st, NULL) != SQLITE_OK)
-		goto out_db;
-	sqlite3_bind_int64(st, 1, id);
+	if (!(st = prepare2(db, finals_sql, id, 0, what, err, errlen)))
+		goto out_free;
 	while (sqlite3_step(st) == SQLITE_ROW) {
 		int rank = sqlite3_column_int(st, 7);
 		if (rank == 1)
@@ -1430,13 +1429,8 @@ int halving_print(sqlite3 *db, int64_t id, FILE *f, char *err, size_t errlen)
 				sqlite3_column_double(st, 10));
 	}
 	sqlite3_finalize(st);
-	st = NULL;
-	if (sqlite3_prepare_v2(db,
-			       "SELECT runs, layouts, full_steps, gpu_seconds, "
-			       "full_grid_gpu_seconds FROM halving_cost WHERE halving_id = ?1",
-			       -1, &st, NULL) != SQLITE_OK)
-		goto out_db;
-	sqlite3_bind_int64(st, 1, id);
+	if (!(st = prepare2(db, cost_sql, id, 0, what, err, errlen)))
+		goto out_free;
 	if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 3) != SQLITE_NULL) {
 		double spent = sqlite3_column_double(st, 3) / 3600.0;
 		double full = sqlite3_column_double(st, 4) / 3600.0;
@@ -1452,34 +1446,28 @@ int halving_print(sqlite3 *db, int64_t id, FILE *f, char *err, size_t errlen)
 				100.0 * spent / full);
 	}
 	sqlite3_finalize(st);
-	st = NULL;
 	rc = 0;
-	goto out_free;
-out_db:
-	db_error(db, "halving", err, errlen);
 out_free:
-	sqlite3_finalize(st);
 	row_free(&h);
 	return rc;
 }
 
 int halving_cancel_sweep(sqlite3 *db, const char *sweep, char *err, size_t errlen)
 {
-	sqlite3_stmt *st = NULL;
+	sqlite3_stmt *st =
+	    prepare(db,
+		    "UPDATE halvings SET state = 'cancelled', message = 'cancelled', "
+		    "finished = strftime('%Y-%m-%dT%H:%M:%SZ', 'now') WHERE sweep = "
+		    "?1 AND state = 'running'",
+		    "halvings", err, errlen);
 	int rc;
 
-	if (sqlite3_prepare_v2(db,
-			       "UPDATE halvings SET state = 'cancelled', message = 'cancelled', "
-			       "finished = strftime('%Y-%m-%dT%H:%M:%SZ', 'now') WHERE sweep = ?1 "
-			       "AND state = 'running'",
-			       -1, &st, NULL) != SQLITE_OK)
-		return db_error(db, "halvings", err, errlen);
+	if (!st)
+		return -1;
 	sqlite3_bind_text(st, 1, sweep, -1, SQLITE_TRANSIENT);
-	rc = sqlite3_step(st);
+	rc = step_done(db, st, "halvings", err, errlen);
 	sqlite3_finalize(st);
-	if (rc != SQLITE_DONE)
-		return db_error(db, "halvings", err, errlen);
-	return sqlite3_changes(db);
+	return rc ? -1 : sqlite3_changes(db);
 }
 
 int halving_submit(sqlite3 *db, struct exec_set *es, const struct sweep_plan *p,

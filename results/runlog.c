@@ -687,13 +687,20 @@ static int fast_phases(struct scan *sc, struct runlog_step *s)
 	}
 }
 
-/* An array of byte counts into *out (malloc'd canonical text). */
+/* null, or an array of byte counts into *out (malloc'd canonical text), which must not
+ * have one yet (a key given twice). */
 static int fast_rank_mem(struct scan *sc, char **out)
 {
 	char buf[512];
 	size_t at = 1;
 	int64_t v;
 
+	if (*out)
+		return 0;
+	if (sc_literal(sc, "null"))
+		return 1;
+	if (!sc_char(sc, '['))
+		return 0;
 	buf[0] = '[';
 	if (!sc_char(sc, ']')) {
 		for (;;) {
@@ -773,17 +780,13 @@ static int fast_step(const char *line, size_t len, struct runlog_step *s)
 			ok = sc_literal(&sc, "null") || sc_uint(&sc, &s->peak_mem_bytes);
 		} else if (KEY_IS(k, n, "rank_peak_mem_bytes")) {
 			bit = 128;
-			ok = !s->rank_peak_mem &&
-			     (sc_literal(&sc, "null") ||
-			      (sc_char(&sc, '[') && fast_rank_mem(&sc, &s->rank_peak_mem)));
+			ok = fast_rank_mem(&sc, &s->rank_peak_mem);
 		} else if (KEY_IS(k, n, "device_peak_mem_bytes")) {
 			bit = 512;
 			ok = sc_literal(&sc, "null") || sc_uint(&sc, &s->device_peak_mem_bytes);
 		} else if (KEY_IS(k, n, "rank_device_peak_mem_bytes")) {
 			bit = 1024;
-			ok = !s->rank_device_peak_mem &&
-			     (sc_literal(&sc, "null") ||
-			      (sc_char(&sc, '[') && fast_rank_mem(&sc, &s->rank_device_peak_mem)));
+			ok = fast_rank_mem(&sc, &s->rank_device_peak_mem);
 		} else if (KEY_IS(k, n, "phases")) {
 			bit = 256;
 			ok = sc_literal(&sc, "null") || (sc_char(&sc, '{') && fast_phases(&sc, s));

@@ -90,6 +90,21 @@ static int rank_max_add(struct rank_max *m, const char *rank_json)
 	return 0;
 }
 
+/* Append x to the array *v of *n values (room for *cap). -1 when out of memory. */
+static int push_double(double **v, size_t *n, size_t *cap, double x)
+{
+	if (*n == *cap) {
+		size_t nc = *cap ? 2 * *cap : 1024;
+		double *nv = realloc(*v, nc * sizeof(*nv));
+		if (!nv)
+			return -1;
+		*v = nv;
+		*cap = nc;
+	}
+	(*v)[(*n)++] = x;
+	return 0;
+}
+
 /* The step's loss (NaN: not finite, or absent) and device readings, every step. -1 when
  * out of memory. */
 int results_stats_add_more(struct results_stats *a, double loss, long long dev_peak,
@@ -97,15 +112,8 @@ int results_stats_add_more(struct results_stats *a, double loss, long long dev_p
 {
 	if (dev_peak > a->dev_peak)
 		a->dev_peak = dev_peak;
-	if (a->nloss == a->loss_cap) {
-		size_t nc = a->loss_cap ? 2 * a->loss_cap : 1024;
-		double *v = realloc(a->loss, nc * sizeof(*v));
-		if (!v)
-			return -1;
-		a->loss = v;
-		a->loss_cap = nc;
-	}
-	a->loss[a->nloss++] = loss;
+	if (push_double(&a->loss, &a->nloss, &a->loss_cap, loss))
+		return -1;
 	return rank_max_add(&a->rank_dev, rank_dev_json);
 }
 
@@ -118,15 +126,8 @@ int results_stats_add(struct results_stats *a, int warmup, double time_s, long l
 	if (peak > a->peak)
 		a->peak = peak;
 	if (!warmup) {
-		if (a->n == a->cap) {
-			size_t nc = a->cap ? 2 * a->cap : 1024;
-			double *v = realloc(a->t, nc * sizeof(*v));
-			if (!v)
-				return -1;
-			a->t = v;
-			a->cap = nc;
-		}
-		a->t[a->n++] = time_s;
+		if (push_double(&a->t, &a->n, &a->cap, time_s))
+			return -1;
 		for (int k = 0; k < RESULTS_STATS_PHASES; k++)
 			if (isfinite(phase[k])) {
 				a->sum[k] += phase[k];

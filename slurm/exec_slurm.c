@@ -147,34 +147,35 @@ static const char *state_name(uint32_t st)
 /* Extra #SBATCH options that map onto the job description. */
 static int apply_extra(job_desc_msg_t *d, const char *opt, char *err, size_t errlen)
 {
+	/* the options whose value is the text of a field (the value stays opt's) */
+	const struct {
+		const char *name;
+		char **field;
+	} text[] = {
+	    {"--constraint", &d->features}, {"--reservation", &d->reservation},
+	    {"--exclude", &d->exc_nodes},   {"--nodelist", &d->req_nodes},
+	    {"--comment", &d->comment},	    {"--gres", &d->tres_per_node},
+	};
 	const char *eq = strchr(opt, '=');
 	const char *v = eq ? eq + 1 : "";
 	size_t n = eq ? (size_t)(eq - opt) : strlen(opt);
 	long mb;
 
-	if (n == 5 && !strncmp(opt, "--mem", 5) && lb_parse_long(v, 1, 1L << 40, &mb) == 0)
+	if (n == 5 && !strncmp(opt, "--mem", 5) && lb_parse_long(v, 1, 1L << 40, &mb) == 0) {
 		d->pn_min_memory = (uint64_t)mb;
-	else if (n == 12 && !strncmp(opt, "--constraint", 12))
-		d->features = (char *)v;
-	else if (n == 13 && !strncmp(opt, "--reservation", 13))
-		d->reservation = (char *)v;
-	else if (n == 9 && !strncmp(opt, "--exclude", 9))
-		d->exc_nodes = (char *)v;
-	else if (n == 10 && !strncmp(opt, "--nodelist", 10))
-		d->req_nodes = (char *)v;
-	else if (n == 9 && !strncmp(opt, "--comment", 9))
-		d->comment = (char *)v;
-	else if (n == 6 && !strncmp(opt, "--gres", 6))
-		d->tres_per_node = (char *)v;
-	else {
-		snprintf(err, errlen,
-			 "cluster.sbatch_extra '%s' is not supported by the slurm executor (it "
-			 "takes --mem, --constraint, --reservation, --exclude, --nodelist, "
-			 "--comment, --gres; or submit the rendered script with sbatch)",
-			 opt);
-		return -1;
+		return 0;
 	}
-	return 0;
+	for (size_t i = 0; i < sizeof(text) / sizeof(text[0]); i++)
+		if (strlen(text[i].name) == n && !strncmp(opt, text[i].name, n)) {
+			*text[i].field = (char *)v;
+			return 0;
+		}
+	snprintf(err, errlen,
+		 "cluster.sbatch_extra '%s' is not supported by the slurm executor (it takes "
+		 "--mem, --constraint, --reservation, --exclude, --nodelist, --comment, --gres; or "
+		 "submit the rendered script with sbatch)",
+		 opt);
+	return -1;
 }
 
 struct slurm_priv {

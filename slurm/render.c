@@ -29,6 +29,13 @@ void slurm_shell_quote(struct lb_strbuf *sb, const char *s)
 	lb_strbuf_add(sb, "'", 1);
 }
 
+/* text as it is, then s quoted for the shell: run_dir='/x/runs'. */
+static void add_quoted(struct lb_strbuf *sb, const char *text, const char *s)
+{
+	lb_strbuf_adds(sb, text);
+	slurm_shell_quote(sb, s);
+}
+
 static int in_set(const char *s, const char *extra)
 {
 	for (const char *p = s; *p; p++) {
@@ -310,8 +317,7 @@ static int render_script(const struct sweep_plan *p, const struct slurm_render_o
 		slurm_shell_quote(&sb, eq + 1);
 		lb_strbuf_adds(&sb, "\n");
 	}
-	lb_strbuf_adds(&sb, "export LAYOUTBENCH_SWEEP=");
-	slurm_shell_quote(&sb, p->name);
+	add_quoted(&sb, "export LAYOUTBENCH_SWEEP=", p->name);
 	lb_strbuf_adds(&sb, "\n");
 	/* srun does not inherit sbatch's --cpus-per-task since Slurm 22.05; its documentation
 	 * says to pass it on through SRUN_CPUS_PER_TASK. The spec's value stands in where
@@ -340,12 +346,9 @@ static int render_script(const struct sweep_plan *p, const struct slurm_render_o
 		       "*) echo \"error: array task '${SLURM_ARRAY_TASK_ID:-}' has no layout in "
 		       "this script\" >&2\n   exit 2 ;;\nesac\n");
 
-	lb_strbuf_adds(&sb, "\nrun_dir=");
-	slurm_shell_quote(&sb, o->runs_dir);
-	lb_strbuf_adds(&sb, "/");
-	slurm_shell_quote(&sb, p->name);
-	lb_strbuf_adds(&sb, "/\"$layout\"\ntrain=");
-	slurm_shell_quote(&sb, o->train_path);
+	add_quoted(&sb, "\nrun_dir=", o->runs_dir);
+	add_quoted(&sb, "/", p->name);
+	add_quoted(&sb, "/\"$layout\"\ntrain=", o->train_path);
 	lb_strbuf_adds(&sb, "\n[ -n \"${LAYOUTBENCH_TRAIN:-}\" ] && train=$LAYOUTBENCH_TRAIN\n");
 	lb_strbuf_adds(&sb,
 		       "job=${SLURM_ARRAY_JOB_ID:-${SLURM_JOB_ID:-0}}_${SLURM_ARRAY_TASK_ID:-0}\n"

@@ -729,6 +729,42 @@ static int fast_rank_mem(struct scan *sc, char **out)
 
 enum { F_TYPE = 1, F_STEP = 2, F_WARMUP = 4, F_TIME = 8, F_REQUIRED = 15 };
 
+/* The step's keys that may be absent or null, after the four required ones (their bit in
+ * fast_step's seen: 16 << index), each with how its value is read and its field. */
+enum fast_kind { FAST_COUNT, FAST_REAL, FAST_RANKS, FAST_PHASES };
+static const struct fast_key {
+	const char *key;
+	enum fast_kind kind;
+	size_t off; /* of the field in struct runlog_step (FAST_PHASES: unused) */
+} fast_keys[] = {
+    {"tokens", FAST_COUNT, offsetof(struct runlog_step, tokens)},
+    {"loss", FAST_REAL, offsetof(struct runlog_step, loss)},
+    {"peak_mem_bytes", FAST_COUNT, offsetof(struct runlog_step, peak_mem_bytes)},
+    {"rank_peak_mem_bytes", FAST_RANKS, offsetof(struct runlog_step, rank_peak_mem)},
+    {"device_peak_mem_bytes", FAST_COUNT, offsetof(struct runlog_step, device_peak_mem_bytes)},
+    {"rank_device_peak_mem_bytes", FAST_RANKS, offsetof(struct runlog_step, rank_device_peak_mem)},
+    {"phases", FAST_PHASES, 0},
+};
+
+/* The value of key f into its field of s (null leaves the field as it is). */
+static int fast_value(struct scan *sc, struct runlog_step *s, const struct fast_key *f)
+{
+	char *field = (char *)s + f->off;
+
+	if (f->kind == FAST_RANKS)
+		return fast_rank_mem(sc, (char **)field);
+	if (sc_literal(sc, "null"))
+		return 1;
+	switch (f->kind) {
+	case FAST_COUNT:
+		return sc_uint(sc, (int64_t *)field);
+	case FAST_REAL:
+		return sc_number(sc, (double *)field);
+	default:
+		return sc_char(sc, '{') && fast_phases(sc, s);
+	}
+}
+
 static int fast_step(const char *line, size_t len, struct runlog_step *s)
 {
 	struct scan sc = {line, line + len};
@@ -769,29 +805,15 @@ static int fast_step(const char *line, size_t len, struct runlog_step *s)
 		} else if (KEY_IS(k, n, "time_s")) {
 			bit = F_TIME;
 			ok = sc_number(&sc, &s->time_s) && s->time_s >= 0;
-		} else if (KEY_IS(k, n, "tokens")) {
-			bit = 16;
-			ok = sc_literal(&sc, "null") || sc_uint(&sc, &s->tokens);
-		} else if (KEY_IS(k, n, "loss")) {
-			bit = 32;
-			ok = sc_literal(&sc, "null") || sc_number(&sc, &s->loss);
-		} else if (KEY_IS(k, n, "peak_mem_bytes")) {
-			bit = 64;
-			ok = sc_literal(&sc, "null") || sc_uint(&sc, &s->peak_mem_bytes);
-		} else if (KEY_IS(k, n, "rank_peak_mem_bytes")) {
-			bit = 128;
-			ok = fast_rank_mem(&sc, &s->rank_peak_mem);
-		} else if (KEY_IS(k, n, "device_peak_mem_bytes")) {
-			bit = 512;
-			ok = sc_literal(&sc, "null") || sc_uint(&sc, &s->device_peak_mem_bytes);
-		} else if (KEY_IS(k, n, "rank_device_peak_mem_bytes")) {
-			bit = 1024;
-			ok = fast_rank_mem(&sc, &s->rank_device_peak_mem);
-		} else if (KEY_IS(k, n, "phases")) {
-			bit = 256;
-			ok = sc_literal(&sc, "null") || (sc_char(&sc, '{') && fast_phases(&sc, s));
 		} else {
-			goto out_not_handled;
+			size_t i = 0;
+			while (i < sizeof(fast_keys) / sizeof(fast_keys[0]) &&
+			       !sc_key_is(k, n, fast_keys[i].key))
+				i++;
+			if (i == sizeof(fast_keys) / sizeof(fast_keys[0]))
+				goto out_not_handled;
+			bit = 16u << i;
+			ok = fast_value(&sc, s, &fast_keys[i]);
 		}
 		if (!ok || (seen & bit))
 			goto out_not_handled;

@@ -524,22 +524,18 @@ int results_upsert_sweep(sqlite3 *db, const char *name, const char *source, cons
 	    "spec_path = COALESCE(excluded.spec_path, spec_path), "
 	    "spec_text = COALESCE(excluded.spec_text, spec_text)";
 	sqlite3_stmt *st = NULL;
-	int rc;
+	int rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
 
-	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
-		goto out_err;
-	sqlite3_bind_text(st, 1, name, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_text(st, 2, source, -1, SQLITE_TRANSIENT);
-	results_bind_text(st, 3, spec_path);
-	results_bind_text(st, 4, spec_text);
-	rc = sqlite3_step(st);
+	if (rc == SQLITE_OK) {
+		sqlite3_bind_text(st, 1, name, -1, SQLITE_TRANSIENT);
+		sqlite3_bind_text(st, 2, source, -1, SQLITE_TRANSIENT);
+		results_bind_text(st, 3, spec_path);
+		results_bind_text(st, 4, spec_text);
+		rc = sqlite3_step(st);
+	}
 	sqlite3_finalize(st);
-	if (rc != SQLITE_DONE)
-		goto out_err_msg;
-	return 0;
-out_err:
-	sqlite3_finalize(st);
-out_err_msg:
+	if (rc == SQLITE_DONE)
+		return 0;
 	snprintf(err, errlen, "sweep '%s': %s", name, sqlite3_errmsg(db));
 	return -1;
 }

@@ -556,11 +556,11 @@ static int rung_submit(sqlite3 *db, struct exec_set *es, const struct halving_ro
 	if (!(st = prepare2(db, adopt, h->id, rung, "halving_members", err, errlen)))
 		return -1;
 	sqlite3_bind_text(st, 3, h->sweep, -1, SQLITE_TRANSIENT);
-	int src = sqlite3_step(st);
+	int src = step_done(db, st, "halving_members", err, errlen);
 	sqlite3_finalize(st);
 	st = NULL;
-	if (src != SQLITE_DONE)
-		return db_error(db, "halving_members", err, errlen);
+	if (src)
+		return -1;
 	if (load_members(db, h->id, rung, &mem, &n, err, errlen))
 		return -1;
 	for (size_t i = 0; i < n; i++)
@@ -604,10 +604,8 @@ static int rung_submit(sqlite3 *db, struct exec_set *es, const struct halving_ro
 	for (size_t i = 0; i < sub.n; i++) {
 		sqlite3_reset(st);
 		sqlite3_bind_int64(st, 3, sub.rows[i]);
-		if (sqlite3_step(st) != SQLITE_DONE) {
-			db_error(db, "halving_members", err, errlen);
+		if (step_done(db, st, "halving_members", err, errlen))
 			goto out_free;
-		}
 	}
 	if (sub_rc)
 		goto out_free;

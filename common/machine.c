@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 
 #include "common/embed.h"
+#include "common/model.h"
 #include "common/util.h"
 
 static const char *const shipped[] = {"a100-nominal", "a100-paper",   "h100-nominal",
@@ -41,20 +42,11 @@ static const struct {
 const char *lb_machine_for_gpu(const char *gpu)
 {
 	char norm[128];
-	size_t i, n;
 
 	if (!gpu || !*gpu)
 		return NULL;
-	n = strlen(gpu);
-	if (n >= sizeof(norm))
-		n = sizeof(norm) - 1;
-	for (i = 0; i < n; i++) {
-		char c = (char)tolower((unsigned char)gpu[i]);
-
-		norm[i] = (c == '-' || c == '_') ? ' ' : c;
-	}
-	norm[n] = '\0';
-	for (i = 0; i < sizeof(for_gpu) / sizeof(for_gpu[0]); i++)
+	lb_gpu_name_norm(gpu, norm, sizeof(norm));
+	for (size_t i = 0; i < sizeof(for_gpu) / sizeof(for_gpu[0]); i++)
 		if (strstr(norm, for_gpu[i].pattern))
 			return for_gpu[i].machine;
 	return NULL;

@@ -574,13 +574,9 @@ static char *machine_text(const char *arg, size_t *len, char *used, size_t usedl
 			snprintf(err + k, errlen - k, "; or give a machine file's path)");
 		return NULL;
 	}
-	buf = malloc(*len + 1);
-	if (!buf) {
-		snprintf(err, errlen, "out of memory");
-		return NULL;
-	}
-	memcpy(buf, data, *len + 1);
-	snprintf(used, usedlen, "%s", key);
+	buf = lb_text_dup(data, *len, err, errlen);
+	if (buf)
+		snprintf(used, usedlen, "%s", key);
 	return buf;
 }
 
@@ -861,16 +857,12 @@ static int add_attn_rate(struct lb_machine *m, const char *kernel, int bwd, doub
 int lb_machine_from_kernels_csv(struct lb_machine *m, const char *text, size_t len, int *skipped,
 				char *err, size_t errlen)
 {
-	char *buf = malloc(len + 1), *line, *next;
+	char *buf = lb_text_dup(text, len, err, errlen), *line, *next;
 	int lineno = 0, rc = -1, have_header = 0;
 
 	*skipped = 0;
-	if (!buf) {
-		snprintf(err, errlen, "out of memory");
+	if (!buf)
 		return -1;
-	}
-	memcpy(buf, text, len);
-	buf[len] = '\0';
 	m->n_gemm = 0;
 	m->n_mem = 0;
 	m->n_attn = 0;
@@ -1010,16 +1002,12 @@ out:
 int lb_machine_from_colls(struct lb_machine *m, const char *text, size_t len, char *err,
 			  size_t errlen)
 {
-	char *buf = malloc(len + 1), *line, *next;
+	char *buf = lb_text_dup(text, len, err, errlen), *line, *next;
 	int ranks = 0, in_ar = 0, rc = -1;
 	double small_b = 0, small_us = 0, big_b = 0, big_bus = 0;
 
-	if (!buf) {
-		snprintf(err, errlen, "out of memory");
+	if (!buf)
 		return -1;
-	}
-	memcpy(buf, text, len);
-	buf[len] = '\0';
 	for (line = buf; line && *line; line = next) {
 		double b, cnt, us, alg, bus;
 		char type[16];

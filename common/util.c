@@ -411,6 +411,19 @@ double lb_now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+char *lb_text_dup(const char *text, size_t len, char *err, size_t errlen)
+{
+	char *buf = malloc(len + 1);
+
+	if (!buf) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	memcpy(buf, text, len);
+	buf[len] = '\0';
+	return buf;
+}
+
 int lb_read_file(const char *path, char **buf, size_t *len)
 {
 	/* O_NONBLOCK: opening a FIFO for reading would wait for a writer */

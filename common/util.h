@@ -50,6 +50,10 @@ int lb_mkdir_p(const char *path, char *err, size_t errlen);
  * (EINVAL: not a regular file; EIO and others: the read failed) and *buf NULL. */
 int lb_read_file(const char *path, char **buf, size_t *len);
 
+/* A copy of len bytes of text with a NUL after them, for parsing in place (malloc'd; the
+ * caller frees), or NULL with err "out of memory". */
+char *lb_text_dup(const char *text, size_t len, char *err, size_t errlen);
+
 /*
  * Write len bytes to path whole or not at all: into a new temporary file beside it
  * (PATH.tmp-XXXXXX, mode 0666 less the umask), every write checked, flushed to the disk,

@@ -26,6 +26,7 @@
 
 #include "common/embed.h"
 #include "common/model.h"
+#include "common/util.h"
 #include "sweeps/spec.h"
 
 #define GIB	       (1024.0 * 1024.0 * 1024.0)
@@ -754,13 +755,7 @@ char *sweep_spec_read(const char *spec_arg, char *name, size_t namelen, size_t *
 			 spec_arg);
 		return NULL;
 	}
-	buf = malloc(*len + 1);
-	if (!buf) {
-		snprintf(err, errlen, "out of memory");
-		return NULL;
-	}
-	memcpy(buf, text, *len + 1);
-	return buf;
+	return lb_text_dup(text, *len, err, errlen);
 }
 
 int sweep_plan_load(const char *spec_arg, struct sweep_plan *out, char *err, size_t errlen)

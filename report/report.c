@@ -50,28 +50,14 @@ int report_kind_parse(const char *s, enum report_kind *k)
 
 const char *report_health_name(enum report_health h)
 {
-	switch (h) {
-	case REPORT_HEALTH_OK:
-		return "ok";
-	case REPORT_HEALTH_FLAT:
-		return "flat";
-	case REPORT_HEALTH_DIVERGED:
-		return "diverged";
-	default:
-		return NULL;
-	}
+	return results_health_name((enum results_health)h);
 }
 
 enum report_health report_health_parse(const char *text)
 {
-	if (!text)
-		return REPORT_HEALTH_UNKNOWN;
-	if (!strcmp(text, "ok"))
-		return REPORT_HEALTH_OK;
-	if (!strcmp(text, "flat"))
-		return REPORT_HEALTH_FLAT;
-	if (!strcmp(text, "diverged"))
-		return REPORT_HEALTH_DIVERGED;
+	for (int h = REPORT_HEALTH_OK; text && h <= REPORT_HEALTH_DIVERGED; h++)
+		if (!strcmp(text, report_health_name((enum report_health)h)))
+			return (enum report_health)h;
 	return REPORT_HEALTH_UNKNOWN;
 }
 

@@ -11,6 +11,8 @@
 
 #include <stddef.h>
 
+#include "results/health.h"
+
 /* The report's figures, the one list: X(ID, name, title, table_only). The enum, the names
  * --figure takes (with "predicted", the halving's and "all": report/cmd.c) and the titles
  * are made from it. table_only: the figure is its tables, without a plot. */
@@ -63,12 +65,13 @@ enum report_phase {
 
 enum report_status { REPORT_RUN_OK = 0, REPORT_RUN_FAILED, REPORT_RUN_RUNNING };
 
-/* A run's health, run_summary.health (docs/schema.md, "Run health"). */
+/* A run's health, run_summary.health (docs/schema.md, "Run health"): the class results/
+ * stored, by its names. */
 enum report_health {
-	REPORT_HEALTH_UNKNOWN = 0, /* NULL: too short, no loss, imported */
-	REPORT_HEALTH_OK,
-	REPORT_HEALTH_FLAT,
-	REPORT_HEALTH_DIVERGED
+	REPORT_HEALTH_UNKNOWN = RESULTS_HEALTH_UNKNOWN, /* NULL: too short, no loss, imported */
+	REPORT_HEALTH_OK = RESULTS_HEALTH_OK,
+	REPORT_HEALTH_FLAT = RESULTS_HEALTH_FLAT,
+	REPORT_HEALTH_DIVERGED = RESULTS_HEALTH_DIVERGED
 };
 
 /* "ok", "flat", "diverged"; NULL for unknown. */

@@ -34,15 +34,13 @@
 
 const char *sweep_status_name(enum plan_status s)
 {
-	switch (s) {
-	case PLAN_OK:
-		return "ok";
-	case PLAN_OOM:
-		return "oom";
-	case PLAN_INVALID:
-		return "invalid";
-	}
-	return "?";
+	static const char *const names[] = {
+	    [PLAN_OK] = "ok",
+	    [PLAN_OOM] = "oom",
+	    [PLAN_INVALID] = "invalid",
+	};
+
+	return (unsigned)s < sizeof(names) / sizeof(names[0]) ? names[s] : "?";
 }
 
 /* One part of the spec as expanded: the top level merged with a union member. */

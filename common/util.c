@@ -411,6 +411,22 @@ double lb_now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+int lb_grow(void *arrayp, size_t n, size_t *cap, size_t first, size_t size)
+{
+	size_t nc = *cap ? *cap * 2 : first;
+	void *v;
+
+	if (n < *cap)
+		return 0;
+	memcpy(&v, arrayp, sizeof(v)); /* the caller's T *, read without aliasing it */
+	v = realloc(v, nc * size);
+	if (!v)
+		return -1;
+	memcpy(arrayp, &v, sizeof(v));
+	*cap = nc;
+	return 0;
+}
+
 char *lb_text_dup(const char *text, size_t len, char *err, size_t errlen)
 {
 	char *buf = malloc(len + 1);

@@ -50,6 +50,14 @@ int lb_mkdir_p(const char *path, char *err, size_t errlen);
  * (EINVAL: not a regular file; EIO and others: the read failed) and *buf NULL. */
 int lb_read_file(const char *path, char **buf, size_t *len);
 
+/*
+ * Room for one more element in the malloc'd array *arrayp (arrayp: the address of the
+ * array's pointer, as &rs->v) of n elements of size bytes, room for *cap: reallocated to
+ * twice *cap (first when it has none) when full, *cap updated. Returns 0, or -1 when out
+ * of memory (the array left as it was, still the caller's to free).
+ */
+int lb_grow(void *arrayp, size_t n, size_t *cap, size_t first, size_t size);
+
 /* A copy of len bytes of text with a NUL after them, for parsing in place (malloc'd; the
  * caller frees), or NULL with err "out of memory". */
 char *lb_text_dup(const char *text, size_t len, char *err, size_t errlen);

@@ -126,14 +126,8 @@ int report_runs_add(struct report_runs *rs, const struct report_run *r)
 {
 	struct report_run c = *r;
 
-	if (rs->n == rs->cap) {
-		size_t cap = rs->cap ? rs->cap * 2 : 256;
-		struct report_run *v = realloc(rs->v, cap * sizeof(*v));
-		if (!v)
-			return -1;
-		rs->v = v;
-		rs->cap = cap;
-	}
+	if (lb_grow(&rs->v, rs->n, &rs->cap, 256, sizeof(*rs->v)))
+		return -1;
 	c.sweep = report_runs_intern(rs, r->sweep);
 	c.label = report_runs_intern(rs, r->label);
 	c.model = report_runs_intern(rs, r->model);
@@ -300,18 +294,10 @@ static struct report_bar *bar_new(struct builder *b, const char *group, const st
 {
 	struct report_bar *bar;
 
+	if (!b->failed && lb_grow(&b->fig->bars, b->fig->n, &b->cap, 64, sizeof(*b->fig->bars)))
+		b->failed = 1;
 	if (b->failed)
 		return NULL;
-	if (b->fig->n == b->cap) {
-		size_t cap = b->cap ? b->cap * 2 : 64;
-		struct report_bar *v = realloc(b->fig->bars, cap * sizeof(*v));
-		if (!v) {
-			b->failed = 1;
-			return NULL;
-		}
-		b->fig->bars = v;
-		b->cap = cap;
-	}
 	bar = &b->fig->bars[b->fig->n++];
 	memset(bar, 0, sizeof(*bar));
 	bar->group = group;

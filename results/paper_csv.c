@@ -330,16 +330,9 @@ int paper_csv_parse(const char *text, size_t len, struct paper_row **rows, size_
 			p = next;
 			continue;
 		}
-		if (nout == cap) {
-			size_t ncap = cap ? cap * 2 : 64;
-			struct paper_row *tmp = realloc(out, ncap * sizeof(*out));
-
-			if (!tmp) {
-				snprintf(err, errlen, "out of memory");
-				goto out_free;
-			}
-			out = tmp;
-			cap = ncap;
+		if (lb_grow(&out, nout, &cap, 64, sizeof(*out))) {
+			snprintf(err, errlen, "out of memory");
+			goto out_free;
 		}
 		if (parse_row(ln, col, lineno, &out[nout], err, errlen))
 			goto out_free;

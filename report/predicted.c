@@ -11,6 +11,8 @@
 
 #include "common/machine.h"
 #include "common/predict.h"
+#include "common/util.h"
+#include "report/load.h"
 #include "report/plot.h"
 #include "report/render.h"
 #include "results/calibrate.h"
@@ -42,25 +44,16 @@ static int load_sweeps(sqlite3 *db, const char *sweep, char ***names, size_t *n,
 
 	*names = NULL;
 	*n = 0;
-	if (sqlite3_prepare_v2(db,
-			       "SELECT DISTINCT sweep FROM runs WHERE status = 'ok' AND "
-			       "(?1 IS NULL OR sweep = ?1) ORDER BY sweep",
-			       -1, &st, NULL) != SQLITE_OK) {
+	if (report_load_prepare(db,
+				"SELECT DISTINCT sweep FROM runs WHERE status = 'ok' AND "
+				"(?1 IS NULL OR sweep = ?1) ORDER BY sweep",
+				sweep, &st)) {
 		snprintf(err, errlen, "%s", sqlite3_errmsg(db));
 		return -1;
 	}
-	if (sweep)
-		sqlite3_bind_text(st, 1, sweep, -1, SQLITE_TRANSIENT);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		if (*n == cap) {
-			size_t nc = cap ? 2 * cap : 8;
-			char **t = realloc(*names, nc * sizeof(char *));
-
-			if (!t)
-				goto out_oom;
-			*names = t;
-			cap = nc;
-		}
+		if (lb_grow(names, *n, &cap, 8, sizeof(**names)))
+			goto out_oom;
 		(*names)[*n] = strdup((const char *)sqlite3_column_text(st, 0));
 		if (!(*names)[*n])
 			goto out_oom;

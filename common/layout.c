@@ -205,8 +205,7 @@ int lb_field_text(const struct lb_layout *l, int f, char *buf, size_t len)
 
 /* Field f's names into buf, sep between two, last before the final one: "a, b or c"
  * (quote: "\"a\", \"b\" or \"c\"") in messages, "a|b|c" in usage. */
-static char *join_names(int f, const char *sep, const char *last, int quote, char *buf,
-			size_t len)
+static char *join_names(int f, const char *sep, const char *last, int quote, char *buf, size_t len)
 {
 	const struct lb_field_info *fi = &lb_fields[f];
 	size_t used = 0;
@@ -233,15 +232,15 @@ static char *names_words(int f, int quote, char *buf, size_t len)
 static const struct {
 	const char *expect, *arg;
 } kind_text[] = {
-	[LB_FK_NAME] = {"a model preset", "NAME"},
-	[LB_FK_POS] = {"a positive integer", "N"},
-	[LB_FK_COUNT] = {"a non-negative integer", "N"},
-	[LB_FK_BOOL] = {"0 or 1", "0|1"},
-	[LB_FK_ZERO] = {"0, 1 or 2", "0|1|2"},
-	[LB_FK_CHUNKS] = {NULL, "N"},
-	[LB_FK_ENUM] = {NULL, NULL},
-	[LB_FK_SPLIT] = {"positive integers separated by commas", "A,B,..."},
-	[LB_FK_SEED] = {"an unsigned integer", "N"},
+    [LB_FK_NAME] = {"a model preset", "NAME"},
+    [LB_FK_POS] = {"a positive integer", "N"},
+    [LB_FK_COUNT] = {"a non-negative integer", "N"},
+    [LB_FK_BOOL] = {"0 or 1", "0|1"},
+    [LB_FK_ZERO] = {"0, 1 or 2", "0|1|2"},
+    [LB_FK_CHUNKS] = {NULL, "N"},
+    [LB_FK_ENUM] = {NULL, NULL},
+    [LB_FK_SPLIT] = {"positive integers separated by commas", "A,B,..."},
+    [LB_FK_SEED] = {"an unsigned integer", "N"},
 };
 
 char *lb_field_expect(int f, int quote, char *buf, size_t len)

@@ -169,12 +169,12 @@ static void sort_seq(double *seq, double *tf, int n)
 }
 
 /* A table of measured rows (gemm.rows, membound.rows): each row [name, numbers...], the
- * name one that parse knows (and name_of names), each number in its range; store puts row
- * i into m, load takes it out (its name returned, its numbers in num). */
+ * name one that parse knows, each number in its range; store puts row i into m, load
+ * takes it out (its name returned, its numbers in num). */
 struct row_table {
-	const char *where; /* "gemm.rows" */
-	const char *shape; /* "[op, m, n, k, tflops]" */
-	int max;	   /* rows at the most */
+	const char *where;		/* "gemm.rows" */
+	const char *shape;		/* "[op, m, n, k, tflops]" */
+	int max;			/* rows at the most */
 	int (*parse)(const char *name); /* the name's index, or -1 */
 	const char *unknown;		/* the message for a name parse refuses */
 	int n_num;			/* numbers after the name */
@@ -208,17 +208,33 @@ static const char *load_mem(const struct lb_machine *m, int i, double *v)
 }
 
 static const struct row_table gemm_rows = {
-    "gemm.rows", "[op, m, n, k, tflops]", LB_MACHINE_GEMM_MAX, lb_gemm_op_parse,
-    "op: expected fwd, dgrad or wgrad", 4, {1, 1, 1, 1e-3}, {1e9, 1e9, 1e9, 1e6}, store_gemm,
-    load_gemm};
+    .where = "gemm.rows",
+    .shape = "[op, m, n, k, tflops]",
+    .max = LB_MACHINE_GEMM_MAX,
+    .parse = lb_gemm_op_parse,
+    .unknown = "op: expected fwd, dgrad or wgrad",
+    .n_num = 4,
+    .lo = {1, 1, 1, 1e-3},
+    .hi = {1e9, 1e9, 1e9, 1e6},
+    .store = store_gemm,
+    .load = load_gemm,
+};
 static const struct row_table mem_rows = {
-    "membound.rows", "[kernel, bytes, gbps]", LB_MACHINE_MEM_MAX, lb_memk_parse,
-    "unknown kernel (bench_kernels' names: rmsnorm.fused.fwd, ...)", 2, {1, 1e-3}, {1e15, 1e6},
-    store_mem, load_mem};
+    .where = "membound.rows",
+    .shape = "[kernel, bytes, gbps]",
+    .max = LB_MACHINE_MEM_MAX,
+    .parse = lb_memk_parse,
+    .unknown = "unknown kernel (bench_kernels' names: rmsnorm.fused.fwd, ...)",
+    .n_num = 2,
+    .lo = {1, 1e-3},
+    .hi = {1e15, 1e6},
+    .store = store_mem,
+    .load = load_mem,
+};
 
 /* o's "rows" as table t says, replacing m's rows (their count in *n); absent, m's stay. */
-static int read_rows(struct rd *r, const cJSON *o, const struct row_table *t,
-		     struct lb_machine *m, int *n)
+static int read_rows(struct rd *r, const cJSON *o, const struct row_table *t, struct lb_machine *m,
+		     int *n)
 {
 	const cJSON *rows = cJSON_GetObjectItemCaseSensitive(o, "rows"), *row;
 

@@ -76,26 +76,17 @@ const char *render_series_header(enum report_kind k)
 
 void render_html_escape(struct lb_strbuf *sb, const char *s)
 {
+	static const char *const entity[256] = {
+	    ['&'] = "&amp;", ['<'] = "&lt;", ['>'] = "&gt;", ['"'] = "&quot;", ['\''] = "&#39;",
+	};
+
 	for (; s && *s; s++) {
-		switch (*s) {
-		case '&':
-			lb_strbuf_adds(sb, "&amp;");
-			break;
-		case '<':
-			lb_strbuf_adds(sb, "&lt;");
-			break;
-		case '>':
-			lb_strbuf_adds(sb, "&gt;");
-			break;
-		case '"':
-			lb_strbuf_adds(sb, "&quot;");
-			break;
-		case '\'':
-			lb_strbuf_adds(sb, "&#39;");
-			break;
-		default:
+		const char *e = entity[(unsigned char)*s];
+
+		if (e)
+			lb_strbuf_adds(sb, e);
+		else
 			lb_strbuf_add(sb, s, 1);
-		}
 	}
 }
 
@@ -401,6 +392,23 @@ static void scope_cells(struct table *t, const struct report_bar *b)
 	table_csv_int(t, b->gpus);
 }
 
+/* The layout's columns, as every figure shows them: mbs, TP, PP, DP, SP and checkpointing;
+ * csv_at: their places in CSV, in that order. */
+static void layout_cols(struct table *t, const int csv_at[6])
+{
+	static const struct column cols[6] = {
+	    {"mbs", "micro_batch", 0, 1},
+	    {"TP", "tp", 0, 1},
+	    {"PP", "pp", 0, 1},
+	    {"DP", "dp", 0, 1},
+	    {"SP", "sequence_parallel", 0, 0},
+	    {"ckpt", "checkpointing", 0, 0},
+	};
+
+	for (int k = 0; k < 6; k++)
+		table_col(t, cols[k].head, cols[k].csv, csv_at[k], cols[k].num);
+}
+
 /*
  * The bar figures' columns. CSV: the first seven as they always were (group, series, mfu,
  * micro_batch, tp, pp, checkpointing), then dp, sequence_parallel, model, seq_len, gpus,
@@ -411,6 +419,7 @@ static void scope_cells(struct table *t, const struct report_bar *b)
  */
 static void bar_columns(struct table *t, enum report_kind kind)
 {
+	static const int layout_at[6] = {3, 4, 5, 7, 8, 6};
 	int best = kind == REPORT_BEST;
 
 	table_col(t, NULL, "group", 0, 0);
@@ -429,12 +438,7 @@ static void bar_columns(struct table *t, enum report_kind kind)
 	table_col(t, "step sd", "step_time_sd_s", 15, 1);
 	if (best)
 		table_col(t, "kernel", "series", 1, 0);
-	table_col(t, "mbs", "micro_batch", 3, 1);
-	table_col(t, "TP", "tp", 4, 1);
-	table_col(t, "PP", "pp", 5, 1);
-	table_col(t, "DP", "dp", 7, 1);
-	table_col(t, "SP", "sequence_parallel", 8, 0);
-	table_col(t, "ckpt", "checkpointing", 6, 0);
+	layout_cols(t, layout_at);
 	table_col(t, "health", "health", 18, 0);
 	if (best) {
 		table_col(t, "sweep", NULL, -1, 0);
@@ -553,17 +557,13 @@ static void table_phases(struct table *t, const struct report_figure *f)
 	    "forward s", "backward s", "optimizer s", "exposed comm s", "bubble s"};
 	static const char *const csvs[REPORT_PHASE_COUNT] = {
 	    "forward_s", "backward_s", "optimizer_s", "comm_exposed_s", "bubble_s"};
+	static const int layout_at[6] = {2, 3, 4, 5, 6, 17};
 	char ranks[96];
 
 	table_col(t, NULL, "group", 0, 0);
 	table_col(t, "run", "run_id", 21, 1);
 	table_col(t, "label", "label", 1, 0);
-	table_col(t, "mbs", "micro_batch", 2, 1);
-	table_col(t, "TP", "tp", 3, 1);
-	table_col(t, "PP", "pp", 4, 1);
-	table_col(t, "DP", "dp", 5, 1);
-	table_col(t, "SP", "sequence_parallel", 6, 0);
-	table_col(t, "ckpt", "checkpointing", 17, 0);
+	layout_cols(t, layout_at);
 	table_col(t, "step s", "step_time_s", 7, 1);
 	table_col(t, "step sd", "step_time_sd_s", 22, 1);
 	for (int k = 0; k < REPORT_PHASE_COUNT; k++)
@@ -607,17 +607,13 @@ static void table_phases(struct table *t, const struct report_figure *f)
  */
 static void table_memory(struct table *t, const struct report_figure *f)
 {
+	static const int layout_at[6] = {3, 4, 5, 6, 7, 8};
 	char num[32], csv[32];
 
 	table_col(t, NULL, "group", 0, 0);
 	table_col(t, "run", "run_id", 1, 1);
 	table_col(t, "label", "label", 2, 0);
-	table_col(t, "mbs", "micro_batch", 3, 1);
-	table_col(t, "TP", "tp", 4, 1);
-	table_col(t, "PP", "pp", 5, 1);
-	table_col(t, "DP", "dp", 6, 1);
-	table_col(t, "SP", "sequence_parallel", 7, 0);
-	table_col(t, "ckpt", "checkpointing", 8, 0);
+	layout_cols(t, layout_at);
 	table_col(t, NULL, "attention", 9, 0);
 	table_col(t, NULL, "norm", 10, 0);
 	table_col(t, "counted MiB", "peak_mem_mib", 11, 1);

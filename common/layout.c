@@ -172,10 +172,7 @@ static const char *enum_name(int f, long long v)
 
 int lb_field_enum_index(int f, const char *s)
 {
-	for (int i = 0; s && i < lb_fields[f].n_names; i++)
-		if (!strcmp(s, lb_fields[f].names[i]))
-			return i;
-	return -1;
+	return lb_name_index(lb_fields[f].names, lb_fields[f].n_names, s);
 }
 
 int lb_field_text(const struct lb_layout *l, int f, char *buf, size_t len)

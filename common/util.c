@@ -104,6 +104,14 @@ int lb_parse_double(const char *s, double min, double max, double *out)
 	return 0;
 }
 
+int lb_name_index(const char *const *names, int n, const char *s)
+{
+	for (int i = 0; s && i < n; i++)
+		if (!strcmp(names[i], s))
+			return i;
+	return -1;
+}
+
 uint64_t lb_fnv1a64(const void *data, size_t len)
 {
 	const unsigned char *p = data;

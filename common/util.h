@@ -78,6 +78,9 @@ int lb_write_all(int fd, const void *data, size_t len);
 /* Seconds of CLOCK_MONOTONIC (for intervals). */
 double lb_now_s(void);
 
+/* The index of s among names[0..n), or -1 (also when s is NULL). */
+int lb_name_index(const char *const *names, int n, const char *s);
+
 /* 64-bit FNV-1a of len bytes, starting from the standard offset basis. */
 uint64_t lb_fnv1a64(const void *data, size_t len);
 

@@ -167,14 +167,6 @@ static long long model_mem(const char *flags, const char *backend)
 	return (long long)est.total;
 }
 
-static int by_run_id(const void *pa, const void *pb)
-{
-	const struct report_run *a = *(const struct report_run *const *)pa;
-	const struct report_run *b = *(const struct report_run *const *)pb;
-
-	return a->run_id < b->run_id ? -1 : a->run_id > b->run_id;
-}
-
 int report_load_model_mem(sqlite3 *db, const char *sweep, struct report_runs *rs, char *err,
 			  size_t errlen)
 {
@@ -193,7 +185,7 @@ int report_load_model_mem(sqlite3 *db, const char *sweep, struct report_runs *rs
 	}
 	for (size_t i = 0; i < rs->n; i++)
 		idx[i] = &rs->v[i];
-	qsort(idx, rs->n, sizeof(*idx), by_run_id);
+	qsort(idx, rs->n, sizeof(*idx), report_run_by_id);
 	if (report_load_prepare(
 		db,
 		sweep ? "SELECT id, flags, coalesce(backend, '') FROM runs WHERE "
@@ -212,7 +204,7 @@ int report_load_model_mem(sqlite3 *db, const char *sweep, struct report_runs *rs
 
 		const char *flags = text(st, 1), *backend = text(st, 2);
 
-		hit = bsearch(&kp, idx, rs->n, sizeof(*idx), by_run_id);
+		hit = bsearch(&kp, idx, rs->n, sizeof(*idx), report_run_by_id);
 		if (!hit)
 			continue;
 		/* rows come by layout: the model once per distinct flags and backend */

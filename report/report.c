@@ -564,15 +564,20 @@ static int group_cmp(const struct report_run *a, const struct report_run *b)
 	return a->sweep == b->sweep ? 0 : strcmp(a->sweep, b->sweep);
 }
 
-static int run_by_group(const void *pa, const void *pb)
+int report_run_by_id(const void *pa, const void *pb)
 {
 	const struct report_run *a = *(const struct report_run *const *)pa;
 	const struct report_run *b = *(const struct report_run *const *)pb;
-	int c = group_cmp(a, b);
 
-	if (c)
-		return c;
 	return a->run_id < b->run_id ? -1 : a->run_id > b->run_id;
+}
+
+static int run_by_group(const void *pa, const void *pb)
+{
+	int c =
+	    group_cmp(*(const struct report_run *const *)pa, *(const struct report_run *const *)pb);
+
+	return c ? c : report_run_by_id(pa, pb);
 }
 
 static void group_name(const char *model, int seq_len, int gpus, char *buf, size_t len)
@@ -595,7 +600,7 @@ static int run_by_best_group(const void *pa, const void *pb)
 		return c;
 	if (a != b)
 		return report_run_better(a, b) ? -1 : 1;
-	return a->run_id < b->run_id ? -1 : a->run_id > b->run_id;
+	return 0;
 }
 
 int report_runs_best(const struct report_runs *rs, struct report_runs *out)
@@ -766,11 +771,9 @@ out_free:
 	free(b.cands);
 	free(b.left);
 	free(v);
-	if (b.failed) {
+	if (b.failed)
 		report_figure_release(out);
-		return -1;
-	}
-	return 0;
+	return b.failed ? -1 : 0;
 }
 
 void report_figure_release(struct report_figure *f)

@@ -154,6 +154,10 @@ int report_run_measured(const struct report_run *r);
  * higher TFLOP/s per GPU, then the lower run_id (the earlier run). */
 int report_run_better(const struct report_run *a, const struct report_run *b);
 
+/* A qsort and bsearch comparator of pointers to runs (const struct report_run *), by run
+ * id. */
+int report_run_by_id(const void *pa, const void *pb);
+
 /* The best_layout view's rule applied to a set of runs: per (model, seq_len, gpus), the ok
  * run that ranks highest by report_run_better (ok runs without MFU or TFLOP/s rank last,
  * by run_id), diverged runs left out, exactly as the view orders them. Appends a copy of

@@ -1,7 +1,7 @@
 /*
  * Small shared helpers: checked number parsing, FNV-1a, a growable string buffer, JSON
  * string escaping, UTF-8 checks and terminal-safe text, whole-file reads and all-or-nothing
- * writes. libc only.
+ * writes, growing arrays, CSV fields and name lookups. libc only.
  */
 #include "common/util.h"
 
@@ -102,6 +102,21 @@ int lb_parse_double(const char *s, double min, double max, double *out)
 		return -1;
 	*out = v;
 	return 0;
+}
+
+void lb_csv_put(FILE *f, const char *s)
+{
+	if (!strpbrk(s, ",\"\r\n")) {
+		fputs(s, f);
+		return;
+	}
+	fputc('"', f);
+	for (; *s; s++) {
+		if (*s == '"')
+			fputc('"', f);
+		fputc(*s, f);
+	}
+	fputc('"', f);
 }
 
 int lb_name_index(const char *const *names, int n, const char *s)

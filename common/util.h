@@ -3,7 +3,9 @@
  * nodes): checked number parsing (strtol/strtod with range checks, never atoi), JSON
  * string escaping for writers that do not use cJSON, a growable string buffer, the
  * FNV-1a hash behind the layout id, the monotonic clock, making text from files safe to
- * show on a terminal, and writing a file whole or not at all.
+ * show on a terminal, and writing a file whole or not at all; and the small pieces
+ * several files spelled alike: growing an array, copying a text to parse, a CSV field, a
+ * name's index in a list.
  */
 #ifndef LB_UTIL_H
 #define LB_UTIL_H
@@ -11,6 +13,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 /* Parse a whole string as a base-10 integer in [min, max]. Leading/trailing spaces and
  * trailing garbage are rejected. Returns 0, or -1 (and leaves *out alone). */
@@ -77,6 +80,10 @@ int lb_write_all(int fd, const void *data, size_t len);
 
 /* Seconds of CLOCK_MONOTONIC (for intervals). */
 double lb_now_s(void);
+
+/* s as one CSV field (RFC 4180): in double quotes, its quotes doubled, when it holds a
+ * comma, a quote or a line break; else as it is. */
+void lb_csv_put(FILE *f, const char *s);
 
 /* The index of s among names[0..n), or -1 (also when s is NULL). */
 int lb_name_index(const char *const *names, int n, const char *s);

@@ -271,17 +271,7 @@ static void write_table(FILE *f, const struct sweep_plan *p, const struct plan_p
 
 static void csv_field(FILE *f, const char *s, int last)
 {
-	if (strpbrk(s, ",\"\n\r")) {
-		fputc('"', f);
-		for (; *s; s++) {
-			if (*s == '"')
-				fputc('"', f);
-			fputc(*s, f);
-		}
-		fputc('"', f);
-	} else {
-		fputs(s, f);
-	}
+	lb_csv_put(f, s);
 	fputc(last ? '\n' : ',', f);
 }
 

@@ -183,7 +183,7 @@ int report_predicted(sqlite3 *db, const char *sweep, const char *machine,
 		size_t n = 0, np = 0;
 
 		sw[k].name = set.sweeps[k];
-		sw[k].left_other = set.n_other[k];
+		sw[k].left_other = set.counts[k].other;
 		for (size_t i = 0; i < set.n; i++)
 			if (set.rows[i].group == set.sweeps[k])
 				idx[n++] = i;
@@ -328,12 +328,12 @@ int report_predicted(sqlite3 *db, const char *sweep, const char *machine,
 	for (size_t k = 0; k < nsw; k++) {
 		if (sw[k].note[0])
 			lb_strbuf_addf(out, "\n%s: %s\n", sw[k].name, sw[k].note);
-		if (set.n_rose[k] || set.n_rose_left[k])
+		if (set.counts[k].rose || set.counts[k].rose_left)
 			lb_strbuf_addf(out,
 				       "\n%s: runs whose loss rose (diverged): %d shown (no healthy run "
 				       "of their layout), %d left out (a healthy run of their layout is "
 				       "shown)\n",
-				       sw[k].name, set.n_rose[k], set.n_rose_left[k]);
+				       sw[k].name, set.counts[k].rose, set.counts[k].rose_left);
 	}
 	lb_strbuf_adds(out, "\n| sweep | layout | label | mb | tp | pp | dp | sp | ckpt | "
 			    "attention | norm | measured s | predicted s | error |\n"

@@ -17,18 +17,28 @@
 
 #include <sys/stat.h>
 
-int lb_parse_long(const char *s, long min, long max, long *out)
+/* s read whole, as strtol (integer: base 10, into *l) or strtod (into *d) reads it: not
+ * empty, no leading space (strto* would skip it), nothing after the number, and no range
+ * error. 0, or -1. */
+static int read_number(const char *s, int integer, long *l, double *d)
 {
 	char *end;
-	long v;
 
 	if (!s || !*s || isspace((unsigned char)*s))
 		return -1;
 	errno = 0;
-	v = strtol(s, &end, 10);
-	if (errno || end == s || *end)
-		return -1;
-	if (v < min || v > max)
+	if (integer)
+		*l = strtol(s, &end, 10);
+	else
+		*d = strtod(s, &end);
+	return errno || end == s || *end ? -1 : 0;
+}
+
+int lb_parse_long(const char *s, long min, long max, long *out)
+{
+	long v;
+
+	if (read_number(s, 1, &v, NULL) || v < min || v > max)
 		return -1;
 	*out = v;
 	return 0;
@@ -89,16 +99,9 @@ int lb_parse_bytes(const char *s, uint64_t *out)
 
 int lb_parse_double(const char *s, double min, double max, double *out)
 {
-	char *end;
 	double v;
 
-	if (!s || !*s || isspace((unsigned char)*s))
-		return -1;
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno || end == s || *end || !isfinite(v))
-		return -1;
-	if (v < min || v > max)
+	if (read_number(s, 0, NULL, &v) || !isfinite(v) || v < min || v > max)
 		return -1;
 	*out = v;
 	return 0;
@@ -243,28 +246,18 @@ char *lb_strbuf_detach(struct lb_strbuf *sb)
 /* The escape of one byte into out (at most 7 bytes incl. NUL); returns its length. */
 static int json_escape_byte(unsigned char c, char out[8])
 {
-	switch (c) {
-	case '"':
-		return snprintf(out, 8, "\\\"");
-	case '\\':
-		return snprintf(out, 8, "\\\\");
-	case '\n':
-		return snprintf(out, 8, "\\n");
-	case '\r':
-		return snprintf(out, 8, "\\r");
-	case '\t':
-		return snprintf(out, 8, "\\t");
-	case '\b':
-		return snprintf(out, 8, "\\b");
-	case '\f':
-		return snprintf(out, 8, "\\f");
-	default:
-		if (c < 0x20 || c == 0x7f)
-			return snprintf(out, 8, "\\u%04x", c);
-		out[0] = (char)c;
-		out[1] = '\0';
-		return 1;
-	}
+	static const char *const named[128] = {
+	    ['"'] = "\\\"", ['\\'] = "\\\\", ['\n'] = "\\n", ['\r'] = "\\r",
+	    ['\t'] = "\\t", ['\b'] = "\\b",  ['\f'] = "\\f",
+	};
+
+	if (c < 128 && named[c])
+		return snprintf(out, 8, "%s", named[c]);
+	if (c < 0x20 || c == 0x7f)
+		return snprintf(out, 8, "\\u%04x", c);
+	out[0] = (char)c;
+	out[1] = '\0';
+	return 1;
 }
 
 size_t lb_utf8_len(const char *s, size_t n)

@@ -168,9 +168,7 @@ static int build_db(const char *path, long nruns)
 			  "run stats"))
 			goto out_close;
 	}
-	if (check(db, sqlite3_exec(db, "COMMIT", NULL, NULL, NULL), "commit"))
-		goto out_close;
-	rc = 0;
+	rc = check(db, sqlite3_exec(db, "COMMIT", NULL, NULL, NULL), "commit");
 out_close:
 	sqlite3_finalize(run);
 	sqlite3_finalize(step);

@@ -172,10 +172,7 @@ static const char *enum_name(int f, long long v)
 
 int lb_field_enum_index(int f, const char *s)
 {
-	for (int i = 0; s && i < lb_fields[f].n_names; i++)
-		if (!strcmp(s, lb_fields[f].names[i]))
-			return i;
-	return -1;
+	return lb_name_index(lb_fields[f].names, lb_fields[f].n_names, s);
 }
 
 int lb_field_text(const struct lb_layout *l, int f, char *buf, size_t len)
@@ -203,8 +200,9 @@ int lb_field_text(const struct lb_layout *l, int f, char *buf, size_t len)
 	}
 }
 
-/* "a, b or c" (quote: "\"a\", \"b\" or \"c\"") into buf. */
-static char *names_words(int f, int quote, char *buf, size_t len)
+/* Field f's names into buf, sep between two, last before the final one: "a, b or c"
+ * (quote: "\"a\", \"b\" or \"c\"") in messages, "a|b|c" in usage. */
+static char *join_names(int f, const char *sep, const char *last, int quote, char *buf, size_t len)
 {
 	const struct lb_field_info *fi = &lb_fields[f];
 	size_t used = 0;
@@ -214,30 +212,37 @@ static char *names_words(int f, int quote, char *buf, size_t len)
 	for (int i = 0; i < fi->n_names && used < len; i++)
 		used += (size_t)snprintf(buf + used, len - used, "%s%s%s%s",
 					 i == 0			? ""
-					 : i == fi->n_names - 1 ? " or "
-								: ", ",
+					 : i == fi->n_names - 1 ? last
+								: sep,
 					 quote ? "\"" : "", fi->names[i], quote ? "\"" : "");
 	return buf;
 }
 
+static char *names_words(int f, int quote, char *buf, size_t len)
+{
+	return join_names(f, ", ", " or ", quote, buf, len);
+}
+
+/* What each kind reads, in words for messages ("expected a positive integer") and as the
+ * value a flag takes in usage ("--tp N"); an ENUM field's come from its names, and CHUNKS
+ * words its range. */
+static const struct {
+	const char *expect, *arg;
+} kind_text[] = {
+    [LB_FK_NAME] = {"a model preset", "NAME"},
+    [LB_FK_POS] = {"a positive integer", "N"},
+    [LB_FK_COUNT] = {"a non-negative integer", "N"},
+    [LB_FK_BOOL] = {"0 or 1", "0|1"},
+    [LB_FK_ZERO] = {"0, 1 or 2", "0|1|2"},
+    [LB_FK_CHUNKS] = {NULL, "N"},
+    [LB_FK_ENUM] = {NULL, NULL},
+    [LB_FK_SPLIT] = {"positive integers separated by commas", "A,B,..."},
+    [LB_FK_SEED] = {"an unsigned integer", "N"},
+};
+
 char *lb_field_expect(int f, int quote, char *buf, size_t len)
 {
 	switch (lb_fields[f].kind) {
-	case LB_FK_NAME:
-		snprintf(buf, len, "a model preset");
-		break;
-	case LB_FK_POS:
-		snprintf(buf, len, "a positive integer");
-		break;
-	case LB_FK_COUNT:
-		snprintf(buf, len, "a non-negative integer");
-		break;
-	case LB_FK_BOOL:
-		snprintf(buf, len, "0 or 1");
-		break;
-	case LB_FK_ZERO:
-		snprintf(buf, len, "0, 1 or 2");
-		break;
 	case LB_FK_CHUNKS:
 		snprintf(buf, len, "an integer from %lld to %lld", lb_fields[f].lo,
 			 lb_fields[f].hi);
@@ -245,12 +250,8 @@ char *lb_field_expect(int f, int quote, char *buf, size_t len)
 	case LB_FK_ENUM:
 		names_words(f, quote, buf, len);
 		break;
-	case LB_FK_SPLIT:
-		snprintf(buf, len, "positive integers separated by commas");
-		break;
-	case LB_FK_SEED:
-		snprintf(buf, len, "an unsigned integer");
-		break;
+	default:
+		snprintf(buf, len, "%s", kind_text[lb_fields[f].kind].expect);
 	}
 	return buf;
 }
@@ -749,31 +750,10 @@ int lb_layout_to_flags(const struct lb_layout *l, char *buf, size_t len)
 /* The value a flag takes in usage: "N", "0|1", "none|full|selective". */
 static void flag_arg(int f, char *buf, size_t len)
 {
-	const struct lb_field_info *fi = &lb_fields[f];
-	size_t used = 0;
-
-	switch (fi->kind) {
-	case LB_FK_NAME:
-		snprintf(buf, len, "NAME");
-		return;
-	case LB_FK_BOOL:
-		snprintf(buf, len, "0|1");
-		return;
-	case LB_FK_ZERO:
-		snprintf(buf, len, "0|1|2");
-		return;
-	case LB_FK_SPLIT:
-		snprintf(buf, len, "A,B,...");
-		return;
-	case LB_FK_ENUM:
-		buf[0] = '\0';
-		for (int i = 0; i < fi->n_names && used < len; i++)
-			used += (size_t)snprintf(buf + used, len - used, "%s%s", i ? "|" : "",
-						 fi->names[i]);
-		return;
-	default:
-		snprintf(buf, len, "N");
-	}
+	if (lb_fields[f].kind == LB_FK_ENUM)
+		join_names(f, "|", "|", 0, buf, len);
+	else
+		snprintf(buf, len, "%s", kind_text[lb_fields[f].kind].arg);
 }
 
 const char *lb_layout_flags_usage(void)

@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 
 #include "common/embed.h"
+#include "common/model.h"
 #include "common/util.h"
 
 static const char *const shipped[] = {"a100-nominal", "a100-paper",   "h100-nominal",
@@ -41,20 +42,11 @@ static const struct {
 const char *lb_machine_for_gpu(const char *gpu)
 {
 	char norm[128];
-	size_t i, n;
 
 	if (!gpu || !*gpu)
 		return NULL;
-	n = strlen(gpu);
-	if (n >= sizeof(norm))
-		n = sizeof(norm) - 1;
-	for (i = 0; i < n; i++) {
-		char c = (char)tolower((unsigned char)gpu[i]);
-
-		norm[i] = (c == '-' || c == '_') ? ' ' : c;
-	}
-	norm[n] = '\0';
-	for (i = 0; i < sizeof(for_gpu) / sizeof(for_gpu[0]); i++)
+	lb_gpu_name_norm(gpu, norm, sizeof(norm));
+	for (size_t i = 0; i < sizeof(for_gpu) / sizeof(for_gpu[0]); i++)
 		if (strstr(norm, for_gpu[i].pattern))
 			return for_gpu[i].machine;
 	return NULL;
@@ -176,11 +168,107 @@ static void sort_seq(double *seq, double *tf, int n)
 		}
 }
 
+/* A table of measured rows (gemm.rows, membound.rows): each row [name, numbers...], the
+ * name one that parse knows, each number in its range; store puts row i into m, load
+ * takes it out (its name returned, its numbers in num). */
+struct row_table {
+	const char *where;		/* "gemm.rows" */
+	const char *shape;		/* "[op, m, n, k, tflops]" */
+	int max;			/* rows at the most */
+	int (*parse)(const char *name); /* the name's index, or -1 */
+	const char *unknown;		/* the message for a name parse refuses */
+	int n_num;			/* numbers after the name */
+	double lo[4], hi[4];
+	void (*store)(struct lb_machine *m, int i, int name, const double *num);
+	const char *(*load)(const struct lb_machine *m, int i, double *num);
+};
+
+static void store_gemm(struct lb_machine *m, int i, int op, const double *v)
+{
+	m->gemm[i] = (struct lb_gemm_row){(enum lb_gemm_op)op, v[0], v[1], v[2], v[3]};
+}
+
+static const char *load_gemm(const struct lb_machine *m, int i, double *v)
+{
+	const struct lb_gemm_row *g = &m->gemm[i];
+
+	v[0] = g->m, v[1] = g->n, v[2] = g->k, v[3] = g->tflops;
+	return lb_gemm_op_name(g->op);
+}
+
+static void store_mem(struct lb_machine *m, int i, int kernel, const double *v)
+{
+	m->mem[i] = (struct lb_mem_row){(enum lb_memk)kernel, v[0], v[1]};
+}
+
+static const char *load_mem(const struct lb_machine *m, int i, double *v)
+{
+	v[0] = m->mem[i].bytes, v[1] = m->mem[i].gbps;
+	return lb_memk_name(m->mem[i].kernel);
+}
+
+static const struct row_table gemm_rows = {
+    .where = "gemm.rows",
+    .shape = "[op, m, n, k, tflops]",
+    .max = LB_MACHINE_GEMM_MAX,
+    .parse = lb_gemm_op_parse,
+    .unknown = "op: expected fwd, dgrad or wgrad",
+    .n_num = 4,
+    .lo = {1, 1, 1, 1e-3},
+    .hi = {1e9, 1e9, 1e9, 1e6},
+    .store = store_gemm,
+    .load = load_gemm,
+};
+static const struct row_table mem_rows = {
+    .where = "membound.rows",
+    .shape = "[kernel, bytes, gbps]",
+    .max = LB_MACHINE_MEM_MAX,
+    .parse = lb_memk_parse,
+    .unknown = "unknown kernel (bench_kernels' names: rmsnorm.fused.fwd, ...)",
+    .n_num = 2,
+    .lo = {1, 1e-3},
+    .hi = {1e15, 1e6},
+    .store = store_mem,
+    .load = load_mem,
+};
+
+/* o's "rows" as table t says, replacing m's rows (their count in *n); absent, m's stay. */
+static int read_rows(struct rd *r, const cJSON *o, const struct row_table *t, struct lb_machine *m,
+		     int *n)
+{
+	const cJSON *rows = cJSON_GetObjectItemCaseSensitive(o, "rows"), *row;
+
+	if (!rows)
+		return 0;
+	if (!cJSON_IsArray(rows))
+		return fail(r, t->where, "expected an array of %s", t->shape);
+	if (cJSON_GetArraySize(rows) > t->max)
+		return fail(r, t->where, "more than %d rows", t->max);
+	*n = 0;
+	cJSON_ArrayForEach(row, rows)
+	{
+		const cJSON *first = cJSON_GetArrayItem(row, 0);
+		double num[4];
+		char w[48];
+		int name;
+
+		snprintf(w, sizeof(w), "%s[%d]", t->where, *n);
+		if (!cJSON_IsArray(row) || cJSON_GetArraySize(row) != t->n_num + 1)
+			return fail(r, w, "expected %s", t->shape);
+		name = cJSON_IsString(first) ? t->parse(first->valuestring) : -1;
+		if (name < 0)
+			return fail(r, w, "%s", t->unknown);
+		for (int j = 0; j < t->n_num; j++)
+			if (row_num(r, row, j + 1, w, t->lo[j], t->hi[j], &num[j]))
+				return -1;
+		t->store(m, (*n)++, name, num);
+	}
+	return 0;
+}
+
 static int read_gemm(struct rd *r, const cJSON *g, struct lb_machine *m)
 {
 	static const char *const keys[] = {"efficiency", "half_dim", "rows", NULL};
-	const cJSON *rows, *row;
-	int i = 0;
 
 	if (!cJSON_IsObject(g))
 		return fail(r, "gemm", "expected an object");
@@ -188,35 +276,7 @@ static int read_gemm(struct rd *r, const cJSON *g, struct lb_machine *m)
 	    get_num(r, g, "efficiency", "gemm", 1e-3, 1.0, &m->gemm_efficiency) ||
 	    get_num(r, g, "half_dim", "gemm", 0.0, 1e6, &m->gemm_half_dim))
 		return -1;
-	rows = cJSON_GetObjectItemCaseSensitive(g, "rows");
-	if (!rows)
-		return 0;
-	if (!cJSON_IsArray(rows))
-		return fail(r, "gemm.rows", "expected an array of [op, m, n, k, tflops]");
-	if (cJSON_GetArraySize(rows) > LB_MACHINE_GEMM_MAX)
-		return fail(r, "gemm.rows", "more than %d rows", LB_MACHINE_GEMM_MAX);
-	m->n_gemm = 0;
-	cJSON_ArrayForEach(row, rows)
-	{
-		struct lb_gemm_row *gr = &m->gemm[m->n_gemm];
-		const cJSON *op = cJSON_GetArrayItem(row, 0);
-		char w[48];
-		int o;
-
-		snprintf(w, sizeof(w), "gemm.rows[%d]", i++);
-		if (!cJSON_IsArray(row) || cJSON_GetArraySize(row) != 5)
-			return fail(r, w, "expected [op, m, n, k, tflops]");
-		o = cJSON_IsString(op) ? lb_gemm_op_parse(op->valuestring) : -1;
-		if (o < 0)
-			return fail(r, w, "op: expected fwd, dgrad or wgrad");
-		gr->op = (enum lb_gemm_op)o;
-		if (row_num(r, row, 1, w, 1, 1e9, &gr->m) || row_num(r, row, 2, w, 1, 1e9, &gr->n) ||
-		    row_num(r, row, 3, w, 1, 1e9, &gr->k) ||
-		    row_num(r, row, 4, w, 1e-3, 1e6, &gr->tflops))
-			return -1;
-		m->n_gemm++;
-	}
-	return 0;
+	return read_rows(r, g, &gemm_rows, m, &m->n_gemm);
 }
 
 static int read_rates(struct rd *r, const cJSON *a, const char *w, double *seq, double *tf,
@@ -337,8 +397,7 @@ static int read_membound(struct rd *r, const cJSON *o, struct lb_machine *m)
 {
 	static const char *const keys[] = {"copy_gbps", "efficiency", "kernel_efficiency", "rows",
 					   NULL};
-	const cJSON *ke, *it, *rows, *row;
-	int i = 0;
+	const cJSON *ke, *it;
 
 	if (!cJSON_IsObject(o))
 		return fail(r, "membound", "expected an object");
@@ -361,33 +420,8 @@ static int read_membound(struct rd *r, const cJSON *o, struct lb_machine *m)
 			return fail(r, w, "expected a fraction in (0, 1.5]");
 		m->mem_kernel_efficiency[k] = it->valuedouble;
 	}
-	rows = cJSON_GetObjectItemCaseSensitive(o, "rows");
-	if (!rows)
-		return 0;
-	if (!cJSON_IsArray(rows))
-		return fail(r, "membound.rows", "expected an array of [kernel, bytes, gbps]");
-	if (cJSON_GetArraySize(rows) > LB_MACHINE_MEM_MAX)
-		return fail(r, "membound.rows", "more than %d rows", LB_MACHINE_MEM_MAX);
-	m->n_mem = 0;
-	cJSON_ArrayForEach(row, rows)
-	{
-		struct lb_mem_row *mr = &m->mem[m->n_mem];
-		const cJSON *kn = cJSON_GetArrayItem(row, 0);
-		char w[48];
-		int k;
-
-		snprintf(w, sizeof(w), "membound.rows[%d]", i++);
-		if (!cJSON_IsArray(row) || cJSON_GetArraySize(row) != 3)
-			return fail(r, w, "expected [kernel, bytes, gbps]");
-		k = cJSON_IsString(kn) ? lb_memk_parse(kn->valuestring) : -1;
-		if (k < 0)
-			return fail(r, w, "unknown kernel (bench_kernels' names: rmsnorm.fused.fwd, ...)");
-		mr->kernel = (enum lb_memk)k;
-		if (row_num(r, row, 1, w, 1, 1e15, &mr->bytes) ||
-		    row_num(r, row, 2, w, 1e-3, 1e6, &mr->gbps))
-			return -1;
-		m->n_mem++;
-	}
+	if (read_rows(r, o, &mem_rows, m, &m->n_mem))
+		return -1;
 	qsort(m->mem, (size_t)m->n_mem, sizeof(m->mem[0]), cmp_mem);
 	return 0;
 }
@@ -556,13 +590,9 @@ static char *machine_text(const char *arg, size_t *len, char *used, size_t usedl
 			snprintf(err + k, errlen - k, "; or give a machine file's path)");
 		return NULL;
 	}
-	buf = malloc(*len + 1);
-	if (!buf) {
-		snprintf(err, errlen, "out of memory");
-		return NULL;
-	}
-	memcpy(buf, data, *len + 1);
-	snprintf(used, usedlen, "%s", key);
+	buf = lb_text_dup(data, *len, err, errlen);
+	if (buf)
+		snprintf(used, usedlen, "%s", key);
 	return buf;
 }
 
@@ -639,6 +669,13 @@ static void num(FILE *f, double v)
 		fprintf(f, "%.10g", v);
 }
 
+/* sep, then "key": v */
+static void key_num(FILE *f, const char *sep, const char *key, double v)
+{
+	fprintf(f, "%s\"%s\": ", sep, key);
+	num(f, v);
+}
+
 static void write_rates(FILE *f, const char *key, const double *seq, const double *tf, int n)
 {
 	fprintf(f, "\"%s\": [", key);
@@ -650,6 +687,21 @@ static void write_rates(FILE *f, const char *key, const double *seq, const doubl
 		fprintf(f, "]");
 	}
 	fprintf(f, "]");
+}
+
+/* A table's rows as read_rows reads them: [name, numbers...], one a line. */
+static void write_rows(FILE *f, const struct row_table *t, const struct lb_machine *m, int n)
+{
+	for (int i = 0; i < n; i++) {
+		double v[4];
+
+		fprintf(f, "%s\n    [\"%s\"", i ? "," : "", t->load(m, i, v));
+		for (int j = 0; j < t->n_num; j++) {
+			fprintf(f, ", ");
+			num(f, v[j]);
+		}
+		fprintf(f, "]");
+	}
 }
 
 int lb_machine_write(FILE *f, const struct lb_machine *m, const struct lb_machine *base,
@@ -667,24 +719,11 @@ int lb_machine_write(FILE *f, const struct lb_machine *m, const struct lb_machin
 		put_str(f, "source", m->source, 1);
 		fprintf(f, "  \"nominal\": %s,\n  \"peak_tflops\": ", m->nominal ? "true" : "false");
 		num(f, m->peak_tflops);
-		fprintf(f, ",\n  \"gemm\": {\"efficiency\": ");
-		num(f, m->gemm_efficiency);
-		fprintf(f, ", \"half_dim\": ");
-		num(f, m->gemm_half_dim);
+		fprintf(f, ",\n  \"gemm\": {");
+		key_num(f, "", "efficiency", m->gemm_efficiency);
+		key_num(f, ", ", "half_dim", m->gemm_half_dim);
 		fprintf(f, ", \"rows\": [");
-		for (int i = 0; i < m->n_gemm; i++) {
-			const struct lb_gemm_row *g = &m->gemm[i];
-
-			fprintf(f, "%s\n    [\"%s\", ", i ? "," : "", lb_gemm_op_name(g->op));
-			num(f, g->m);
-			fprintf(f, ", ");
-			num(f, g->n);
-			fprintf(f, ", ");
-			num(f, g->k);
-			fprintf(f, ", ");
-			num(f, g->tflops);
-			fprintf(f, "]");
-		}
+		write_rows(f, &gemm_rows, m, m->n_gemm);
 		fprintf(f, "]},\n");
 	}
 	fprintf(f, "  \"attention\": {\"kernels\": {");
@@ -703,10 +742,8 @@ int lb_machine_write(FILE *f, const struct lb_machine *m, const struct lb_machin
 			if (k->scale != 1.0)
 				fprintf(f, ", ");
 		}
-		if (base || k->scale != 1.0) {
-			fprintf(f, "\"scale\": ");
-			num(f, k->scale);
-		}
+		if (base || k->scale != 1.0)
+			key_num(f, "", "scale", k->scale);
 		fprintf(f, "}");
 	}
 	fprintf(f, "}");
@@ -719,41 +756,28 @@ int lb_machine_write(FILE *f, const struct lb_machine *m, const struct lb_machin
 	}
 	fprintf(f, "},\n");
 	if (!base) {
-		fprintf(f, "  \"membound\": {\"copy_gbps\": ");
-		num(f, m->copy_gbps);
-		fprintf(f, ", \"efficiency\": ");
-		num(f, m->mem_efficiency);
+		fprintf(f, "  \"membound\": {");
+		key_num(f, "", "copy_gbps", m->copy_gbps);
+		key_num(f, ", ", "efficiency", m->mem_efficiency);
 		fprintf(f, ", \"kernel_efficiency\": {");
 		first = 1;
 		for (int k = 0; k < LB_MEMK_COUNT; k++)
 			if (m->mem_kernel_efficiency[k] > 0) {
-				fprintf(f, "%s\"%s\": ", first ? "" : ", ", lb_memk_name(k));
-				num(f, m->mem_kernel_efficiency[k]);
+				key_num(f, first ? "" : ", ", lb_memk_name(k),
+					m->mem_kernel_efficiency[k]);
 				first = 0;
 			}
 		fprintf(f, "}, \"rows\": [");
-		for (int i = 0; i < m->n_mem; i++) {
-			fprintf(f, "%s\n    [\"%s\", ", i ? "," : "", lb_memk_name(m->mem[i].kernel));
-			num(f, m->mem[i].bytes);
-			fprintf(f, ", ");
-			num(f, m->mem[i].gbps);
-			fprintf(f, "]");
-		}
-		fprintf(f, "]},\n  \"links\": {\"gpus_per_node\": %d, \"nvlink_gbps\": ",
-			m->gpus_per_node);
-		num(f, m->nvlink_gbps);
-		fprintf(f, ", \"nvlink_latency_us\": ");
-		num(f, m->nvlink_lat_s * 1e6);
-		fprintf(f, ", \"node_gbps\": ");
-		num(f, m->node_gbps);
-		fprintf(f, ", \"node_latency_us\": ");
-		num(f, m->node_lat_s * 1e6);
-		fprintf(f, "},\n  \"stack\": {\"grad_bytes\": ");
-		num(f, m->grad_bytes);
-		fprintf(f, ", \"param_bytes\": ");
-		num(f, m->param_bytes);
-		fprintf(f, ", \"optimizer_bytes\": ");
-		num(f, m->optimizer_bytes);
+		write_rows(f, &mem_rows, m, m->n_mem);
+		fprintf(f, "]},\n  \"links\": {\"gpus_per_node\": %d", m->gpus_per_node);
+		key_num(f, ", ", "nvlink_gbps", m->nvlink_gbps);
+		key_num(f, ", ", "nvlink_latency_us", m->nvlink_lat_s * 1e6);
+		key_num(f, ", ", "node_gbps", m->node_gbps);
+		key_num(f, ", ", "node_latency_us", m->node_lat_s * 1e6);
+		fprintf(f, "},\n  \"stack\": {");
+		key_num(f, "", "grad_bytes", m->grad_bytes);
+		key_num(f, ", ", "param_bytes", m->param_bytes);
+		key_num(f, ", ", "optimizer_bytes", m->optimizer_bytes);
 		fprintf(f, "},\n");
 	}
 	fprintf(f, "  \"fit\": {");
@@ -849,16 +873,12 @@ static int add_attn_rate(struct lb_machine *m, const char *kernel, int bwd, doub
 int lb_machine_from_kernels_csv(struct lb_machine *m, const char *text, size_t len, int *skipped,
 				char *err, size_t errlen)
 {
-	char *buf = malloc(len + 1), *line, *next;
+	char *buf = lb_text_dup(text, len, err, errlen), *line, *next;
 	int lineno = 0, rc = -1, have_header = 0;
 
 	*skipped = 0;
-	if (!buf) {
-		snprintf(err, errlen, "out of memory");
+	if (!buf)
 		return -1;
-	}
-	memcpy(buf, text, len);
-	buf[len] = '\0';
 	m->n_gemm = 0;
 	m->n_mem = 0;
 	m->n_attn = 0;
@@ -998,16 +1018,12 @@ out:
 int lb_machine_from_colls(struct lb_machine *m, const char *text, size_t len, char *err,
 			  size_t errlen)
 {
-	char *buf = malloc(len + 1), *line, *next;
+	char *buf = lb_text_dup(text, len, err, errlen), *line, *next;
 	int ranks = 0, in_ar = 0, rc = -1;
 	double small_b = 0, small_us = 0, big_b = 0, big_bus = 0;
 
-	if (!buf) {
-		snprintf(err, errlen, "out of memory");
+	if (!buf)
 		return -1;
-	}
-	memcpy(buf, text, len);
-	buf[len] = '\0';
 	for (line = buf; line && *line; line = next) {
 		double b, cnt, us, alg, bus;
 		char type[16];

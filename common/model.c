@@ -115,24 +115,30 @@ static const char *const peak_names[] = {"GH200", "H200 NVL", "H200", "H100 NVL"
 					 "H100",  "A100",     "B200", "L40S",	  "MI300X",
 					 "MI250X", "V100"};
 
+char *lb_gpu_name_norm(const char *product, char *buf, size_t len)
+{
+	size_t i, n = strlen(product);
+
+	if (n >= len)
+		n = len - 1;
+	for (i = 0; i < n; i++) {
+		char c = (char)tolower((unsigned char)product[i]);
+
+		buf[i] = (c == '-' || c == '_') ? ' ' : c;
+	}
+	buf[n] = '\0';
+	return buf;
+}
+
 /* The index of the table's row that product matches, or -1. */
 static int peak_row(const char *product)
 {
 	char norm[256];
-	size_t i, n;
 
 	if (!product)
 		return -1;
-	n = strlen(product);
-	if (n >= sizeof(norm))
-		n = sizeof(norm) - 1;
-	for (i = 0; i < n; i++) {
-		char c = (char)tolower((unsigned char)product[i]);
-
-		norm[i] = (c == '-' || c == '_') ? ' ' : c;
-	}
-	norm[n] = '\0';
-	for (i = 0; i < sizeof(peaks) / sizeof(peaks[0]); i++)
+	lb_gpu_name_norm(product, norm, sizeof(norm));
+	for (size_t i = 0; i < sizeof(peaks) / sizeof(peaks[0]); i++)
 		if (strstr(norm, peaks[i].pattern))
 			return (int)i;
 	return -1;

@@ -56,6 +56,9 @@ int lb_gpu_peak_tflops(const char *product, double *tflops);
 int lb_gpu_known(const char *product);
 /* The products the table knows, "GH200, H200 NVL, H200, ..." (snprintf's contract). */
 int lb_gpu_names(char *buf, size_t len);
+/* A product name as the GPU tables match it: lower case, '-' and '_' as ' ', cut to
+ * len - 1 bytes, into buf (returned). */
+char *lb_gpu_name_norm(const char *product, char *buf, size_t len);
 
 /* Memory per GPU, bytes, of the most loaded rank: the largest of the first pipeline
  * stage (embedding, the most micro-batches in flight), the first stage with the larger

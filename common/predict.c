@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "common/model.h"
+#include "common/util.h"
 
 const struct lb_fit_term_info lb_fit_terms[LB_FIT_COUNT] = {
 #define LB_FIT_INFO(name, def, lo, hi, fit_auto, unit, what) {#name, def, lo, hi, fit_auto, unit, what},
@@ -41,10 +42,7 @@ const char *lb_memk_name(enum lb_memk k)
 
 int lb_memk_parse(const char *name)
 {
-	for (int i = 0; name && i < LB_MEMK_COUNT; i++)
-		if (!strcmp(memk_names[i], name))
-			return i;
-	return -1;
+	return lb_name_index(memk_names, LB_MEMK_COUNT, name);
 }
 
 static const char *const gemm_op_names[LB_GEMM_OPS] = {"fwd", "dgrad", "wgrad"};
@@ -56,10 +54,7 @@ const char *lb_gemm_op_name(enum lb_gemm_op op)
 
 int lb_gemm_op_parse(const char *s)
 {
-	for (int i = 0; s && i < LB_GEMM_OPS; i++)
-		if (!strcmp(gemm_op_names[i], s))
-			return i;
-	return -1;
+	return lb_name_index(gemm_op_names, LB_GEMM_OPS, s);
 }
 
 void lb_machine_init(struct lb_machine *m)

@@ -1,7 +1,7 @@
 /*
  * Small shared helpers: checked number parsing, FNV-1a, a growable string buffer, JSON
  * string escaping, UTF-8 checks and terminal-safe text, whole-file reads and all-or-nothing
- * writes. libc only.
+ * writes, growing arrays, CSV fields and name lookups. libc only.
  */
 #include "common/util.h"
 
@@ -17,18 +17,28 @@
 
 #include <sys/stat.h>
 
-int lb_parse_long(const char *s, long min, long max, long *out)
+/* s read whole, as strtol (integer: base 10, into *l) or strtod (into *d) reads it: not
+ * empty, no leading space (strto* would skip it), nothing after the number, and no range
+ * error. 0, or -1. */
+static int read_number(const char *s, int integer, long *l, double *d)
 {
 	char *end;
-	long v;
 
 	if (!s || !*s || isspace((unsigned char)*s))
 		return -1;
 	errno = 0;
-	v = strtol(s, &end, 10);
-	if (errno || end == s || *end)
-		return -1;
-	if (v < min || v > max)
+	if (integer)
+		*l = strtol(s, &end, 10);
+	else
+		*d = strtod(s, &end);
+	return errno || end == s || *end ? -1 : 0;
+}
+
+int lb_parse_long(const char *s, long min, long max, long *out)
+{
+	long v;
+
+	if (read_number(s, 1, &v, NULL) || v < min || v > max)
 		return -1;
 	*out = v;
 	return 0;
@@ -89,19 +99,35 @@ int lb_parse_bytes(const char *s, uint64_t *out)
 
 int lb_parse_double(const char *s, double min, double max, double *out)
 {
-	char *end;
 	double v;
 
-	if (!s || !*s || isspace((unsigned char)*s))
-		return -1;
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno || end == s || *end || !isfinite(v))
-		return -1;
-	if (v < min || v > max)
+	if (read_number(s, 0, NULL, &v) || !isfinite(v) || v < min || v > max)
 		return -1;
 	*out = v;
 	return 0;
+}
+
+void lb_csv_put(FILE *f, const char *s)
+{
+	if (!strpbrk(s, ",\"\r\n")) {
+		fputs(s, f);
+		return;
+	}
+	fputc('"', f);
+	for (; *s; s++) {
+		if (*s == '"')
+			fputc('"', f);
+		fputc(*s, f);
+	}
+	fputc('"', f);
+}
+
+int lb_name_index(const char *const *names, int n, const char *s)
+{
+	for (int i = 0; s && i < n; i++)
+		if (!strcmp(names[i], s))
+			return i;
+	return -1;
 }
 
 uint64_t lb_fnv1a64(const void *data, size_t len)
@@ -220,28 +246,18 @@ char *lb_strbuf_detach(struct lb_strbuf *sb)
 /* The escape of one byte into out (at most 7 bytes incl. NUL); returns its length. */
 static int json_escape_byte(unsigned char c, char out[8])
 {
-	switch (c) {
-	case '"':
-		return snprintf(out, 8, "\\\"");
-	case '\\':
-		return snprintf(out, 8, "\\\\");
-	case '\n':
-		return snprintf(out, 8, "\\n");
-	case '\r':
-		return snprintf(out, 8, "\\r");
-	case '\t':
-		return snprintf(out, 8, "\\t");
-	case '\b':
-		return snprintf(out, 8, "\\b");
-	case '\f':
-		return snprintf(out, 8, "\\f");
-	default:
-		if (c < 0x20 || c == 0x7f)
-			return snprintf(out, 8, "\\u%04x", c);
-		out[0] = (char)c;
-		out[1] = '\0';
-		return 1;
-	}
+	static const char *const named[128] = {
+	    ['"'] = "\\\"", ['\\'] = "\\\\", ['\n'] = "\\n", ['\r'] = "\\r",
+	    ['\t'] = "\\t", ['\b'] = "\\b",  ['\f'] = "\\f",
+	};
+
+	if (c < 128 && named[c])
+		return snprintf(out, 8, "%s", named[c]);
+	if (c < 0x20 || c == 0x7f)
+		return snprintf(out, 8, "\\u%04x", c);
+	out[0] = (char)c;
+	out[1] = '\0';
+	return 1;
 }
 
 size_t lb_utf8_len(const char *s, size_t n)
@@ -409,6 +425,35 @@ double lb_now_s(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+int lb_grow(void *arrayp, size_t n, size_t *cap, size_t first, size_t size)
+{
+	size_t nc = *cap ? *cap * 2 : first;
+	void *v;
+
+	if (n < *cap)
+		return 0;
+	memcpy(&v, arrayp, sizeof(v)); /* the caller's T *, read without aliasing it */
+	v = realloc(v, nc * size);
+	if (!v)
+		return -1;
+	memcpy(arrayp, &v, sizeof(v));
+	*cap = nc;
+	return 0;
+}
+
+char *lb_text_dup(const char *text, size_t len, char *err, size_t errlen)
+{
+	char *buf = malloc(len + 1);
+
+	if (!buf) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	memcpy(buf, text, len);
+	buf[len] = '\0';
+	return buf;
 }
 
 int lb_read_file(const char *path, char **buf, size_t *len)

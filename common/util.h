@@ -3,7 +3,9 @@
  * nodes): checked number parsing (strtol/strtod with range checks, never atoi), JSON
  * string escaping for writers that do not use cJSON, a growable string buffer, the
  * FNV-1a hash behind the layout id, the monotonic clock, making text from files safe to
- * show on a terminal, and writing a file whole or not at all.
+ * show on a terminal, and writing a file whole or not at all; and the small pieces
+ * several files spelled alike: growing an array, copying a text to parse, a CSV field, a
+ * name's index in a list.
  */
 #ifndef LB_UTIL_H
 #define LB_UTIL_H
@@ -11,6 +13,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 /* Parse a whole string as a base-10 integer in [min, max]. Leading/trailing spaces and
  * trailing garbage are rejected. Returns 0, or -1 (and leaves *out alone). */
@@ -51,6 +54,18 @@ int lb_mkdir_p(const char *path, char *err, size_t errlen);
 int lb_read_file(const char *path, char **buf, size_t *len);
 
 /*
+ * Room for one more element in the malloc'd array *arrayp (arrayp: the address of the
+ * array's pointer, as &rs->v) of n elements of size bytes, room for *cap: reallocated to
+ * twice *cap (first when it has none) when full, *cap updated. Returns 0, or -1 when out
+ * of memory (the array left as it was, still the caller's to free).
+ */
+int lb_grow(void *arrayp, size_t n, size_t *cap, size_t first, size_t size);
+
+/* A copy of len bytes of text with a NUL after them, for parsing in place (malloc'd; the
+ * caller frees), or NULL with err "out of memory". */
+char *lb_text_dup(const char *text, size_t len, char *err, size_t errlen);
+
+/*
  * Write len bytes to path whole or not at all: into a new temporary file beside it
  * (PATH.tmp-XXXXXX, mode 0666 less the umask), every write checked, flushed to the disk,
  * then renamed over path. On failure (a full disk, a quota, an I/O error) the temporary
@@ -65,6 +80,13 @@ int lb_write_all(int fd, const void *data, size_t len);
 
 /* Seconds of CLOCK_MONOTONIC (for intervals). */
 double lb_now_s(void);
+
+/* s as one CSV field (RFC 4180): in double quotes, its quotes doubled, when it holds a
+ * comma, a quote or a line break; else as it is. */
+void lb_csv_put(FILE *f, const char *s);
+
+/* The index of s among names[0..n), or -1 (also when s is NULL). */
+int lb_name_index(const char *const *names, int n, const char *s);
 
 /* 64-bit FNV-1a of len bytes, starting from the standard offset basis. */
 uint64_t lb_fnv1a64(const void *data, size_t len);

@@ -5,6 +5,7 @@
  */
 #include "report/load.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +25,53 @@ static const char *text(sqlite3_stmt *st, int col)
 	return (const char *)sqlite3_column_text(st, col);
 }
 
+/* Column col as a number, or unknown where it is NULL. */
+static double real_or(sqlite3_stmt *st, int col, double unknown)
+{
+	return sqlite3_column_type(st, col) == SQLITE_NULL ? unknown
+							   : sqlite3_column_double(st, col);
+}
+
+static long long int64_or(sqlite3_stmt *st, int col, long long unknown)
+{
+	return sqlite3_column_type(st, col) == SQLITE_NULL ? unknown
+							   : sqlite3_column_int64(st, col);
+}
+
+/* Column col into *v where it is not NULL; 1 when it was there. */
+static int real_if(sqlite3_stmt *st, int col, double *v)
+{
+	if (sqlite3_column_type(st, col) == SQLITE_NULL)
+		return 0;
+	*v = sqlite3_column_double(st, col);
+	return 1;
+}
+
+int report_load_prepare(sqlite3 *db, const char *sql, const char *sweep, sqlite3_stmt **st)
+{
+	if (sqlite3_prepare_v2(db, sql, -1, st, NULL) != SQLITE_OK)
+		return -1;
+	if (sweep)
+		sqlite3_bind_text(*st, 1, sweep, -1, SQLITE_STATIC);
+	return 0;
+}
+
+/* The columns that go into a run as they stand: place in COLUMNS, member of the run. */
+struct run_col {
+	int col;
+	size_t off;
+};
+#define AT(member) offsetof(struct report_run, member)
+static const struct run_col text_cols[] = {
+    {1, AT(sweep)},	 {3, AT(label)}, {4, AT(model)},	  {12, AT(checkpointing)},
+    {13, AT(attention)}, {14, AT(norm)}, {16, AT(failure_class)},
+};
+static const struct run_col int_cols[] = {
+    {5, AT(seq_len)}, {6, AT(gpus)}, {7, AT(micro_batch)},	  {8, AT(tp)},
+    {9, AT(pp)},      {10, AT(dp)},  {11, AT(sequence_parallel)}, {28, AT(n_steps)},
+};
+#undef AT
+
 static int load(sqlite3 *db, const char *view, const char *sweep, struct report_runs *rs, char *err,
 		size_t errlen)
 {
@@ -33,13 +81,11 @@ static int load(sqlite3 *db, const char *view, const char *sweep, struct report_
 
 	snprintf(sql, sizeof(sql), "SELECT " COLUMNS " FROM %s%s", view,
 		 sweep ? " WHERE sweep = ?1" : "");
-	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
+	if (report_load_prepare(db, sql, sweep, &st)) {
 		snprintf(err, errlen, "cannot read view '%s': %s (is this a layoutbench database?)",
 			 view, sqlite3_errmsg(db));
 		return -1;
 	}
-	if (sweep)
-		sqlite3_bind_text(st, 1, sweep, -1, SQLITE_STATIC);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		struct report_run r;
 		const char *status = text(st, 15);
@@ -48,51 +94,28 @@ static int load(sqlite3 *db, const char *view, const char *sweep, struct report_
 		memset(&r, 0, sizeof(r));
 		r.model_mem = r.planned_mem = -1;
 		r.run_id = (long)sqlite3_column_int64(st, 0);
-		r.sweep = text(st, 1);
+		for (size_t i = 0; i < sizeof(text_cols) / sizeof(text_cols[0]); i++)
+			*(const char **)((char *)&r + text_cols[i].off) =
+			    text(st, text_cols[i].col);
+		for (size_t i = 0; i < sizeof(int_cols) / sizeof(int_cols[0]); i++)
+			*(int *)((char *)&r + int_cols[i].off) =
+			    sqlite3_column_int(st, int_cols[i].col);
 		r.paper = source && !strcmp(source, "paper");
-		r.label = text(st, 3);
-		r.model = text(st, 4);
-		r.seq_len = sqlite3_column_int(st, 5);
-		r.gpus = sqlite3_column_int(st, 6);
-		r.micro_batch = sqlite3_column_int(st, 7);
-		r.tp = sqlite3_column_int(st, 8);
-		r.pp = sqlite3_column_int(st, 9);
-		r.dp = sqlite3_column_int(st, 10);
-		r.sequence_parallel = sqlite3_column_int(st, 11);
-		r.checkpointing = text(st, 12);
-		r.attention = text(st, 13);
-		r.norm = text(st, 14);
 		if (!status || !strcmp(status, "failed"))
 			r.status = REPORT_RUN_FAILED;
 		else if (!strcmp(status, "ok"))
 			r.status = REPORT_RUN_OK;
 		else
 			r.status = REPORT_RUN_RUNNING;
-		r.failure_class = text(st, 16);
 		/* COALESCE(mfu_reported, mfu): an imported run shows the sheet's own MFU */
-		if (sqlite3_column_type(st, 17) != SQLITE_NULL) {
-			r.has_mfu = 1;
-			r.mfu = sqlite3_column_double(st, 17);
-		} else if (sqlite3_column_type(st, 32) != SQLITE_NULL) {
-			r.has_mfu = 1;
-			r.mfu = sqlite3_column_double(st, 32);
-		}
-		if (sqlite3_column_type(st, 18) != SQLITE_NULL) {
-			r.has_tflops = 1;
-			r.tflops = sqlite3_column_double(st, 18);
-		}
-		r.step_time =
-		    sqlite3_column_type(st, 19) == SQLITE_NULL ? -1 : sqlite3_column_double(st, 19);
+		r.has_mfu = real_if(st, 17, &r.mfu) || real_if(st, 32, &r.mfu);
+		r.has_tflops = real_if(st, 18, &r.tflops);
+		r.step_time = real_or(st, 19, -1);
 		for (int k = 0; k < REPORT_PHASE_COUNT; k++)
-			r.phase[k] = sqlite3_column_type(st, 20 + k) == SQLITE_NULL
-					 ? -1
-					 : sqlite3_column_double(st, 20 + k);
-		r.peak_mem =
-		    sqlite3_column_type(st, 25) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 25);
+			r.phase[k] = real_or(st, 20 + k, -1);
+		r.peak_mem = int64_or(st, 25, -1);
 		report_run_set_rank_mem(&r, text(st, 26));
-		r.step_time_sd =
-		    sqlite3_column_type(st, 27) == SQLITE_NULL ? -1 : sqlite3_column_double(st, 27);
-		r.n_steps = sqlite3_column_int(st, 28);
+		r.step_time_sd = real_or(st, 27, -1);
 		r.health = report_health_parse(text(st, 29));
 		if (sqlite3_column_type(st, 30) != SQLITE_NULL) {
 			/* an imported run: the sheet's own MFU carried over to this count (the
@@ -104,8 +127,7 @@ static int load(sqlite3 *db, const char *view, const char *sweep, struct report_
 			if (sqlite3_column_type(st, 17) != SQLITE_NULL && mine > 0)
 				r.mfu_no_embed *= sqlite3_column_double(st, 17) / mine;
 		}
-		r.device_peak_mem =
-		    sqlite3_column_type(st, 31) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 31);
+		r.device_peak_mem = int64_or(st, 31, -1);
 		if (report_runs_add(rs, &r)) {
 			snprintf(err, errlen, "out of memory reading view '%s'", view);
 			sqlite3_finalize(st);
@@ -145,14 +167,6 @@ static long long model_mem(const char *flags, const char *backend)
 	return (long long)est.total;
 }
 
-static int by_run_id(const void *pa, const void *pb)
-{
-	const struct report_run *a = *(const struct report_run *const *)pa;
-	const struct report_run *b = *(const struct report_run *const *)pb;
-
-	return a->run_id < b->run_id ? -1 : a->run_id > b->run_id;
-}
-
 int report_load_model_mem(sqlite3 *db, const char *sweep, struct report_runs *rs, char *err,
 			  size_t errlen)
 {
@@ -171,28 +185,26 @@ int report_load_model_mem(sqlite3 *db, const char *sweep, struct report_runs *rs
 	}
 	for (size_t i = 0; i < rs->n; i++)
 		idx[i] = &rs->v[i];
-	qsort(idx, rs->n, sizeof(*idx), by_run_id);
-	if (sqlite3_prepare_v2(db,
-			       sweep
-				   ? "SELECT id, flags, coalesce(backend, '') FROM runs WHERE "
-				     "source = 'run' AND flags IS NOT NULL AND sweep = ?1 ORDER BY "
-				     "flags, backend"
-				   : "SELECT id, flags, coalesce(backend, '') FROM runs WHERE "
-				     "source = 'run' AND flags IS NOT NULL ORDER BY flags, backend",
-			       -1, &st, NULL) != SQLITE_OK) {
+	qsort(idx, rs->n, sizeof(*idx), report_run_by_id);
+	if (report_load_prepare(
+		db,
+		sweep ? "SELECT id, flags, coalesce(backend, '') FROM runs WHERE "
+			"source = 'run' AND flags IS NOT NULL AND sweep = ?1 ORDER BY "
+			"flags, backend"
+		      : "SELECT id, flags, coalesce(backend, '') FROM runs WHERE "
+			"source = 'run' AND flags IS NOT NULL ORDER BY flags, backend",
+		sweep, &st)) {
 		/* a database of the views alone (docs/schema.md's contract): no model figures */
 		free(idx);
 		return 0;
 	}
-	if (sweep)
-		sqlite3_bind_text(st, 1, sweep, -1, SQLITE_STATIC);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		struct report_run key = {.run_id = (long)sqlite3_column_int64(st, 0)};
 		const struct report_run *kp = &key, **hit;
 
 		const char *flags = text(st, 1), *backend = text(st, 2);
 
-		hit = bsearch(&kp, idx, rs->n, sizeof(*idx), by_run_id);
+		hit = bsearch(&kp, idx, rs->n, sizeof(*idx), report_run_by_id);
 		if (!hit)
 			continue;
 		/* rows come by layout: the model once per distinct flags and backend */
@@ -243,17 +255,15 @@ int report_load_diverged(sqlite3 *db, const char *sweep, size_t *n, char *err, s
 	int rc;
 
 	*n = 0;
-	if (sqlite3_prepare_v2(db,
-			       sweep ? "SELECT count(*) FROM run_summary WHERE status = 'ok' AND "
-				       "health = 'diverged' AND sweep = ?1"
-				     : "SELECT count(*) FROM run_summary WHERE status = 'ok' AND "
-				       "health = 'diverged'",
-			       -1, &st, NULL) != SQLITE_OK) {
+	if (report_load_prepare(db,
+				sweep ? "SELECT count(*) FROM run_summary WHERE status = 'ok' AND "
+					"health = 'diverged' AND sweep = ?1"
+				      : "SELECT count(*) FROM run_summary WHERE status = 'ok' AND "
+					"health = 'diverged'",
+				sweep, &st)) {
 		snprintf(err, errlen, "cannot read view 'run_summary': %s", sqlite3_errmsg(db));
 		return -1;
 	}
-	if (sweep)
-		sqlite3_bind_text(st, 1, sweep, -1, SQLITE_STATIC);
 	rc = sqlite3_step(st);
 	if (rc == SQLITE_ROW)
 		*n = (size_t)sqlite3_column_int64(st, 0);

@@ -40,4 +40,9 @@ int report_load_diverged(sqlite3 *db, const char *sweep, size_t *n, char *err, s
 int report_load_best(sqlite3 *db, const char *sweep, struct report_runs *rs, char *err,
 		     size_t errlen);
 
+/* Prepare one of the report's queries into *st (the caller finalizes it), its ?1 bound to
+ * sweep when one is given (sweep must outlive *st). Returns 0, or -1 (sqlite3_errmsg
+ * says why). */
+int report_load_prepare(sqlite3 *db, const char *sql, const char *sweep, sqlite3_stmt **st);
+
 #endif

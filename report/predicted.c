@@ -11,6 +11,8 @@
 
 #include "common/machine.h"
 #include "common/predict.h"
+#include "common/util.h"
+#include "report/load.h"
 #include "report/plot.h"
 #include "report/render.h"
 #include "results/calibrate.h"
@@ -42,25 +44,16 @@ static int load_sweeps(sqlite3 *db, const char *sweep, char ***names, size_t *n,
 
 	*names = NULL;
 	*n = 0;
-	if (sqlite3_prepare_v2(db,
-			       "SELECT DISTINCT sweep FROM runs WHERE status = 'ok' AND "
-			       "(?1 IS NULL OR sweep = ?1) ORDER BY sweep",
-			       -1, &st, NULL) != SQLITE_OK) {
+	if (report_load_prepare(db,
+				"SELECT DISTINCT sweep FROM runs WHERE status = 'ok' AND "
+				"(?1 IS NULL OR sweep = ?1) ORDER BY sweep",
+				sweep, &st)) {
 		snprintf(err, errlen, "%s", sqlite3_errmsg(db));
 		return -1;
 	}
-	if (sweep)
-		sqlite3_bind_text(st, 1, sweep, -1, SQLITE_TRANSIENT);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		if (*n == cap) {
-			size_t nc = cap ? 2 * cap : 8;
-			char **t = realloc(*names, nc * sizeof(char *));
-
-			if (!t)
-				goto out_oom;
-			*names = t;
-			cap = nc;
-		}
+		if (lb_grow(names, *n, &cap, 8, sizeof(**names)))
+			goto out_oom;
 		(*names)[*n] = strdup((const char *)sqlite3_column_text(st, 0));
 		if (!(*names)[*n])
 			goto out_oom;
@@ -190,7 +183,7 @@ int report_predicted(sqlite3 *db, const char *sweep, const char *machine,
 		size_t n = 0, np = 0;
 
 		sw[k].name = set.sweeps[k];
-		sw[k].left_other = set.n_other[k];
+		sw[k].left_other = set.counts[k].other;
 		for (size_t i = 0; i < set.n; i++)
 			if (set.rows[i].group == set.sweeps[k])
 				idx[n++] = i;
@@ -335,12 +328,12 @@ int report_predicted(sqlite3 *db, const char *sweep, const char *machine,
 	for (size_t k = 0; k < nsw; k++) {
 		if (sw[k].note[0])
 			lb_strbuf_addf(out, "\n%s: %s\n", sw[k].name, sw[k].note);
-		if (set.n_rose[k] || set.n_rose_left[k])
+		if (set.counts[k].rose || set.counts[k].rose_left)
 			lb_strbuf_addf(out,
 				       "\n%s: runs whose loss rose (diverged): %d shown (no healthy run "
 				       "of their layout), %d left out (a healthy run of their layout is "
 				       "shown)\n",
-				       sw[k].name, set.n_rose[k], set.n_rose_left[k]);
+				       sw[k].name, set.counts[k].rose, set.counts[k].rose_left);
 	}
 	lb_strbuf_adds(out, "\n| sweep | layout | label | mb | tp | pp | dp | sp | ckpt | "
 			    "attention | norm | measured s | predicted s | error |\n"

@@ -76,26 +76,17 @@ const char *render_series_header(enum report_kind k)
 
 void render_html_escape(struct lb_strbuf *sb, const char *s)
 {
+	static const char *const entity[256] = {
+	    ['&'] = "&amp;", ['<'] = "&lt;", ['>'] = "&gt;", ['"'] = "&quot;", ['\''] = "&#39;",
+	};
+
 	for (; s && *s; s++) {
-		switch (*s) {
-		case '&':
-			lb_strbuf_adds(sb, "&amp;");
-			break;
-		case '<':
-			lb_strbuf_adds(sb, "&lt;");
-			break;
-		case '>':
-			lb_strbuf_adds(sb, "&gt;");
-			break;
-		case '"':
-			lb_strbuf_adds(sb, "&quot;");
-			break;
-		case '\'':
-			lb_strbuf_adds(sb, "&#39;");
-			break;
-		default:
+		const char *e = entity[(unsigned char)*s];
+
+		if (e)
+			lb_strbuf_adds(sb, e);
+		else
 			lb_strbuf_add(sb, s, 1);
-		}
 	}
 }
 
@@ -206,18 +197,10 @@ static void table_columns_done(struct table *t)
 
 static void table_row(struct table *t, const char *group)
 {
+	if (!t->failed && lb_grow(&t->rows, t->nrows, &t->cap_rows, 64, sizeof(*t->rows)))
+		t->failed = 1;
 	if (t->failed)
 		return;
-	if (t->nrows == t->cap_rows) {
-		size_t cap = t->cap_rows ? t->cap_rows * 2 : 64;
-		struct row *v = realloc(t->rows, cap * sizeof(*v));
-		if (!v) {
-			t->failed = 1;
-			return;
-		}
-		t->rows = v;
-		t->cap_rows = cap;
-	}
 	t->rows[t->nrows++] = (struct row){group};
 }
 
@@ -234,18 +217,10 @@ static size_t arena_add(struct table *t, const char *s)
 /* The next cell of the current row: text on the page, csv in CSV (NULL: the same text). */
 static void table_cell(struct table *t, const char *text, const char *csv, enum cell_class cls)
 {
+	if (!t->failed && lb_grow(&t->cells, t->ncells, &t->cap_cells, 1024, sizeof(*t->cells)))
+		t->failed = 1;
 	if (t->failed)
 		return;
-	if (t->ncells == t->cap_cells) {
-		size_t cap = t->cap_cells ? t->cap_cells * 2 : 1024;
-		struct cell *v = realloc(t->cells, cap * sizeof(*v));
-		if (!v) {
-			t->failed = 1;
-			return;
-		}
-		t->cells = v;
-		t->cap_cells = cap;
-	}
 	struct cell *c = &t->cells[t->ncells++];
 	c->text = arena_add(t, text);
 	c->csv = csv && (!text || strcmp(csv, text)) ? arena_add(t, csv) : c->text;
@@ -417,6 +392,23 @@ static void scope_cells(struct table *t, const struct report_bar *b)
 	table_csv_int(t, b->gpus);
 }
 
+/* The layout's columns, as every figure shows them: mbs, TP, PP, DP, SP and checkpointing;
+ * csv_at: their places in CSV, in that order. */
+static void layout_cols(struct table *t, const int csv_at[6])
+{
+	static const struct column cols[6] = {
+	    {"mbs", "micro_batch", 0, 1},
+	    {"TP", "tp", 0, 1},
+	    {"PP", "pp", 0, 1},
+	    {"DP", "dp", 0, 1},
+	    {"SP", "sequence_parallel", 0, 0},
+	    {"ckpt", "checkpointing", 0, 0},
+	};
+
+	for (int k = 0; k < 6; k++)
+		table_col(t, cols[k].head, cols[k].csv, csv_at[k], cols[k].num);
+}
+
 /*
  * The bar figures' columns. CSV: the first seven as they always were (group, series, mfu,
  * micro_batch, tp, pp, checkpointing), then dp, sequence_parallel, model, seq_len, gpus,
@@ -427,6 +419,7 @@ static void scope_cells(struct table *t, const struct report_bar *b)
  */
 static void bar_columns(struct table *t, enum report_kind kind)
 {
+	static const int layout_at[6] = {3, 4, 5, 7, 8, 6};
 	int best = kind == REPORT_BEST;
 
 	table_col(t, NULL, "group", 0, 0);
@@ -445,12 +438,7 @@ static void bar_columns(struct table *t, enum report_kind kind)
 	table_col(t, "step sd", "step_time_sd_s", 15, 1);
 	if (best)
 		table_col(t, "kernel", "series", 1, 0);
-	table_col(t, "mbs", "micro_batch", 3, 1);
-	table_col(t, "TP", "tp", 4, 1);
-	table_col(t, "PP", "pp", 5, 1);
-	table_col(t, "DP", "dp", 7, 1);
-	table_col(t, "SP", "sequence_parallel", 8, 0);
-	table_col(t, "ckpt", "checkpointing", 6, 0);
+	layout_cols(t, layout_at);
 	table_col(t, "health", "health", 18, 0);
 	if (best) {
 		table_col(t, "sweep", NULL, -1, 0);
@@ -569,17 +557,13 @@ static void table_phases(struct table *t, const struct report_figure *f)
 	    "forward s", "backward s", "optimizer s", "exposed comm s", "bubble s"};
 	static const char *const csvs[REPORT_PHASE_COUNT] = {
 	    "forward_s", "backward_s", "optimizer_s", "comm_exposed_s", "bubble_s"};
+	static const int layout_at[6] = {2, 3, 4, 5, 6, 17};
 	char ranks[96];
 
 	table_col(t, NULL, "group", 0, 0);
 	table_col(t, "run", "run_id", 21, 1);
 	table_col(t, "label", "label", 1, 0);
-	table_col(t, "mbs", "micro_batch", 2, 1);
-	table_col(t, "TP", "tp", 3, 1);
-	table_col(t, "PP", "pp", 4, 1);
-	table_col(t, "DP", "dp", 5, 1);
-	table_col(t, "SP", "sequence_parallel", 6, 0);
-	table_col(t, "ckpt", "checkpointing", 17, 0);
+	layout_cols(t, layout_at);
 	table_col(t, "step s", "step_time_s", 7, 1);
 	table_col(t, "step sd", "step_time_sd_s", 22, 1);
 	for (int k = 0; k < REPORT_PHASE_COUNT; k++)
@@ -623,17 +607,13 @@ static void table_phases(struct table *t, const struct report_figure *f)
  */
 static void table_memory(struct table *t, const struct report_figure *f)
 {
+	static const int layout_at[6] = {3, 4, 5, 6, 7, 8};
 	char num[32], csv[32];
 
 	table_col(t, NULL, "group", 0, 0);
 	table_col(t, "run", "run_id", 1, 1);
 	table_col(t, "label", "label", 2, 0);
-	table_col(t, "mbs", "micro_batch", 3, 1);
-	table_col(t, "TP", "tp", 4, 1);
-	table_col(t, "PP", "pp", 5, 1);
-	table_col(t, "DP", "dp", 6, 1);
-	table_col(t, "SP", "sequence_parallel", 7, 0);
-	table_col(t, "ckpt", "checkpointing", 8, 0);
+	layout_cols(t, layout_at);
 	table_col(t, NULL, "attention", 9, 0);
 	table_col(t, NULL, "norm", 10, 0);
 	table_col(t, "counted MiB", "peak_mem_mib", 11, 1);
@@ -723,83 +703,96 @@ static int starts_table(const struct table *t, size_t r, size_t prev)
 	return prev == (size_t)-1 || t->rows[r].group != t->rows[prev].group;
 }
 
-static void md_write(struct lb_strbuf *sb, const struct table *t)
-{
-	size_t prev = (size_t)-1;
+/* What a markup puts around each part of a table: a group's heading, the header row and
+ * its cells, markdown's alignment row (none in HTML), a row, a cell by its class, and
+ * after a table. */
+struct markup {
+	void (*escape)(struct lb_strbuf *sb, const char *s);
+	const char *group[2];
+	const char *head_row[2], *head[2];
+	const char *align[2]; /* a text and a number column's; NULL: no alignment row */
+	const char *row[2], *cell[3], *cell_end;
+	const char *table_end;
+};
 
-	for (size_t r = 0; r < t->nrows; r++) {
-		if (starts_table(t, r, prev)) {
-			if (t->rows[r].group) {
-				lb_strbuf_adds(sb, "\n### ");
-				render_md_escape(sb, t->rows[r].group);
-				lb_strbuf_adds(sb, "\n");
-			}
-			lb_strbuf_adds(sb, "\n|");
-			for (int k = 0; k < t->ncols; k++)
-				if (t->cols[k].head) {
-					lb_strbuf_adds(sb, " ");
-					render_md_escape(sb, t->cols[k].head);
-					lb_strbuf_adds(sb, " |");
-				}
-			lb_strbuf_adds(sb, "\n|");
-			for (int k = 0; k < t->ncols; k++)
-				if (t->cols[k].head)
-					lb_strbuf_adds(sb, t->cols[k].num ? " ---: |" : " --- |");
-			lb_strbuf_adds(sb, "\n");
-		}
-		lb_strbuf_adds(sb, "|");
-		for (int k = 0; k < t->ncols; k++)
-			if (t->cols[k].head) {
-				lb_strbuf_adds(sb, " ");
-				render_md_escape(sb, cell_text(t, r, k, 0));
-				lb_strbuf_adds(sb, " |");
-			}
-		lb_strbuf_adds(sb, "\n");
-		prev = r;
-	}
+static const struct markup markdown = {
+    .escape = render_md_escape,
+    .group = {"\n### ", "\n"},
+    .head_row = {"\n|", "\n|"},
+    .head = {" ", " |"},
+    .align = {" --- |", " ---: |"},
+    .row = {"|", "\n"},
+    .cell = {" ", " ", " "},
+    .cell_end = " |",
+    .table_end = "",
+};
+
+static const struct markup html = {
+    .escape = render_html_escape,
+    .group = {"<h3>", "</h3>\n"},
+    .head_row = {"<table>\n<tr>", "</tr>\n"},
+    .head = {"<th>", "</th>"},
+    .row = {"<tr>", "</tr>\n"},
+    .cell = {[CELL_TEXT] = "<td>",
+	     [CELL_NUM] = "<td class=\"num\">",
+	     [CELL_FAIL] = "<td class=\"fail\">"},
+    .cell_end = "</td>",
+    .table_end = "</table>\n",
+};
+
+/* open, text escaped, close */
+static void markup_add(struct lb_strbuf *sb, const struct markup *m, const char *open,
+		       const char *text, const char *close)
+{
+	lb_strbuf_adds(sb, open);
+	m->escape(sb, text);
+	lb_strbuf_adds(sb, close);
 }
 
-static void html_cell(struct lb_strbuf *sb, enum cell_class cls, const char *text)
-{
-	static const char *const open[] = {"<td>", "<td class=\"num\">", "<td class=\"fail\">"};
-
-	lb_strbuf_adds(sb, open[cls]);
-	render_html_escape(sb, text);
-	lb_strbuf_adds(sb, "</td>");
-}
-
-static void html_write(struct lb_strbuf *sb, const struct table *t)
+/* t in markup m: a table per group, each with its heading and header row. */
+static void markup_write(struct lb_strbuf *sb, const struct table *t, const struct markup *m)
 {
 	size_t prev = (size_t)-1;
 
 	for (size_t r = 0; r < t->nrows; r++) {
 		if (starts_table(t, r, prev)) {
 			if (prev != (size_t)-1)
-				lb_strbuf_adds(sb, "</table>\n");
-			if (t->rows[r].group) {
-				lb_strbuf_adds(sb, "<h3>");
-				render_html_escape(sb, t->rows[r].group);
-				lb_strbuf_adds(sb, "</h3>\n");
-			}
-			lb_strbuf_adds(sb, "<table>\n<tr>");
+				lb_strbuf_adds(sb, m->table_end);
+			if (t->rows[r].group)
+				markup_add(sb, m, m->group[0], t->rows[r].group, m->group[1]);
+			lb_strbuf_adds(sb, m->head_row[0]);
 			for (int k = 0; k < t->ncols; k++)
-				if (t->cols[k].head) {
-					lb_strbuf_adds(sb, "<th>");
-					render_html_escape(sb, t->cols[k].head);
-					lb_strbuf_adds(sb, "</th>");
-				}
-			lb_strbuf_adds(sb, "</tr>\n");
+				if (t->cols[k].head)
+					markup_add(sb, m, m->head[0], t->cols[k].head, m->head[1]);
+			lb_strbuf_adds(sb, m->head_row[1]);
+			if (m->align[0]) {
+				for (int k = 0; k < t->ncols; k++)
+					if (t->cols[k].head)
+						lb_strbuf_adds(sb, m->align[t->cols[k].num != 0]);
+				lb_strbuf_adds(sb, "\n");
+			}
 		}
-		lb_strbuf_adds(sb, "<tr>");
+		lb_strbuf_adds(sb, m->row[0]);
 		for (int k = 0; k < t->ncols; k++)
 			if (t->cols[k].head)
-				html_cell(sb, t->cells[r * (size_t)t->ncols + (size_t)k].cls,
-					  cell_text(t, r, k, 0));
-		lb_strbuf_adds(sb, "</tr>\n");
+				markup_add(sb, m,
+					   m->cell[t->cells[r * (size_t)t->ncols + (size_t)k].cls],
+					   cell_text(t, r, k, 0), m->cell_end);
+		lb_strbuf_adds(sb, m->row[1]);
 		prev = r;
 	}
 	if (prev != (size_t)-1)
-		lb_strbuf_adds(sb, "</table>\n");
+		lb_strbuf_adds(sb, m->table_end);
+}
+
+static void md_write(struct lb_strbuf *sb, const struct table *t)
+{
+	markup_write(sb, t, &markdown);
+}
+
+static void html_write(struct lb_strbuf *sb, const struct table *t)
+{
+	markup_write(sb, t, &html);
 }
 
 /* Lay f's table out with write; out of memory marks sb failed. */

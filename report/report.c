@@ -50,28 +50,14 @@ int report_kind_parse(const char *s, enum report_kind *k)
 
 const char *report_health_name(enum report_health h)
 {
-	switch (h) {
-	case REPORT_HEALTH_OK:
-		return "ok";
-	case REPORT_HEALTH_FLAT:
-		return "flat";
-	case REPORT_HEALTH_DIVERGED:
-		return "diverged";
-	default:
-		return NULL;
-	}
+	return results_health_name((enum results_health)h);
 }
 
 enum report_health report_health_parse(const char *text)
 {
-	if (!text)
-		return REPORT_HEALTH_UNKNOWN;
-	if (!strcmp(text, "ok"))
-		return REPORT_HEALTH_OK;
-	if (!strcmp(text, "flat"))
-		return REPORT_HEALTH_FLAT;
-	if (!strcmp(text, "diverged"))
-		return REPORT_HEALTH_DIVERGED;
+	for (int h = REPORT_HEALTH_OK; text && h <= REPORT_HEALTH_DIVERGED; h++)
+		if (!strcmp(text, report_health_name((enum report_health)h)))
+			return (enum report_health)h;
 	return REPORT_HEALTH_UNKNOWN;
 }
 
@@ -140,14 +126,8 @@ int report_runs_add(struct report_runs *rs, const struct report_run *r)
 {
 	struct report_run c = *r;
 
-	if (rs->n == rs->cap) {
-		size_t cap = rs->cap ? rs->cap * 2 : 256;
-		struct report_run *v = realloc(rs->v, cap * sizeof(*v));
-		if (!v)
-			return -1;
-		rs->v = v;
-		rs->cap = cap;
-	}
+	if (lb_grow(&rs->v, rs->n, &rs->cap, 256, sizeof(*rs->v)))
+		return -1;
 	c.sweep = report_runs_intern(rs, r->sweep);
 	c.label = report_runs_intern(rs, r->label);
 	c.model = report_runs_intern(rs, r->model);
@@ -314,18 +294,10 @@ static struct report_bar *bar_new(struct builder *b, const char *group, const st
 {
 	struct report_bar *bar;
 
+	if (!b->failed && lb_grow(&b->fig->bars, b->fig->n, &b->cap, 64, sizeof(*b->fig->bars)))
+		b->failed = 1;
 	if (b->failed)
 		return NULL;
-	if (b->fig->n == b->cap) {
-		size_t cap = b->cap ? b->cap * 2 : 64;
-		struct report_bar *v = realloc(b->fig->bars, cap * sizeof(*v));
-		if (!v) {
-			b->failed = 1;
-			return NULL;
-		}
-		b->fig->bars = v;
-		b->cap = cap;
-	}
 	bar = &b->fig->bars[b->fig->n++];
 	memset(bar, 0, sizeof(*bar));
 	bar->group = group;
@@ -592,15 +564,20 @@ static int group_cmp(const struct report_run *a, const struct report_run *b)
 	return a->sweep == b->sweep ? 0 : strcmp(a->sweep, b->sweep);
 }
 
-static int run_by_group(const void *pa, const void *pb)
+int report_run_by_id(const void *pa, const void *pb)
 {
 	const struct report_run *a = *(const struct report_run *const *)pa;
 	const struct report_run *b = *(const struct report_run *const *)pb;
-	int c = group_cmp(a, b);
 
-	if (c)
-		return c;
 	return a->run_id < b->run_id ? -1 : a->run_id > b->run_id;
+}
+
+static int run_by_group(const void *pa, const void *pb)
+{
+	int c =
+	    group_cmp(*(const struct report_run *const *)pa, *(const struct report_run *const *)pb);
+
+	return c ? c : report_run_by_id(pa, pb);
 }
 
 static void group_name(const char *model, int seq_len, int gpus, char *buf, size_t len)
@@ -623,7 +600,7 @@ static int run_by_best_group(const void *pa, const void *pb)
 		return c;
 	if (a != b)
 		return report_run_better(a, b) ? -1 : 1;
-	return a->run_id < b->run_id ? -1 : a->run_id > b->run_id;
+	return 0;
 }
 
 int report_runs_best(const struct report_runs *rs, struct report_runs *out)
@@ -794,11 +771,9 @@ out_free:
 	free(b.cands);
 	free(b.left);
 	free(v);
-	if (b.failed) {
+	if (b.failed)
 		report_figure_release(out);
-		return -1;
-	}
-	return 0;
+	return b.failed ? -1 : 0;
 }
 
 void report_figure_release(struct report_figure *f)

@@ -11,6 +11,8 @@
 
 #include <stddef.h>
 
+#include "results/health.h"
+
 /* The report's figures, the one list: X(ID, name, title, table_only). The enum, the names
  * --figure takes (with "predicted", the halving's and "all": report/cmd.c) and the titles
  * are made from it. table_only: the figure is its tables, without a plot. */
@@ -63,12 +65,13 @@ enum report_phase {
 
 enum report_status { REPORT_RUN_OK = 0, REPORT_RUN_FAILED, REPORT_RUN_RUNNING };
 
-/* A run's health, run_summary.health (docs/schema.md, "Run health"). */
+/* A run's health, run_summary.health (docs/schema.md, "Run health"): the class results/
+ * stored, by its names. */
 enum report_health {
-	REPORT_HEALTH_UNKNOWN = 0, /* NULL: too short, no loss, imported */
-	REPORT_HEALTH_OK,
-	REPORT_HEALTH_FLAT,
-	REPORT_HEALTH_DIVERGED
+	REPORT_HEALTH_UNKNOWN = RESULTS_HEALTH_UNKNOWN, /* NULL: too short, no loss, imported */
+	REPORT_HEALTH_OK = RESULTS_HEALTH_OK,
+	REPORT_HEALTH_FLAT = RESULTS_HEALTH_FLAT,
+	REPORT_HEALTH_DIVERGED = RESULTS_HEALTH_DIVERGED
 };
 
 /* "ok", "flat", "diverged"; NULL for unknown. */
@@ -150,6 +153,10 @@ int report_run_measured(const struct report_run *r);
 /* 1 when a ranks above b (both measured): known MFU beats unknown, then higher MFU, then
  * higher TFLOP/s per GPU, then the lower run_id (the earlier run). */
 int report_run_better(const struct report_run *a, const struct report_run *b);
+
+/* A qsort and bsearch comparator of pointers to runs (const struct report_run *), by run
+ * id. */
+int report_run_by_id(const void *pa, const void *pb);
 
 /* The best_layout view's rule applied to a set of runs: per (model, seq_len, gpus), the ok
  * run that ranks highest by report_run_better (ok runs without MFU or TFLOP/s rank last,

@@ -28,10 +28,7 @@ void calib_set_free(struct calib_set *s)
 	for (size_t i = 0; i < s->n_sweeps; i++)
 		free(s->sweeps[i]);
 	free(s->sweeps);
-	free(s->n_oom);
-	free(s->n_other);
-	free(s->n_rose);
-	free(s->n_rose_left);
+	free(s->counts);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -92,11 +89,8 @@ int calib_load(sqlite3 *db, const char *const *sweeps, size_t n, struct calib_se
 
 	memset(out, 0, sizeof(*out));
 	out->sweeps = calloc(n ? n : 1, sizeof(char *));
-	out->n_oom = calloc(n ? n : 1, sizeof(int));
-	out->n_other = calloc(n ? n : 1, sizeof(int));
-	out->n_rose = calloc(n ? n : 1, sizeof(int));
-	out->n_rose_left = calloc(n ? n : 1, sizeof(int));
-	if (!out->sweeps || !out->n_oom || !out->n_other || !out->n_rose || !out->n_rose_left)
+	out->counts = calloc(n ? n : 1, sizeof(*out->counts));
+	if (!out->sweeps || !out->counts)
 		goto out_oom;
 	snprintf(q_runs, sizeof(q_runs), q_runs_fmt,
 		 results_db_layout_columns("l", cols, sizeof(cols)));
@@ -117,10 +111,11 @@ int calib_load(sqlite3 *db, const char *const *sweeps, size_t n, struct calib_se
 			int healthy = sqlite3_column_int(st, 5);
 
 			if (!healthy && sqlite3_column_int(st, 6)) {
-				out->n_rose_left[k]++; /* a healthy run of its layout is there */
+				/* a healthy run of its layout is there */
+				out->counts[k].rose_left++;
 				continue;
 			}
-			out->n_rose[k] += !healthy;
+			out->counts[k].rose += !healthy;
 			if (out->n == cap && grow(out, &cap))
 				goto out_oom;
 			r = &out->rows[out->n];
@@ -149,9 +144,9 @@ int calib_load(sqlite3 *db, const char *const *sweeps, size_t n, struct calib_se
 		sqlite3_bind_text(sf, 1, sweeps[k], -1, SQLITE_TRANSIENT);
 		while ((rc = sqlite3_step(sf)) == SQLITE_ROW) {
 			if (!strcmp(col_text(sf, 0), "oom"))
-				out->n_oom[k] += sqlite3_column_int(sf, 1);
+				out->counts[k].oom += sqlite3_column_int(sf, 1);
 			else
-				out->n_other[k] += sqlite3_column_int(sf, 1);
+				out->counts[k].other += sqlite3_column_int(sf, 1);
 		}
 		if (rc != SQLITE_DONE) {
 			snprintf(err, errlen, "reading failed runs: %s", sqlite3_errmsg(db));
@@ -265,7 +260,7 @@ int calib_holdout(FILE *f, const struct lb_machine *base, const struct calib_set
 			goto out;
 		ns = select_rows(s, k, 0, idx);
 		calib_score(m, s, idx, ns, &sc, &np);
-		score_row(f, s->sweeps[k], np, s->n_other[k], &sc);
+		score_row(f, s->sweeps[k], np, s->counts[k].other, &sc);
 	}
 	rc = 0;
 out:
@@ -332,7 +327,7 @@ static char *provenance(const struct calib_set *s, const struct lb_fit_result *r
 	int rose = 0;
 
 	for (size_t k = 0; k < s->n_sweeps; k++)
-		rose += s->n_rose[k];
+		rose += s->counts[k].rose;
 	lb_strbuf_adds(&sb, "{\"base\": ");
 	lb_strbuf_add_json(&sb, base);
 	lb_strbuf_adds(&sb, ", \"sweeps\": [");
@@ -597,15 +592,15 @@ static int run_calibrate(int argc, char **argv)
 			size_t np, ns = select_rows(&set, k, 0, idx);
 
 			calib_score(m, &set, idx, ns, &sc, &np);
-			score_row(rep, set.sweeps[k], np, set.n_other[k], &sc);
+			score_row(rep, set.sweeps[k], np, set.counts[k].other, &sc);
 		}
 		for (size_t k = 0; k < set.n_sweeps; k++)
-			if (set.n_rose[k] || set.n_rose_left[k])
+			if (set.counts[k].rose || set.counts[k].rose_left)
 				fprintf(rep,
 					"\n%s: runs whose loss rose (diverged): %d used (no healthy "
 					"run of their layout), %d left out (a healthy run of their "
 					"layout is used)\n",
-					set.sweeps[k], set.n_rose[k], set.n_rose_left[k]);
+					set.sweeps[k], set.counts[k].rose, set.counts[k].rose_left);
 		fprintf(rep, "\nall: %d runs, relative residual rms %.2f%%, mean |%.2f%%|, worst "
 			     "%.2f%%\n",
 			res.n_used, 100.0 * res.rms, 100.0 * res.mean_abs, 100.0 * res.max_abs);

@@ -17,6 +17,15 @@
 #include "common/predict.h"
 
 /* The ok runs of some sweeps. */
+/* A sweep's runs that calib_load leaves out or uses despite a flaw. */
+struct calib_sweep_counts {
+	int oom;       /* runs that ran out of memory (no measurement) */
+	int other;     /* runs that failed otherwise: left out, counted */
+	int rose;      /* ok runs whose loss rose, used: their layout has no other */
+	int rose_left; /* ok runs whose loss rose, left out for a healthy run of the same
+			  layout */
+};
+
 struct calib_set {
 	struct lb_fit_row *rows; /* group: the sweep's name in sweeps[] */
 	double *mfu;		 /* measured MFU of each row (the sheet's, else ours); NaN unknown */
@@ -24,18 +33,14 @@ struct calib_set {
 	size_t n;
 	char **sweeps; /* the sweeps asked for, in order (owned) */
 	size_t n_sweeps;
-	int *n_oom;   /* per sweep: runs that ran out of memory (no measurement) */
-	int *n_other; /* per sweep: runs that failed otherwise: left out, counted */
-	int *n_rose;  /* per sweep: ok runs whose loss rose, used: their layout has no other */
-	int *n_rose_left; /* per sweep: ok runs whose loss rose, left out for a healthy run of
-			     the same layout */
+	struct calib_sweep_counts *counts; /* per sweep, as sweeps[] */
 	char gpu[64]; /* the GPU the runs name (the first that names one) */
 };
 
 /* Read the ok runs of sweeps[0..n) (each must exist) from db. A run whose loss rose (its
  * last step's loss above its first's: diverged, and measured 1-4.5% faster than a healthy
  * run of its layout on the H200) is left out when a healthy run of the same layout is
- * there, and used (counted in n_rose) when none is; an imported run, without steps,
+ * there, and used (counted in counts[].rose) when none is; an imported run, without steps,
  * counts as healthy. Returns 0, or -1 with err set. Free with calib_set_free (also after
  * a failure). */
 int calib_load(sqlite3 *db, const char *const *sweeps, size_t n, struct calib_set *out, char *err,

@@ -44,14 +44,11 @@ void results_health_class(const double *loss, size_t n, struct results_health_ve
 
 const char *results_health_name(enum results_health h)
 {
-	switch (h) {
-	case RESULTS_HEALTH_OK:
-		return "ok";
-	case RESULTS_HEALTH_FLAT:
-		return "flat";
-	case RESULTS_HEALTH_DIVERGED:
-		return "diverged";
-	default:
-		return NULL;
-	}
+	static const char *const names[] = {
+	    [RESULTS_HEALTH_OK] = "ok",
+	    [RESULTS_HEALTH_FLAT] = "flat",
+	    [RESULTS_HEALTH_DIVERGED] = "diverged",
+	};
+
+	return (unsigned)h < sizeof(names) / sizeof(names[0]) ? names[h] : NULL;
 }

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/util.h"
+
 int results_health_summary(sqlite3 *db, const char *sweep, struct results_health_summary *s,
 			   char *err, size_t errlen)
 {
@@ -41,15 +43,10 @@ int results_health_summary(sqlite3 *db, const char *sweep, struct results_health
 			s->flat++;
 		else
 			s->diverged++;
-		if (s->n_runs == cap) {
-			size_t nc = cap ? 2 * cap : 16;
-			struct results_health_run *v = realloc(s->runs, nc * sizeof(*v));
-			if (!v) {
-				snprintf(err, errlen, "out of memory");
-				goto out_fail;
-			}
-			s->runs = v;
-			cap = nc;
+		if (lb_grow(&s->runs, s->n_runs, &cap, 16, sizeof(*s->runs))) {
+			snprintf(err, errlen, "out of memory");
+			rc = SQLITE_NOMEM;
+			goto out_finalize;
 		}
 		r = &s->runs[s->n_runs++];
 		snprintf(r->run_uid, sizeof(r->run_uid), "%s", sqlite3_column_text(st, 0));
@@ -60,16 +57,13 @@ int results_health_summary(sqlite3 *db, const char *sweep, struct results_health
 		r->loss_last_quarter =
 		    sqlite3_column_type(st, 4) == SQLITE_NULL ? NAN : sqlite3_column_double(st, 4);
 	}
-	if (rc != SQLITE_DONE) {
+	if (rc != SQLITE_DONE)
 		snprintf(err, errlen, "run health: %s", sqlite3_errmsg(db));
-		goto out_fail;
-	}
+out_finalize:
 	sqlite3_finalize(st);
-	return 0;
-out_fail:
-	sqlite3_finalize(st);
-	results_health_summary_release(s);
-	return -1;
+	if (rc != SQLITE_DONE)
+		results_health_summary_release(s);
+	return rc == SQLITE_DONE ? 0 : -1;
 }
 
 void results_health_summary_release(struct results_health_summary *s)

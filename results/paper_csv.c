@@ -268,7 +268,7 @@ int paper_csv_parse(const char *text, size_t len, struct paper_row **rows, size_
 	size_t nout = 0, cap = 0;
 	const char *p = text, *end = text + len;
 	int col[C_N];
-	int lineno = 0, i, c, have_header = 0;
+	int lineno = 0, i, c, have_header = 0, rc = -1;
 
 	*rows = NULL;
 	*n = 0;
@@ -330,16 +330,9 @@ int paper_csv_parse(const char *text, size_t len, struct paper_row **rows, size_
 			p = next;
 			continue;
 		}
-		if (nout == cap) {
-			size_t ncap = cap ? cap * 2 : 64;
-			struct paper_row *tmp = realloc(out, ncap * sizeof(*out));
-
-			if (!tmp) {
-				snprintf(err, errlen, "out of memory");
-				goto out_free;
-			}
-			out = tmp;
-			cap = ncap;
+		if (lb_grow(&out, nout, &cap, 64, sizeof(*out))) {
+			snprintf(err, errlen, "out of memory");
+			goto out_free;
 		}
 		if (parse_row(ln, col, lineno, &out[nout], err, errlen))
 			goto out_free;
@@ -352,15 +345,14 @@ int paper_csv_parse(const char *text, size_t len, struct paper_row **rows, size_
 			 lineno + 1);
 		goto out_free;
 	}
-	free(ln);
-	*rows = out;
+	*rows = out; /* the caller's now */
 	*n = nout;
-	return 0;
-
+	out = NULL;
+	rc = 0;
 out_free:
 	free(ln);
 	free(out);
-	return -1;
+	return rc;
 }
 
 int paper_file_info(const char *basename, char *model, size_t mlen, int *seq_len, int *global_batch)

@@ -18,14 +18,13 @@
 
 int sql_format_parse(const char *name, enum sql_format *out)
 {
-	if (!strcmp(name, "table"))
-		*out = SQL_TABLE;
-	else if (!strcmp(name, "csv"))
-		*out = SQL_CSV;
-	else if (!strcmp(name, "tsv"))
-		*out = SQL_TSV;
-	else
+	static const char *const names[] = {
+	    [SQL_TABLE] = "table", [SQL_CSV] = "csv", [SQL_TSV] = "tsv"};
+	int i = lb_name_index(names, (int)(sizeof(names) / sizeof(names[0])), name);
+
+	if (i < 0)
 		return -1;
+	*out = (enum sql_format)i;
 	return 0;
 }
 
@@ -57,21 +56,6 @@ static const char *shown(struct printer *pr, const char *v)
 	return pr->cell.failed ? "?" : lb_strbuf_str(&pr->cell);
 }
 
-static void put_csv(FILE *out, const char *s)
-{
-	if (!strpbrk(s, ",\"\r\n")) {
-		fputs(s, out);
-		return;
-	}
-	fputc('"', out);
-	for (; *s; s++) {
-		if (*s == '"')
-			fputc('"', out);
-		fputc(*s, out);
-	}
-	fputc('"', out);
-}
-
 /* TSV: tabs and newlines inside a value become spaces (the format has no quoting). */
 static void put_tsv(FILE *out, const char *s)
 {
@@ -96,7 +80,7 @@ static int put_row(struct printer *pr, const char *const *v, int n)
 		if (i)
 			fputc(pr->fmt == SQL_CSV ? ',' : '\t', pr->out);
 		if (pr->fmt == SQL_CSV)
-			put_csv(pr->out, s);
+			lb_csv_put(pr->out, s);
 		else
 			put_tsv(pr->out, s);
 	}

@@ -124,6 +124,13 @@ static void skip_space(struct parser *p)
 		p->pos++;
 }
 
+/* Where the next token starts (spaces skipped). */
+static size_t token_start(struct parser *p)
+{
+	skip_space(p);
+	return p->pos;
+}
+
 /* Token helpers: match an operator (exact text) after spaces. */
 static int accept(struct parser *p, const char *op)
 {
@@ -173,6 +180,32 @@ static int enter(struct parser *p)
 	return 0;
 }
 
+/* parse, one level deeper: the depth limit keeps "((((..." off the C stack's end. */
+static int nested(struct parser *p, int (*parse)(struct parser *))
+{
+	int n;
+
+	if (enter(p))
+		return -1;
+	n = parse(p);
+	p->depth--;
+	return n;
+}
+
+/* A constant node of value v. */
+static int int_node(struct parser *p, size_t pos, long long v)
+{
+	int n = new_node(p, N_INT, pos, -1, -1);
+
+	if (n >= 0)
+		p->e->nodes[n].i = v;
+	return n;
+}
+
+/* Where a string literal stands alone, or beside anything but a named field. */
+static const char string_alone[] =
+    "a string may only be compared with a named field (attention == \"flash\")";
+
 /* A string literal: "..." without escapes. Returns a malloc'd copy or NULL. */
 static char *parse_string(struct parser *p)
 {
@@ -208,21 +241,27 @@ static int lookup_var(struct parser *p, const char *name)
 	return -1;
 }
 
+/* The token from p->pos to end into buf, or -1 with "WHAT too long". */
+static int token_text(struct parser *p, size_t end, const char *what, char *buf, size_t len)
+{
+	if (end - p->pos >= len) {
+		perr(p, p->pos, "%s too long", what);
+		return -1;
+	}
+	memcpy(buf, p->src + p->pos, end - p->pos);
+	buf[end - p->pos] = '\0';
+	return 0;
+}
+
 static int parse_primary(struct parser *p)
 {
-	size_t start;
+	size_t start = token_start(p);
+	char c = p->src[start];
 	int n;
-
-	skip_space(p);
-	start = p->pos;
-	char c = p->src[p->pos];
 
 	if (c == '(') {
 		p->pos++;
-		if (enter(p))
-			return -1;
-		n = parse_or(p);
-		p->depth--;
+		n = nested(p, parse_or);
 		if (n < 0)
 			return -1;
 		if (!accept(p, ")")) {
@@ -244,12 +283,8 @@ static int parse_primary(struct parser *p)
 				is_float = 1;
 			end++;
 		}
-		if (end - p->pos >= sizeof(buf)) {
-			perr(p, start, "number too long");
+		if (token_text(p, end, "number", buf, sizeof(buf)))
 			return -1;
-		}
-		memcpy(buf, p->src + p->pos, end - p->pos);
-		buf[end - p->pos] = '\0';
 		if (is_float) {
 			char *stop;
 			double f;
@@ -273,9 +308,7 @@ static int parse_primary(struct parser *p)
 				perr(p, start, "bad integer '%s'", buf);
 				return -1;
 			}
-			n = new_node(p, N_INT, start, -1, -1);
-			if (n >= 0)
-				p->e->nodes[n].i = v;
+			n = int_node(p, start, v);
 		}
 		p->pos = end;
 		return n;
@@ -286,17 +319,13 @@ static int parse_primary(struct parser *p)
 
 		while (is_ident_char(p->src[end]))
 			end++;
-		if (end - p->pos >= sizeof(name)) {
-			perr(p, start, "identifier too long");
+		if (token_text(p, end, "identifier", name, sizeof(name)))
 			return -1;
-		}
-		memcpy(name, p->src + p->pos, end - p->pos);
-		name[end - p->pos] = '\0';
 		p->pos = end;
 		skip_space(p);
 		if (p->src[p->pos] == '(') {
 			enum node_kind k;
-			int a, b;
+			int arg[2];
 
 			if (!strcmp(name, "divides"))
 				k = N_DIVIDES;
@@ -310,35 +339,24 @@ static int parse_primary(struct parser *p)
 				return -1;
 			}
 			p->pos++;
-			if (enter(p))
-				return -1;
-			a = parse_or(p);
-			if (a < 0)
-				return -1;
-			if (!accept(p, ",")) {
-				perr(p, p->pos, "expected ',' in %s(a, b)", name);
-				return -1;
+			for (int i = 0; i < 2; i++) { /* a, then b) */
+				arg[i] = nested(p, parse_or);
+				if (arg[i] < 0)
+					return -1;
+				if (!accept(p, i ? ")" : ",")) {
+					perr(p, p->pos, "expected '%s' %s %s(a, b)", i ? ")" : ",",
+					     i ? "after" : "in", name);
+					return -1;
+				}
 			}
-			b = parse_or(p);
-			if (b < 0)
-				return -1;
-			if (!accept(p, ")")) {
-				perr(p, p->pos, "expected ')' after %s(a, b)", name);
-				return -1;
-			}
-			p->depth--;
-			return new_node(p, k, start, a, b);
+			return new_node(p, k, start, arg[0], arg[1]);
 		}
 		if (!strcmp(name, "and") || !strcmp(name, "or") || !strcmp(name, "not")) {
 			perr(p, start, "expected an operand, got '%s'", name);
 			return -1;
 		}
-		if (!strcmp(name, "true") || !strcmp(name, "false")) {
-			n = new_node(p, N_INT, start, -1, -1);
-			if (n >= 0)
-				p->e->nodes[n].i = name[0] == 't';
-			return n;
-		}
+		if (!strcmp(name, "true") || !strcmp(name, "false"))
+			return int_node(p, start, name[0] == 't');
 		int v = lookup_var(p, name);
 
 		if (v < 0) {
@@ -353,9 +371,7 @@ static int parse_primary(struct parser *p)
 		return n;
 	}
 	if (c == '"') {
-		perr(p, start,
-		     "a string may only be compared with a named field "
-		     "(attention == \"flash\")");
+		perr(p, start, "%s", string_alone);
 		return -1;
 	}
 	if (!c)
@@ -369,18 +385,13 @@ static int parse_primary(struct parser *p)
 
 static int parse_unary(struct parser *p)
 {
-	size_t start;
+	size_t start = token_start(p);
 	int a;
 
-	skip_space(p);
-	start = p->pos;
 	if (accept(p, "-") || accept(p, "+")) {
 		int neg = p->src[start] == '-';
 
-		if (enter(p))
-			return -1;
-		a = parse_unary(p);
-		p->depth--;
+		a = nested(p, parse_unary);
 		if (a < 0)
 			return -1;
 		return neg ? new_node(p, N_NEG, start, a, -1) : a;
@@ -405,8 +416,7 @@ static int parse_level(struct parser *p, int (*operand)(struct parser *), const 
 	while (a >= 0) {
 		size_t at, i;
 
-		skip_space(p);
-		at = p->pos;
+		at = token_start(p);
 		for (i = 0; i < nops; i++)
 			if (ops[i].word ? accept_word(p, ops[i].tok) : accept(p, ops[i].tok))
 				break;
@@ -451,12 +461,9 @@ static int parse_cmp_operand(struct parser *p, char **str, size_t *strpos)
 static int resolve_string(struct parser *p, int var_node, const char *s, size_t spos)
 {
 	long long code;
-	int n;
 
 	if (var_node < 0 || p->e->nodes[var_node].kind != N_VAR) {
-		perr(p, spos,
-		     "a string may only be compared with a named field "
-		     "(attention == \"flash\")");
+		perr(p, spos, "%s", string_alone);
 		return -1;
 	}
 	int v = p->e->nodes[var_node].var;
@@ -465,10 +472,7 @@ static int resolve_string(struct parser *p, int var_node, const char *s, size_t 
 		perr(p, spos, "\"%s\" is not a value of '%s'", s, p->vars->names[v]);
 		return -1;
 	}
-	n = new_node(p, N_INT, spos, -1, -1);
-	if (n >= 0)
-		p->e->nodes[n].i = code;
-	return n;
+	return int_node(p, spos, code);
 }
 
 static int parse_cmp(struct parser *p)
@@ -486,16 +490,13 @@ static int parse_cmp(struct parser *p)
 	a = parse_cmp_operand(p, &sa, &pa);
 	if (a == -1)
 		goto out_free;
-	skip_space(p);
-	at = p->pos;
+	at = token_start(p);
 	for (i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
 		if (accept(p, ops[i].op))
 			break;
 	if (i == sizeof(ops) / sizeof(ops[0])) {
 		if (a == -2) {
-			perr(p, pa,
-			     "a string may only be compared with a named field "
-			     "(attention == \"flash\")");
+			perr(p, pa, "%s", string_alone);
 			goto out_free;
 		}
 		if (p->src[p->pos] == '=' && p->src[p->pos + 1] != '=') {
@@ -537,17 +538,12 @@ out_free:
 
 static int parse_not(struct parser *p)
 {
-	size_t start;
+	size_t start = token_start(p);
 	int a;
 
-	skip_space(p);
-	start = p->pos;
 	if (accept_word(p, "not") ||
 	    (p->src[p->pos] == '!' && p->src[p->pos + 1] != '=' && accept(p, "!"))) {
-		if (enter(p))
-			return -1;
-		a = parse_not(p);
-		p->depth--;
+		a = nested(p, parse_not);
 		if (a < 0)
 			return -1;
 		return new_node(p, N_NOT, start, a, -1);
@@ -589,12 +585,7 @@ int expr_compile(const char *src, const struct expr_vars *vars, struct expr **ou
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
-	memset(&p, 0, sizeof(p));
-	p.src = src;
-	p.vars = vars;
-	p.e = e;
-	p.err = err;
-	p.errlen = errlen;
+	p = (struct parser){.src = src, .vars = vars, .e = e, .err = err, .errlen = errlen};
 	root = parse_or(&p);
 	if (root >= 0) {
 		skip_space(&p);

@@ -271,17 +271,7 @@ static void write_table(FILE *f, const struct sweep_plan *p, const struct plan_p
 
 static void csv_field(FILE *f, const char *s, int last)
 {
-	if (strpbrk(s, ",\"\n\r")) {
-		fputc('"', f);
-		for (; *s; s++) {
-			if (*s == '"')
-				fputc('"', f);
-			fputc(*s, f);
-		}
-		fputc('"', f);
-	} else {
-		fputs(s, f);
-	}
+	lb_csv_put(f, s);
 	fputc(last ? '\n' : ',', f);
 }
 
@@ -340,6 +330,15 @@ static void add_numbers(cJSON *o, const struct field *f, size_t n)
 		cJSON_AddNumberToObject(o, f[i].key, f[i].value);
 }
 
+/* key: v where it is known, else null (an unknown is not a zero). */
+static void add_known(cJSON *o, const char *key, int known, double v)
+{
+	if (known)
+		cJSON_AddNumberToObject(o, key, v);
+	else
+		cJSON_AddNullToObject(o, key);
+}
+
 static cJSON *entry_json(const struct plan_entry *e, const struct plan_pred *q, int wp)
 {
 	const struct lb_layout *l = &e->layout;
@@ -352,10 +351,7 @@ static cJSON *entry_json(const struct plan_entry *e, const struct plan_pred *q, 
 	cJSON_AddStringToObject(o, "label", e->label);
 	cJSON_AddStringToObject(o, "status", sweep_status_name(e->status));
 	cJSON_AddStringToObject(o, "reason", e->reason);
-	if (e->status == PLAN_INVALID)
-		cJSON_AddNullToObject(o, "mem_gib");
-	else
-		cJSON_AddNumberToObject(o, "mem_gib", round2(e->mem_gib));
+	add_known(o, "mem_gib", e->status != PLAN_INVALID, round2(e->mem_gib));
 	cJSON_AddNumberToObject(o, "gpus", (double)entry_gpus(e));
 	cJSON_AddNumberToObject(o, "accum", lb_layout_accum_steps(l));
 	lo = cJSON_AddObjectToObject(o, "layout");
@@ -432,10 +428,7 @@ static int write_json(FILE *f, const struct sweep_plan *p, const struct plan_pri
 		return -1;
 	cJSON_AddStringToObject(root, "name", p->name);
 	cJSON_AddStringToObject(root, "description", p->description);
-	if (p->step_time_guess_s > 0)
-		cJSON_AddNumberToObject(root, "step_time_guess_s", p->step_time_guess_s);
-	else
-		cJSON_AddNullToObject(root, "step_time_guess_s");
+	add_known(root, "step_time_guess_s", p->step_time_guess_s > 0, p->step_time_guess_s);
 	c = cJSON_AddObjectToObject(root, "cluster");
 	if (c) {
 		cJSON_AddStringToObject(c, "partition", cl->partition);
@@ -445,10 +438,7 @@ static int write_json(FILE *f, const struct sweep_plan *p, const struct plan_pri
 		cJSON_AddNumberToObject(c, "gpus_per_node", cl->gpus_per_node);
 		cJSON_AddNumberToObject(c, "gpu_mem_gib", cl->gpu_mem_gib);
 		cJSON_AddStringToObject(c, "gpu", cl->gpu);
-		if (cl->peak_tflops > 0)
-			cJSON_AddNumberToObject(c, "peak_tflops", cl->peak_tflops);
-		else
-			cJSON_AddNullToObject(c, "peak_tflops");
+		add_known(c, "peak_tflops", cl->peak_tflops > 0, cl->peak_tflops);
 		cJSON_AddNumberToObject(c, "cpus_per_task", cl->cpus_per_task);
 		cJSON_AddBoolToObject(c, "exclusive", cl->exclusive);
 		cJSON_AddItemToObject(c, "sbatch_extra",
@@ -459,17 +449,15 @@ static int write_json(FILE *f, const struct sweep_plan *p, const struct plan_pri
 	}
 	s = cJSON_AddObjectToObject(root, "summary");
 	if (s) {
+		double gh = sweep_gpu_hours(p, NULL, 0); /* < 0: no step time guess */
+
 		cJSON_AddNumberToObject(s, "layouts", (double)p->n_entries);
 		cJSON_AddNumberToObject(s, "ok", (double)p->n_ok);
 		cJSON_AddNumberToObject(s, "oom", (double)p->n_oom);
 		cJSON_AddNumberToObject(s, "invalid", (double)p->n_invalid);
 		cJSON_AddNumberToObject(s, "filtered", (double)p->n_filtered);
 		cJSON_AddNumberToObject(s, "duplicates", (double)p->n_duplicates);
-		if (p->step_time_guess_s > 0)
-			cJSON_AddNumberToObject(s, "gpu_hours",
-						round(sweep_gpu_hours(p, NULL, 0) * 1e4) / 1e4);
-		else
-			cJSON_AddNullToObject(s, "gpu_hours");
+		add_known(s, "gpu_hours", gh >= 0, round(gh * 1e4) / 1e4);
 	}
 	if (o && o->pred) {
 		const struct plan_predictions *pp = o->pred;
@@ -488,10 +476,7 @@ static int write_json(FILE *f, const struct sweep_plan *p, const struct plan_pri
 			cJSON_AddBoolToObject(po, "calibrated", pp->calibrated);
 			cJSON_AddBoolToObject(po, "nominal", pp->nominal);
 			cJSON_AddNumberToObject(po, "predicted", (double)pp->n_pred);
-			if (pp->p)
-				cJSON_AddNumberToObject(po, "gpu_hours", round(h * 1e4) / 1e4);
-			else
-				cJSON_AddNullToObject(po, "gpu_hours");
+			add_known(po, "gpu_hours", pp->p != NULL, round(h * 1e4) / 1e4);
 			cJSON_AddStringToObject(po, "note", pp->note);
 		}
 	}

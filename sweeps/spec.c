@@ -422,25 +422,6 @@ static int member_field(struct ctx *c, const cJSON *obj, const cJSON *k, const c
 	return f;
 }
 
-static int parse_fixed(struct ctx *c, const cJSON *obj, const char *jpath, struct spec_part *p)
-{
-	const cJSON *k;
-	char sub[256];
-
-	if (want_object(c, obj, jpath))
-		return -1;
-	for (k = obj->child; k; k = k->next) {
-		int f;
-
-		if ((f = member_field(c, obj, k, jpath, sub, sizeof(sub))) < 0)
-			return -1;
-		if (field_value(c, f, k, sub, &p->fixed[f]))
-			return -1;
-		p->has_fixed[f] = 1;
-	}
-	return 0;
-}
-
 static struct spec_group *add_group(struct ctx *c, struct spec_part *p, const char *jpath)
 {
 	struct spec_group *g = realloc(p->groups, (size_t)(p->ngroups + 1) * sizeof(*g));
@@ -493,7 +474,10 @@ static int fill_group(struct ctx *c, struct spec_group *g, const cJSON *const *l
 	return 0;
 }
 
-static int parse_grid(struct ctx *c, const cJSON *obj, const char *jpath, struct spec_part *p)
+/* An object of layout fields: "fixed" (grid 0) gives each one value, "grid" (grid 1) a list
+ * of values, a group of its own. */
+static int parse_fields(struct ctx *c, const cJSON *obj, const char *jpath, struct spec_part *p,
+			int grid)
 {
 	const cJSON *k;
 	char sub[256];
@@ -502,21 +486,31 @@ static int parse_grid(struct ctx *c, const cJSON *obj, const char *jpath, struct
 		return -1;
 	for (k = obj->child; k; k = k->next) {
 		struct spec_group *g;
-		const char *paths[1];
+		const char *paths[1] = {sub};
 		int f;
 
 		if ((f = member_field(c, obj, k, jpath, sub, sizeof(sub))) < 0)
 			return -1;
-		if (want_array(c, k, sub, 1))
+		if (!grid) {
+			if (field_value(c, f, k, sub, &p->fixed[f]))
+				return -1;
+			p->has_fixed[f] = 1;
+		} else if (want_array(c, k, sub, 1) || !(g = add_group(c, p, sub)) ||
+			   fill_group(c, g, &k, &f, 1, paths)) {
 			return -1;
-		g = add_group(c, p, sub);
-		if (!g)
-			return -1;
-		paths[0] = sub;
-		if (fill_group(c, g, &k, &f, 1, paths))
-			return -1;
+		}
 	}
 	return 0;
+}
+
+static int parse_fixed(struct ctx *c, const cJSON *obj, const char *jpath, struct spec_part *p)
+{
+	return parse_fields(c, obj, jpath, p, 0);
+}
+
+static int parse_grid(struct ctx *c, const cJSON *obj, const char *jpath, struct spec_part *p)
+{
+	return parse_fields(c, obj, jpath, p, 1);
 }
 
 static int parse_zip(struct ctx *c, const cJSON *arr, const char *jpath, struct spec_part *p)
@@ -527,7 +521,7 @@ static int parse_zip(struct ctx *c, const cJSON *arr, const char *jpath, struct 
 	if (want_array(c, arr, jpath, 0))
 		return -1;
 	for (o = arr->child; o; o = o->next, i++) {
-		const cJSON *lists[SF_NFIELDS], *k, *k2;
+		const cJSON *lists[SF_NFIELDS], *k;
 		char opath[128], paths[SF_NFIELDS][256];
 		const char *pp[SF_NFIELDS];
 		int fs[SF_NFIELDS], nf = 0;
@@ -539,17 +533,9 @@ static int parse_zip(struct ctx *c, const cJSON *arr, const char *jpath, struct 
 		if (!o->child)
 			return fail(c, opath, "expected an object of lists, got {}");
 		for (k = o->child; k; k = k->next) {
-			int f;
+			int f = member_field(c, o, k, opath, paths[nf], sizeof(paths[nf]));
 
-			join(paths[nf], sizeof(paths[nf]), opath, k->string);
-			f = field_of_key(c, k->string, paths[nf]);
-			if (f < 0)
-				return -1;
-			for (k2 = o->child; k2 != k; k2 = k2->next)
-				if (!strcmp(k2->string, k->string))
-					return fail(c, paths[nf], "key '%s' appears twice",
-						    k->string);
-			if (want_array(c, k, paths[nf], 1))
+			if (f < 0 || want_array(c, k, paths[nf], 1))
 				return -1;
 			lists[nf] = k;
 			fs[nf] = f;
@@ -611,29 +597,23 @@ static int kernel_conflict(struct ctx *c, const unsigned char *set, const char *
 
 static const char *const part_keys[] = {"fixed", "grid", "zip", "where", NULL};
 
+/* The reader of each of part_keys, in its order. */
+typedef int part_reader(struct ctx *c, const cJSON *v, const char *jpath, struct spec_part *p);
+static part_reader *const part_readers[] = {parse_fixed, parse_grid, parse_zip, parse_where};
+_Static_assert(sizeof(part_readers) / sizeof(part_readers[0]) + 1 ==
+		   sizeof(part_keys) / sizeof(part_keys[0]),
+	       "a reader for each of part_keys");
+
 static int parse_part_keys(struct ctx *c, const cJSON *obj, const char *base, struct spec_part *p)
 {
 	const cJSON *v;
 	char sub[256];
 
-	if ((v = cJSON_GetObjectItemCaseSensitive(obj, "fixed"))) {
-		join(sub, sizeof(sub), base, "fixed");
-		if (parse_fixed(c, v, sub, p))
-			return -1;
-	}
-	if ((v = cJSON_GetObjectItemCaseSensitive(obj, "grid"))) {
-		join(sub, sizeof(sub), base, "grid");
-		if (parse_grid(c, v, sub, p))
-			return -1;
-	}
-	if ((v = cJSON_GetObjectItemCaseSensitive(obj, "zip"))) {
-		join(sub, sizeof(sub), base, "zip");
-		if (parse_zip(c, v, sub, p))
-			return -1;
-	}
-	if ((v = cJSON_GetObjectItemCaseSensitive(obj, "where"))) {
-		join(sub, sizeof(sub), base, "where");
-		if (parse_where(c, v, sub, p))
+	for (int k = 0; part_keys[k]; k++) {
+		if (!(v = cJSON_GetObjectItemCaseSensitive(obj, part_keys[k])))
+			continue;
+		join(sub, sizeof(sub), base, part_keys[k]);
+		if (part_readers[k](c, v, sub, p))
 			return -1;
 	}
 	return 0;
@@ -915,6 +895,84 @@ static int check_gpu_extra(struct ctx *c, const struct sweep_cluster *cl)
 	return 0;
 }
 
+/* A check of string s, entry e of an array at jpath: 0, or -1 saying why not. */
+typedef int string_check(struct ctx *c, const cJSON *e, const char *jpath, const char *s);
+
+/* An array of strings at jpath, each one that check passes added to *list (*n of them). */
+static int get_strings(struct ctx *c, const cJSON *v, const char *jpath, string_check *check,
+		       char ***list, int *n)
+{
+	const cJSON *e;
+	char sub[300];
+	int i;
+
+	if (want_array(c, v, jpath, 0))
+		return -1;
+	for (e = v->child, i = 0; e; e = e->next, i++) {
+		const char *s = NULL;
+
+		join_index(sub, sizeof(sub), jpath, i);
+		if (get_string(c, e, sub, &s) || check(c, e, sub, s) ||
+		    push_str(c, list, n, s, sub))
+			return -1;
+	}
+	return 0;
+}
+
+static int check_sbatch_extra(struct ctx *c, const cJSON *e, const char *jpath, const char *s)
+{
+	char got[64];
+
+	if (sbatch_option_ok(s))
+		return 0;
+	show(e, got, sizeof(got));
+	return fail(c, jpath,
+		    "%s is not an sbatch option of the form \"--option=value\" (option: a-z, 0-9, "
+		    "'-'; value: letters, digits and _.,:/@%%+=-; no spaces, quotes or shell "
+		    "characters)",
+		    got);
+}
+
+static int check_setup(struct ctx *c, const cJSON *e, const char *jpath, const char *s)
+{
+	if (strpbrk(s, "\n\r") || strlen(s) > 4096)
+		return fail(c, jpath, "one shell line per entry: no newlines (at most 4096 bytes)");
+	return 0;
+}
+
+/* A string at jpath that ok accepts, into out; else "expected WANT, got ...". */
+static int get_word(struct ctx *c, const cJSON *v, const char *jpath, int (*ok)(const char *s),
+		    const char *want, char *out, size_t len)
+{
+	const char *s = NULL;
+	char got[64];
+
+	if (get_string(c, v, jpath, &s))
+		return -1;
+	if (!ok(s)) {
+		show(v, got, sizeof(got));
+		return fail(c, jpath, "expected %s, got %s", want, got);
+	}
+	snprintf(out, len, "%s", s);
+	return 0;
+}
+
+static int device_ok(const char *s)
+{
+	return !strcmp(s, "cuda") || !strcmp(s, "cpu");
+}
+
+static int memory_model_ok(const char *s)
+{
+	return !strcmp(s, "trainer") || !strcmp(s, "paper");
+}
+
+static int gpu_request_ok(const char *s)
+{
+	return !strcmp(s, "gpus-per-node") || !strcmp(s, "gres") ||
+	       (!strncmp(s, "gres:", 5) && lb_name_ok(s + 5, 48));
+}
+
 static int parse_cluster(struct ctx *c, const cJSON *obj)
 {
 	static const char *const keys[] = {
@@ -926,7 +984,6 @@ static int parse_cluster(struct ctx *c, const cJSON *obj)
 	const cJSON *v, *e;
 	char sub[300], got[64];
 	long long x;
-	int i;
 
 	if (want_object(c, obj, "cluster") || check_keys(c, obj, "cluster", keys, NULL))
 		return -1;
@@ -980,28 +1037,10 @@ static int parse_cluster(struct ctx *c, const cJSON *obj)
 		}
 		cl->exclusive = cJSON_IsTrue(v);
 	}
-	if ((v = cJSON_GetObjectItemCaseSensitive(obj, "sbatch_extra"))) {
-		if (want_array(c, v, "cluster.sbatch_extra", 0))
-			return -1;
-		for (e = v->child, i = 0; e; e = e->next, i++) {
-			const char *s = NULL;
-
-			join_index(sub, sizeof(sub), "cluster.sbatch_extra", i);
-			if (get_string(c, e, sub, &s))
-				return -1;
-			if (!sbatch_option_ok(s)) {
-				show(e, got, sizeof(got));
-				return fail(c, sub,
-					    "%s is not an sbatch option of the form "
-					    "\"--option=value\" (option: a-z, 0-9, '-'; value: "
-					    "letters, digits and _.,:/@%%+=-; no spaces, quotes or "
-					    "shell characters)",
-					    got);
-			}
-			if (push_str(c, &cl->sbatch_extra, &cl->n_sbatch_extra, s, sub))
-				return -1;
-		}
-	}
+	if ((v = cJSON_GetObjectItemCaseSensitive(obj, "sbatch_extra")) &&
+	    get_strings(c, v, "cluster.sbatch_extra", check_sbatch_extra, &cl->sbatch_extra,
+			&cl->n_sbatch_extra))
+		return -1;
 	if ((v = cJSON_GetObjectItemCaseSensitive(obj, "env"))) {
 		if (want_object(c, v, "cluster.env"))
 			return -1;
@@ -1040,66 +1079,29 @@ static int parse_cluster(struct ctx *c, const cJSON *obj)
 			free(pair);
 		}
 	}
-	if ((v = cJSON_GetObjectItemCaseSensitive(obj, "setup"))) {
-		if (want_array(c, v, "cluster.setup", 0))
-			return -1;
-		for (e = v->child, i = 0; e; e = e->next, i++) {
-			const char *s = NULL;
-
-			join_index(sub, sizeof(sub), "cluster.setup", i);
-			if (get_string(c, e, sub, &s))
-				return -1;
-			if (strpbrk(s, "\n\r") || strlen(s) > 4096)
-				return fail(c, sub,
-					    "one shell line per entry: no newlines (at "
-					    "most 4096 bytes)");
-			if (push_str(c, &cl->setup, &cl->n_setup, s, sub))
-				return -1;
-		}
-	}
-	if ((v = cJSON_GetObjectItemCaseSensitive(obj, "device"))) {
-		const char *s = NULL;
-
-		if (get_string(c, v, "cluster.device", &s))
-			return -1;
-		if (strcmp(s, "cuda") && strcmp(s, "cpu")) {
-			show(v, got, sizeof(got));
-			return fail(c, "cluster.device", "expected \"cuda\" or \"cpu\", got %s",
-				    got);
-		}
-		snprintf(cl->device, sizeof(cl->device), "%s", s);
-	}
+	if ((v = cJSON_GetObjectItemCaseSensitive(obj, "setup")) &&
+	    get_strings(c, v, "cluster.setup", check_setup, &cl->setup, &cl->n_setup))
+		return -1;
+	if ((v = cJSON_GetObjectItemCaseSensitive(obj, "device")) &&
+	    get_word(c, v, "cluster.device", device_ok, "\"cuda\" or \"cpu\"", cl->device,
+		     sizeof(cl->device)))
+		return -1;
 	if ((v = cJSON_GetObjectItemCaseSensitive(obj, "memory_model"))) {
-		const char *s = NULL;
+		char mm[16];
 
-		if (get_string(c, v, "cluster.memory_model", &s))
+		if (get_word(c, v, "cluster.memory_model", memory_model_ok,
+			     "\"trainer\" (what layoutbench-train allocates) or \"paper\" (the "
+			     "paper's stack)",
+			     mm, sizeof(mm)))
 			return -1;
-		if (strcmp(s, "trainer") && strcmp(s, "paper")) {
-			show(v, got, sizeof(got));
-			return fail(c, "cluster.memory_model",
-				    "expected \"trainer\" (what layoutbench-train allocates) or "
-				    "\"paper\" (the paper's stack), got %s",
-				    got);
-		}
-		cl->memory_paper = !strcmp(s, "paper");
+		cl->memory_paper = !strcmp(mm, "paper");
 	}
-	if ((v = cJSON_GetObjectItemCaseSensitive(obj, "gpu_request"))) {
-		const char *s = NULL;
-
-		if (get_string(c, v, "cluster.gpu_request", &s))
-			return -1;
-		if (strcmp(s, "gpus-per-node") && strcmp(s, "gres") &&
-		    (strncmp(s, "gres:", 5) || !lb_name_ok(s + 5, 48))) {
-			show(v, got, sizeof(got));
-			return fail(
-			    c, "cluster.gpu_request",
-			    "expected \"gpus-per-node\", \"gres\" or \"gres:TYPE\" "
-			    "(TYPE: letters, digits, '_', '.' and '-', e.g. \"gres:a100\"), "
-			    "got %s",
-			    got);
-		}
-		snprintf(cl->gpu_request, sizeof(cl->gpu_request), "%s", s);
-	}
+	if ((v = cJSON_GetObjectItemCaseSensitive(obj, "gpu_request")) &&
+	    get_word(c, v, "cluster.gpu_request", gpu_request_ok,
+		     "\"gpus-per-node\", \"gres\" or \"gres:TYPE\" (TYPE: letters, digits, '_', "
+		     "'.' and '-', e.g. \"gres:a100\")",
+		     cl->gpu_request, sizeof(cl->gpu_request)))
+		return -1;
 	return check_gpu_extra(c, cl);
 }
 

@@ -26,6 +26,7 @@
 
 #include "common/embed.h"
 #include "common/model.h"
+#include "common/util.h"
 #include "sweeps/spec.h"
 
 #define GIB	       (1024.0 * 1024.0 * 1024.0)
@@ -33,15 +34,13 @@
 
 const char *sweep_status_name(enum plan_status s)
 {
-	switch (s) {
-	case PLAN_OK:
-		return "ok";
-	case PLAN_OOM:
-		return "oom";
-	case PLAN_INVALID:
-		return "invalid";
-	}
-	return "?";
+	static const char *const names[] = {
+	    [PLAN_OK] = "ok",
+	    [PLAN_OOM] = "oom",
+	    [PLAN_INVALID] = "invalid",
+	};
+
+	return (unsigned)s < sizeof(names) / sizeof(names[0]) ? names[s] : "?";
 }
 
 /* One part of the spec as expanded: the top level merged with a union member. */
@@ -754,13 +753,7 @@ char *sweep_spec_read(const char *spec_arg, char *name, size_t namelen, size_t *
 			 spec_arg);
 		return NULL;
 	}
-	buf = malloc(*len + 1);
-	if (!buf) {
-		snprintf(err, errlen, "out of memory");
-		return NULL;
-	}
-	memcpy(buf, text, *len + 1);
-	return buf;
+	return lb_text_dup(text, *len, err, errlen);
 }
 
 int sweep_plan_load(const char *spec_arg, struct sweep_plan *out, char *err, size_t errlen)

@@ -71,11 +71,11 @@ template <int V> static __global__ void attn_scale_kernel(act_t *p, size_t nstep
 	     c += (size_t)gridDim.x * blockDim.x) {
 		float x[V];
 
-		ld_bf<V>(x, p + c * V);
+		ld_act<V>(x, p + c * V);
 #pragma unroll
 		for (int k = 0; k < V; k++)
 			x[k] *= scale;
-		st_bf<V>(p + c * V, x);
+		st_act<V>(p + c * V, x);
 	}
 }
 
@@ -95,13 +95,13 @@ template <int V> static __global__ void attn_mask_kernel(act_t *p, size_t nsteps
 			for (int k = 0; k < V; k++)
 				x[k] = -INFINITY;
 		} else {
-			ld_bf<V>(x, p + e);
+			ld_act<V>(x, p + e);
 #pragma unroll
 			for (int k = 0; k < V; k++)
 				if (j0 + k > i)
 					x[k] = -INFINITY;
 		}
-		st_bf<V>(p + e, x);
+		st_act<V>(p + e, x);
 	}
 }
 
@@ -128,7 +128,7 @@ static __global__ void __launch_bounds__(256)
 	for (int j0 = lane * V; j0 < n; j0 += 32 * V) {
 		float x[V], cm = -INFINITY;
 
-		ld_bf<V>(x, r + j0);
+		ld_act<V>(x, r + j0);
 #pragma unroll
 		for (int k = 0; k < V; k++) {
 			x[k] = j0 + k < n ? (FUSED ? x[k] * scale : x[k]) : -INFINITY;
@@ -157,13 +157,13 @@ static __global__ void __launch_bounds__(256)
 			for (int k = 0; k < V; k++)
 				x[k] = 0.0f;
 		} else {
-			ld_bf<V>(x, r + j0);
+			ld_act<V>(x, r + j0);
 #pragma unroll
 			for (int k = 0; k < V; k++)
 				x[k] = j0 + k < n ? expf((FUSED ? x[k] * scale : x[k]) - mx) * inv
 						  : 0.0f;
 		}
-		st_bf<V>(r + j0, x);
+		st_act<V>(r + j0, x);
 	}
 }
 
@@ -264,8 +264,8 @@ static __global__ void __launch_bounds__(256)
 	for (int j0 = lane * V; j0 < n; j0 += 32 * V) {
 		float pv[V], dv[V];
 
-		ld_bf<V>(pv, pr + j0);
-		ld_bf<V>(dv, dr + j0);
+		ld_act<V>(pv, pr + j0);
+		ld_act<V>(dv, dr + j0);
 #pragma unroll
 		for (int k = 0; k < V; k++)
 			if (j0 + k < n)
@@ -280,13 +280,13 @@ static __global__ void __launch_bounds__(256)
 			for (int k = 0; k < V; k++)
 				dv[k] = 0.0f;
 		} else {
-			ld_bf<V>(pv, pr + j0);
-			ld_bf<V>(dv, dr + j0);
+			ld_act<V>(pv, pr + j0);
+			ld_act<V>(dv, dr + j0);
 #pragma unroll
 			for (int k = 0; k < V; k++)
 				dv[k] = j0 + k < n ? pv[k] * (dv[k] - c) : 0.0f;
 		}
-		st_bf<V>(dr + j0, dv);
+		st_act<V>(dr + j0, dv);
 	}
 }
 

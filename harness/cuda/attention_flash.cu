@@ -46,8 +46,8 @@ static __global__ void __launch_bounds__(256)
 	for (int e = lane * V; e < d; e += 32 * V) {
 		float a[V], o[V];
 
-		ld_bf<V>(a, dout + off + e);
-		ld_bf<V>(o, out + off + e);
+		ld_act<V>(a, dout + off + e);
+		ld_act<V>(o, out + off + e);
 #pragma unroll
 		for (int k = 0; k < V; k++)
 			acc += a[k] * o[k];

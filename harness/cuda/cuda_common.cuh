@@ -133,21 +133,26 @@ static inline unsigned lbc_blocks(size_t n, unsigned threads)
 	return b ? (unsigned)b : 1u;
 }
 
+/* The 8 bf16 packed in u (one 16-byte load's worth) widened to fp32, in order. */
+static __device__ __forceinline__ void act8_f32(float (&f)[8], uint4 u)
+{
+	const __nv_bfloat162 *b = reinterpret_cast<const __nv_bfloat162 *>(&u);
+
+#pragma unroll
+	for (int k = 0; k < 4; k++) {
+		float2 v = __bfloat1622float2(b[k]);
+
+		f[2 * k] = v.x;
+		f[2 * k + 1] = v.y;
+	}
+}
+
 /* Loads and stores of VEC consecutive act elements widened to / rounded from fp32 (VEC 8:
  * one 16-byte access, p 16-byte aligned; else element by element). */
 template <int VEC> static __device__ __forceinline__ void ld_act(float (&f)[VEC], const act_t *p)
 {
 	if constexpr (VEC == 8) {
-		uint4 u = *reinterpret_cast<const uint4 *>(p);
-		const __nv_bfloat162 *b = reinterpret_cast<const __nv_bfloat162 *>(&u);
-
-#pragma unroll
-		for (int k = 0; k < 4; k++) {
-			float2 v = __bfloat1622float2(b[k]);
-
-			f[2 * k] = v.x;
-			f[2 * k + 1] = v.y;
-		}
+		act8_f32(f, *reinterpret_cast<const uint4 *>(p));
 	} else {
 #pragma unroll
 		for (int k = 0; k < VEC; k++)

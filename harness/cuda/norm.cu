@@ -140,19 +140,10 @@ template <int VEC> static __device__ __forceinline__ raw_act<VEC> raw_ld(const a
 
 template <int VEC> static __device__ __forceinline__ void raw_f32(float (&f)[VEC], raw_act<VEC> r)
 {
-	if constexpr (VEC == 8) {
-		const __nv_bfloat162 *b = reinterpret_cast<const __nv_bfloat162 *>(&r.u);
-
-#pragma unroll
-		for (int k = 0; k < 4; k++) {
-			float2 v = __bfloat1622float2(b[k]);
-
-			f[2 * k] = v.x;
-			f[2 * k + 1] = v.y;
-		}
-	} else {
+	if constexpr (VEC == 8)
+		act8_f32(f, r.u);
+	else
 		f[0] = __bfloat162float(__ushort_as_bfloat16(r.u));
-	}
 }
 
 /*

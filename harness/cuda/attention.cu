@@ -172,26 +172,25 @@ static int row_vec8(const void *p, int s)
 	return s % 8 == 0 && aligned16(p);
 }
 
-static void softmax_rows(act_t *probs, size_t rows, int s, float scale, int fused)
+template <int V>
+static void softmax_rows_v(act_t *probs, size_t rows, int s, float scale, int fused)
 {
 	unsigned grid = warp_grid(rows, 8);
 
-	if (row_vec8(probs, s)) {
-		if (fused)
-			attn_softmax_kernel<true, 8>
-			    <<<grid, 256, 0, lbc_stream()>>>(probs, rows, s, scale);
-		else
-			attn_softmax_kernel<false, 8>
-			    <<<grid, 256, 0, lbc_stream()>>>(probs, rows, s, scale);
-	} else {
-		if (fused)
-			attn_softmax_kernel<true, 1>
-			    <<<grid, 256, 0, lbc_stream()>>>(probs, rows, s, scale);
-		else
-			attn_softmax_kernel<false, 1>
-			    <<<grid, 256, 0, lbc_stream()>>>(probs, rows, s, scale);
-	}
+	if (fused)
+		attn_softmax_kernel<true, V><<<grid, 256, 0, lbc_stream()>>>(probs, rows, s, scale);
+	else
+		attn_softmax_kernel<false, V>
+		    <<<grid, 256, 0, lbc_stream()>>>(probs, rows, s, scale);
 	LBC_LAUNCHED();
+}
+
+static void softmax_rows(act_t *probs, size_t rows, int s, float scale, int fused)
+{
+	if (row_vec8(probs, s))
+		softmax_rows_v<8>(probs, rows, s, scale, fused);
+	else
+		softmax_rows_v<1>(probs, rows, s, scale, fused);
 }
 
 void lbc_attn_naive_fwd(void *out, void *probs, void *scratch, const void *qkv, int b, int s,

@@ -483,6 +483,31 @@ int lb_trainer_run_steps(struct lb_trainer *t, int step, const struct lb_step *l
 		}                                                                                  \
 	} while (0)
 
+/* local_sum_sq's pass over the optimizer's ranges (lb_optim_runs): g, the gradients. */
+struct sum_sq_ctx {
+	const struct lb_llama *m;
+	const struct lb_ops *ops;
+	void *acc, *g;
+};
+
+/* Counted (0) or left out (-1): a tied embedding's last-stage copy, and a tensor replicated
+ * across tensor parallelism (the norm gains) on tp ranks but 0. */
+static int sum_sq_class(void *ctx, int i)
+{
+	const struct sum_sq_ctx *c = ctx;
+
+	return lb_llama_tied_copy(c->m, i) || (lb_llama_tp_replicated(c->m, i) && c->m->tp_rank)
+		   ? -1
+		   : 0;
+}
+
+static void sum_sq_run(void *ctx, size_t a, size_t b, size_t s, int cls)
+{
+	const struct sum_sq_ctx *c = ctx;
+
+	c->ops->sum_sq_acc(c->acc, lb_at(c->ops, c->g, s, LB_K_F32), b - a);
+}
+
 /* Sum of squares of the gradients this rank counts in the global norm: its optimizer
  * range (every element of a data-parallel replica once: ZeRO-1 shards partition it,
  * without ZeRO only dp rank 0 counts), norm gains on tp rank 0 only, a tied embedding's
@@ -490,51 +515,14 @@ int lb_trainer_run_steps(struct lb_trainer *t, int step, const struct lb_step *l
  * the caller zeroed. */
 static void local_sum_sq(struct lb_trainer *t, const struct lb_ops *ops, void *acc)
 {
-	struct lb_llama *m = &t->model;
-	void *g = lb_gradsync_grads(&t->gs);
+	struct sum_sq_ctx c = {&t->model, ops, acc, lb_gradsync_grads(&t->gs)};
 
 	if (!t->gs.zero && t->dp_rank != 0)
 		return;
 	/* one call per run of counted tensors that follow one another in a range (no
 	 * padding between them): the same sum, fewer launches */
-	for (int k = 0; k < t->optim.n_r; k++) {
-		const struct lb_range *r = &t->optim.r[k];
-		size_t ra = 0, rb = 0;
-		int open = 0;
-
-		for (int i = 0; i < m->n_tensors; i++) {
-			size_t a = m->tensors[i].offset, b = a + m->tensors[i].count;
-
-			if (lb_llama_tied_copy(m, i) ||
-			    (lb_llama_tp_replicated(m, i) && m->tp_rank)) {
-				if (open)
-					ops->sum_sq_acc(
-					    acc, lb_at(ops, g, r->soff + (ra - r->lo), LB_K_F32),
-					    rb - ra);
-				open = 0;
-				continue;
-			}
-			if (a < r->lo)
-				a = r->lo;
-			if (b > r->hi)
-				b = r->hi;
-			if (a >= b)
-				continue;
-			if (open && a == rb) {
-				rb = b;
-				continue;
-			}
-			if (open)
-				ops->sum_sq_acc(
-				    acc, lb_at(ops, g, r->soff + (ra - r->lo), LB_K_F32), rb - ra);
-			ra = a;
-			rb = b;
-			open = 1;
-		}
-		if (open)
-			ops->sum_sq_acc(acc, lb_at(ops, g, r->soff + (ra - r->lo), LB_K_F32),
-					rb - ra);
-	}
+	lb_optim_runs(&t->optim, t->model.tensors, t->model.n_tensors, sum_sq_class, sum_sq_run,
+		      &c);
 }
 
 /* The optimizer's device work as a graph segment (ops.h graph_begin) when graphs are on:

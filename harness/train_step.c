@@ -272,18 +272,35 @@ void lb_trainer_free(struct lb_trainer *t)
 	t->tokens = t->targets = NULL;
 }
 
+/* What a step's LB_E_* status means: the run log's failure class and the message; the last
+ * entry stands for every other status. */
+static const struct {
+	int rc;
+	const char *cls, *msg;
+} step_errors[] = {
+    {LB_E_OOM, "oom", "out of memory"},
+    {LB_E_COMM, "nccl_error", "a collective failed"},
+    {LB_E_TIMEOUT, "timeout", "a peer rank died or did not answer"},
+    {0, "error", "internal error"},
+};
+
+static int step_error(int rc)
+{
+	int i = 0, last = (int)(sizeof(step_errors) / sizeof(step_errors[0])) - 1;
+
+	while (i < last && step_errors[i].rc != rc)
+		i++;
+	return i;
+}
+
 static const char *model_error(int rc)
 {
-	switch (rc) {
-	case LB_E_OOM:
-		return "out of memory";
-	case LB_E_COMM:
-		return "a collective failed";
-	case LB_E_TIMEOUT:
-		return "a peer rank died or did not answer";
-	default:
-		return "internal error";
-	}
+	return step_errors[step_error(rc)].msg;
+}
+
+const char *lb_train_rc_class(int rc)
+{
+	return step_errors[step_error(rc)].cls;
 }
 
 /* A device communicator's calls are timed on the device by tag (comm.h set_tag,

@@ -835,6 +835,22 @@ static int cc_broadcast(struct lb_comm *c, void *buf, size_t count, enum lb_dtyp
 	return cc_run(c, &k, buf, buf, stream);
 }
 
+static int cc_send(struct lb_comm *c, const void *buf, size_t count, enum lb_dtype t, int peer,
+		   void *stream)
+{
+	struct cc_call k = {CC_SEND, count, t, LB_SUM, peer};
+
+	return cc_run(c, &k, buf, NULL, stream);
+}
+
+static int cc_recv(struct lb_comm *c, void *buf, size_t count, enum lb_dtype t, int peer,
+		   void *stream)
+{
+	struct cc_call k = {CC_RECV, count, t, LB_SUM, peer};
+
+	return cc_run(c, &k, NULL, buf, stream);
+}
+
 static int cc_group_start(struct lb_comm *c)
 {
 	struct cc_comm *cc = CC(c);
@@ -907,22 +923,6 @@ static int grouped(struct cc_comm *cc, cudaStream_t s, ncclResult_t r, const cha
 			return rc;
 	}
 	return settle(cc->w, cc->nc, r, what, cc->w->o.timeout_s);
-}
-
-static int cc_send(struct lb_comm *c, const void *buf, size_t count, enum lb_dtype t, int peer,
-		   void *stream)
-{
-	struct cc_call k = {CC_SEND, count, t, LB_SUM, peer};
-
-	return cc_run(c, &k, buf, NULL, stream);
-}
-
-static int cc_recv(struct lb_comm *c, void *buf, size_t count, enum lb_dtype t, int peer,
-		   void *stream)
-{
-	struct cc_call k = {CC_RECV, count, t, LB_SUM, peer};
-
-	return cc_run(c, &k, NULL, buf, stream);
 }
 
 static int cc_group_end(struct lb_comm *c)

@@ -657,11 +657,7 @@ static void tune(struct graph *gr, cudnnBackendDescriptor_t vp, void *acc, size_
 					best = i;
 				}
 			}
-	cudaStreamSynchronize(lbc_stream());
-	cudaGetLastError(); /* a candidate's failure is no error of the run */
-	for (int i = 0; i < 2 * gr->ncand; i++)
-		if (ev[i])
-			cudaEventDestroy(ev[i]);
+	lbc_timing_end(ev, 2 * gr->ncand); /* a candidate's failure is no error of the run */
 	if (getenv("LAYOUTBENCH_TUNE_LOG"))
 		fprintf(stderr,
 			"cudnn %s B=%d S=%d heads=%d kv-heads=%d D=%d: candidate %d of %d, %.3f ms "

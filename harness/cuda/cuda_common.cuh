@@ -94,6 +94,18 @@ cudaStream_t lbc_stream(void);
 /* After a kernel launch: a bad configuration is caught here, not at the next sync. */
 #define LBC_LAUNCHED() LBC_CHECK(cudaGetLastError())
 
+/* The end of a timing made on the side of the run (a tuner's, a benchmark's), whatever
+ * failed on the way: the stream drained, the error it left cleared (no error of the run),
+ * the n events destroyed (NULL ones were never made). */
+static inline void lbc_timing_end(cudaEvent_t *ev, int n)
+{
+	cudaStreamSynchronize(lbc_stream());
+	cudaGetLastError();
+	for (int i = 0; i < n; i++)
+		if (ev[i])
+			cudaEventDestroy(ev[i]);
+}
+
 /* dst[0..3] += (a, b, c, d): one 16-byte vector atomic where the device has it (sm_90),
  * without the returned value; four float atomics otherwise. dst 16-byte aligned. */
 static __device__ __forceinline__ void lbc_red_add4(float *dst, float a, float b, float c, float d)

@@ -175,14 +175,8 @@ static int row_vec8(const void *p, int s)
 template <int V>
 static void softmax_rows_v(act_t *probs, size_t rows, int s, float scale, int fused)
 {
-	unsigned grid = warp_grid(rows, 8);
-
-	if (fused)
-		attn_softmax_kernel<true, V><<<grid, 256, 0, lbc_stream()>>>(probs, rows, s, scale);
-	else
-		attn_softmax_kernel<false, V>
-		    <<<grid, 256, 0, lbc_stream()>>>(probs, rows, s, scale);
-	LBC_LAUNCHED();
+	warp_launch<8>(fused ? attn_softmax_kernel<true, V> : attn_softmax_kernel<false, V>, rows,
+		       probs, rows, s, scale);
 }
 
 static void softmax_rows(act_t *probs, size_t rows, int s, float scale, int fused)
@@ -321,15 +315,9 @@ void lbc_attn_probs_bwd(void *dqkv, void *scratch, const void *dout, const void 
 				lbc_gemm(dp, 0, dOr + (size_t)h0 * d,
 					 xr + (size_t)(nh + nkv + kv0) * d, s, s, d, 0, 1, ldo, ld,
 					 s, (long long)g * d, d, ss, n, 1.0f, 0.0f);
-				if (v8)
-					attn_dsoftmax_kernel<8>
-					    <<<warp_grid(rows, 8), 256, 0, lbc_stream()>>>(
-						dp, p, rows, s, nh, g, bb, kv0, jj);
-				else
-					attn_dsoftmax_kernel<1>
-					    <<<warp_grid(rows, 8), 256, 0, lbc_stream()>>>(
-						dp, p, rows, s, nh, g, bb, kv0, jj);
-				LBC_LAUNCHED();
+				warp_launch<8>(v8 ? attn_dsoftmax_kernel<8>
+						  : attn_dsoftmax_kernel<1>,
+					       rows, dp, p, rows, s, nh, g, bb, kv0, jj);
 				/* dQ_h = scale * dS_h K_kvh (each query head once: beta 0) */
 				lbc_gemm(dqr + (size_t)h0 * d, 0, dp, xr + (size_t)(nh + kv0) * d,
 					 s, d, s, 0, 0, s, ld, ld, ss, d, (long long)g * d, n,

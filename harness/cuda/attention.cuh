@@ -1,6 +1,6 @@
 /*
  * What the attention files share (attention.cu: naive and fused_softmax; attention_flash.cu:
- * flash): warp reductions, the launch shape of one warp per row. Their bf16 vectors are
+ * flash): warp reductions, the launch of one warp per row. Their bf16 vectors are
  * widened and rounded back with the backend's ld_act / st_act (cuda_common.cuh).
  */
 #ifndef LB_CUDA_ATTENTION_CUH
@@ -41,6 +41,15 @@ static inline unsigned warp_grid(size_t n, int wpb)
 	size_t blocks = (n + wpb - 1) / wpb;
 
 	return blocks ? (unsigned)blocks : 1u;
+}
+
+/* Launch of kern (a kernel of that shape) with one warp per row of rows, WPB warps to a
+ * block, then the launch check. */
+template <int WPB, typename K, typename... A>
+static void warp_launch(K kern, size_t rows, A... args)
+{
+	kern<<<warp_grid(rows, WPB), WPB * 32, 0, lbc_stream()>>>(args...);
+	LBC_LAUNCHED();
 }
 
 #endif

@@ -61,15 +61,10 @@ static void flash_delta(float *delta, const act_t *dout, const act_t *out, int b
 			int d)
 {
 	size_t rows = (size_t)b * s * nh;
-	unsigned grid = warp_grid(rows, 8);
+	int v8 = d % 8 == 0 && aligned16(dout) && aligned16(out);
 
-	if (d % 8 == 0 && aligned16(dout) && aligned16(out))
-		flash_delta_kernel<8>
-		    <<<grid, 256, 0, lbc_stream()>>>(delta, dout, out, rows, s, nh, d);
-	else
-		flash_delta_kernel<1>
-		    <<<grid, 256, 0, lbc_stream()>>>(delta, dout, out, rows, s, nh, d);
-	LBC_LAUNCHED();
+	warp_launch<8>(v8 ? flash_delta_kernel<8> : flash_delta_kernel<1>, rows, delta, dout, out,
+		       rows, s, nh, d);
 }
 
 /* dqkv's Q part (T rows, ld apart, nh*D columns) = bf16(scale * dq_acc (T, nh*D)), in pairs
@@ -959,9 +954,7 @@ void lbc_attn_flash_fwd(void *out, void *lse, void *scratch, const void *qkv, in
 		return;
 	}
 	flash_check(d);
-	flash_fwd_gen_kernel<<<warp_grid(rows, GEN_WARPS), GEN_WARPS * 32, 0, lbc_stream()>>>(
-	    o, l, x, b, s, nh, nkv, d, scale);
-	LBC_LAUNCHED();
+	warp_launch<GEN_WARPS>(flash_fwd_gen_kernel, rows, o, l, x, b, s, nh, nkv, d, scale);
 }
 
 void lbc_attn_flash_bwd(void *dqkv, void *scratch, const void *dout, const void *out,
@@ -992,10 +985,8 @@ void lbc_attn_flash_bwd(void *dqkv, void *scratch, const void *dout, const void 
 		return;
 	}
 	flash_check(d);
-	flash_bwd_dq_gen_kernel<<<warp_grid((size_t)b * nh * s, GEN_WARPS), GEN_WARPS * 32, 0,
-				  lbc_stream()>>>(dx, dO, l, delta, x, b, s, nh, nkv, d, scale);
-	LBC_LAUNCHED();
-	flash_bwd_dkv_gen_kernel<<<warp_grid((size_t)b * nkv * s, GEN_WARPS), GEN_WARPS * 32, 0,
-				   lbc_stream()>>>(dx, dO, l, delta, x, b, s, nh, nkv, d, scale);
-	LBC_LAUNCHED();
+	warp_launch<GEN_WARPS>(flash_bwd_dq_gen_kernel, (size_t)b * nh * s, dx, dO, l, delta, x, b,
+			       s, nh, nkv, d, scale);
+	warp_launch<GEN_WARPS>(flash_bwd_dkv_gen_kernel, (size_t)b * nkv * s, dx, dO, l, delta, x,
+			       b, s, nh, nkv, d, scale);
 }

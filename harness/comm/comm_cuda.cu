@@ -516,7 +516,7 @@ static void world_unregister(struct cc_world *w, ncclComm_t nc)
  * the host communicator, or across nodes through a bounce buffer; staged through pinned host
  * memory; NCCL); its buffers travel beside it: in and out, device buffers, or host memory
  * when the caller gave no stream (broadcast's buffer is both, send's is in, recv's is out).
- * peer: the root of a broadcast.
+ * peer: a send's or receive's peer, a broadcast's root.
  */
 enum cc_op { CC_ALL_REDUCE, CC_REDUCE_SCATTER, CC_ALL_GATHER, CC_BROADCAST, CC_SEND, CC_RECV };
 

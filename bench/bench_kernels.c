@@ -724,6 +724,21 @@ static void add_row(const char *name, const char *shape, const struct job *j, do
 	r->size_copy = flops ? -1 : size_copy_rate(work);
 }
 
+/* A memory-bound row of job j (its kernel's check beside it), bytes moved per call, when
+ * --only wants it. */
+static void mem_row(const char *name, const char *shape, const struct job *j, double bytes)
+{
+	if (wanted(name))
+		add_row(name, shape, j, bytes, 0, mem_ceiling, wrong[j->k]);
+}
+
+/* An attention row of job j, FLOPs per call, when --only wants it. */
+static void attn_row(const char *name, const char *shape, const struct job *j, double flops)
+{
+	if (wanted(name))
+		add_row(name, shape, j, flops, 1, attn_ceiling, wrong[j->k]);
+}
+
 /* One GEMM row: C (m, n) = op(A) op(B), A scaled 1, B scaled 1/64 (the pattern's
  * values), C act or f32 (the weight gradients, accumulated as the model does). Checked on
  * 34 sampled entries (the corners and 32 random ones) against a host dot product of the
@@ -813,27 +828,14 @@ static void mem_rows(int T)
 	fill(x, th, LB_K_ACT, 2, 0), fill(w, H, LB_K_ACT, 1, 7), fill(dy, th, LB_K_ACT, 1, 99);
 	G->rmsnorm_fwd(y, rs, x, w, T, H);
 	G->rmsnorm_unfused_fwd(y, xh, rs, scr, x, w, T, H);
-	if (wanted("rmsnorm.fused.fwd")) {
-		j = (struct job){.k = K_RMS_FWD, .p = {y, rs, x, w}, .t = T, .h = H};
-		add_row("rmsnorm.fused.fwd", shp, &j, 4.0 * th + 2 * H + 4 * T, 0, mem_ceiling,
-			wrong[K_RMS_FWD]);
-	}
-	if (wanted("rmsnorm.fused.bwd")) {
-		j = (struct job){.k = K_RMS_BWD, .p = {dx, dw, dy, x, w, rs}, .t = T, .h = H};
-		add_row("rmsnorm.fused.bwd", shp, &j, 8.0 * th + 10 * H + 4 * T, 0, mem_ceiling,
-			wrong[K_RMS_BWD]);
-	}
-	if (wanted("rmsnorm.unfused.fwd")) {
-		j = (struct job){.k = K_RMSU_FWD, .p = {y, xh, rs, scr, x, w}, .t = T, .h = H};
-		add_row("rmsnorm.unfused.fwd", shp, &j, 6.0 * th + 2 * H + 4 * T, 0, mem_ceiling,
-			wrong[K_RMSU_FWD]);
-	}
-	if (wanted("rmsnorm.unfused.bwd")) {
-		j = (struct job){
-		    .k = K_RMSU_BWD, .p = {dx, dw, dy, xh, w, rs, scr}, .t = T, .h = H};
-		add_row("rmsnorm.unfused.bwd", shp, &j, 8.0 * th + 10 * H + 4 * T, 0, mem_ceiling,
-			wrong[K_RMSU_BWD]);
-	}
+	j = (struct job){.k = K_RMS_FWD, .p = {y, rs, x, w}, .t = T, .h = H};
+	mem_row("rmsnorm.fused.fwd", shp, &j, 4.0 * th + 2 * H + 4 * T);
+	j = (struct job){.k = K_RMS_BWD, .p = {dx, dw, dy, x, w, rs}, .t = T, .h = H};
+	mem_row("rmsnorm.fused.bwd", shp, &j, 8.0 * th + 10 * H + 4 * T);
+	j = (struct job){.k = K_RMSU_FWD, .p = {y, xh, rs, scr, x, w}, .t = T, .h = H};
+	mem_row("rmsnorm.unfused.fwd", shp, &j, 6.0 * th + 2 * H + 4 * T);
+	j = (struct job){.k = K_RMSU_BWD, .p = {dx, dw, dy, xh, w, rs, scr}, .t = T, .h = H};
+	mem_row("rmsnorm.unfused.bwd", shp, &j, 8.0 * th + 10 * H + 4 * T);
 	G->free_(x), G->free_(w), G->free_(y), G->free_(rs), G->free_(xh), G->free_(dy);
 	G->free_(dx), G->free_(dw), G->free_(scr);
 
@@ -857,11 +859,9 @@ static void mem_rows(int T)
 				 .stride = stride,
 				 .nheads = nqk,
 				 .d = HDIM};
-		if (wanted("rope.fwd"))
-			add_row("rope.fwd", shp, &j, bytes, 0, mem_ceiling, wrong[K_ROPE_FWD]);
+		mem_row("rope.fwd", shp, &j, bytes);
 		j.k = K_ROPE_BWD;
-		if (wanted("rope.bwd"))
-			add_row("rope.bwd", shp, &j, bytes, 0, mem_ceiling, wrong[K_ROPE_BWD]);
+		mem_row("rope.bwd", shp, &j, bytes);
 		G->free_(q), G->free_(pcs);
 	}
 
@@ -873,13 +873,9 @@ static void mem_rows(int T)
 		fill(out, tf, LB_K_ACT, 1, 5);
 		snprintf(shp, sizeof(shp), "T%d F%d", T, F);
 		j = (struct job){.k = K_SWIGLU_FWD, .p = {out, gu}, .t = T, .f = F};
-		if (wanted("swiglu.fwd"))
-			add_row("swiglu.fwd", shp, &j, 6.0 * tf, 0, mem_ceiling,
-				wrong[K_SWIGLU_FWD]);
+		mem_row("swiglu.fwd", shp, &j, 6.0 * tf);
 		j = (struct job){.k = K_SWIGLU_BWD, .p = {dgu, out, gu}, .t = T, .f = F};
-		if (wanted("swiglu.bwd"))
-			add_row("swiglu.bwd", shp, &j, 10.0 * tf, 0, mem_ceiling,
-				wrong[K_SWIGLU_BWD]);
+		mem_row("swiglu.bwd", shp, &j, 10.0 * tf);
 		G->free_(gu), G->free_(out), G->free_(dgu);
 	}
 
@@ -895,13 +891,9 @@ static void mem_rows(int T)
 		fill(out, th, LB_K_ACT, 1, 3);
 		snprintf(shp, sizeof(shp), "T%d H%d V%d", T, H, V);
 		j = (struct job){.k = K_EMBED_FWD, .p = {out, tab, ptok}, .t = T, .h = H, .v = V};
-		if (wanted("embed.fwd"))
-			add_row("embed.fwd", shp, &j, 4.0 * th + 4 * T, 0, mem_ceiling,
-				wrong[K_EMBED_FWD]);
+		mem_row("embed.fwd", shp, &j, 4.0 * th + 4 * T);
 		j = (struct job){.k = K_EMBED_BWD, .p = {dt, out, ptok}, .t = T, .h = H, .v = V};
-		if (wanted("embed.bwd"))
-			add_row("embed.bwd", shp, &j, 10.0 * th + 4 * T, 0, mem_ceiling,
-				wrong[K_EMBED_BWD]);
+		mem_row("embed.bwd", shp, &j, 10.0 * th + 4 * T);
 		G->sync();
 		free(tok);
 		G->free_(tab), G->free_(out), G->free_(dt), G->free_(ptok);
@@ -921,17 +913,11 @@ static void mem_rows(int T)
 		G->xent_sum(se, tl, lg, mx, ptg, T, V, 0);
 		snprintf(shp, sizeof(shp), "T%d V%d", T, V);
 		j = (struct job){.k = K_XENT_MAX, .p = {mx, lg}, .t = T, .v = V};
-		if (wanted("xent.max"))
-			add_row("xent.max", shp, &j, 2.0 * tv + 4 * T, 0, mem_ceiling,
-				wrong[K_XENT_MAX]);
+		mem_row("xent.max", shp, &j, 2.0 * tv + 4 * T);
 		j = (struct job){.k = K_XENT_SUM, .p = {se, tl, lg, mx, ptg}, .t = T, .v = V};
-		if (wanted("xent.sum"))
-			add_row("xent.sum", shp, &j, 2.0 * tv + 16 * T, 0, mem_ceiling,
-				wrong[K_XENT_SUM]);
+		mem_row("xent.sum", shp, &j, 2.0 * tv + 16 * T);
 		j = (struct job){.k = K_XENT_GRAD, .p = {lg, ls, mx, se, tl, ptg}, .t = T, .v = V};
-		if (wanted("xent.grad"))
-			add_row("xent.grad", shp, &j, 4.0 * tv + 20 * T, 0, mem_ceiling,
-				wrong[K_XENT_GRAD]);
+		mem_row("xent.grad", shp, &j, 4.0 * tv + 20 * T);
 		G->sync();
 		free(tg);
 		G->free_(lg), G->free_(ptg), G->free_(mx), G->free_(se), G->free_(tl);
@@ -946,7 +932,7 @@ static void mem_rows(int T)
 		fill(b, th, LB_K_ACT, 1, 11);
 		snprintf(shp, sizeof(shp), "n %zu (T%d x H%d)", th, T, H);
 		j = (struct job){.k = K_ADD, .p = {o, a, b}, .n_el = th};
-		add_row("add", shp, &j, 6.0 * th, 0, mem_ceiling, wrong[K_ADD]);
+		mem_row("add", shp, &j, 6.0 * th);
 		G->free_(a), G->free_(b), G->free_(o);
 	}
 }
@@ -965,8 +951,18 @@ static void adamw_row(void)
 	fill(g, n, LB_K_F32, 1.0 / 128, 17);
 	j = (struct job){.k = K_ADAMW, .p = {p, ms, g, m, v}, .n_el = n};
 	/* param written (2), master, m, v read and written (8 each), grad read (4) */
-	add_row("adamw", "n 100M", &j, 30.0 * n, 0, mem_ceiling, wrong[K_ADAMW]);
+	mem_row("adamw", "n 100M", &j, 30.0 * n);
 	G->free_(p), G->free_(ms), G->free_(g), G->free_(m), G->free_(v);
+}
+
+/* The job of attention kernel k on its n operands p (as run() takes them) at shape's sizes. */
+static struct job attn_job(const struct job *shape, enum kid k, void *const *p, int n)
+{
+	struct job j = *shape;
+
+	j.k = k;
+	memcpy(j.p, p, (size_t)n * sizeof(void *));
+	return j;
 }
 
 /* Attention rows at sequence s (B 1, 40 heads of 128, no GQA, as Llama-13B). */
@@ -977,7 +973,7 @@ static void attn_rows(int s, int all_variants)
 	double fwd = 4.0 * b * nh * (double)s * s * d / 2, bwd = 2.5 * fwd;
 	void *qkv, *out, *dout, *dq, *scr, *lse, *pr = NULL;
 	char shp[48];
-	struct job j;
+	struct job j, shape = {.b = b, .s = s, .nh = nh, .nkv = nh, .d = d};
 	int want_probs = all_variants && (wanted("attn.naive.fwd") || wanted("attn.fused.fwd") ||
 					  wanted("attn.probs.bwd"));
 
@@ -993,60 +989,24 @@ static void attn_rows(int s, int all_variants)
 	fill(dout, no, LB_K_ACT, 1, 21);
 	if (want_probs) {
 		pr = dev_alloc((size_t)b * nh * s * s, LB_K_ACT);
-		j = (struct job){.k = K_ATTN_NAIVE_FWD,
-				 .p = {out, pr, scr, qkv},
-				 .b = b,
-				 .s = s,
-				 .nh = nh,
-				 .nkv = nh,
-				 .d = d};
-		if (wanted("attn.naive.fwd"))
-			add_row("attn.naive.fwd", shp, &j, fwd, 1, attn_ceiling,
-				wrong[K_ATTN_NAIVE_FWD]);
+		j = attn_job(&shape, K_ATTN_NAIVE_FWD, (void *[]){out, pr, scr, qkv}, 4);
+		attn_row("attn.naive.fwd", shp, &j, fwd);
 		j.k = K_ATTN_FUSED_FWD;
-		if (wanted("attn.fused.fwd"))
-			add_row("attn.fused.fwd", shp, &j, fwd, 1, attn_ceiling,
-				wrong[K_ATTN_FUSED_FWD]);
+		attn_row("attn.fused.fwd", shp, &j, fwd);
 		run(&j); /* the probs of the last forward, for the backward */
-		j = (struct job){.k = K_ATTN_PROBS_BWD,
-				 .p = {dq, scr, dout, pr, qkv},
-				 .b = b,
-				 .s = s,
-				 .nh = nh,
-				 .nkv = nh,
-				 .d = d};
-		if (wanted("attn.probs.bwd"))
-			add_row("attn.probs.bwd", shp, &j, bwd, 1, attn_ceiling,
-				wrong[K_ATTN_PROBS_BWD]);
+		j = attn_job(&shape, K_ATTN_PROBS_BWD, (void *[]){dq, scr, dout, pr, qkv}, 5);
+		attn_row("attn.probs.bwd", shp, &j, bwd);
 	}
-	j = (struct job){.k = K_ATTN_FLASH_FWD,
-			 .p = {out, lse, scr, qkv},
-			 .b = b,
-			 .s = s,
-			 .nh = nh,
-			 .nkv = nh,
-			 .d = d};
-	if (wanted("attn.flash.fwd"))
-		add_row("attn.flash.fwd", shp, &j, fwd, 1, attn_ceiling, wrong[K_ATTN_FLASH_FWD]);
-	run(&j);
-	j = (struct job){.k = K_ATTN_FLASH_BWD,
-			 .p = {dq, scr, dout, out, lse, qkv},
-			 .b = b,
-			 .s = s,
-			 .nh = nh,
-			 .nkv = nh,
-			 .d = d};
-	if (wanted("attn.flash.bwd"))
-		add_row("attn.flash.bwd", shp, &j, bwd, 1, attn_ceiling, wrong[K_ATTN_FLASH_BWD]);
-	j.k = K_ATTN_CUDNN_FWD;
-	memcpy(j.p, (void *[]){out, lse, scr, qkv}, 4 * sizeof(void *));
-	if (wanted("attn.cudnn.fwd"))
-		add_row("attn.cudnn.fwd", shp, &j, fwd, 1, attn_ceiling, wrong[K_ATTN_CUDNN_FWD]);
-	run(&j);
-	j.k = K_ATTN_CUDNN_BWD;
-	memcpy(j.p, (void *[]){dq, scr, dout, out, lse, qkv}, 6 * sizeof(void *));
-	if (wanted("attn.cudnn.bwd"))
-		add_row("attn.cudnn.bwd", shp, &j, bwd, 1, attn_ceiling, wrong[K_ATTN_CUDNN_BWD]);
+	/* flash and cudnn take the same operands; each backward runs on its forward's */
+	for (int v = 0; v < 2; v++) {
+		j = attn_job(&shape, v ? K_ATTN_CUDNN_FWD : K_ATTN_FLASH_FWD,
+			     (void *[]){out, lse, scr, qkv}, 4);
+		attn_row(v ? "attn.cudnn.fwd" : "attn.flash.fwd", shp, &j, fwd);
+		run(&j);
+		j = attn_job(&shape, v ? K_ATTN_CUDNN_BWD : K_ATTN_FLASH_BWD,
+			     (void *[]){dq, scr, dout, out, lse, qkv}, 6);
+		attn_row(v ? "attn.cudnn.bwd" : "attn.flash.bwd", shp, &j, bwd);
+	}
 	G->free_(qkv), G->free_(out), G->free_(dout), G->free_(dq), G->free_(scr);
 	G->free_(lse);
 	if (pr)

@@ -97,15 +97,15 @@ static double bench_gemm(const struct lbc_gemm_plan *p, const cublasLtMatmulAlgo
 	size_t ces = q->c_f32 ? sizeof(float) : sizeof(act_t);
 	void *a = NULL, *b = NULL, *c = NULL;
 	int *bad = NULL, nbad = -1;
-	cudaEvent_t e0 = NULL, e1 = NULL;
+	cudaEvent_t ev[2] = {NULL, NULL};
 	float alpha = 1.0f, beta = q->beta_nz ? 1.0f : 0.0f, ms = 0;
 	double secs = -1;
 
 	if (cudaMalloc(&a, na * sizeof(act_t)) != cudaSuccess ||
 	    cudaMalloc(&b, nb * sizeof(act_t)) != cudaSuccess ||
 	    cudaMalloc(&c, nc * ces) != cudaSuccess ||
-	    cudaMalloc(&bad, sizeof(int)) != cudaSuccess || cudaEventCreate(&e0) != cudaSuccess ||
-	    cudaEventCreate(&e1) != cudaSuccess)
+	    cudaMalloc(&bad, sizeof(int)) != cudaSuccess ||
+	    cudaEventCreate(&ev[0]) != cudaSuccess || cudaEventCreate(&ev[1]) != cudaSuccess)
 		goto out_free;
 	bench_fill_kernel<<<grid_for(na), THREADS, 0, lbc_stream()>>>((act_t *)a, na, 1u);
 	bench_fill_kernel<<<grid_for(nb), THREADS, 0, lbc_stream()>>>((act_t *)b, nb, 2u);
@@ -113,12 +113,12 @@ static double bench_gemm(const struct lbc_gemm_plan *p, const cublasLtMatmulAlgo
 	    cudaMemsetAsync(bad, 0, sizeof(int), lbc_stream()) != cudaSuccess)
 		goto out_free;
 	for (int it = -3; it < iters; it++) {
-		if (it == 0 && cudaEventRecord(e0, lbc_stream()) != cudaSuccess)
+		if (it == 0 && cudaEventRecord(ev[0], lbc_stream()) != cudaSuccess)
 			goto out_free;
 		if (bench_call(p, algo, a, b, c, alpha, beta))
 			goto out_free;
 	}
-	if (cudaEventRecord(e1, lbc_stream()) != cudaSuccess)
+	if (cudaEventRecord(ev[1], lbc_stream()) != cudaSuccess)
 		goto out_free;
 	/* accumulating (beta 1), C now holds the sum of every call: one more from zero */
 	if (beta != 0.0f) {
@@ -133,16 +133,11 @@ static double bench_gemm(const struct lbc_gemm_plan *p, const cublasLtMatmulAlgo
 	if (cudaMemcpyAsync(&nbad, bad, sizeof(int), cudaMemcpyDeviceToHost, lbc_stream()) !=
 		cudaSuccess ||
 	    cudaStreamSynchronize(lbc_stream()) != cudaSuccess ||
-	    cudaEventElapsedTime(&ms, e0, e1) != cudaSuccess)
+	    cudaEventElapsedTime(&ms, ev[0], ev[1]) != cudaSuccess)
 		goto out_free;
 	secs = nbad ? -2 : ms * 1e-3 / iters;
 out_free:
-	cudaStreamSynchronize(lbc_stream());
-	cudaGetLastError();
-	if (e1)
-		cudaEventDestroy(e1);
-	if (e0)
-		cudaEventDestroy(e0);
+	lbc_timing_end(ev, 2);
 	cudaFree(bad);
 	cudaFree(c);
 	cudaFree(b);
@@ -204,7 +199,7 @@ extern "C" double lb_cuda_gemm_seconds(int m, int n, int k, int ta, int tb, int 
 extern "C" double lb_cuda_copy_bandwidth(size_t bytes, int iters)
 {
 	void *src = NULL, *dst = NULL;
-	cudaEvent_t e0 = NULL, e1 = NULL;
+	cudaEvent_t ev[2] = {NULL, NULL};
 	double bw = -1;
 	float ms = 0;
 
@@ -213,28 +208,23 @@ extern "C" double lb_cuda_copy_bandwidth(size_t bytes, int iters)
 	if (iters < 1)
 		iters = 1;
 	if (cudaMalloc(&src, bytes) != cudaSuccess || cudaMalloc(&dst, bytes) != cudaSuccess ||
-	    cudaEventCreate(&e0) != cudaSuccess || cudaEventCreate(&e1) != cudaSuccess ||
+	    cudaEventCreate(&ev[0]) != cudaSuccess || cudaEventCreate(&ev[1]) != cudaSuccess ||
 	    cudaMemsetAsync(src, 1, bytes, lbc_stream()) != cudaSuccess)
 		goto out_free;
 	for (int it = -1; it < iters; it++) {
-		if (it == 0 && cudaEventRecord(e0, lbc_stream()) != cudaSuccess)
+		if (it == 0 && cudaEventRecord(ev[0], lbc_stream()) != cudaSuccess)
 			goto out_free;
 		if (cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, lbc_stream()) !=
 		    cudaSuccess)
 			goto out_free;
 	}
-	if (cudaEventRecord(e1, lbc_stream()) != cudaSuccess ||
-	    cudaEventSynchronize(e1) != cudaSuccess ||
-	    cudaEventElapsedTime(&ms, e0, e1) != cudaSuccess || ms <= 0)
+	if (cudaEventRecord(ev[1], lbc_stream()) != cudaSuccess ||
+	    cudaEventSynchronize(ev[1]) != cudaSuccess ||
+	    cudaEventElapsedTime(&ms, ev[0], ev[1]) != cudaSuccess || ms <= 0)
 		goto out_free;
 	bw = 2.0 * (double)bytes * iters / (ms * 1e-3);
 out_free:
-	cudaStreamSynchronize(lbc_stream());
-	cudaGetLastError();
-	if (e1)
-		cudaEventDestroy(e1);
-	if (e0)
-		cudaEventDestroy(e0);
+	lbc_timing_end(ev, 2);
 	cudaFree(dst);
 	cudaFree(src);
 	cudaGetLastError();

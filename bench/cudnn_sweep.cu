@@ -176,36 +176,49 @@ static cudnnBackendDescriptor_t sw_vpack(struct sw_bufs *m, const struct sw_vari
 	return vp;
 }
 
-/* Seconds per call of plan (the least of SW_ROUNDS means), or -1. */
+/* One call of what sw_time times: plan with the variant pack vp on the sweep's buffers, or
+ * (plan NULL) the trainer's own kernel (its tuned plan) of v's direction. 0, or -1 when it
+ * failed to run. */
+static int sw_call(struct sw_bufs *m, const struct sw_variant *v, cudnnBackendDescriptor_t plan,
+		   cudnnBackendDescriptor_t vp)
+{
+	if (plan)
+		return sw_exec(m, v, plan, vp) == CUDNN_STATUS_SUCCESS ? 0 : -1;
+	if (v->bwd)
+		lbc_attn_cudnn_bwd(m->dqkv, m->scratch, m->dout, m->out_ref, m->lse_ref, m->qkv,
+				   m->b, m->s, m->nh, m->nkv, m->d);
+	else
+		lbc_attn_cudnn_fwd(m->out, m->lse, m->scratch, m->qkv, m->b, m->s, m->nh, m->nkv,
+				   m->d);
+	return 0;
+}
+
+/* Seconds per call (sw_call) of plan, or of the trainer's kernel: the least of SW_ROUNDS
+ * means of SW_RUNS calls; -1 when a call or the timing failed before one round was done. */
 static double sw_time(struct sw_bufs *m, const struct sw_variant *v, cudnnBackendDescriptor_t plan,
 		      cudnnBackendDescriptor_t vp)
 {
-	cudaEvent_t e0 = NULL, e1 = NULL;
+	cudaEvent_t ev[2] = {NULL, NULL};
 	double best = -1;
 	float ms;
 
-	if (cudaEventCreate(&e0) != cudaSuccess || cudaEventCreate(&e1) != cudaSuccess)
+	if (cudaEventCreate(&ev[0]) != cudaSuccess || cudaEventCreate(&ev[1]) != cudaSuccess)
 		goto out;
 	for (int r = 0; r < SW_ROUNDS; r++) {
-		if (cudaEventRecord(e0, lbc_stream()) != cudaSuccess)
+		if (cudaEventRecord(ev[0], lbc_stream()) != cudaSuccess)
 			goto out;
 		for (int i = 0; i < SW_RUNS; i++)
-			if (sw_exec(m, v, plan, vp) != CUDNN_STATUS_SUCCESS)
+			if (sw_call(m, v, plan, vp))
 				goto out;
-		if (cudaEventRecord(e1, lbc_stream()) != cudaSuccess ||
-		    cudaEventSynchronize(e1) != cudaSuccess ||
-		    cudaEventElapsedTime(&ms, e0, e1) != cudaSuccess)
+		if (cudaEventRecord(ev[1], lbc_stream()) != cudaSuccess ||
+		    cudaEventSynchronize(ev[1]) != cudaSuccess ||
+		    cudaEventElapsedTime(&ms, ev[0], ev[1]) != cudaSuccess)
 			goto out;
 		if (best < 0 || ms * 1e-3 / SW_RUNS < best)
 			best = ms * 1e-3 / SW_RUNS;
 	}
 out:
-	cudaStreamSynchronize(lbc_stream());
-	cudaGetLastError();
-	if (e0)
-		cudaEventDestroy(e0);
-	if (e1)
-		cudaEventDestroy(e1);
+	lbc_timing_end(ev, 2);
 	return best;
 }
 
@@ -557,42 +570,6 @@ static void sw_variant_run(struct sw_bufs *m, const struct sw_variant *v, double
 		vbest > 0 ? vbest * 1e3 : -1.0, vbest > 0 ? flops / vbest / 1e12 : -1.0);
 }
 
-/* Seconds per call of the trainer's own kernel (its tuned plan), -1 on failure. */
-static double sw_trainer_time(struct sw_bufs *m, int bwd)
-{
-	cudaEvent_t e0 = NULL, e1 = NULL;
-	double best = -1;
-	float ms;
-
-	if (cudaEventCreate(&e0) != cudaSuccess || cudaEventCreate(&e1) != cudaSuccess)
-		goto out;
-	for (int r = 0; r < SW_ROUNDS; r++) {
-		cudaEventRecord(e0, lbc_stream());
-		for (int i = 0; i < SW_RUNS; i++) {
-			if (bwd)
-				lbc_attn_cudnn_bwd(m->dqkv, m->scratch, m->dout, m->out_ref,
-						   m->lse_ref, m->qkv, m->b, m->s, m->nh, m->nkv,
-						   m->d);
-			else
-				lbc_attn_cudnn_fwd(m->out, m->lse, m->scratch, m->qkv, m->b, m->s,
-						   m->nh, m->nkv, m->d);
-		}
-		if (cudaEventRecord(e1, lbc_stream()) != cudaSuccess ||
-		    cudaEventSynchronize(e1) != cudaSuccess ||
-		    cudaEventElapsedTime(&ms, e0, e1) != cudaSuccess)
-			goto out;
-		if (best < 0 || ms * 1e-3 / SW_RUNS < best)
-			best = ms * 1e-3 / SW_RUNS;
-	}
-out:
-	cudaGetLastError();
-	if (e0)
-		cudaEventDestroy(e0);
-	if (e1)
-		cudaEventDestroy(e1);
-	return best;
-}
-
 extern "C" int lb_cuda_cudnn_sweep(int b, int s, int nh, int nkv, int d, double max_s, FILE *out,
 				   double *trainer, double *best_tflops)
 {
@@ -600,6 +577,7 @@ extern "C" int lb_cuda_cudnn_sweep(int b, int s, int nh, int nkv, int d, double 
 	size_t T = (size_t)b * s, qkv_n = T * (nh + 2 * nkv) * d, o_n = T * nh * d;
 	double fwd_flops = 4.0 * b * nh * (double)s * s * d / 2, bwd_flops = 2.5 * fwd_flops;
 	double t0 = lb_now_s(), tf, tb;
+	const struct sw_variant trainer_fwd = {"trainer", 0, 0}, trainer_bwd = {"trainer", 1, 0};
 	struct sw_best best[2];
 	struct sw_bufs m;
 	int tried = 0, failed = 0, rc = -1;
@@ -638,8 +616,8 @@ extern "C" int lb_cuda_cudnn_sweep(int b, int s, int nh, int nkv, int d, double 
 	lbc_attn_cudnn_fwd(m.out_ref, m.lse_ref, m.scratch, m.qkv, b, s, nh, nkv, d);
 	lbc_attn_cudnn_bwd(m.dqkv_ref, m.scratch, m.dout, m.out_ref, m.lse_ref, m.qkv, b, s, nh,
 			   nkv, d);
-	tf = sw_trainer_time(&m, 0);
-	tb = sw_trainer_time(&m, 1);
+	tf = sw_time(&m, &trainer_fwd, NULL, NULL);
+	tb = sw_time(&m, &trainer_bwd, NULL, NULL);
 	if (cudaStreamSynchronize(lbc_stream()) != cudaSuccess)
 		goto out_free;
 	fprintf(out,
@@ -657,19 +635,22 @@ extern "C" int lb_cuda_cudnn_sweep(int b, int s, int nh, int nkv, int d, double 
 		sw_variant_run(&m, &sw_variants[i], sw_variants[i].bwd ? bwd_flops : fwd_flops,
 			       share, out, best, &tried, &failed);
 	}
-	fprintf(out, "BEST\tforward\t%.4f ms\t%.1f TFLOP/s\t%s\n", best[0].s * 1e3,
-		best[0].s > 0 ? fwd_flops / best[0].s / 1e12 : -1.0, best[0].what);
-	fprintf(out, "BEST\tbackward\t%.4f ms\t%.1f TFLOP/s\t%s\n", best[1].s * 1e3,
-		best[1].s > 0 ? bwd_flops / best[1].s / 1e12 : -1.0, best[1].what);
-	if (best[0].s > 0 && best[1].s > 0)
+	for (int i = 0; i < 2; i++) {
+		double flops = i ? bwd_flops : fwd_flops;
+
+		fprintf(out, "BEST\t%s\t%.4f ms\t%.1f TFLOP/s\t%s\n", i ? "backward" : "forward",
+			best[i].s * 1e3, best[i].s > 0 ? flops / best[i].s / 1e12 : -1.0,
+			best[i].what);
+	}
+	if (best[0].s > 0 && best[1].s > 0) {
 		*best_tflops = (fwd_flops + bwd_flops) / (best[0].s + best[1].s) / 1e12;
-	if (best[0].s > 0 && best[1].s > 0)
 		fprintf(out,
 			"BEST\tfwd+bwd\t%.4f ms\t%.1f TFLOP/s\tthe trainer's plans: %.1f TFLOP/s; "
 			"%d plans tried, %d did not build or run, %.0f s\n",
 			(best[0].s + best[1].s) * 1e3,
 			(fwd_flops + bwd_flops) / (best[0].s + best[1].s) / 1e12,
 			(fwd_flops + bwd_flops) / (tf + tb) / 1e12, tried, failed, lb_now_s() - t0);
+	}
 	rc = 0;
 out_free:
 	cudaStreamSynchronize(lbc_stream());

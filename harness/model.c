@@ -276,11 +276,28 @@ static size_t attp_count(const struct lb_llama *m)
 	return (size_t)m->B * m->nh * m->S * m->S;
 }
 
+/* The four buffers of a layer that hold every token's row of its attention and MLP: qkv
+ * (T, qkv_dim), the attention output (T, nh*D), gate | up (T, 2F) and the activation
+ * (T, F): a layer's activations or, of the same shapes, their gradients. */
+static int alloc_wide(struct lb_llama *m, void **qkv, void **att, void **gu, void **act)
+{
+	size_t sz = (size_t)m->T * m->qkv_dim;
+
+	A(*qkv);
+	sz = (size_t)m->T * m->nh * m->D;
+	A(*att);
+	sz = (size_t)m->T * 2 * m->F;
+	A(*gu);
+	sz = (size_t)m->T * m->F;
+	A(*act);
+	return 0;
+}
+
 /* Allocate a layer's activation buffers; with_attp: also the attention core's state. */
 static int alloc_layer(struct lb_llama *m, struct lb_layer_acts *a, int with_x_in, int with_attp)
 {
 	size_t tlh = (size_t)m->Tl * m->H, t = (size_t)m->Tl, sz;
-	int unfused = m->layout.norm == LB_NORM_UNFUSED;
+	int unfused = m->layout.norm == LB_NORM_UNFUSED, rc;
 
 	sz = tlh; /* with SP the norm outputs keep this rank's tokens, re-gathered when used */
 	A(a->xn1);
@@ -295,14 +312,8 @@ static int alloc_layer(struct lb_llama *m, struct lb_layer_acts *a, int with_x_i
 	sz = t;
 	AF(a->rstd1);
 	AF(a->rstd2);
-	sz = (size_t)m->T * m->qkv_dim;
-	A(a->qkv);
-	sz = (size_t)m->T * m->nh * m->D;
-	A(a->att);
-	sz = (size_t)m->T * 2 * m->F;
-	A(a->gu);
-	sz = (size_t)m->T * m->F;
-	A(a->act);
+	if ((rc = alloc_wide(m, &a->qkv, &a->att, &a->gu, &a->act)))
+		return rc;
 	if (with_attp) {
 		sz = attp_count(m);
 		AK(a->attp, attp_kind(m));
@@ -400,14 +411,8 @@ static int alloc_all(struct lb_llama *m)
 		sz = th;
 		A(m->xfull);
 	}
-	sz = (size_t)m->T * m->qkv_dim;
-	A(m->dqkv);
-	sz = (size_t)m->T * m->nh * m->D;
-	A(m->datt);
-	sz = (size_t)m->T * 2 * m->F;
-	A(m->dgu);
-	sz = (size_t)m->T * m->F;
-	A(m->dact);
+	if ((rc = alloc_wide(m, &m->dqkv, &m->datt, &m->dgu, &m->dact)))
+		return rc;
 	if (m->layout.norm == LB_NORM_UNFUSED) {
 		sz = m->ops->norm_scratch(m->T, m->H);
 		AF(m->nscratch);

@@ -55,81 +55,90 @@ void lb_optim_free(struct lb_optim *o)
 	memset(o, 0, sizeof(*o));
 }
 
-/* The AdamW calls of a step: per range, maximal runs of tensors that follow one another
- * in the flat buffer (no padding between them) with the same decay flag: run(ctx, flat
- * [a, b), state offset s, decay). */
-static void adamw_runs(const struct lb_optim *o, const struct lb_tensor *tensors, int n_tensors,
-		       void (*run)(void *ctx, size_t a, size_t b, size_t s, int decay), void *ctx)
+void lb_optim_runs(const struct lb_optim *o, const struct lb_tensor *tensors, int n_tensors,
+		   int (*class_of)(void *ctx, int i),
+		   void (*run)(void *ctx, size_t a, size_t b, size_t s, int cls), void *ctx)
 {
 	for (int k = 0; k < o->n_r; k++) {
 		const struct lb_range *r = &o->r[k];
 		size_t ra = 0, rb = 0;
-		int rd = -1;
+		int rc = -1; /* the open run's class, -1: none open */
 
 		for (int i = 0; i < n_tensors; i++) {
 			size_t a = tensors[i].offset, b = a + tensors[i].count;
-			int d = tensors[i].decay != 0;
+			int c = class_of(ctx, i);
 
+			if (c < 0) { /* left out: it ends the open run */
+				if (rc >= 0)
+					run(ctx, ra, rb, r->soff + (ra - r->lo), rc);
+				rc = -1;
+				continue;
+			}
 			if (a < r->lo)
 				a = r->lo;
 			if (b > r->hi)
 				b = r->hi;
 			if (a >= b)
 				continue;
-			if (d == rd && a == rb) {
+			if (c == rc && a == rb) {
 				rb = b;
 				continue;
 			}
-			if (rd >= 0)
-				run(ctx, ra, rb, r->soff + (ra - r->lo), rd);
+			if (rc >= 0)
+				run(ctx, ra, rb, r->soff + (ra - r->lo), rc);
 			ra = a;
 			rb = b;
-			rd = d;
+			rc = c;
 		}
-		if (rd >= 0)
-			run(ctx, ra, rb, r->soff + (ra - r->lo), rd);
+		if (rc >= 0)
+			run(ctx, ra, rb, r->soff + (ra - r->lo), rc);
 	}
 }
 
 struct step_ctx {
 	const struct lb_optim *o;
 	const struct lb_ops *ops;
+	const struct lb_tensor *tensors;
 	void *params;
 	const void *grads, *sc;
 	double grad_scale;
+	int dev; /* the scalars in backend memory (sc), not from the host */
 };
 
-static void run_host(void *ctx, size_t a, size_t b, size_t s, int decay)
+/* A run's class for the AdamW calls: its weight decay flag. */
+static int decay_class(void *ctx, int i)
 {
 	const struct step_ctx *c = ctx;
-	const struct lb_optim *o = c->o;
-	const struct lb_ops *ops = c->ops;
 
-	ops->adamw(lb_at(ops, c->params, a, LB_K_ACT), lb_at(ops, o->master, s, LB_K_F32),
-		   lb_at(ops, (void *)c->grads, s, LB_K_F32), lb_at(ops, o->m, s, LB_K_F32),
-		   lb_at(ops, o->v, s, LB_K_F32), b - a, o->lr, o->beta1, o->beta2, o->eps,
-		   decay ? o->weight_decay : 0.0, o->step, c->grad_scale);
+	return c->tensors[i].decay != 0;
 }
 
-static void run_dev(void *ctx, size_t a, size_t b, size_t s, int decay)
+/* One AdamW call on a run: with its scalars in backend memory (lb_optim_step_dev) or from
+ * the host (the step count and grad_scale). */
+static void run_adamw(void *ctx, size_t a, size_t b, size_t s, int decay)
 {
 	const struct step_ctx *c = ctx;
 	const struct lb_optim *o = c->o;
 	const struct lb_ops *ops = c->ops;
+	void *p = lb_at(ops, c->params, a, LB_K_ACT), *w = lb_at(ops, o->master, s, LB_K_F32);
+	void *g = lb_at(ops, (void *)c->grads, s, LB_K_F32), *m = lb_at(ops, o->m, s, LB_K_F32);
+	void *v = lb_at(ops, o->v, s, LB_K_F32);
+	double wd = decay ? o->weight_decay : 0.0;
 
-	ops->adamw_dev(lb_at(ops, c->params, a, LB_K_ACT), lb_at(ops, o->master, s, LB_K_F32),
-		       lb_at(ops, (void *)c->grads, s, LB_K_F32), lb_at(ops, o->m, s, LB_K_F32),
-		       lb_at(ops, o->v, s, LB_K_F32), b - a, o->lr, o->beta1, o->beta2, o->eps,
-		       decay ? o->weight_decay : 0.0, c->sc);
+	if (c->dev)
+		ops->adamw_dev(p, w, g, m, v, b - a, o->lr, o->beta1, o->beta2, o->eps, wd, c->sc);
+	else
+		ops->adamw(p, w, g, m, v, b - a, o->lr, o->beta1, o->beta2, o->eps, wd, o->step,
+			   c->grad_scale);
 }
 
 void lb_optim_step(struct lb_optim *o, void *params, const void *grads,
 		   const struct lb_tensor *tensors, int n_tensors, double grad_scale)
 {
-	struct step_ctx c = {o, o->ops, params, grads, NULL, grad_scale};
+	struct step_ctx c = {o, o->ops, tensors, params, grads, NULL, grad_scale, 0};
 
 	o->step++;
-	adamw_runs(o, tensors, n_tensors, run_host, &c);
+	lb_optim_runs(o, tensors, n_tensors, decay_class, run_adamw, &c);
 }
 
 int lb_optim_next_step(struct lb_optim *o)
@@ -141,9 +150,9 @@ void lb_optim_step_dev(const struct lb_optim *o, const struct lb_ops *ops, void 
 		       const void *grads, const struct lb_tensor *tensors, int n_tensors,
 		       const void *sc)
 {
-	struct step_ctx c = {o, ops, params, grads, sc, 0};
+	struct step_ctx c = {o, ops, tensors, params, grads, sc, 0, 1};
 
-	adamw_runs(o, tensors, n_tensors, run_dev, &c);
+	lb_optim_runs(o, tensors, n_tensors, decay_class, run_adamw, &c);
 }
 
 double lb_optim_clip_scale(double norm, double clip)

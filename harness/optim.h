@@ -61,6 +61,14 @@ void lb_optim_step_dev(const struct lb_optim *o, const struct lb_ops *ops, void 
 		       const void *grads, const struct lb_tensor *tensors, int n_tensors,
 		       const void *sc);
 
+/* The calls of a pass over the state, one per run: per range, the maximal runs of tensors
+ * that follow one another in the flat buffer (no padding between them) with the same class,
+ * class_of(ctx, i) of tensor i (AdamW: its decay flag); a tensor of class -1 is left out
+ * and ends the run before it. run(ctx, flat [a, b), state offset s, class). */
+void lb_optim_runs(const struct lb_optim *o, const struct lb_tensor *tensors, int n_tensors,
+		   int (*class_of)(void *ctx, int i),
+		   void (*run)(void *ctx, size_t a, size_t b, size_t s, int cls), void *ctx);
+
 /* Gradient-norm clipping (Pascanu et al. 2013): the factor min(1, clip / norm); 1 when
  * clip <= 0. norm is the global L2 norm of the gradients. */
 double lb_optim_clip_scale(double norm, double clip);

@@ -10,6 +10,24 @@
 
 #include "harness/model.h"
 
+/* Each of the n events of a pool made; -1 when one cannot be (events_free undoes it). */
+static int events_create(const struct lb_ops *ops, void **evs, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (!(evs[i] = ops->event_create()))
+			return -1;
+	return 0;
+}
+
+/* A pool's events destroyed (those made), then its array freed. */
+static void events_free(const struct lb_ops *o, void **evs, int n)
+{
+	for (int i = 0; o && evs && i < n; i++)
+		if (evs[i])
+			o->event_destroy(evs[i]);
+	free(evs);
+}
+
 /* The pools are sized from the list: one done event per group, one send entry per send,
  * one wait (an event pair) per compute step and one for the drain. */
 int lb_pipestream_init(struct lb_pipestream *p, const struct lb_ops *ops, int overlap,
@@ -42,14 +60,9 @@ int lb_pipestream_init(struct lb_pipestream *p, const struct lb_ops *ops, int ov
 	p->send = calloc((size_t)p->cap_send, sizeof(*p->send));
 	p->ev_stall = calloc((size_t)p->cap_stall, sizeof(*p->ev_stall));
 	if (!p->ev_done || !p->recv || !p->wait_ev || !p->send || !p->ev_stall ||
-	    !(p->ev_ready = ops->event_create()))
+	    !(p->ev_ready = ops->event_create()) || events_create(ops, p->ev_done, p->n_done) ||
+	    events_create(ops, p->ev_stall, p->cap_stall))
 		goto oom;
-	for (int i = 0; i < p->n_done; i++)
-		if (!(p->ev_done[i] = ops->event_create()))
-			goto oom;
-	for (int i = 0; i < p->cap_stall; i++)
-		if (!(p->ev_stall[i] = ops->event_create()))
-			goto oom;
 	return 0;
 oom:
 	lb_pipestream_free(p);
@@ -62,17 +75,11 @@ void lb_pipestream_free(struct lb_pipestream *p)
 
 	if (o && p->ev_ready)
 		o->event_destroy(p->ev_ready);
-	for (int i = 0; o && p->ev_done && i < p->n_done; i++)
-		if (p->ev_done[i])
-			o->event_destroy(p->ev_done[i]);
-	for (int i = 0; o && p->ev_stall && i < p->cap_stall; i++)
-		if (p->ev_stall[i])
-			o->event_destroy(p->ev_stall[i]);
-	free(p->ev_done);
+	events_free(o, p->ev_done, p->n_done);
+	events_free(o, p->ev_stall, p->cap_stall);
 	free(p->recv);
 	free(p->wait_ev);
 	free(p->send);
-	free(p->ev_stall);
 	memset(p, 0, sizeof(*p));
 	p->cur = -1;
 }

@@ -22,20 +22,6 @@
 
 /* --- the run --- */
 
-static const char *rc_class(int rc)
-{
-	switch (rc) {
-	case LB_E_OOM:
-		return "oom";
-	case LB_E_COMM:
-		return "nccl_error";
-	case LB_E_TIMEOUT:
-		return "timeout";
-	default:
-		return "error";
-	}
-}
-
 /* What a rank tells the launcher when it fails (shared memory mapped before the fork). */
 struct rank_report {
 	int failed;   /* 1 once written */
@@ -391,7 +377,7 @@ static int rank_main(const struct lb_rank_env *env, void *arg)
 	}
 	rc = lb_trainer_init_par(t, o, ops, world, have_groups ? &g : NULL);
 	if (rc) {
-		code = rank_fail(x, lg, world, rank, 1, rc_class(rc), rank, t->err);
+		code = rank_fail(x, lg, world, rank, 1, lb_train_rc_class(rc), rank, t->err);
 		free(t);
 		t = NULL;
 		goto out;
@@ -410,7 +396,8 @@ static int rank_main(const struct lb_rank_env *env, void *arg)
 			goto out;
 		}
 		if (rc) {
-			code = rank_fail(x, lg, world, rank, 1, rc_class(rc), rank, t->err);
+			code =
+			    rank_fail(x, lg, world, rank, 1, lb_train_rc_class(rc), rank, t->err);
 			goto out;
 		}
 		dt = lb_now_s() - t0;
@@ -494,7 +481,7 @@ static int rank_main(const struct lb_rank_env *env, void *arg)
 			comm_failure(world, rc, &culprit, cls, sizeof(cls), msg, sizeof(msg), err);
 			code = rank_fail(x, lg, world, rank, 0, cls, culprit, msg);
 		} else {
-			code = rank_fail(x, lg, world, rank, 1, rc_class(rc), rank, err);
+			code = rank_fail(x, lg, world, rank, 1, lb_train_rc_class(rc), rank, err);
 		}
 		goto out;
 	}

@@ -159,6 +159,10 @@ int lb_trainer_run_steps(struct lb_trainer *t, int step, const struct lb_step *l
  * loss. Returns 0, 1 (stopped by a signal) or an LB_E_* code. */
 int lb_trainer_step(struct lb_trainer *t, int step, double *loss);
 
+/* The run log's failure class of a step's LB_E_* status: "oom", "nccl_error", "timeout",
+ * else "error" (static text). */
+const char *lb_train_rc_class(int rc);
+
 /* The signal (SIGTERM, SIGINT) that asked the run to stop, or 0; the handler that sets it
  * (installed by the run for SIGTERM and SIGINT). */
 int lb_train_stop_signal(void);

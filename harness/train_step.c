@@ -272,18 +272,35 @@ void lb_trainer_free(struct lb_trainer *t)
 	t->tokens = t->targets = NULL;
 }
 
+/* What a step's LB_E_* status means: the run log's failure class and the message; the last
+ * entry stands for every other status. */
+static const struct {
+	int rc;
+	const char *cls, *msg;
+} step_errors[] = {
+    {LB_E_OOM, "oom", "out of memory"},
+    {LB_E_COMM, "nccl_error", "a collective failed"},
+    {LB_E_TIMEOUT, "timeout", "a peer rank died or did not answer"},
+    {0, "error", "internal error"},
+};
+
+static int step_error(int rc)
+{
+	int i = 0, last = (int)(sizeof(step_errors) / sizeof(step_errors[0])) - 1;
+
+	while (i < last && step_errors[i].rc != rc)
+		i++;
+	return i;
+}
+
 static const char *model_error(int rc)
 {
-	switch (rc) {
-	case LB_E_OOM:
-		return "out of memory";
-	case LB_E_COMM:
-		return "a collective failed";
-	case LB_E_TIMEOUT:
-		return "a peer rank died or did not answer";
-	default:
-		return "internal error";
-	}
+	return step_errors[step_error(rc)].msg;
+}
+
+const char *lb_train_rc_class(int rc)
+{
+	return step_errors[step_error(rc)].cls;
 }
 
 /* A device communicator's calls are timed on the device by tag (comm.h set_tag,
@@ -483,6 +500,31 @@ int lb_trainer_run_steps(struct lb_trainer *t, int step, const struct lb_step *l
 		}                                                                                  \
 	} while (0)
 
+/* local_sum_sq's pass over the optimizer's ranges (lb_optim_runs): g, the gradients. */
+struct sum_sq_ctx {
+	const struct lb_llama *m;
+	const struct lb_ops *ops;
+	void *acc, *g;
+};
+
+/* Counted (0) or left out (-1): a tied embedding's last-stage copy, and a tensor replicated
+ * across tensor parallelism (the norm gains) on tp ranks but 0. */
+static int sum_sq_class(void *ctx, int i)
+{
+	const struct sum_sq_ctx *c = ctx;
+
+	return lb_llama_tied_copy(c->m, i) || (lb_llama_tp_replicated(c->m, i) && c->m->tp_rank)
+		   ? -1
+		   : 0;
+}
+
+static void sum_sq_run(void *ctx, size_t a, size_t b, size_t s, int cls)
+{
+	const struct sum_sq_ctx *c = ctx;
+
+	c->ops->sum_sq_acc(c->acc, lb_at(c->ops, c->g, s, LB_K_F32), b - a);
+}
+
 /* Sum of squares of the gradients this rank counts in the global norm: its optimizer
  * range (every element of a data-parallel replica once: ZeRO-1 shards partition it,
  * without ZeRO only dp rank 0 counts), norm gains on tp rank 0 only, a tied embedding's
@@ -490,51 +532,14 @@ int lb_trainer_run_steps(struct lb_trainer *t, int step, const struct lb_step *l
  * the caller zeroed. */
 static void local_sum_sq(struct lb_trainer *t, const struct lb_ops *ops, void *acc)
 {
-	struct lb_llama *m = &t->model;
-	void *g = lb_gradsync_grads(&t->gs);
+	struct sum_sq_ctx c = {&t->model, ops, acc, lb_gradsync_grads(&t->gs)};
 
 	if (!t->gs.zero && t->dp_rank != 0)
 		return;
 	/* one call per run of counted tensors that follow one another in a range (no
 	 * padding between them): the same sum, fewer launches */
-	for (int k = 0; k < t->optim.n_r; k++) {
-		const struct lb_range *r = &t->optim.r[k];
-		size_t ra = 0, rb = 0;
-		int open = 0;
-
-		for (int i = 0; i < m->n_tensors; i++) {
-			size_t a = m->tensors[i].offset, b = a + m->tensors[i].count;
-
-			if (lb_llama_tied_copy(m, i) ||
-			    (lb_llama_tp_replicated(m, i) && m->tp_rank)) {
-				if (open)
-					ops->sum_sq_acc(
-					    acc, lb_at(ops, g, r->soff + (ra - r->lo), LB_K_F32),
-					    rb - ra);
-				open = 0;
-				continue;
-			}
-			if (a < r->lo)
-				a = r->lo;
-			if (b > r->hi)
-				b = r->hi;
-			if (a >= b)
-				continue;
-			if (open && a == rb) {
-				rb = b;
-				continue;
-			}
-			if (open)
-				ops->sum_sq_acc(
-				    acc, lb_at(ops, g, r->soff + (ra - r->lo), LB_K_F32), rb - ra);
-			ra = a;
-			rb = b;
-			open = 1;
-		}
-		if (open)
-			ops->sum_sq_acc(acc, lb_at(ops, g, r->soff + (ra - r->lo), LB_K_F32),
-					rb - ra);
-	}
+	lb_optim_runs(&t->optim, t->model.tensors, t->model.n_tensors, sum_sq_class, sum_sq_run,
+		      &c);
 }
 
 /* The optimizer's device work as a graph segment (ops.h graph_begin) when graphs are on:

@@ -63,6 +63,13 @@ static void add_str_or_null(struct lb_strbuf *sb, const char *s)
 		lb_strbuf_adds(sb, "null");
 }
 
+/* A member of an object being written: ,"key": and s as a JSON string, or null. */
+static void add_member_str(struct lb_strbuf *sb, const char *key, const char *s)
+{
+	lb_strbuf_addf(sb, ",\"%s\":", key);
+	add_str_or_null(sb, s);
+}
+
 /*
  * One line (sb and its '\n') with one checked write. A line that did not fit (a full
  * disk, a quota) is cut off again, so the log stays whole lines: a reader would take a
@@ -202,12 +209,9 @@ int lb_trainlog_open(struct lb_trainlog *lg, const char *run_dir, const struct l
 	lb_strbuf_add_json(&sb, info->backend);
 	lb_strbuf_adds(&sb, ",\"versions\":{\"layoutbench\":");
 	lb_strbuf_add_json(&sb, LB_VERSION);
-	lb_strbuf_adds(&sb, ",\"cuda\":");
-	add_str_or_null(&sb, info->cuda_version);
-	lb_strbuf_adds(&sb, ",\"nccl\":");
-	add_str_or_null(&sb, info->nccl_version);
-	lb_strbuf_adds(&sb, ",\"driver\":");
-	add_str_or_null(&sb, info->driver_version);
+	add_member_str(&sb, "cuda", info->cuda_version);
+	add_member_str(&sb, "nccl", info->nccl_version);
+	add_member_str(&sb, "driver", info->driver_version);
 	if (info->device && info->device->libs[0]) {
 		lb_strbuf_adds(&sb, ",\"libs\":");
 		lb_strbuf_add_json(&sb, info->device->libs);
@@ -222,12 +226,11 @@ int lb_trainlog_open(struct lb_trainlog *lg, const char *run_dir, const struct l
 		    &sb, ",\"sm_count\":%d,\"mem_bytes\":%llu,\"compute_capability\":\"%d.%d\"}",
 		    d->sm_count, (unsigned long long)d->mem_bytes, d->cc_major, d->cc_minor);
 	}
-	lb_strbuf_adds(&sb, ",\"git_commit\":");
-	add_str_or_null(&sb, strcmp(lb_git_commit(), "unknown") ? lb_git_commit() : NULL);
+	add_member_str(&sb, "git_commit",
+		       strcmp(lb_git_commit(), "unknown") ? lb_git_commit() : NULL);
 	lb_strbuf_adds(&sb, ",\"start_time\":");
 	lb_strbuf_add_json(&sb, ts);
-	lb_strbuf_adds(&sb, ",\"sweep\":");
-	add_str_or_null(&sb, sweep && *sweep ? sweep : NULL);
+	add_member_str(&sb, "sweep", sweep && *sweep ? sweep : NULL);
 	lb_strbuf_adds(&sb, ",\"job_id\":");
 	if (array_job && *array_job && task && *task) { /* an array task: <array job>_<task> */
 		char jid[256];
@@ -376,20 +379,23 @@ void lb_trainlog_close(struct lb_trainlog *lg)
 		current = NULL;
 }
 
+/* The exit status of each failure class (docs/run-log.md); any other class exits
+ * LB_EXIT_ERROR. */
+static const struct {
+	const char *cls;
+	int code;
+} class_codes[] = {
+    {"oom", LB_EXIT_OOM},	  {"nccl_error", LB_EXIT_NCCL}, {"diverged", LB_EXIT_DIVERGED},
+    {"timeout", LB_EXIT_TIMEOUT}, {"io_error", LB_EXIT_IO},
+};
+
 int lb_class_exit_code(const char *cls)
 {
 	if (!cls)
 		return LB_EXIT_OK;
-	if (!strcmp(cls, "oom"))
-		return LB_EXIT_OOM;
-	if (!strcmp(cls, "nccl_error"))
-		return LB_EXIT_NCCL;
-	if (!strcmp(cls, "diverged"))
-		return LB_EXIT_DIVERGED;
-	if (!strcmp(cls, "timeout"))
-		return LB_EXIT_TIMEOUT;
-	if (!strcmp(cls, "io_error"))
-		return LB_EXIT_IO;
+	for (size_t i = 0; i < sizeof(class_codes) / sizeof(class_codes[0]); i++)
+		if (!strcmp(cls, class_codes[i].cls))
+			return class_codes[i].code;
 	return LB_EXIT_ERROR;
 }
 

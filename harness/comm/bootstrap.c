@@ -16,29 +16,28 @@
 
 #define MAX_BYTES 480 /* hex-encoded: 960 characters, under PMI2's 1024 */
 
+/* The kinds' names (--bootstrap's values), in the enum's order. */
+static const char *const boot_names[] = {
+    [LB_BOOT_AUTO] = "auto",
+    [LB_BOOT_FILE] = "file",
+    [LB_BOOT_PMI2] = "pmi2",
+};
+
+#define N_BOOT_NAMES (sizeof(boot_names) / sizeof(boot_names[0]))
+
 const char *lb_bootstrap_name(enum lb_bootstrap k)
 {
-	switch (k) {
-	case LB_BOOT_FILE:
-		return "file";
-	case LB_BOOT_PMI2:
-		return "pmi2";
-	default:
-		return "auto";
-	}
+	return (unsigned)k < N_BOOT_NAMES ? boot_names[k] : "auto";
 }
 
 int lb_bootstrap_parse(const char *s, enum lb_bootstrap *out)
 {
-	if (!strcmp(s, "auto"))
-		*out = LB_BOOT_AUTO;
-	else if (!strcmp(s, "file"))
-		*out = LB_BOOT_FILE;
-	else if (!strcmp(s, "pmi2"))
-		*out = LB_BOOT_PMI2;
-	else
-		return -1;
-	return 0;
+	for (unsigned i = 0; i < N_BOOT_NAMES; i++)
+		if (!strcmp(s, boot_names[i])) {
+			*out = (enum lb_bootstrap)i;
+			return 0;
+		}
+	return -1;
 }
 
 enum lb_bootstrap lb_bootstrap_resolve(enum lb_bootstrap k)

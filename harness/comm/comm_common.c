@@ -7,50 +7,42 @@
  */
 #include "harness/comm/comm.h"
 
+/* Each dtype's bytes per element and name, in the enum's order. */
+static const struct {
+	size_t size;
+	const char *name;
+} dtypes[] = {
+    [LB_F32] = {4, "f32"}, [LB_BF16] = {2, "bf16"}, [LB_F16] = {2, "f16"},
+    [LB_I32] = {4, "i32"}, [LB_F64] = {8, "f64"},
+};
+
+static int dtype_known(enum lb_dtype t)
+{
+	return (unsigned)t < sizeof(dtypes) / sizeof(dtypes[0]);
+}
+
 size_t lb_dtype_size(enum lb_dtype t)
 {
-	switch (t) {
-	case LB_F32:
-	case LB_I32:
-		return 4;
-	case LB_BF16:
-	case LB_F16:
-		return 2;
-	case LB_F64:
-		return 8;
-	}
-	return 0;
+	return dtype_known(t) ? dtypes[t].size : 0;
 }
 
 const char *lb_dtype_name(enum lb_dtype t)
 {
-	switch (t) {
-	case LB_F32:
-		return "f32";
-	case LB_BF16:
-		return "bf16";
-	case LB_F16:
-		return "f16";
-	case LB_I32:
-		return "i32";
-	case LB_F64:
-		return "f64";
-	}
-	return "unknown";
+	return dtype_known(t) ? dtypes[t].name : "unknown";
 }
+
+/* The text of each code, indexed by its negation. */
+static const char *const comm_errors[] = {
+    [0] = "success",
+    [-LB_COMM_EFAIL] = "communicator error",
+    [-LB_COMM_ETIMEOUT] = "a peer did not arrive within the timeout",
+    [-LB_COMM_EPEER] = "a peer rank exited or reported a failure",
+};
 
 const char *lb_comm_strerror(int code)
 {
-	switch (code) {
-	case 0:
-		return "success";
-	case LB_COMM_EFAIL:
-		return "communicator error";
-	case LB_COMM_ETIMEOUT:
-		return "a peer did not arrive within the timeout";
-	case LB_COMM_EPEER:
-		return "a peer rank exited or reported a failure";
-	}
+	if (code <= 0 && code > -(int)(sizeof(comm_errors) / sizeof(comm_errors[0])))
+		return comm_errors[-code];
 	return "unknown communicator error";
 }
 

@@ -511,19 +511,77 @@ static void world_unregister(struct cc_world *w, ncclComm_t nc)
 
 /* ---- the NCCL path ---- */
 
-/* Enqueue one NCCL call (the expression `call`) on stream s and track it. */
-#define NCCL_CALL(cc, s, what, call)                                                               \
-	do {                                                                                       \
-		struct cc_entry *e_ = NULL;                                                        \
-		ncclResult_t r_;                                                                   \
-		int rc_ = track_begin((cc)->w, (s), &e_);                                          \
-		if (rc_)                                                                           \
-			return rc_;                                                                \
-		r_ = (call);                                                                       \
-		rc_ = settle((cc)->w, (cc)->nc, r_, "nccl" what, (cc)->w->o.timeout_s);            \
-		int rc2_ = track_end((cc)->w, e_, (s), what, (cc)->name);                          \
-		return rc_ ? rc_ : rc2_;                                                           \
-	} while (0)
+/*
+ * One call of the table, described once for every route it can take (host memory through
+ * the host communicator, or across nodes through a bounce buffer; staged through pinned host
+ * memory; NCCL); its buffers travel beside it: in and out, device buffers, or host memory
+ * when the caller gave no stream (broadcast's buffer is both, send's is in, recv's is out).
+ * peer: a send's or receive's peer, a broadcast's root.
+ */
+enum cc_op { CC_ALL_REDUCE, CC_REDUCE_SCATTER, CC_ALL_GATHER, CC_BROADCAST, CC_SEND, CC_RECV };
+
+struct cc_call {
+	enum cc_op op;
+	size_t count;
+	enum lb_dtype t;
+	enum lb_redop redop;
+	int peer;
+};
+
+/* Each op's name in the call log and in NCCL's error messages (kept by the tracking entry:
+ * static text). */
+static const struct {
+	const char *what, *nccl_what;
+} cc_op_names[] = {
+    [CC_ALL_REDUCE] = {"AllReduce", "ncclAllReduce"},
+    [CC_REDUCE_SCATTER] = {"ReduceScatter", "ncclReduceScatter"},
+    [CC_ALL_GATHER] = {"AllGather", "ncclAllGather"},
+    [CC_BROADCAST] = {"Broadcast", "ncclBroadcast"},
+    [CC_SEND] = {"Send", "ncclSend"},
+    [CC_RECV] = {"Recv", "ncclRecv"},
+};
+
+static int cc_p2p(const struct cc_call *k)
+{
+	return k->op == CC_SEND || k->op == CC_RECV;
+}
+
+/* The call enqueued through NCCL on stream s, from in to out. */
+static ncclResult_t nccl_issue(struct cc_comm *cc, const struct cc_call *k, const void *in,
+			       void *out, cudaStream_t s)
+{
+	ncclDataType_t t = nccl_type(k->t);
+
+	switch (k->op) {
+	case CC_ALL_REDUCE:
+		return nccl.AllReduce(in, out, k->count, t, nccl_op(k->redop), cc->nc, s);
+	case CC_REDUCE_SCATTER:
+		return nccl.ReduceScatter(in, out, k->count, t, nccl_op(k->redop), cc->nc, s);
+	case CC_ALL_GATHER:
+		return nccl.AllGather(in, out, k->count, t, cc->nc, s);
+	case CC_BROADCAST:
+		return nccl.Broadcast(out, out, k->count, t, k->peer, cc->nc, s);
+	case CC_SEND:
+		return nccl.Send(in, k->count, t, k->peer, cc->nc, s);
+	default:
+		return nccl.Recv(out, k->count, t, k->peer, cc->nc, s);
+	}
+}
+
+/* Enqueue the call through NCCL on stream s and track it. */
+static int nccl_call(struct cc_comm *cc, const struct cc_call *k, const void *in, void *out,
+		     cudaStream_t s)
+{
+	struct cc_entry *e = NULL;
+	int rc = track_begin(cc->w, s, &e), rc2;
+
+	if (rc)
+		return rc;
+	rc = settle(cc->w, cc->nc, nccl_issue(cc, k, in, out, s), cc_op_names[k->op].nccl_what,
+		    cc->w->o.timeout_s);
+	rc2 = track_end(cc->w, e, s, cc_op_names[k->op].what, cc->name);
+	return rc ? rc : rc2;
+}
 
 /* Host values through NCCL: copy in, run, copy out, wait. */
 static int bounce(struct cc_comm *cc, size_t in_b, size_t out_b, void **buf)
@@ -629,141 +687,168 @@ static int host_rc(struct cc_comm *cc, int rc)
 	return rc;
 }
 
+/* The call through the host communicator h (host memory), from in to out. */
+static int host_issue(struct lb_comm *h, const struct cc_call *k, const void *in, void *out)
+{
+	switch (k->op) {
+	case CC_ALL_REDUCE:
+		return h->ops->all_reduce(h, in, out, k->count, k->t, k->redop, NULL);
+	case CC_REDUCE_SCATTER:
+		return h->ops->reduce_scatter(h, in, out, k->count, k->t, k->redop, NULL);
+	case CC_ALL_GATHER:
+		return h->ops->all_gather(h, in, out, k->count, k->t, NULL);
+	case CC_BROADCAST:
+		return h->ops->broadcast(h, out, k->count, k->t, k->peer, NULL);
+	case CC_SEND:
+		return h->ops->send(h, in, k->count, k->t, k->peer, NULL);
+	default:
+		return h->ops->recv(h, out, k->count, k->t, k->peer, NULL);
+	}
+}
+
+/* Bytes of a collective's input and output on this rank. */
+static void coll_bytes(const struct lb_comm *c, const struct cc_call *k, size_t *in_b,
+		       size_t *out_b)
+{
+	size_t b = k->count * lb_dtype_size(k->t);
+
+	*in_b = k->op == CC_REDUCE_SCATTER ? b * c->size : b;
+	*out_b = k->op == CC_ALL_GATHER ? b * c->size : b;
+}
+
+/* all_reduce and broadcast work in place in the staging and bounce buffers. */
+static int coll_in_place(const struct cc_call *k)
+{
+	return k->op == CC_ALL_REDUCE || k->op == CC_BROADCAST;
+}
+
+static int cc_run(struct lb_comm *c, const struct cc_call *k, const void *in, void *out,
+		  void *stream);
+
+/* A collective on host memory across nodes (no host communicator): through NCCL on the
+ * world's host stream, via a device bounce buffer: copy in, run, copy out, wait. */
+static int coll_bounced(struct lb_comm *c, const struct cc_call *k, const void *in, void *out)
+{
+	struct cc_comm *cc = CC(c);
+	cudaStream_t s = cc->w->host_stream;
+	size_t in_b, out_b;
+	void *h = NULL, *ho;
+	int rc;
+
+	coll_bytes(c, k, &in_b, &out_b);
+	if ((rc = bounce(cc, coll_in_place(k) ? in_b : in_b + out_b, 0, &h)))
+		return rc;
+	ho = coll_in_place(k) ? h : (char *)h + in_b;
+	cudaMemcpyAsync(h, in, in_b, cudaMemcpyHostToDevice, s);
+	if ((rc = cc_run(c, k, h, ho, s)))
+		return rc;
+	cudaMemcpyAsync(out, ho, out_b, cudaMemcpyDeviceToHost, s);
+	return wait_stream(cc->w, s);
+}
+
+/* A collective staged through pinned host memory and the host communicator, on stream s. */
+static int coll_staged(struct cc_comm *cc, const struct cc_call *k, const void *in, void *out,
+		       cudaStream_t s)
+{
+	size_t in_b, out_b;
+	void *h = NULL, *ho = NULL;
+	int rc;
+
+	coll_bytes(&cc->c, k, &in_b, &out_b);
+	if ((rc = stage_buf(cc, 0, in_b, &h)) ||
+	    (!coll_in_place(k) && (rc = stage_buf(cc, 1, out_b, &ho))) ||
+	    (rc = d2h(cc, h, in, in_b, s)))
+		return rc;
+	if (coll_in_place(k))
+		ho = h;
+	if ((rc = host_rc(cc, host_issue(cc->host, k, h, ho))))
+		return rc;
+	return h2d(cc, out, ho, out_b, s);
+}
+
+static int staged_p2p(struct cc_comm *cc, int dir, void *buf, size_t count, enum lb_dtype t,
+		      int peer, cudaStream_t s);
+static int grouped(struct cc_comm *cc, cudaStream_t s, ncclResult_t r, const char *what);
+
+/*
+ * Every call of the table, by route: without a stream (host memory) through the host
+ * communicator where there is one, else (across nodes) bounced through NCCL, a send or
+ * receive refused; the staged kind through pinned host memory; else NCCL, a send or receive
+ * inside a group tracked with its group.
+ */
+static int cc_run(struct lb_comm *c, const struct cc_call *k, const void *in, void *out,
+		  void *stream)
+{
+	struct cc_comm *cc = CC(c);
+	cudaStream_t s = (cudaStream_t)stream;
+
+	if (!stream && cc->host)
+		return host_rc(cc, host_issue(cc->host, k, in, out));
+	if (!stream && cc_p2p(k))
+		return fail(cc->w, LB_COMM_EFAIL, -1, "%s",
+			    k->op == CC_SEND
+				? "send of host memory across nodes is not supported"
+				: "receive into host memory across nodes is not supported");
+	if (!stream)
+		return coll_bounced(c, k, in, out);
+	if (cc->kind == LB_GPU_COMM_STAGED)
+		return cc_p2p(k)
+			   ? staged_p2p(cc, k->op == CC_RECV, k->op == CC_SEND ? (void *)in : out,
+					k->count, k->t, k->peer, s)
+			   : coll_staged(cc, k, in, out, s);
+	if (cc_p2p(k) && cc->in_group)
+		return grouped(cc, s, nccl_issue(cc, k, in, out, s), cc_op_names[k->op].nccl_what);
+	return nccl_call(cc, k, in, out, s);
+}
+
 /* ---- the table ---- */
 
 static int cc_all_reduce(struct lb_comm *c, const void *in, void *out, size_t count,
 			 enum lb_dtype t, enum lb_redop op, void *stream)
 {
-	struct cc_comm *cc = CC(c);
-	cudaStream_t s = (cudaStream_t)stream;
-	size_t b = count * lb_dtype_size(t);
-	void *h = NULL;
-	int rc;
+	struct cc_call k = {CC_ALL_REDUCE, count, t, op, 0};
 
-	if (!stream || cc->kind == LB_GPU_COMM_STAGED) {
-		if (!stream && cc->host)
-			return host_rc(
-			    cc, cc->host->ops->all_reduce(cc->host, in, out, count, t, op, NULL));
-		if (!stream) { /* across nodes: through NCCL */
-			if ((rc = bounce(cc, b, b, &h)))
-				return rc;
-			s = cc->w->host_stream;
-			cudaMemcpyAsync(h, in, b, cudaMemcpyHostToDevice, s);
-			if ((rc = cc_all_reduce(c, h, h, count, t, op, s)))
-				return rc;
-			cudaMemcpyAsync(out, h, b, cudaMemcpyDeviceToHost, s);
-			return wait_stream(cc->w, s);
-		}
-		if ((rc = stage_buf(cc, 0, b, &h)) || (rc = d2h(cc, h, in, b, s)))
-			return rc;
-		if ((rc = host_rc(cc,
-				  cc->host->ops->all_reduce(cc->host, h, h, count, t, op, NULL))))
-			return rc;
-		return h2d(cc, out, h, b, s);
-	}
-	NCCL_CALL(cc, s, "AllReduce",
-		  nccl.AllReduce(in, out, count, nccl_type(t), nccl_op(op), cc->nc, s));
+	return cc_run(c, &k, in, out, stream);
 }
 
 static int cc_reduce_scatter(struct lb_comm *c, const void *in, void *out, size_t count,
 			     enum lb_dtype t, enum lb_redop op, void *stream)
 {
-	struct cc_comm *cc = CC(c);
-	cudaStream_t s = (cudaStream_t)stream;
-	size_t b = count * lb_dtype_size(t), bin = b * c->size;
-	void *h = NULL, *ho = NULL;
-	int rc;
+	struct cc_call k = {CC_REDUCE_SCATTER, count, t, op, 0};
 
-	if (!stream || cc->kind == LB_GPU_COMM_STAGED) {
-		if (!stream && cc->host)
-			return host_rc(cc, cc->host->ops->reduce_scatter(cc->host, in, out, count,
-									 t, op, NULL));
-		if (!stream) {
-			if ((rc = bounce(cc, bin + b, 0, &h)))
-				return rc;
-			s = cc->w->host_stream;
-			cudaMemcpyAsync(h, in, bin, cudaMemcpyHostToDevice, s);
-			if ((rc = cc_reduce_scatter(c, h, (char *)h + bin, count, t, op, s)))
-				return rc;
-			cudaMemcpyAsync(out, (char *)h + bin, b, cudaMemcpyDeviceToHost, s);
-			return wait_stream(cc->w, s);
-		}
-		if ((rc = stage_buf(cc, 0, bin, &h)) || (rc = stage_buf(cc, 1, b, &ho)) ||
-		    (rc = d2h(cc, h, in, bin, s)))
-			return rc;
-		if ((rc = host_rc(
-			 cc, cc->host->ops->reduce_scatter(cc->host, h, ho, count, t, op, NULL))))
-			return rc;
-		return h2d(cc, out, ho, b, s);
-	}
-	NCCL_CALL(cc, s, "ReduceScatter",
-		  nccl.ReduceScatter(in, out, count, nccl_type(t), nccl_op(op), cc->nc, s));
+	return cc_run(c, &k, in, out, stream);
 }
 
 static int cc_all_gather(struct lb_comm *c, const void *in, void *out, size_t count,
 			 enum lb_dtype t, void *stream)
 {
-	struct cc_comm *cc = CC(c);
-	cudaStream_t s = (cudaStream_t)stream;
-	size_t b = count * lb_dtype_size(t), bout = b * c->size;
-	void *h = NULL, *ho = NULL;
-	int rc;
+	struct cc_call k = {CC_ALL_GATHER, count, t, LB_SUM, 0};
 
-	if (!stream || cc->kind == LB_GPU_COMM_STAGED) {
-		if (!stream && cc->host)
-			return host_rc(
-			    cc, cc->host->ops->all_gather(cc->host, in, out, count, t, NULL));
-		if (!stream) {
-			if ((rc = bounce(cc, b + bout, 0, &h)))
-				return rc;
-			s = cc->w->host_stream;
-			cudaMemcpyAsync(h, in, b, cudaMemcpyHostToDevice, s);
-			if ((rc = cc_all_gather(c, h, (char *)h + b, count, t, s)))
-				return rc;
-			cudaMemcpyAsync(out, (char *)h + b, bout, cudaMemcpyDeviceToHost, s);
-			return wait_stream(cc->w, s);
-		}
-		if ((rc = stage_buf(cc, 0, b, &h)) || (rc = stage_buf(cc, 1, bout, &ho)) ||
-		    (rc = d2h(cc, h, in, b, s)))
-			return rc;
-		if ((rc = host_rc(cc, cc->host->ops->all_gather(cc->host, h, ho, count, t, NULL))))
-			return rc;
-		return h2d(cc, out, ho, bout, s);
-	}
-	NCCL_CALL(cc, s, "AllGather", nccl.AllGather(in, out, count, nccl_type(t), cc->nc, s));
+	return cc_run(c, &k, in, out, stream);
 }
 
 static int cc_broadcast(struct lb_comm *c, void *buf, size_t count, enum lb_dtype t, int root,
 			void *stream)
 {
-	struct cc_comm *cc = CC(c);
-	cudaStream_t s = (cudaStream_t)stream;
-	size_t b = count * lb_dtype_size(t);
-	void *h = NULL;
-	int rc;
+	struct cc_call k = {CC_BROADCAST, count, t, LB_SUM, root};
 
-	if (!stream || cc->kind == LB_GPU_COMM_STAGED) {
-		if (!stream && cc->host)
-			return host_rc(
-			    cc, cc->host->ops->broadcast(cc->host, buf, count, t, root, NULL));
-		if (!stream) {
-			if ((rc = bounce(cc, b, 0, &h)))
-				return rc;
-			s = cc->w->host_stream;
-			cudaMemcpyAsync(h, buf, b, cudaMemcpyHostToDevice, s);
-			if ((rc = cc_broadcast(c, h, count, t, root, s)))
-				return rc;
-			cudaMemcpyAsync(buf, h, b, cudaMemcpyDeviceToHost, s);
-			return wait_stream(cc->w, s);
-		}
-		if ((rc = stage_buf(cc, 0, b, &h)) || (rc = d2h(cc, h, buf, b, s)))
-			return rc;
-		if ((rc = host_rc(cc, cc->host->ops->broadcast(cc->host, h, count, t, root, NULL))))
-			return rc;
-		return h2d(cc, buf, h, b, s);
-	}
-	NCCL_CALL(cc, s, "Broadcast",
-		  nccl.Broadcast(buf, buf, count, nccl_type(t), root, cc->nc, s));
+	return cc_run(c, &k, buf, buf, stream);
+}
+
+static int cc_send(struct lb_comm *c, const void *buf, size_t count, enum lb_dtype t, int peer,
+		   void *stream)
+{
+	struct cc_call k = {CC_SEND, count, t, LB_SUM, peer};
+
+	return cc_run(c, &k, buf, NULL, stream);
+}
+
+static int cc_recv(struct lb_comm *c, void *buf, size_t count, enum lb_dtype t, int peer,
+		   void *stream)
+{
+	struct cc_call k = {CC_RECV, count, t, LB_SUM, peer};
+
+	return cc_run(c, &k, NULL, buf, stream);
 }
 
 static int cc_group_start(struct lb_comm *c)
@@ -838,44 +923,6 @@ static int grouped(struct cc_comm *cc, cudaStream_t s, ncclResult_t r, const cha
 			return rc;
 	}
 	return settle(cc->w, cc->nc, r, what, cc->w->o.timeout_s);
-}
-
-static int cc_send(struct lb_comm *c, const void *buf, size_t count, enum lb_dtype t, int peer,
-		   void *stream)
-{
-	struct cc_comm *cc = CC(c);
-	cudaStream_t s = (cudaStream_t)stream;
-
-	if (!stream && cc->host)
-		return host_rc(cc, cc->host->ops->send(cc->host, buf, count, t, peer, NULL));
-	if (!stream)
-		return fail(cc->w, LB_COMM_EFAIL, -1,
-			    "send of host memory across nodes is not supported");
-	if (cc->kind == LB_GPU_COMM_STAGED)
-		return staged_p2p(cc, 0, (void *)buf, count, t, peer, s);
-	if (cc->in_group)
-		return grouped(cc, s, nccl.Send(buf, count, nccl_type(t), peer, cc->nc, s),
-			       "ncclSend");
-	NCCL_CALL(cc, s, "Send", nccl.Send(buf, count, nccl_type(t), peer, cc->nc, s));
-}
-
-static int cc_recv(struct lb_comm *c, void *buf, size_t count, enum lb_dtype t, int peer,
-		   void *stream)
-{
-	struct cc_comm *cc = CC(c);
-	cudaStream_t s = (cudaStream_t)stream;
-
-	if (!stream && cc->host)
-		return host_rc(cc, cc->host->ops->recv(cc->host, buf, count, t, peer, NULL));
-	if (!stream)
-		return fail(cc->w, LB_COMM_EFAIL, -1,
-			    "receive into host memory across nodes is not supported");
-	if (cc->kind == LB_GPU_COMM_STAGED)
-		return staged_p2p(cc, 1, buf, count, t, peer, s);
-	if (cc->in_group)
-		return grouped(cc, s, nccl.Recv(buf, count, nccl_type(t), peer, cc->nc, s),
-			       "ncclRecv");
-	NCCL_CALL(cc, s, "Recv", nccl.Recv(buf, count, nccl_type(t), peer, cc->nc, s));
 }
 
 static int cc_group_end(struct lb_comm *c)

@@ -674,10 +674,8 @@ static int enter(struct shm_comm *sc, const char *what, enum lb_dtype t)
 	return 0;
 }
 
-/* enter() for a reduction of count elements: also the type and operation it can reduce.
- * 1 when there is nothing to reduce (count 0), else as enter(). */
-static int enter_reduce(struct shm_comm *sc, const char *what, enum lb_dtype t, enum lb_redop op,
-			size_t count)
+/* enter() for a reduction: also the type and operation it can reduce. */
+static int enter_reduce(struct shm_comm *sc, const char *what, enum lb_dtype t, enum lb_redop op)
 {
 	int rc = enter(sc, what, t);
 
@@ -686,42 +684,74 @@ static int enter_reduce(struct shm_comm *sc, const char *what, enum lb_dtype t, 
 				"%s: %s with op %d is not supported by the shm communicator (use "
 				"f32, bf16, f16 or i32 with sum, max or avg)",
 				what, lb_dtype_name(t), (int)op);
-	return rc ? rc : count == 0;
+	return rc;
+}
+
+/* One round of a collective: elements [o, o + len) of its count, staged in half h of the
+ * slots (the halves alternate between rounds). */
+struct round {
+	size_t o, len;
+	int h;
+};
+
+/* Elements of esz bytes that half a slot holds when it is cut in parts. */
+static size_t round_cap(const struct shm_comm *sc, size_t esz, int parts)
+{
+	return sc->seg->hdr->slot_bytes / 2 / esz / (size_t)parts;
+}
+
+/* Moves rd (zeroed before the first round) to the next round of a collective over count
+ * elements, cap a round; 0 when the collective is done. */
+static int round_next(struct shm_comm *sc, struct round *rd, size_t count, size_t cap)
+{
+	rd->o += rd->len;
+	if (rd->o >= count)
+		return 0;
+	rd->h = (int)(sc->round++ & 1);
+	rd->len = count - rd->o < cap ? count - rd->o : cap;
+	return 1;
+}
+
+/* dst := the reduction, in member order, of len elements at byte offset off of every
+ * member's half h (dst may be one of them). */
+static void reduce_halves(struct shm_comm *sc, int h, size_t off, void *dst, size_t len,
+			  enum lb_dtype t, enum lb_redop op)
+{
+	unsigned char *src[MAXR];
+
+	for (int k = 0; k < sc->c.size; k++)
+		src[k] = slot_half(sc, k, h) + off;
+	reduce_into(dst, src, sc->c.size, len, t, op);
 }
 
 static int shm_all_reduce(struct lb_comm *c, const void *in, void *out, size_t count,
 			  enum lb_dtype t, enum lb_redop op, void *stream)
 {
 	struct shm_comm *sc = SC(c);
-	size_t esz = lb_dtype_size(t), chunk, o, L;
-	unsigned char *src[MAXR];
+	size_t esz = lb_dtype_size(t);
 	int n = c->size, r = c->rank, rc, k;
+	struct round rd = {0};
 
-	if ((rc = enter_reduce(sc, "all_reduce", t, op, count)))
-		return rc < 0 ? rc : 0;
-	chunk = sc->seg->hdr->slot_bytes / 2 / esz;
-	for (o = 0; o < count; o += L) {
-		int h = (int)(sc->round++ & 1);
-		size_t lo, hi;
+	if ((rc = enter_reduce(sc, "all_reduce", t, op)))
+		return rc;
+	while (round_next(sc, &rd, count, round_cap(sc, esz, 1))) {
+		size_t L = rd.len, lo = L * (size_t)r / (size_t)n,
+		       hi = L * (size_t)(r + 1) / (size_t)n;
 
-		L = count - o < chunk ? count - o : chunk;
-		memcpy(slot_half(sc, r, h), (const unsigned char *)in + o * esz, L * esz);
+		memcpy(slot_half(sc, r, rd.h), (const unsigned char *)in + rd.o * esz, L * esz);
 		if ((rc = ctx_barrier(sc, "all_reduce")))
 			return rc;
-		lo = L * (size_t)r / (size_t)n;
-		hi = L * (size_t)(r + 1) / (size_t)n;
-		for (k = 0; k < n; k++)
-			src[k] = slot_half(sc, k, h) + lo * esz;
 		if (hi > lo)
-			reduce_into(src[r], src, n, hi - lo, t, op);
+			reduce_halves(sc, rd.h, lo * esz, slot_half(sc, r, rd.h) + lo * esz,
+				      hi - lo, t, op);
 		if ((rc = ctx_barrier(sc, "all_reduce")))
 			return rc;
 		for (k = 0; k < n; k++) {
 			size_t klo = L * (size_t)k / (size_t)n,
 			       khi = L * (size_t)(k + 1) / (size_t)n;
 
-			memcpy((unsigned char *)out + (o + klo) * esz,
-			       slot_half(sc, k, h) + klo * esz, (khi - klo) * esz);
+			memcpy((unsigned char *)out + (rd.o + klo) * esz,
+			       slot_half(sc, k, rd.h) + klo * esz, (khi - klo) * esz);
 		}
 	}
 	return 0;
@@ -731,26 +761,24 @@ static int shm_reduce_scatter(struct lb_comm *c, const void *in, void *out, size
 			      enum lb_dtype t, enum lb_redop op, void *stream)
 {
 	struct shm_comm *sc = SC(c);
-	size_t esz = lb_dtype_size(t), chunk, o, L;
-	unsigned char *src[MAXR];
+	size_t esz = lb_dtype_size(t);
 	int n = c->size, r = c->rank, rc, k;
+	struct round rd = {0};
 
-	if ((rc = enter_reduce(sc, "reduce_scatter", t, op, count)))
-		return rc < 0 ? rc : 0;
-	chunk = sc->seg->hdr->slot_bytes / 2 / esz / (size_t)n;
-	for (o = 0; o < count; o += L) {
-		int h = (int)(sc->round++ & 1);
-		unsigned char *mine = slot_half(sc, r, h);
+	if ((rc = enter_reduce(sc, "reduce_scatter", t, op)))
+		return rc;
+	/* a round stages its piece of all n parts of in, each in its own n-th of the half */
+	while (round_next(sc, &rd, count, round_cap(sc, esz, n))) {
+		unsigned char *mine = slot_half(sc, r, rd.h);
 
-		L = count - o < chunk ? count - o : chunk;
 		for (k = 0; k < n; k++)
-			memcpy(mine + (size_t)k * L * esz,
-			       (const unsigned char *)in + ((size_t)k * count + o) * esz, L * esz);
+			memcpy(mine + (size_t)k * rd.len * esz,
+			       (const unsigned char *)in + ((size_t)k * count + rd.o) * esz,
+			       rd.len * esz);
 		if ((rc = ctx_barrier(sc, "reduce_scatter")))
 			return rc;
-		for (k = 0; k < n; k++)
-			src[k] = slot_half(sc, k, h) + (size_t)r * L * esz;
-		reduce_into((unsigned char *)out + o * esz, src, n, L, t, op);
+		reduce_halves(sc, rd.h, (size_t)r * rd.len * esz, (unsigned char *)out + rd.o * esz,
+			      rd.len, t, op);
 	}
 	return 0;
 }
@@ -759,26 +787,25 @@ static int shm_all_gather(struct lb_comm *c, const void *in, void *out, size_t c
 			  enum lb_dtype t, void *stream)
 {
 	struct shm_comm *sc = SC(c);
-	size_t esz = lb_dtype_size(t), chunk, o, L;
+	size_t esz = lb_dtype_size(t);
 	int n = c->size, r = c->rank, rc, k;
+	struct round rd = {0};
 
 	if ((rc = enter(sc, "all_gather", t)))
 		return rc;
-	if (count == 0)
-		return 0;
-	chunk = sc->seg->hdr->slot_bytes / 2 / esz;
-	for (o = 0; o < count; o += L) {
-		int h = (int)(sc->round++ & 1);
+	while (round_next(sc, &rd, count, round_cap(sc, esz, 1))) {
+		const unsigned char *mine = (const unsigned char *)in + rd.o * esz;
 
-		L = count - o < chunk ? count - o : chunk;
-		memcpy(slot_half(sc, r, h), (const unsigned char *)in + o * esz, L * esz);
+		memcpy(slot_half(sc, r, rd.h), mine, rd.len * esz);
 		if ((rc = ctx_barrier(sc, "all_gather")))
 			return rc;
-		for (k = 0; k < n; k++)
-			if (k != r || (const unsigned char *)in + o * esz !=
-					  (unsigned char *)out + ((size_t)k * count + o) * esz)
-				memcpy((unsigned char *)out + ((size_t)k * count + o) * esz,
-				       slot_half(sc, k, h), L * esz);
+		for (k = 0; k < n; k++) {
+			unsigned char *dst =
+			    (unsigned char *)out + ((size_t)k * count + rd.o) * esz;
+
+			if (k != r || mine != dst) /* in place: rank r's part is there already */
+				memcpy(dst, slot_half(sc, k, rd.h), rd.len * esz);
+		}
 	}
 	return 0;
 }
@@ -787,8 +814,9 @@ static int shm_broadcast(struct lb_comm *c, void *buf, size_t count, enum lb_dty
 			 void *stream)
 {
 	struct shm_comm *sc = SC(c);
-	size_t esz = lb_dtype_size(t), chunk, o, L;
+	size_t esz = lb_dtype_size(t);
 	int r = c->rank, rc;
+	struct round rd = {0};
 
 	if ((rc = enter(sc, "broadcast", t)))
 		return rc;
@@ -796,19 +824,15 @@ static int shm_broadcast(struct lb_comm *c, void *buf, size_t count, enum lb_dty
 		return seg_fail(sc->seg, LB_COMM_EFAIL, -1,
 				"broadcast: root %d is not a rank of this %d-rank communicator",
 				root, c->size);
-	if (count == 0)
-		return 0;
-	chunk = sc->seg->hdr->slot_bytes / 2 / esz;
-	for (o = 0; o < count; o += L) {
-		int h = (int)(sc->round++ & 1);
+	while (round_next(sc, &rd, count, round_cap(sc, esz, 1))) {
+		unsigned char *part = (unsigned char *)buf + rd.o * esz;
 
-		L = count - o < chunk ? count - o : chunk;
 		if (r == root)
-			memcpy(slot_half(sc, root, h), (unsigned char *)buf + o * esz, L * esz);
+			memcpy(slot_half(sc, root, rd.h), part, rd.len * esz);
 		if ((rc = ctx_barrier(sc, "broadcast")))
 			return rc;
 		if (r != root)
-			memcpy((unsigned char *)buf + o * esz, slot_half(sc, root, h), L * esz);
+			memcpy(part, slot_half(sc, root, rd.h), rd.len * esz);
 	}
 	return 0;
 }

@@ -71,11 +71,11 @@ template <int V> static __global__ void attn_scale_kernel(act_t *p, size_t nstep
 	     c += (size_t)gridDim.x * blockDim.x) {
 		float x[V];
 
-		ld_bf<V>(x, p + c * V);
+		ld_act<V>(x, p + c * V);
 #pragma unroll
 		for (int k = 0; k < V; k++)
 			x[k] *= scale;
-		st_bf<V>(p + c * V, x);
+		st_act<V>(p + c * V, x);
 	}
 }
 
@@ -95,13 +95,13 @@ template <int V> static __global__ void attn_mask_kernel(act_t *p, size_t nsteps
 			for (int k = 0; k < V; k++)
 				x[k] = -INFINITY;
 		} else {
-			ld_bf<V>(x, p + e);
+			ld_act<V>(x, p + e);
 #pragma unroll
 			for (int k = 0; k < V; k++)
 				if (j0 + k > i)
 					x[k] = -INFINITY;
 		}
-		st_bf<V>(p + e, x);
+		st_act<V>(p + e, x);
 	}
 }
 
@@ -128,7 +128,7 @@ static __global__ void __launch_bounds__(256)
 	for (int j0 = lane * V; j0 < n; j0 += 32 * V) {
 		float x[V], cm = -INFINITY;
 
-		ld_bf<V>(x, r + j0);
+		ld_act<V>(x, r + j0);
 #pragma unroll
 		for (int k = 0; k < V; k++) {
 			x[k] = j0 + k < n ? (FUSED ? x[k] * scale : x[k]) : -INFINITY;
@@ -157,13 +157,13 @@ static __global__ void __launch_bounds__(256)
 			for (int k = 0; k < V; k++)
 				x[k] = 0.0f;
 		} else {
-			ld_bf<V>(x, r + j0);
+			ld_act<V>(x, r + j0);
 #pragma unroll
 			for (int k = 0; k < V; k++)
 				x[k] = j0 + k < n ? expf((FUSED ? x[k] * scale : x[k]) - mx) * inv
 						  : 0.0f;
 		}
-		st_bf<V>(r + j0, x);
+		st_act<V>(r + j0, x);
 	}
 }
 
@@ -172,26 +172,19 @@ static int row_vec8(const void *p, int s)
 	return s % 8 == 0 && aligned16(p);
 }
 
+template <int V>
+static void softmax_rows_v(act_t *probs, size_t rows, int s, float scale, int fused)
+{
+	warp_launch<8>(fused ? attn_softmax_kernel<true, V> : attn_softmax_kernel<false, V>, rows,
+		       probs, rows, s, scale);
+}
+
 static void softmax_rows(act_t *probs, size_t rows, int s, float scale, int fused)
 {
-	unsigned grid = warp_grid(rows, 8);
-
-	if (row_vec8(probs, s)) {
-		if (fused)
-			attn_softmax_kernel<true, 8>
-			    <<<grid, 256, 0, lbc_stream()>>>(probs, rows, s, scale);
-		else
-			attn_softmax_kernel<false, 8>
-			    <<<grid, 256, 0, lbc_stream()>>>(probs, rows, s, scale);
-	} else {
-		if (fused)
-			attn_softmax_kernel<true, 1>
-			    <<<grid, 256, 0, lbc_stream()>>>(probs, rows, s, scale);
-		else
-			attn_softmax_kernel<false, 1>
-			    <<<grid, 256, 0, lbc_stream()>>>(probs, rows, s, scale);
-	}
-	LBC_LAUNCHED();
+	if (row_vec8(probs, s))
+		softmax_rows_v<8>(probs, rows, s, scale, fused);
+	else
+		softmax_rows_v<1>(probs, rows, s, scale, fused);
 }
 
 void lbc_attn_naive_fwd(void *out, void *probs, void *scratch, const void *qkv, int b, int s,
@@ -264,8 +257,8 @@ static __global__ void __launch_bounds__(256)
 	for (int j0 = lane * V; j0 < n; j0 += 32 * V) {
 		float pv[V], dv[V];
 
-		ld_bf<V>(pv, pr + j0);
-		ld_bf<V>(dv, dr + j0);
+		ld_act<V>(pv, pr + j0);
+		ld_act<V>(dv, dr + j0);
 #pragma unroll
 		for (int k = 0; k < V; k++)
 			if (j0 + k < n)
@@ -280,13 +273,13 @@ static __global__ void __launch_bounds__(256)
 			for (int k = 0; k < V; k++)
 				dv[k] = 0.0f;
 		} else {
-			ld_bf<V>(pv, pr + j0);
-			ld_bf<V>(dv, dr + j0);
+			ld_act<V>(pv, pr + j0);
+			ld_act<V>(dv, dr + j0);
 #pragma unroll
 			for (int k = 0; k < V; k++)
 				dv[k] = j0 + k < n ? pv[k] * (dv[k] - c) : 0.0f;
 		}
-		st_bf<V>(dr + j0, dv);
+		st_act<V>(dr + j0, dv);
 	}
 }
 
@@ -322,15 +315,9 @@ void lbc_attn_probs_bwd(void *dqkv, void *scratch, const void *dout, const void 
 				lbc_gemm(dp, 0, dOr + (size_t)h0 * d,
 					 xr + (size_t)(nh + nkv + kv0) * d, s, s, d, 0, 1, ldo, ld,
 					 s, (long long)g * d, d, ss, n, 1.0f, 0.0f);
-				if (v8)
-					attn_dsoftmax_kernel<8>
-					    <<<warp_grid(rows, 8), 256, 0, lbc_stream()>>>(
-						dp, p, rows, s, nh, g, bb, kv0, jj);
-				else
-					attn_dsoftmax_kernel<1>
-					    <<<warp_grid(rows, 8), 256, 0, lbc_stream()>>>(
-						dp, p, rows, s, nh, g, bb, kv0, jj);
-				LBC_LAUNCHED();
+				warp_launch<8>(v8 ? attn_dsoftmax_kernel<8>
+						  : attn_dsoftmax_kernel<1>,
+					       rows, dp, p, rows, s, nh, g, bb, kv0, jj);
 				/* dQ_h = scale * dS_h K_kvh (each query head once: beta 0) */
 				lbc_gemm(dqr + (size_t)h0 * d, 0, dp, xr + (size_t)(nh + kv0) * d,
 					 s, d, s, 0, 0, s, ld, ld, ss, d, (long long)g * d, n,

@@ -223,78 +223,82 @@ static void add_op(struct gb *g, cudnnBackendDescriptor_t op)
 		snprintf(g->fail, sizeof(g->fail), "more than %d operations", MAX_OPS);
 }
 
+/* One operand of an operation: the attribute naming it and its descriptor (NULL: an
+ * optional operand left out). */
+struct op_in {
+	cudnnBackendAttributeName_t attr;
+	cudnnBackendDescriptor_t d;
+};
+
+/* An operation of the given type on its operands in[], finished (what names it in a
+ * message) and added to the graph. */
+template <int N>
+static void op_add(struct gb *g, cudnnBackendDescriptorType_t type, const char *what,
+		   const struct op_in (&in)[N])
+{
+	cudnnBackendDescriptor_t op = make(g, type);
+
+	for (int i = 0; i < N; i++)
+		if (in[i].d)
+			set(g, op, in[i].attr, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &in[i].d);
+	fin(g, op, what);
+	add_op(g, op);
+}
+
 /* y = mode(x[, b[, t]]); axis >= 0: GEN_INDEX's axis. */
 static void pw(struct gb *g, cudnnPointwiseMode_t mode, cudnnDataType_t prec,
 	       cudnnBackendDescriptor_t x, cudnnBackendDescriptor_t b, cudnnBackendDescriptor_t t,
 	       cudnnBackendDescriptor_t y, int64_t axis)
 {
 	cudnnBackendDescriptor_t p = make(g, CUDNN_BACKEND_POINTWISE_DESCRIPTOR);
-	cudnnBackendDescriptor_t op;
 
 	set(g, p, CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &mode);
 	set(g, p, CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &prec);
 	if (axis >= 0)
 		set(g, p, CUDNN_ATTR_POINTWISE_AXIS, CUDNN_TYPE_INT64, 1, &axis);
 	fin(g, p, "pointwise");
-	op = make(g, CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR);
-	set(g, op, CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
-	    &p);
-	set(g, op, CUDNN_ATTR_OPERATION_POINTWISE_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x);
-	if (b)
-		set(g, op, CUDNN_ATTR_OPERATION_POINTWISE_BDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
-		    &b);
-	if (t)
-		set(g, op, CUDNN_ATTR_OPERATION_POINTWISE_TDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
-		    &t);
-	set(g, op, CUDNN_ATTR_OPERATION_POINTWISE_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y);
-	fin(g, op, "pointwise operation");
-	add_op(g, op);
+	op_add(g, CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR, "pointwise operation",
+	       {{CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, p},
+		{CUDNN_ATTR_OPERATION_POINTWISE_XDESC, x},
+		{CUDNN_ATTR_OPERATION_POINTWISE_BDESC, b},
+		{CUDNN_ATTR_OPERATION_POINTWISE_TDESC, t},
+		{CUDNN_ATTR_OPERATION_POINTWISE_YDESC, y}});
 }
 
 static void reduce(struct gb *g, cudnnReduceTensorOp_t mode, cudnnBackendDescriptor_t x,
 		   cudnnBackendDescriptor_t y)
 {
 	cudnnBackendDescriptor_t r = make(g, CUDNN_BACKEND_REDUCTION_DESCRIPTOR);
-	cudnnBackendDescriptor_t op;
 	cudnnDataType_t f = CUDNN_DATA_FLOAT;
 
 	set(g, r, CUDNN_ATTR_REDUCTION_OPERATOR, CUDNN_TYPE_REDUCTION_OPERATOR_TYPE, 1, &mode);
 	set(g, r, CUDNN_ATTR_REDUCTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &f);
 	fin(g, r, "reduction");
-	op = make(g, CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR);
-	set(g, op, CUDNN_ATTR_OPERATION_REDUCTION_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x);
-	set(g, op, CUDNN_ATTR_OPERATION_REDUCTION_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y);
-	set(g, op, CUDNN_ATTR_OPERATION_REDUCTION_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &r);
-	fin(g, op, "reduction operation");
-	add_op(g, op);
+	op_add(g, CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR, "reduction operation",
+	       {{CUDNN_ATTR_OPERATION_REDUCTION_XDESC, x},
+		{CUDNN_ATTR_OPERATION_REDUCTION_YDESC, y},
+		{CUDNN_ATTR_OPERATION_REDUCTION_DESC, r}});
 }
 
 static void matmul(struct gb *g, cudnnBackendDescriptor_t a, cudnnBackendDescriptor_t b,
 		   cudnnBackendDescriptor_t c)
 {
 	cudnnBackendDescriptor_t m = make(g, CUDNN_BACKEND_MATMUL_DESCRIPTOR);
-	cudnnBackendDescriptor_t op;
 	cudnnDataType_t f = CUDNN_DATA_FLOAT;
 
 	set(g, m, CUDNN_ATTR_MATMUL_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &f);
 	fin(g, m, "matmul");
-	op = make(g, CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR);
-	set(g, op, CUDNN_ATTR_OPERATION_MATMUL_ADESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &a);
-	set(g, op, CUDNN_ATTR_OPERATION_MATMUL_BDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &b);
-	set(g, op, CUDNN_ATTR_OPERATION_MATMUL_CDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &c);
-	set(g, op, CUDNN_ATTR_OPERATION_MATMUL_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &m);
-	fin(g, op, "matmul operation");
-	add_op(g, op);
+	op_add(g, CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR, "matmul operation",
+	       {{CUDNN_ATTR_OPERATION_MATMUL_ADESC, a},
+		{CUDNN_ATTR_OPERATION_MATMUL_BDESC, b},
+		{CUDNN_ATTR_OPERATION_MATMUL_CDESC, c},
+		{CUDNN_ATTR_OPERATION_MATMUL_DESC, m}});
 }
 
 static void reshape(struct gb *g, cudnnBackendDescriptor_t x, cudnnBackendDescriptor_t y)
 {
-	cudnnBackendDescriptor_t op = make(g, CUDNN_BACKEND_OPERATION_RESHAPE_DESCRIPTOR);
-
-	set(g, op, CUDNN_ATTR_OPERATION_RESHAPE_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x);
-	set(g, op, CUDNN_ATTR_OPERATION_RESHAPE_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y);
-	fin(g, op, "reshape operation");
-	add_op(g, op);
+	op_add(g, CUDNN_BACKEND_OPERATION_RESHAPE_DESCRIPTOR, "reshape operation",
+	       {{CUDNN_ATTR_OPERATION_RESHAPE_XDESC, x}, {CUDNN_ATTR_OPERATION_RESHAPE_YDESC, y}});
 }
 
 /* The causal mask on scores x (B, nh, S, S): keep row >= col, else -inf. */
@@ -653,11 +657,7 @@ static void tune(struct graph *gr, cudnnBackendDescriptor_t vp, void *acc, size_
 					best = i;
 				}
 			}
-	cudaStreamSynchronize(lbc_stream());
-	cudaGetLastError(); /* a candidate's failure is no error of the run */
-	for (int i = 0; i < 2 * gr->ncand; i++)
-		if (ev[i])
-			cudaEventDestroy(ev[i]);
+	lbc_timing_end(ev, 2 * gr->ncand); /* a candidate's failure is no error of the run */
 	if (getenv("LAYOUTBENCH_TUNE_LOG"))
 		fprintf(stderr,
 			"cudnn %s B=%d S=%d heads=%d kv-heads=%d D=%d: candidate %d of %d, %.3f ms "

@@ -46,8 +46,8 @@ static __global__ void __launch_bounds__(256)
 	for (int e = lane * V; e < d; e += 32 * V) {
 		float a[V], o[V];
 
-		ld_bf<V>(a, dout + off + e);
-		ld_bf<V>(o, out + off + e);
+		ld_act<V>(a, dout + off + e);
+		ld_act<V>(o, out + off + e);
 #pragma unroll
 		for (int k = 0; k < V; k++)
 			acc += a[k] * o[k];
@@ -61,15 +61,10 @@ static void flash_delta(float *delta, const act_t *dout, const act_t *out, int b
 			int d)
 {
 	size_t rows = (size_t)b * s * nh;
-	unsigned grid = warp_grid(rows, 8);
+	int v8 = d % 8 == 0 && aligned16(dout) && aligned16(out);
 
-	if (d % 8 == 0 && aligned16(dout) && aligned16(out))
-		flash_delta_kernel<8>
-		    <<<grid, 256, 0, lbc_stream()>>>(delta, dout, out, rows, s, nh, d);
-	else
-		flash_delta_kernel<1>
-		    <<<grid, 256, 0, lbc_stream()>>>(delta, dout, out, rows, s, nh, d);
-	LBC_LAUNCHED();
+	warp_launch<8>(v8 ? flash_delta_kernel<8> : flash_delta_kernel<1>, rows, delta, dout, out,
+		       rows, s, nh, d);
 }
 
 /* dqkv's Q part (T rows, ld apart, nh*D columns) = bf16(scale * dq_acc (T, nh*D)), in pairs
@@ -674,21 +669,61 @@ static __device__ __forceinline__ float dot_row(const float *x, const act_t *y, 
 	return acc;
 }
 
+/* The query row of the calling warp in the generic forward and dQ kernels (one warp a row
+ * (bb, h, i) of B * nh * S, GEN_WARPS warps to a block; row = (bb*nh + h)*s + i) and where
+ * its operands are: ld, the stride of the qkv rows; rows, sequence bb's qkv rows; kb and vb,
+ * the K and V columns of h's key-value head in them. */
+struct gen_q {
+	int warp, lane;
+	size_t row;
+	int i, h, bb;
+	long long ld;
+	const act_t *rows, *kb, *vb;
+};
+
+/* Fills w for the calling warp; false when the warp is past the last row (nothing to do). */
+static __device__ __forceinline__ bool gen_q_row(gen_q &w, const act_t *qkv, int b, int s, int nh,
+						 int nkv, int d)
+{
+	w.warp = threadIdx.x >> 5, w.lane = threadIdx.x & 31;
+	w.row = (size_t)blockIdx.x * GEN_WARPS + w.warp;
+	if (w.row >= (size_t)b * nh * s)
+		return false;
+	w.i = (int)(w.row % s), w.h = (int)(w.row / s % nh), w.bb = (int)(w.row / s / nh);
+	w.ld = (long long)(nh + 2 * nkv) * d;
+	w.rows = qkv + (size_t)w.bb * s * w.ld;
+	w.kb = w.rows + (size_t)(nh + w.h / (nh / nkv)) * d, w.vb = w.kb + (size_t)nkv * d;
+	return true;
+}
+
+/* The lanes' accumulators (head-dim element lane + 32 c each) += w_jj * row_jj over the nj
+ * rows base + (j0 + jj) * ld, w_jj the weight lane jj holds. */
+static __device__ __forceinline__ void gen_acc_rows(float (&acc)[GEN_ACC], float w,
+						    const act_t *base, int j0, int nj, long long ld,
+						    int lane, int d)
+{
+	for (int jj = 0; jj < nj; jj++) {
+		float wj = __shfl_sync(FULL_MASK, w, jj);
+		const act_t *r = base + (size_t)(j0 + jj) * ld;
+
+#pragma unroll
+		for (int c = 0; c < GEN_ACC; c++)
+			if (lane + 32 * c < d)
+				acc[c] += wj * __bfloat162float(r[lane + 32 * c]);
+	}
+}
+
 static __global__ void __launch_bounds__(GEN_WARPS * 32)
     flash_fwd_gen_kernel(act_t *__restrict__ out, float *__restrict__ lse,
 			 const act_t *__restrict__ qkv, int b, int s, int nh, int nkv, int d,
 			 float scale)
 {
 	__shared__ float qsh[GEN_WARPS][GEN_DMAX];
-	int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-	size_t row = (size_t)blockIdx.x * GEN_WARPS + warp;
+	gen_q w;
 
-	if (row >= (size_t)b * nh * s)
+	if (!gen_q_row(w, qkv, b, s, nh, nkv, d))
 		return;
-	int i = (int)(row % s), h = (int)(row / s % nh), bb = (int)(row / s / nh);
-	long long ld = (long long)(nh + 2 * nkv) * d;
-	const act_t *rows = qkv + (size_t)bb * s * ld;
-	const act_t *kb = rows + (size_t)(nh + h / (nh / nkv)) * d, *vb = kb + (size_t)nkv * d;
+	auto &[warp, lane, row, i, h, bb, ld, rows, kb, vb] = w;
 	float *q = qsh[warp], acc[GEN_ACC], m = -INFINITY, l = 0.0f;
 
 	for (int e = lane; e < d; e += 32)
@@ -707,15 +742,7 @@ static __global__ void __launch_bounds__(GEN_WARPS * 32)
 #pragma unroll
 		for (int c = 0; c < GEN_ACC; c++)
 			acc[c] *= corr;
-		for (int jj = 0; jj < nj; jj++) {
-			float pj = __shfl_sync(FULL_MASK, p, jj);
-			const act_t *v = vb + (size_t)(j0 + jj) * ld;
-
-#pragma unroll
-			for (int c = 0; c < GEN_ACC; c++)
-				if (lane + 32 * c < d)
-					acc[c] += pj * __bfloat162float(v[lane + 32 * c]);
-		}
+		gen_acc_rows(acc, p, vb, j0, nj, ld, lane, d);
 		m = mn;
 	}
 	act_t *o = out + ((size_t)bb * s + i) * nh * d + (size_t)h * d;
@@ -737,15 +764,11 @@ static __global__ void __launch_bounds__(GEN_WARPS * 32)
 			    float scale)
 {
 	__shared__ float sh[GEN_WARPS][2][GEN_DMAX];
-	int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-	size_t row = (size_t)blockIdx.x * GEN_WARPS + warp;
+	gen_q w;
 
-	if (row >= (size_t)b * nh * s)
+	if (!gen_q_row(w, qkv, b, s, nh, nkv, d))
 		return;
-	int i = (int)(row % s), h = (int)(row / s % nh), bb = (int)(row / s / nh);
-	long long ld = (long long)(nh + 2 * nkv) * d;
-	const act_t *rows = qkv + (size_t)bb * s * ld;
-	const act_t *kb = rows + (size_t)(nh + h / (nh / nkv)) * d, *vb = kb + (size_t)nkv * d;
+	auto &[warp, lane, row, i, h, bb, ld, rows, kb, vb] = w;
 	const act_t *dor = dout + ((size_t)bb * s + i) * nh * d + (size_t)h * d;
 	float *q = sh[warp][0], *dov = sh[warp][1], acc[GEN_ACC];
 	float li = lse[row], di = delta[row]; /* row = (bb*nh + h)*s + i */
@@ -767,15 +790,7 @@ static __global__ void __launch_bounds__(GEN_WARPS * 32)
 
 			ds = p * (dot_row(dov, vb + (size_t)j * ld, d) - di) * scale;
 		}
-		for (int jj = 0; jj < nj; jj++) {
-			float dsj = __shfl_sync(FULL_MASK, ds, jj);
-			const act_t *k = kb + (size_t)(j0 + jj) * ld;
-
-#pragma unroll
-			for (int c = 0; c < GEN_ACC; c++)
-				if (lane + 32 * c < d)
-					acc[c] += dsj * __bfloat162float(k[lane + 32 * c]);
-		}
+		gen_acc_rows(acc, ds, kb, j0, nj, ld, lane, d);
 	}
 	act_t *o = dqkv + ((size_t)bb * s + i) * ld + (size_t)h * d;
 
@@ -879,23 +894,32 @@ static void flash_check(int d)
 			 GEN_DMAX);
 }
 
+/*
+ * Launch of a tensor-core kernel (kern: one instantiation, its static opted set once it has
+ * been given the smem bytes of dynamic shared memory it needs, past the 48 KB default) on
+ * blocks blocks of FA_THREADS.
+ */
+template <typename K, typename... A>
+static void tc_launch(K kern, bool &opted, size_t smem, size_t blocks, A... args)
+{
+	if (!opted) {
+		LBC_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize,
+					       (int)smem));
+		opted = true;
+	}
+	kern<<<(unsigned)blocks, FA_THREADS, smem, lbc_stream()>>>(args...);
+	LBC_LAUNCHED();
+}
+
 template <int D>
 static void fwd_tc(act_t *out, float *lse, const act_t *qkv, int b, int s, int nh, int nkv,
 		   float scale)
 {
-	static bool attr; /* the > 48 KB dynamic shared memory opt-in, once per instantiation */
-	size_t smem = fwd_smem<D>();
-	size_t blocks = (size_t)((s + FWD_BR - 1) / FWD_BR) * nh * b;
+	static bool attr;
 
-	if (!attr) {
-		LBC_CHECK(cudaFuncSetAttribute(flash_fwd_tc_kernel<D>,
-					       cudaFuncAttributeMaxDynamicSharedMemorySize,
-					       (int)smem));
-		attr = true;
-	}
-	flash_fwd_tc_kernel<D><<<(unsigned)blocks, FA_THREADS, smem, lbc_stream()>>>(
-	    out, lse, qkv, b, s, nh, nkv, scale);
-	LBC_LAUNCHED();
+	tc_launch(flash_fwd_tc_kernel<D>, attr, fwd_smem<D>(),
+		  (size_t)((s + FWD_BR - 1) / FWD_BR) * nh * b, out, lse, qkv, b, s, nh, nkv,
+		  scale);
 }
 
 template <int D>
@@ -903,18 +927,10 @@ static void bwd_tc(act_t *dqkv, float *dq_acc, const act_t *dout, const float *l
 		   const float *delta, const act_t *qkv, int b, int s, int nh, int nkv, float scale)
 {
 	static bool attr;
-	size_t smem = bwd_smem<D>();
-	size_t blocks = (size_t)((s + BWD_BC - 1) / BWD_BC) * nkv * b;
 
-	if (!attr) {
-		LBC_CHECK(cudaFuncSetAttribute(flash_bwd_tc_kernel<D>,
-					       cudaFuncAttributeMaxDynamicSharedMemorySize,
-					       (int)smem));
-		attr = true;
-	}
-	flash_bwd_tc_kernel<D><<<(unsigned)blocks, FA_THREADS, smem, lbc_stream()>>>(
-	    dqkv, dq_acc, dout, lse, delta, qkv, b, s, nh, nkv, scale);
-	LBC_LAUNCHED();
+	tc_launch(flash_bwd_tc_kernel<D>, attr, bwd_smem<D>(),
+		  (size_t)((s + BWD_BC - 1) / BWD_BC) * nkv * b, dqkv, dq_acc, dout, lse, delta,
+		  qkv, b, s, nh, nkv, scale);
 }
 
 void lbc_attn_flash_fwd(void *out, void *lse, void *scratch, const void *qkv, int b, int s, int nh,
@@ -938,9 +954,7 @@ void lbc_attn_flash_fwd(void *out, void *lse, void *scratch, const void *qkv, in
 		return;
 	}
 	flash_check(d);
-	flash_fwd_gen_kernel<<<warp_grid(rows, GEN_WARPS), GEN_WARPS * 32, 0, lbc_stream()>>>(
-	    o, l, x, b, s, nh, nkv, d, scale);
-	LBC_LAUNCHED();
+	warp_launch<GEN_WARPS>(flash_fwd_gen_kernel, rows, o, l, x, b, s, nh, nkv, d, scale);
 }
 
 void lbc_attn_flash_bwd(void *dqkv, void *scratch, const void *dout, const void *out,
@@ -971,10 +985,8 @@ void lbc_attn_flash_bwd(void *dqkv, void *scratch, const void *dout, const void 
 		return;
 	}
 	flash_check(d);
-	flash_bwd_dq_gen_kernel<<<warp_grid((size_t)b * nh * s, GEN_WARPS), GEN_WARPS * 32, 0,
-				  lbc_stream()>>>(dx, dO, l, delta, x, b, s, nh, nkv, d, scale);
-	LBC_LAUNCHED();
-	flash_bwd_dkv_gen_kernel<<<warp_grid((size_t)b * nkv * s, GEN_WARPS), GEN_WARPS * 32, 0,
-				   lbc_stream()>>>(dx, dO, l, delta, x, b, s, nh, nkv, d, scale);
-	LBC_LAUNCHED();
+	warp_launch<GEN_WARPS>(flash_bwd_dq_gen_kernel, (size_t)b * nh * s, dx, dO, l, delta, x, b,
+			       s, nh, nkv, d, scale);
+	warp_launch<GEN_WARPS>(flash_bwd_dkv_gen_kernel, (size_t)b * nkv * s, dx, dO, l, delta, x,
+			       b, s, nh, nkv, d, scale);
 }

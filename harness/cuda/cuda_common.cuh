@@ -94,6 +94,18 @@ cudaStream_t lbc_stream(void);
 /* After a kernel launch: a bad configuration is caught here, not at the next sync. */
 #define LBC_LAUNCHED() LBC_CHECK(cudaGetLastError())
 
+/* The end of a timing made on the side of the run (a tuner's, a benchmark's), whatever
+ * failed on the way: the stream drained, the error it left cleared (no error of the run),
+ * the n events destroyed (NULL ones were never made). */
+static inline void lbc_timing_end(cudaEvent_t *ev, int n)
+{
+	cudaStreamSynchronize(lbc_stream());
+	cudaGetLastError();
+	for (int i = 0; i < n; i++)
+		if (ev[i])
+			cudaEventDestroy(ev[i]);
+}
+
 /* dst[0..3] += (a, b, c, d): one 16-byte vector atomic where the device has it (sm_90),
  * without the returned value; four float atomics otherwise. dst 16-byte aligned. */
 static __device__ __forceinline__ void lbc_red_add4(float *dst, float a, float b, float c, float d)
@@ -133,21 +145,26 @@ static inline unsigned lbc_blocks(size_t n, unsigned threads)
 	return b ? (unsigned)b : 1u;
 }
 
+/* The 8 bf16 packed in u (one 16-byte load's worth) widened to fp32, in order. */
+static __device__ __forceinline__ void act8_f32(float (&f)[8], uint4 u)
+{
+	const __nv_bfloat162 *b = reinterpret_cast<const __nv_bfloat162 *>(&u);
+
+#pragma unroll
+	for (int k = 0; k < 4; k++) {
+		float2 v = __bfloat1622float2(b[k]);
+
+		f[2 * k] = v.x;
+		f[2 * k + 1] = v.y;
+	}
+}
+
 /* Loads and stores of VEC consecutive act elements widened to / rounded from fp32 (VEC 8:
  * one 16-byte access, p 16-byte aligned; else element by element). */
 template <int VEC> static __device__ __forceinline__ void ld_act(float (&f)[VEC], const act_t *p)
 {
 	if constexpr (VEC == 8) {
-		uint4 u = *reinterpret_cast<const uint4 *>(p);
-		const __nv_bfloat162 *b = reinterpret_cast<const __nv_bfloat162 *>(&u);
-
-#pragma unroll
-		for (int k = 0; k < 4; k++) {
-			float2 v = __bfloat1622float2(b[k]);
-
-			f[2 * k] = v.x;
-			f[2 * k + 1] = v.y;
-		}
+		act8_f32(f, *reinterpret_cast<const uint4 *>(p));
 	} else {
 #pragma unroll
 		for (int k = 0; k < VEC; k++)

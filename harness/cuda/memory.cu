@@ -396,6 +396,32 @@ static void stage_wait(int i)
 	stage.pending[i] = 0;
 }
 
+/* The start of a staged transfer of kind k (what: the op, for the graph guard: a capture
+ * cannot take a host transfer): the buffers, made on first use; returns the elements of k
+ * one buffer holds. */
+static size_t stage_begin(const char *what, enum lb_kind k)
+{
+	lbc_graph_guard(what);
+	stage_init();
+	return STAGE_B / kind_size[k];
+}
+
+/* Elements of the chunk at off of a transfer of n in chunks of chunk (the last may be short). */
+static size_t chunk_len(size_t n, size_t off, size_t chunk)
+{
+	return n - off < chunk ? n - off : chunk;
+}
+
+/* Enqueue a copy to or from a pinned buffer, then record ev after it and mark it pending:
+ * the buffer is not reused before ev has passed. */
+static void copy_recorded(void *dst, const void *src, size_t bytes, cudaMemcpyKind dir,
+			  cudaEvent_t ev, int *pending)
+{
+	LBC_CHECK(cudaMemcpyAsync(dst, src, bytes, dir, lbc_stream()));
+	LBC_CHECK(cudaEventRecord(ev, lbc_stream()));
+	*pending = 1;
+}
+
 static void host_to_kind(void *dst, const double *src, size_t n, enum lb_kind k)
 {
 	switch (k) {
@@ -440,53 +466,46 @@ static void kind_to_host(double *dst, const void *src, size_t n, enum lb_kind k)
 
 void lbc_write(void *dst, const double *src, size_t n, enum lb_kind k)
 {
-	size_t es = kind_size[k], chunk = STAGE_B / es;
+	size_t es = kind_size[k], chunk;
 	int b = 0;
 
 	if (!n)
 		return;
-	lbc_graph_guard("write");
-	stage_init();
+	chunk = stage_begin("write", k);
 	for (size_t off = 0; off < n; off += chunk, b ^= 1) {
-		size_t cnt = n - off < chunk ? n - off : chunk;
+		size_t cnt = chunk_len(n, off, chunk);
 
 		stage_wait(b);
 		host_to_kind(stage.buf[b], src + off, cnt, k);
-		LBC_CHECK(cudaMemcpyAsync((char *)dst + off * es, stage.buf[b], cnt * es,
-					  cudaMemcpyHostToDevice, lbc_stream()));
-		LBC_CHECK(cudaEventRecord(stage.ev[b], lbc_stream()));
-		stage.pending[b] = 1;
+		copy_recorded((char *)dst + off * es, stage.buf[b], cnt * es,
+			      cudaMemcpyHostToDevice, stage.ev[b], &stage.pending[b]);
 	}
 	stage_wait(0);
 	stage_wait(1);
 }
 
-/* Enqueue the device -> host copy of chunk `off` of read into stage buffer b. */
-static void read_enqueue(int b, const void *src, size_t off, size_t cnt, size_t es)
+/* Enqueue the device -> host copy of the chunk at off of read's n elements (es bytes each)
+ * into stage buffer b. */
+static void read_enqueue(int b, const void *src, size_t off, size_t n, size_t chunk, size_t es)
 {
-	LBC_CHECK(cudaMemcpyAsync(stage.buf[b], (const char *)src + off * es, cnt * es,
-				  cudaMemcpyDeviceToHost, lbc_stream()));
-	LBC_CHECK(cudaEventRecord(stage.ev[b], lbc_stream()));
-	stage.pending[b] = 1;
+	copy_recorded(stage.buf[b], (const char *)src + off * es, chunk_len(n, off, chunk) * es,
+		      cudaMemcpyDeviceToHost, stage.ev[b], &stage.pending[b]);
 }
 
 void lbc_read(double *dst, const void *src, size_t n, enum lb_kind k)
 {
-	size_t es = kind_size[k], chunk = STAGE_B / es;
+	size_t es = kind_size[k], chunk;
 	int b = 0;
 
 	if (!n)
 		return;
-	lbc_graph_guard("read");
-	stage_init();
-	read_enqueue(0, src, 0, n < chunk ? n : chunk, es);
+	chunk = stage_begin("read", k);
+	read_enqueue(0, src, 0, n, chunk, es);
 	for (size_t off = 0; off < n; off += chunk, b ^= 1) {
-		size_t cnt = n - off < chunk ? n - off : chunk, next = off + chunk;
-
-		if (next < n) /* the next chunk copies while this one converts */
-			read_enqueue(b ^ 1, src, next, n - next < chunk ? n - next : chunk, es);
+		if (off + chunk < n) /* the next chunk copies while this one converts */
+			read_enqueue(b ^ 1, src, off + chunk, n, chunk, es);
 		stage_wait(b);
-		kind_to_host(dst + off, stage.buf[b], cnt, k);
+		kind_to_host(dst + off, stage.buf[b], chunk_len(n, off, chunk), k);
 	}
 }
 
@@ -516,10 +535,8 @@ void lbc_write_i32(int32_t *dst, const int32_t *src, size_t n)
 		ring.cap[i] = cap;
 	}
 	memcpy(ring.buf[i], src, n * sizeof(int32_t));
-	LBC_CHECK(cudaMemcpyAsync(dst, ring.buf[i], n * sizeof(int32_t), cudaMemcpyHostToDevice,
-				  lbc_stream()));
-	LBC_CHECK(cudaEventRecord(ring.ev[i], lbc_stream()));
-	ring.pending[i] = 1;
+	copy_recorded(dst, ring.buf[i], n * sizeof(int32_t), cudaMemcpyHostToDevice, ring.ev[i],
+		      &ring.pending[i]);
 }
 
 /* The workspace's first WORKSPACE_B bytes (init). */

@@ -140,18 +140,22 @@ template <int VEC> static __device__ __forceinline__ raw_act<VEC> raw_ld(const a
 
 template <int VEC> static __device__ __forceinline__ void raw_f32(float (&f)[VEC], raw_act<VEC> r)
 {
-	if constexpr (VEC == 8) {
-		const __nv_bfloat162 *b = reinterpret_cast<const __nv_bfloat162 *>(&r.u);
-
-#pragma unroll
-		for (int k = 0; k < 4; k++) {
-			float2 v = __bfloat1622float2(b[k]);
-
-			f[2 * k] = v.x;
-			f[2 * k + 1] = v.y;
-		}
-	} else {
+	if constexpr (VEC == 8)
+		act8_f32(f, r.u);
+	else
 		f[0] = __bfloat162float(__ushort_as_bfloat16(r.u));
+}
+
+/* The calling thread's C vectors j + i*blockDim.x (i < C) of a row of nv vectors at p, as
+ * loaded; zero past the row's end. */
+template <int VEC, int C>
+static __device__ __forceinline__ void raw_ld_cols(raw_act<VEC> (&r)[C], const act_t *p, int nv)
+{
+#pragma unroll
+	for (int i = 0; i < C; i++) {
+		int q = threadIdx.x + i * blockDim.x;
+
+		r[i] = q < nv ? raw_ld<VEC>(p + (size_t)q * VEC) : raw_zero<VEC>();
 	}
 }
 
@@ -217,12 +221,7 @@ static __global__ void __launch_bounds__(REG_MAX_THREADS)
 	raw_act<VEC> xr[R][C], wr[C];
 	float ss[R];
 
-#pragma unroll
-	for (int i = 0; i < C; i++) {
-		int q = threadIdx.x + i * blockDim.x;
-
-		wr[i] = q < nv ? raw_ld<VEC>(w + (size_t)q * VEC) : raw_zero<VEC>();
-	}
+	raw_ld_cols<VEC, C>(wr, w, nv);
 #pragma unroll
 	for (int r = 0; r < R; r++) {
 		int row = blockIdx.x * R + r;
@@ -317,12 +316,7 @@ static __global__ void __maxnreg__(BWD_REGS(C))
 		raw_act<VEC> dyr[R][C], xr[R][C], dxr[R][C], wr[C];
 		float rr[R], dot[R];
 
-#pragma unroll
-		for (int i = 0; i < C; i++) {
-			int q = threadIdx.x + i * blockDim.x;
-
-			wr[i] = q < nv ? raw_ld<VEC>(w + (size_t)q * VEC) : raw_zero<VEC>();
-		}
+		raw_ld_cols<VEC, C>(wr, w, nv);
 
 #pragma unroll
 		for (int r = 0; r < R; r++) {
@@ -491,8 +485,30 @@ static __global__ void __launch_bounds__(NORM_MAX_THREADS)
 }
 
 /*
- * Rows blockIdx.x + i*gridDim.x; dynamic shared memory: h floats of dw partials, stored
- * transposed (element k of vector q at k*(h/VEC) + q) so a warp's accesses hit distinct banks.
+ * The block's dw partials of the shared-memory column reductions (rmsnorm_bwd_kernel,
+ * unfused_colsum_kernel): h = nv * VEC floats of dynamic shared memory, stored transposed
+ * (element k of vector q at k*nv + q) so a warp's accesses hit distinct banks; zeroed first,
+ * added into dw with atomics at the end.
+ */
+template <int VEC> static __device__ __forceinline__ void dws_zero(float *dws, int nv)
+{
+	for (int q = threadIdx.x; q < nv; q += blockDim.x)
+#pragma unroll
+		for (int k = 0; k < VEC; k++)
+			dws[k * nv + q] = 0.0f;
+}
+
+template <int VEC>
+static __device__ __forceinline__ void dws_flush(float *dw, const float *dws, int nv)
+{
+	for (int q = threadIdx.x; q < nv; q += blockDim.x)
+#pragma unroll
+		for (int k = 0; k < VEC; k++)
+			atomicAdd(dw + (size_t)q * VEC + k, dws[k * nv + q]);
+}
+
+/*
+ * Rows blockIdx.x + i*gridDim.x; dynamic shared memory: h floats of dw partials (dws_zero).
  */
 template <int VEC>
 static __global__ void __launch_bounds__(NORM_MAX_THREADS)
@@ -503,10 +519,7 @@ static __global__ void __launch_bounds__(NORM_MAX_THREADS)
 	extern __shared__ float dws[];
 	int nv = h / VEC;
 
-	for (int q = threadIdx.x; q < nv; q += blockDim.x)
-#pragma unroll
-		for (int k = 0; k < VEC; k++)
-			dws[k * nv + q] = 0.0f;
+	dws_zero<VEC>(dws, nv);
 	for (int row = blockIdx.x; row < t; row += gridDim.x) {
 		size_t off = (size_t)row * h;
 		float r = rstd[row], dot = 0.0f;
@@ -540,10 +553,7 @@ static __global__ void __launch_bounds__(NORM_MAX_THREADS)
 			st_act<VEC>(dx + off + (size_t)q * VEC, dxv);
 		}
 	}
-	for (int q = threadIdx.x; q < nv; q += blockDim.x)
-#pragma unroll
-		for (int k = 0; k < VEC; k++)
-			atomicAdd(dw + (size_t)q * VEC + k, dws[k * nv + q]);
+	dws_flush<VEC>(dw, dws, nv);
 }
 
 /* --- unfused: one kernel per step, elementwise ones grid-striding over vectors --- */
@@ -628,39 +638,33 @@ static __global__ void unfused_scale_kernel(act_t *__restrict__ xhat, const act_
 	}
 }
 
-/* y = xhat * w[col] (act). */
-template <int VEC>
-static __global__ void unfused_weight_kernel(act_t *__restrict__ y, const act_t *__restrict__ xhat,
+/* Stores of VEC fp32 results into an act (rounded) or an f32 output. */
+template <int VEC> static __device__ __forceinline__ void st_out(act_t *p, const float (&f)[VEC])
+{
+	st_act<VEC>(p, f);
+}
+
+template <int VEC> static __device__ __forceinline__ void st_out(float *p, const float (&f)[VEC])
+{
+	st_f32<VEC>(p, f);
+}
+
+/* out = a * w[col], out act or f32: the forward's y = xhat * w (act) and the backward's
+ * dxhat = dy * w (f32, T*H). */
+template <int VEC, typename OUT>
+static __global__ void unfused_colmul_kernel(OUT *__restrict__ out, const act_t *__restrict__ a,
 					     const act_t *__restrict__ w, size_t nv, int h)
 {
 	GRID_STRIDE(e, nv)
 	{
 		float v[VEC], wv[VEC];
 
-		ld_act<VEC>(v, xhat + e * VEC);
+		ld_act<VEC>(v, a + e * VEC);
 		ld_act<VEC>(wv, w + (e * VEC) % h);
 #pragma unroll
 		for (int k = 0; k < VEC; k++)
 			v[k] *= wv[k];
-		st_act<VEC>(y + e * VEC, v);
-	}
-}
-
-/* dxhat = dy * w[col] (f32, T*H). */
-template <int VEC>
-static __global__ void unfused_dxhat_kernel(float *__restrict__ dxhat, const act_t *__restrict__ dy,
-					    const act_t *__restrict__ w, size_t nv, int h)
-{
-	GRID_STRIDE(e, nv)
-	{
-		float v[VEC], wv[VEC];
-
-		ld_act<VEC>(v, dy + e * VEC);
-		ld_act<VEC>(wv, w + (e * VEC) % h);
-#pragma unroll
-		for (int k = 0; k < VEC; k++)
-			v[k] *= wv[k];
-		st_f32<VEC>(dxhat + e * VEC, v);
+		st_out<VEC>(out + e * VEC, v);
 	}
 }
 
@@ -673,10 +677,7 @@ static __global__ void __launch_bounds__(NORM_MAX_THREADS)
 	extern __shared__ float dws[];
 	int nv = h / VEC;
 
-	for (int q = threadIdx.x; q < nv; q += blockDim.x)
-#pragma unroll
-		for (int k = 0; k < VEC; k++)
-			dws[k * nv + q] = 0.0f;
+	dws_zero<VEC>(dws, nv);
 	for (int row = blockIdx.x; row < t; row += gridDim.x) {
 		size_t off = (size_t)row * h;
 
@@ -690,10 +691,7 @@ static __global__ void __launch_bounds__(NORM_MAX_THREADS)
 				dws[k * nv + q] += dyv[k] * xv[k];
 		}
 	}
-	for (int q = threadIdx.x; q < nv; q += blockDim.x)
-#pragma unroll
-		for (int k = 0; k < VEC; k++)
-			atomicAdd(dw + (size_t)q * VEC + k, dws[k * nv + q]);
+	dws_flush<VEC>(dw, dws, nv);
 }
 
 /* dx += rstd[row] * (dxhat - xhat * c[row]) (act, accumulated in fp32). */
@@ -1015,7 +1013,7 @@ static void unfused_fwd(act_t *y, act_t *xhat, float *rstd, float *scratch, cons
 	unfused_scale_kernel<VEC>
 	    <<<lbc_blocks(nv, 256), 256, 0, lbc_stream()>>>(xhat, x, rstd, nv, h);
 	LBC_LAUNCHED();
-	unfused_weight_kernel<VEC>
+	unfused_colmul_kernel<VEC>
 	    <<<lbc_blocks(nv, 256), 256, 0, lbc_stream()>>>(y, xhat, w, nv, h);
 	LBC_LAUNCHED();
 }
@@ -1043,7 +1041,7 @@ static void unfused_bwd(act_t *dx, float *dw, const act_t *dy, const act_t *xhat
 	unsigned threads = row_threads(h, VEC);
 	size_t smem = (size_t)h * sizeof(float);
 
-	unfused_dxhat_kernel<VEC>
+	unfused_colmul_kernel<VEC>
 	    <<<lbc_blocks(nv, 256), 256, 0, lbc_stream()>>>(dxhat, dy, w, nv, h);
 	LBC_LAUNCHED();
 	unfused_colsum_kernel<VEC>

@@ -583,11 +583,10 @@ static int nccl_call(struct cc_comm *cc, const struct cc_call *k, const void *in
 	return rc ? rc : rc2;
 }
 
-/* Host values through NCCL: copy in, run, copy out, wait. */
-static int bounce(struct cc_comm *cc, size_t in_b, size_t out_b, void **buf)
+/* Host values through NCCL (copy in, run, copy out, wait): the device buffer of at least
+ * need bytes they pass through, kept for the next call. */
+static int bounce(struct cc_comm *cc, size_t need, void **buf)
 {
-	size_t need = in_b > out_b ? in_b : out_b;
-
 	if (cc->bounce_cap < need) {
 		cudaError_t e;
 
@@ -736,7 +735,7 @@ static int coll_bounced(struct lb_comm *c, const struct cc_call *k, const void *
 	int rc;
 
 	coll_bytes(c, k, &in_b, &out_b);
-	if ((rc = bounce(cc, coll_in_place(k) ? in_b : in_b + out_b, 0, &h)))
+	if ((rc = bounce(cc, coll_in_place(k) ? in_b : in_b + out_b, &h)))
 		return rc;
 	ho = coll_in_place(k) ? h : (char *)h + in_b;
 	cudaMemcpyAsync(h, in, in_b, cudaMemcpyHostToDevice, s);

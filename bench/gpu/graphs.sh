@@ -198,7 +198,8 @@ ours() {
 		>"$d.out" 2>"$d.err"
 	st=$?
 	gr=$(grep -h "cuda graphs:" "$d.err" | head -n 1 | sed 's/.*cuda graphs: //')
-	row=$(awk -v name="$name" -v g="$g" -v st="$st" -v V="$V" -v H="$H" -v gr="${gr:--}" '
+	row=$(awk -v name="$name" -v g="$g" -v st="$st" -v V="$V" -v H="$H" -v gr="${gr:--}" \
+		-v ranks="$ranks" '
 		function num(key,   r) { if (match($0, "\"" key "\":[-0-9.eE+]+")) {
 			r = substr($0, RSTART + length(key) + 3, RLENGTH - length(key) - 3); return r + 0 }
 			return -1 }
@@ -216,10 +217,12 @@ ours() {
 			if (!ok) { printf "%s\t%s\tFAIL(exit %s, %s, losses %s -> %s)\n", name, g, st, cls,
 				loss[1], loss[n]; exit }
 			m = s / c; sd = (c > 1) ? sqrt((ss - c * m * m) / (c - 1)) : 0; if (sd != sd) sd = 0
+			# ranks sharing the one GPU: no MFU against the peak of that GPU
 			noemb = flops - 6 * V * H * tok
-			printf "%s\t%s\t%.4f\t%.4f\t%.2f\t%.2f\t%.1f\t%.4f\t%.4f\t%.1f\t%.4f->%.4f\t%s\n",
-				name, g, m, sd, 100 * flops / m / (peak * 1e12),
-				100 * noemb / m / (peak * 1e12), 1000 * (m - ph / c), comp / c, comm / c,
+			mf = (ranks > 1 || flops <= 0) ? "-" : sprintf("%.2f", 100 * flops / m / (peak * 1e12))
+			me = (ranks > 1 || flops <= 0) ? "-" : sprintf("%.2f", 100 * noemb / m / (peak * 1e12))
+			printf "%s\t%s\t%.4f\t%.4f\t%s\t%s\t%.1f\t%.4f\t%.4f\t%.1f\t%.4f->%.4f\t%s\n",
+				name, g, m, sd, mf, me, 1000 * (m - ph / c), comp / c, comm / c,
 				mem / 1073741824, loss[1], loss[n], gr }' "$d"/run-*.jsonl 2>/dev/null)
 	[ -n "$row" ] || row=$(printf '%s\t%s\tFAIL(exit %s, no run log)' "$name" "$g" "$st")
 	printf '%s\n' "$row" >>"$runs"

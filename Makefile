@@ -47,8 +47,16 @@ CONFIG_TEXT := WITH_SLURM=$(WITH_SLURM) WITH_CURL=$(WITH_CURL) WITH_CUDA=$(WITH_
 $(shell mkdir -p $(BUILD)/gen && { [ "$$(cat $(CONFIG_STAMP) 2>/dev/null)" = '$(CONFIG_TEXT)' ] || \
 	printf '%s\n' '$(CONFIG_TEXT)' >$(CONFIG_STAMP); })
 
+# The commit, likewise in a file rewritten only when it changes, which common/version.c
+# includes: the run logs' git_commit is the commit the binary was built from, not the one
+# its version object happened to be compiled at.
+GIT_COMMIT_H := $(BUILD)/gen/git_commit.h
+GIT_COMMIT_TEXT := \#define LB_GIT_COMMIT "$(GIT_COMMIT)"
+$(shell { [ "$$(cat $(GIT_COMMIT_H) 2>/dev/null)" = '$(GIT_COMMIT_TEXT)' ] || \
+	printf '%s\n' '$(GIT_COMMIT_TEXT)' >$(GIT_COMMIT_H); })
+
 WARN := -Wall -Wextra -Wshadow -Wno-unused-parameter -Wstrict-prototypes
-CPPFLAGS += -I. -I$(BUILD)/gen -D_GNU_SOURCE -DLB_GIT_COMMIT='"$(GIT_COMMIT)"'
+CPPFLAGS += -I. -I$(BUILD)/gen -D_GNU_SOURCE
 ifeq ($(SAN),1)
 CFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 LDFLAGS += -fsanitize=address,undefined
@@ -127,6 +135,8 @@ $(SCHEMA_VERSION_H): results/schema.sql scripts/schema-version.sh
 	@mkdir -p $(@D)
 	$(Q)sh scripts/schema-version.sh results/schema.sql >$@.tmp && \
 		{ cmp -s $@.tmp $@ && rm -f $@.tmp || mv $@.tmp $@; }
+
+$(BUILD)/obj/common/version.o: $(GIT_COMMIT_H)
 
 $(BUILD)/obj/%.o: %.c $(CONFIG_STAMP) | $(SCHEMA_VERSION_H)
 	@mkdir -p $(@D)

@@ -1,9 +1,8 @@
-/* The build's git commit, passed in by the Makefile as LB_GIT_COMMIT. */
+/* The build's git commit: $(BUILD)/gen/git_commit.h, which the Makefile rewrites whenever
+ * HEAD changes (and this file's object depends on it). */
 #include "common/version.h"
 
-#ifndef LB_GIT_COMMIT
-#define LB_GIT_COMMIT "unknown"
-#endif
+#include "git_commit.h"
 
 const char *lb_git_commit(void)
 {

@@ -404,14 +404,12 @@ static void scope_cells(struct table *t, const struct report_bar *b)
  * csv_at: their places in CSV, in that order. */
 static void layout_cols(struct table *t, const int csv_at[6])
 {
-	static const struct column cols[6] = {
-	    {"mbs", "micro_batch", 0, 1},
-	    {"TP", "tp", 0, 1},
-	    {"PP", "pp", 0, 1},
-	    {"DP", "dp", 0, 1},
-	    {"SP", "sequence_parallel", 0, 0},
-	    {"ckpt", "checkpointing", 0, 0},
-	};
+	static const struct column cols[6] = {{"mbs", "micro_batch", 0, 1},
+					      {"TP", "tp", 0, 1},
+					      {"PP", "pp", 0, 1},
+					      {"DP", "dp", 0, 1},
+					      {"SP", "sequence_parallel", 0, 0},
+					      {"ckpt", "checkpointing", 0, 0}};
 
 	for (int k = 0; k < 6; k++)
 		table_col(t, cols[k].head, cols[k].csv, csv_at[k], cols[k].num);
@@ -561,30 +559,27 @@ static void run_cells(struct table *t, const struct report_bar *b)
  */
 static void table_phases(struct table *t, const struct report_figure *f)
 {
-	static const char *const heads[REPORT_PHASE_COUNT] = {
-	    "forward s", "backward s", "optimizer s", "exposed comm s", "bubble s"};
-	static const char *const csvs[REPORT_PHASE_COUNT] = {
-	    "forward_s", "backward_s", "optimizer_s", "comm_exposed_s", "bubble_s"};
 	static const int layout_at[6] = {2, 3, 4, 5, 6, 17};
 	static const struct column run[] = {
 	    {NULL, "group", 0, 0}, {"run", "run_id", 21, 1}, {"label", "label", 1, 0}};
-	static const struct column step[] = {{"step s", "step_time_s", 7, 1},
-					     {"step sd", "step_time_sd_s", 22, 1}};
-	static const struct column mem[] = {
-	    {"peak MiB", "peak_mem_mib", 13, 1},
-	    {"rank peaks", NULL, -1, 0},
-	    {NULL, "rank_peak_mem_min_mib", 14, 1},
-	    {NULL, "rank_peak_mem_max_mib", 15, 1},
-	    {NULL, "ranks", 16, 1},
-	    {"health", "health", 24, 0},
+	/* the step time, its sd and its phases (enum report_phase's order) */
+	static const struct column times[2 + REPORT_PHASE_COUNT] = {
+	    {"step s", "step_time_s", 7, 1},	   {"step sd", "step_time_sd_s", 22, 1},
+	    {"forward s", "forward_s", 8, 1},	   {"backward s", "backward_s", 9, 1},
+	    {"optimizer s", "optimizer_s", 10, 1}, {"exposed comm s", "comm_exposed_s", 11, 1},
+	    {"bubble s", "bubble_s", 12, 1},
 	};
+	static const struct column mem[] = {{"peak MiB", "peak_mem_mib", 13, 1},
+					    {"rank peaks", NULL, -1, 0},
+					    {NULL, "rank_peak_mem_min_mib", 14, 1},
+					    {NULL, "rank_peak_mem_max_mib", 15, 1},
+					    {NULL, "ranks", 16, 1},
+					    {"health", "health", 24, 0}};
 	char ranks[96];
 
 	TABLE_COLS(t, run);
 	layout_cols(t, layout_at);
-	TABLE_COLS(t, step);
-	for (int k = 0; k < REPORT_PHASE_COUNT; k++)
-		table_col(t, heads[k], csvs[k], 8 + k, 1);
+	TABLE_COLS(t, times);
 	TABLE_COLS(t, mem);
 	scope_cols(t, 18);
 	table_col(t, NULL, "steps", 23, 1);
@@ -631,8 +626,7 @@ static void table_memory(struct table *t, const struct report_figure *f)
 	    {"planned MiB", "planned_mem_mib", 18, 1},
 	    {"device MiB", "device_peak_mem_mib", 19, 1},
 	    {"device - planned MiB", "device_minus_planned_mib", 20, 1},
-	    {NULL, "status", 14, 0},
-	};
+	    {NULL, "status", 14, 0}};
 	char num[32], csv[32];
 
 	TABLE_COLS(t, run);

@@ -724,10 +724,10 @@ static void reduce_halves(struct shm_comm *sc, int h, size_t off, void *dst, siz
 	reduce_into(dst, src, sc->c.size, len, t, op);
 }
 
-/* all_reduce (scatter 0) and reduce_scatter (scatter 1), what named. A round stages its
- * piece of in: all_reduce's whole, reduce_scatter's piece of all n parts of in, each in its
- * own n-th of the half. Then reduce_scatter reduces part r into out; all_reduce reduces
- * rank r's n-th of the piece in place in its slot and every rank gathers every n-th. */
+/* all_reduce (scatter 0) or reduce_scatter (scatter 1); what: its name in messages. A
+ * round stages its piece of in (reduce_scatter: its piece of each of the n parts of in, each
+ * in its own n-th of the half); then reduce_scatter reduces part r into out, and all_reduce
+ * reduces rank r's n-th of the piece in place in its slot, which every rank gathers. */
 static int shm_reduce(struct lb_comm *c, const char *what, const void *in, void *out, size_t count,
 		      enum lb_dtype t, enum lb_redop op, int scatter)
 {

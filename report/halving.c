@@ -7,6 +7,7 @@
 #include "report/halving.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,11 +26,46 @@ static const char definition[] =
     "spec's steps; its layouts are tested the same way against the fastest of their group: "
     "differs = slower beyond noise. GPU-hours: each job's wall time times its GPUs.";
 
-static char *dup_col(sqlite3_stmt *st, int i)
-{
-	const unsigned char *s = sqlite3_column_text(st, i);
+/* A column of a row read into a struct: where it lands, and what it holds. A NULL reads as
+ * unknown (TEXT: as ""; an INT or REAL column that cannot be NULL gives 0 for unknown). */
+struct col {
+	enum { COL_TEXT, COL_INT, COL_LONG, COL_REAL } kind;
+	size_t off;
+	double unknown;
+};
 
-	return strdup(s ? (const char *)s : "");
+/* Row st's columns 0, 1, ... into elem, as cols[0], cols[1], ... say: 0, or -1 when a
+ * text column's copy failed (out of memory). */
+static int read_cols(sqlite3_stmt *st, const struct col *cols, int n, void *elem)
+{
+	int rc = 0;
+
+	for (int i = 0; i < n; i++) {
+		void *at = (char *)elem + cols[i].off;
+		int null = sqlite3_column_type(st, i) == SQLITE_NULL;
+
+		if (cols[i].kind == COL_TEXT) {
+			const unsigned char *s = sqlite3_column_text(st, i);
+
+			if (!(*(char **)at = strdup(s ? (const char *)s : "")))
+				rc = -1;
+		} else if (cols[i].kind == COL_INT) {
+			*(int *)at = null ? (int)cols[i].unknown : sqlite3_column_int(st, i);
+		} else if (cols[i].kind == COL_LONG) {
+			*(long *)at = (long)sqlite3_column_int64(st, i);
+		} else {
+			*(double *)at = null ? cols[i].unknown : sqlite3_column_double(st, i);
+		}
+	}
+	return rc;
+}
+
+/* Free the text columns of elem. */
+static void free_cols(const struct col *cols, int n, void *elem)
+{
+	for (int i = 0; i < n; i++)
+		if (cols[i].kind == COL_TEXT)
+			free(*(char **)((char *)elem + cols[i].off));
 }
 
 static double real_col(sqlite3_stmt *st, int i, double unknown)
@@ -37,31 +73,76 @@ static double real_col(sqlite3_stmt *st, int i, double unknown)
 	return sqlite3_column_type(st, i) == SQLITE_NULL ? unknown : sqlite3_column_double(st, i);
 }
 
-static int int_col(sqlite3_stmt *st, int i, int unknown)
+/* The columns of halvings (halvings_sql), of halving_rung_summary (rung_sql) and of
+ * halving_layouts (member_sql), in their order, into a struct report_halving, ..._rung and
+ * ..._member. */
+#define N_COLS(cols) ((int)(sizeof(cols) / sizeof((cols)[0])))
+/* clang-format off */
+#define TEXT(m) {COL_TEXT, AT(m), 0}
+#define LONG(m) {COL_LONG, AT(m), 0}
+#define INT(m, unknown) {COL_INT, AT(m), unknown}
+#define REAL(m, unknown) {COL_REAL, AT(m), unknown}
+/* clang-format on */
+#define AT(m) offsetof(struct report_halving, m)
+static const char halvings_sql[] =
+    "SELECT id, sweep, state, COALESCE(message, ''), executor, eta, n_rungs, alpha, margin "
+    "FROM halvings WHERE ?1 IS NULL OR sweep = ?1 ORDER BY sweep, id";
+static const struct col halving_cols[] = {
+    LONG(id),	 TEXT(sweep),	  TEXT(state),	  TEXT(message),   TEXT(executor),
+    INT(eta, 0), INT(n_rungs, 0), REAL(alpha, 0), REAL(margin, 0),
+};
+#undef AT
+
+#define AT(m) offsetof(struct report_halving_rung, m)
+static const char rung_sql[] =
+    "SELECT rung, steps, state, layouts, COALESCE(kept, 0), COALESCE(kept_within_noise, 0), "
+    "COALESCE(dropped_slower, 0), COALESCE(dropped_failed, 0), COALESCE(final, 0), "
+    "COALESCE(pending, 0), gpu_seconds FROM halving_rung_summary WHERE halving_id = ?1 "
+    "ORDER BY rung";
+static const struct col rung_cols[] = {
+    INT(rung, 0),  INT(steps, 0),   TEXT(state),	   INT(layouts, 0),
+    INT(kept, 0),  INT(noise, 0),   INT(dropped, 0),	   INT(failed, 0),
+    INT(final, 0), INT(pending, 0), REAL(gpu_seconds, -1),
+};
+#undef AT
+
+#define AT(m) offsetof(struct report_halving_member, m)
+static const char member_sql[] =
+    "SELECT rung, steps, grp, layout_id, label, checkpointing, verdict, "
+    "COALESCE(cut_layout, ''), COALESCE(failure_class, ''), micro_batch, tp, pp, dp, rank, "
+    "n_steps, median_s, cut_median_s, slowdown, p_value, significant, gpu_seconds FROM "
+    "halving_layouts WHERE halving_id = ?1 ORDER BY rung, grp, rank IS NULL, rank, layout_id";
+static const struct col member_cols[] = {
+    INT(rung, 0),	 INT(steps, 0),	       TEXT(grp),
+    TEXT(layout_id),	 TEXT(label),	       TEXT(checkpointing),
+    TEXT(verdict),	 TEXT(cut_layout),     TEXT(failure_class),
+    INT(micro_batch, 0), INT(tp, 0),	       INT(pp, 0),
+    INT(dp, 0),		 INT(rank, 0),	       INT(n_steps, -1),
+    REAL(median, -1),	 REAL(cut_median, -1), REAL(slowdown, NAN),
+    REAL(p, -1),	 INT(significant, -1), REAL(gpu_seconds, -1),
+};
+#undef AT
+
+/* One row of each into its struct (results_db_rows). */
+static int rung_row(sqlite3_stmt *st, void *elem)
 {
-	return sqlite3_column_type(st, i) == SQLITE_NULL ? unknown : sqlite3_column_int(st, i);
+	return read_cols(st, rung_cols, N_COLS(rung_cols), elem);
+}
+
+static int member_row(sqlite3_stmt *st, void *elem)
+{
+	return read_cols(st, member_cols, N_COLS(member_cols), elem);
 }
 
 static void free_halving(struct report_halving *h)
 {
-	free(h->sweep);
-	free(h->state);
-	free(h->message);
-	free(h->executor);
+	free_cols(halving_cols, N_COLS(halving_cols), h);
 	free(h->steps);
 	for (size_t i = 0; i < h->n_rung_rows; i++)
-		free(h->rungs[i].state);
+		free_cols(rung_cols, N_COLS(rung_cols), &h->rungs[i]);
 	free(h->rungs);
-	for (size_t i = 0; i < h->n_members; i++) {
-		struct report_halving_member *m = &h->members[i];
-		free(m->grp);
-		free(m->layout_id);
-		free(m->label);
-		free(m->checkpointing);
-		free(m->verdict);
-		free(m->cut_layout);
-		free(m->failure_class);
-	}
+	for (size_t i = 0; i < h->n_members; i++)
+		free_cols(member_cols, N_COLS(member_cols), &h->members[i]);
 	free(h->members);
 }
 
@@ -71,69 +152,6 @@ void report_halving_release(struct report_halvings *hs)
 		free_halving(&hs->v[i]);
 	free(hs->v);
 	memset(hs, 0, sizeof(*hs));
-}
-
-/* One row of halving_rung_summary (rung_sql) into a struct report_halving_rung. */
-static const char rung_sql[] =
-    "SELECT rung, steps, state, layouts, COALESCE(kept, 0), COALESCE(kept_within_noise, 0), "
-    "COALESCE(dropped_slower, 0), COALESCE(dropped_failed, 0), COALESCE(final, 0), "
-    "COALESCE(pending, 0), gpu_seconds FROM halving_rung_summary WHERE halving_id = ?1 "
-    "ORDER BY rung";
-
-static int rung_row(sqlite3_stmt *st, void *elem)
-{
-	struct report_halving_rung *r = elem;
-
-	r->rung = sqlite3_column_int(st, 0);
-	r->steps = sqlite3_column_int(st, 1);
-	r->state = dup_col(st, 2);
-	r->layouts = sqlite3_column_int(st, 3);
-	r->kept = sqlite3_column_int(st, 4);
-	r->noise = sqlite3_column_int(st, 5);
-	r->dropped = sqlite3_column_int(st, 6);
-	r->failed = sqlite3_column_int(st, 7);
-	r->final = sqlite3_column_int(st, 8);
-	r->pending = sqlite3_column_int(st, 9);
-	r->gpu_seconds = real_col(st, 10, -1);
-	return r->state ? 0 : -1;
-}
-
-/* One row of halving_layouts (member_sql) into a struct report_halving_member. */
-static const char member_sql[] =
-    "SELECT rung, steps, grp, layout_id, label, checkpointing, verdict, "
-    "COALESCE(cut_layout, ''), COALESCE(failure_class, ''), micro_batch, tp, pp, dp, rank, "
-    "n_steps, median_s, cut_median_s, slowdown, p_value, significant, gpu_seconds FROM "
-    "halving_layouts WHERE halving_id = ?1 ORDER BY rung, grp, rank IS NULL, rank, layout_id";
-
-static int member_row(sqlite3_stmt *st, void *elem)
-{
-	struct report_halving_member *m = elem;
-
-	m->rung = sqlite3_column_int(st, 0);
-	m->steps = sqlite3_column_int(st, 1);
-	m->grp = dup_col(st, 2);
-	m->layout_id = dup_col(st, 3);
-	m->label = dup_col(st, 4);
-	m->checkpointing = dup_col(st, 5);
-	m->verdict = dup_col(st, 6);
-	m->cut_layout = dup_col(st, 7);
-	m->failure_class = dup_col(st, 8);
-	m->micro_batch = sqlite3_column_int(st, 9);
-	m->tp = sqlite3_column_int(st, 10);
-	m->pp = sqlite3_column_int(st, 11);
-	m->dp = sqlite3_column_int(st, 12);
-	m->rank = int_col(st, 13, 0);
-	m->n_steps = int_col(st, 14, -1);
-	m->median = real_col(st, 15, -1);
-	m->cut_median = real_col(st, 16, -1);
-	m->slowdown = real_col(st, 17, NAN);
-	m->p = real_col(st, 18, -1);
-	m->significant = int_col(st, 19, -1);
-	m->gpu_seconds = real_col(st, 20, -1);
-	return m->grp && m->layout_id && m->label && m->checkpointing && m->verdict &&
-		       m->cut_layout && m->failure_class
-		   ? 0
-		   : -1;
 }
 
 /* The rows of sql (?1 = id) into the array *v of *n (results_db_rows): 0, or -1 with err
@@ -204,21 +222,9 @@ out_db:
 	return -1;
 }
 
-/* One row of halvings into a struct report_halving. */
 static int halving_row(sqlite3_stmt *st, void *elem)
 {
-	struct report_halving *h = elem;
-
-	h->id = (long)sqlite3_column_int64(st, 0);
-	h->sweep = dup_col(st, 1);
-	h->state = dup_col(st, 2);
-	h->message = dup_col(st, 3);
-	h->executor = dup_col(st, 4);
-	h->eta = sqlite3_column_int(st, 5);
-	h->n_rungs = sqlite3_column_int(st, 6);
-	h->alpha = sqlite3_column_double(st, 7);
-	h->margin = sqlite3_column_double(st, 8);
-	return h->sweep && h->state && h->message && h->executor ? 0 : -1;
+	return read_cols(st, halving_cols, N_COLS(halving_cols), elem);
 }
 
 int report_halving_load(sqlite3 *db, const char *sweep, struct report_halvings *hs, char *err,
@@ -241,12 +247,7 @@ int report_halving_load(sqlite3 *db, const char *sweep, struct report_halvings *
 		goto out_db;
 	if (rc < 4)
 		return 0;
-	if (sqlite3_prepare_v2(
-		db,
-		"SELECT id, sweep, state, COALESCE(message, ''), executor, eta, "
-		"n_rungs, alpha, margin FROM halvings WHERE ?1 IS NULL OR sweep = ?1 "
-		"ORDER BY sweep, id",
-		-1, &st, NULL) != SQLITE_OK)
+	if (sqlite3_prepare_v2(db, halvings_sql, -1, &st, NULL) != SQLITE_OK)
 		goto out_db;
 	if (sweep)
 		sqlite3_bind_text(st, 1, sweep, -1, SQLITE_TRANSIENT);

@@ -185,6 +185,14 @@ static void table_col(struct table *t, const char *head, const char *csv, int cs
 	t->cols[t->ncols++] = (struct column){head, csv, csv ? csv_at : -1, num};
 }
 
+/* Add the n columns cols in page order (csv_at as in table_col). */
+static void table_cols(struct table *t, const struct column *cols, size_t n)
+{
+	for (size_t k = 0; k < n; k++)
+		table_col(t, cols[k].head, cols[k].csv, cols[k].csv_at, cols[k].num);
+}
+#define TABLE_COLS(t, cols) table_cols(t, cols, sizeof(cols) / sizeof((cols)[0]))
+
 /* Fix the CSV order once every column is added. */
 static void table_columns_done(struct table *t)
 {
@@ -396,14 +404,12 @@ static void scope_cells(struct table *t, const struct report_bar *b)
  * csv_at: their places in CSV, in that order. */
 static void layout_cols(struct table *t, const int csv_at[6])
 {
-	static const struct column cols[6] = {
-	    {"mbs", "micro_batch", 0, 1},
-	    {"TP", "tp", 0, 1},
-	    {"PP", "pp", 0, 1},
-	    {"DP", "dp", 0, 1},
-	    {"SP", "sequence_parallel", 0, 0},
-	    {"ckpt", "checkpointing", 0, 0},
-	};
+	static const struct column cols[6] = {{"mbs", "micro_batch", 0, 1},
+					      {"TP", "tp", 0, 1},
+					      {"PP", "pp", 0, 1},
+					      {"DP", "dp", 0, 1},
+					      {"SP", "sequence_parallel", 0, 0},
+					      {"ckpt", "checkpointing", 0, 0}};
 
 	for (int k = 0; k < 6; k++)
 		table_col(t, cols[k].head, cols[k].csv, csv_at[k], cols[k].num);
@@ -420,6 +426,11 @@ static void layout_cols(struct table *t, const int csv_at[6])
 static void bar_columns(struct table *t, enum report_kind kind)
 {
 	static const int layout_at[6] = {3, 4, 5, 7, 8, 6};
+	static const struct column measures[] = {
+	    {"MFU %", "mfu", 2, 1},	      {"MFU % no emb", "mfu_no_embed", 17, 1},
+	    {"MFU sd", "mfu_sd", 13, 1},      {"TFLOP/s/GPU", "tflops_per_gpu", 12, 1},
+	    {"step s", "step_time_s", 14, 1}, {"step sd", "step_time_sd_s", 15, 1},
+	};
 	int best = kind == REPORT_BEST;
 
 	table_col(t, NULL, "group", 0, 0);
@@ -430,12 +441,7 @@ static void bar_columns(struct table *t, enum report_kind kind)
 	} else {
 		table_col(t, series_headers[kind], "series", 1, 0);
 	}
-	table_col(t, "MFU %", "mfu", 2, 1);
-	table_col(t, "MFU % no emb", "mfu_no_embed", 17, 1);
-	table_col(t, "MFU sd", "mfu_sd", 13, 1);
-	table_col(t, "TFLOP/s/GPU", "tflops_per_gpu", 12, 1);
-	table_col(t, "step s", "step_time_s", 14, 1);
-	table_col(t, "step sd", "step_time_sd_s", 15, 1);
+	TABLE_COLS(t, measures);
 	if (best)
 		table_col(t, "kernel", "series", 1, 0);
 	layout_cols(t, layout_at);
@@ -553,27 +559,28 @@ static void run_cells(struct table *t, const struct report_bar *b)
  */
 static void table_phases(struct table *t, const struct report_figure *f)
 {
-	static const char *const heads[REPORT_PHASE_COUNT] = {
-	    "forward s", "backward s", "optimizer s", "exposed comm s", "bubble s"};
-	static const char *const csvs[REPORT_PHASE_COUNT] = {
-	    "forward_s", "backward_s", "optimizer_s", "comm_exposed_s", "bubble_s"};
 	static const int layout_at[6] = {2, 3, 4, 5, 6, 17};
+	static const struct column run[] = {
+	    {NULL, "group", 0, 0}, {"run", "run_id", 21, 1}, {"label", "label", 1, 0}};
+	/* the step time, its sd and its phases (enum report_phase's order) */
+	static const struct column times[2 + REPORT_PHASE_COUNT] = {
+	    {"step s", "step_time_s", 7, 1},	   {"step sd", "step_time_sd_s", 22, 1},
+	    {"forward s", "forward_s", 8, 1},	   {"backward s", "backward_s", 9, 1},
+	    {"optimizer s", "optimizer_s", 10, 1}, {"exposed comm s", "comm_exposed_s", 11, 1},
+	    {"bubble s", "bubble_s", 12, 1},
+	};
+	static const struct column mem[] = {{"peak MiB", "peak_mem_mib", 13, 1},
+					    {"rank peaks", NULL, -1, 0},
+					    {NULL, "rank_peak_mem_min_mib", 14, 1},
+					    {NULL, "rank_peak_mem_max_mib", 15, 1},
+					    {NULL, "ranks", 16, 1},
+					    {"health", "health", 24, 0}};
 	char ranks[96];
 
-	table_col(t, NULL, "group", 0, 0);
-	table_col(t, "run", "run_id", 21, 1);
-	table_col(t, "label", "label", 1, 0);
+	TABLE_COLS(t, run);
 	layout_cols(t, layout_at);
-	table_col(t, "step s", "step_time_s", 7, 1);
-	table_col(t, "step sd", "step_time_sd_s", 22, 1);
-	for (int k = 0; k < REPORT_PHASE_COUNT; k++)
-		table_col(t, heads[k], csvs[k], 8 + k, 1);
-	table_col(t, "peak MiB", "peak_mem_mib", 13, 1);
-	table_col(t, "rank peaks", NULL, -1, 0);
-	table_col(t, NULL, "rank_peak_mem_min_mib", 14, 1);
-	table_col(t, NULL, "rank_peak_mem_max_mib", 15, 1);
-	table_col(t, NULL, "ranks", 16, 1);
-	table_col(t, "health", "health", 24, 0);
+	TABLE_COLS(t, times);
+	TABLE_COLS(t, mem);
 	scope_cols(t, 18);
 	table_col(t, NULL, "steps", 23, 1);
 	table_columns_done(t);
@@ -608,21 +615,23 @@ static void table_phases(struct table *t, const struct report_figure *f)
 static void table_memory(struct table *t, const struct report_figure *f)
 {
 	static const int layout_at[6] = {3, 4, 5, 6, 7, 8};
+	static const struct column run[] = {
+	    {NULL, "group", 0, 0}, {"run", "run_id", 1, 1}, {"label", "label", 2, 0}};
+	static const struct column mem[] = {
+	    {NULL, "attention", 9, 0},
+	    {NULL, "norm", 10, 0},
+	    {"counted MiB", "peak_mem_mib", 11, 1},
+	    {"model MiB", "model_mem_mib", 12, 1},
+	    {"counted - model", "error_pct", 13, 1},
+	    {"planned MiB", "planned_mem_mib", 18, 1},
+	    {"device MiB", "device_peak_mem_mib", 19, 1},
+	    {"device - planned MiB", "device_minus_planned_mib", 20, 1},
+	    {NULL, "status", 14, 0}};
 	char num[32], csv[32];
 
-	table_col(t, NULL, "group", 0, 0);
-	table_col(t, "run", "run_id", 1, 1);
-	table_col(t, "label", "label", 2, 0);
+	TABLE_COLS(t, run);
 	layout_cols(t, layout_at);
-	table_col(t, NULL, "attention", 9, 0);
-	table_col(t, NULL, "norm", 10, 0);
-	table_col(t, "counted MiB", "peak_mem_mib", 11, 1);
-	table_col(t, "model MiB", "model_mem_mib", 12, 1);
-	table_col(t, "counted - model", "error_pct", 13, 1);
-	table_col(t, "planned MiB", "planned_mem_mib", 18, 1);
-	table_col(t, "device MiB", "device_peak_mem_mib", 19, 1);
-	table_col(t, "device - planned MiB", "device_minus_planned_mib", 20, 1);
-	table_col(t, NULL, "status", 14, 0);
+	TABLE_COLS(t, mem);
 	scope_cols(t, 15);
 	table_columns_done(t);
 	for (size_t i = 0; i < f->n; i++) {

@@ -724,27 +724,42 @@ static void reduce_halves(struct shm_comm *sc, int h, size_t off, void *dst, siz
 	reduce_into(dst, src, sc->c.size, len, t, op);
 }
 
-static int shm_all_reduce(struct lb_comm *c, const void *in, void *out, size_t count,
-			  enum lb_dtype t, enum lb_redop op, void *stream)
+/* all_reduce (scatter 0) or reduce_scatter (scatter 1); what: its name in messages. A
+ * round stages its piece of in (reduce_scatter: its piece of each of the n parts of in, each
+ * in its own n-th of the half); then reduce_scatter reduces part r into out, and all_reduce
+ * reduces rank r's n-th of the piece in place in its slot, which every rank gathers. */
+static int shm_reduce(struct lb_comm *c, const char *what, const void *in, void *out, size_t count,
+		      enum lb_dtype t, enum lb_redop op, int scatter)
 {
 	struct shm_comm *sc = SC(c);
 	size_t esz = lb_dtype_size(t);
 	int n = c->size, r = c->rank, rc, k;
 	struct round rd = {0};
 
-	if ((rc = enter_reduce(sc, "all_reduce", t, op)))
+	if ((rc = enter_reduce(sc, what, t, op)))
 		return rc;
-	while (round_next(sc, &rd, count, round_cap(sc, esz, 1))) {
+	while (round_next(sc, &rd, count, round_cap(sc, esz, scatter ? n : 1))) {
+		unsigned char *mine = slot_half(sc, r, rd.h);
 		size_t L = rd.len, lo = L * (size_t)r / (size_t)n,
 		       hi = L * (size_t)(r + 1) / (size_t)n;
 
-		memcpy(slot_half(sc, r, rd.h), (const unsigned char *)in + rd.o * esz, L * esz);
-		if ((rc = ctx_barrier(sc, "all_reduce")))
+		if (scatter)
+			for (k = 0; k < n; k++)
+				memcpy(mine + (size_t)k * L * esz,
+				       (const unsigned char *)in + ((size_t)k * count + rd.o) * esz,
+				       L * esz);
+		else
+			memcpy(mine, (const unsigned char *)in + rd.o * esz, L * esz);
+		if ((rc = ctx_barrier(sc, what)))
 			return rc;
+		if (scatter) {
+			reduce_halves(sc, rd.h, (size_t)r * L * esz,
+				      (unsigned char *)out + rd.o * esz, L, t, op);
+			continue;
+		}
 		if (hi > lo)
-			reduce_halves(sc, rd.h, lo * esz, slot_half(sc, r, rd.h) + lo * esz,
-				      hi - lo, t, op);
-		if ((rc = ctx_barrier(sc, "all_reduce")))
+			reduce_halves(sc, rd.h, lo * esz, mine + lo * esz, hi - lo, t, op);
+		if ((rc = ctx_barrier(sc, what)))
 			return rc;
 		for (k = 0; k < n; k++) {
 			size_t klo = L * (size_t)k / (size_t)n,
@@ -757,30 +772,16 @@ static int shm_all_reduce(struct lb_comm *c, const void *in, void *out, size_t c
 	return 0;
 }
 
+static int shm_all_reduce(struct lb_comm *c, const void *in, void *out, size_t count,
+			  enum lb_dtype t, enum lb_redop op, void *stream)
+{
+	return shm_reduce(c, "all_reduce", in, out, count, t, op, 0);
+}
+
 static int shm_reduce_scatter(struct lb_comm *c, const void *in, void *out, size_t count,
 			      enum lb_dtype t, enum lb_redop op, void *stream)
 {
-	struct shm_comm *sc = SC(c);
-	size_t esz = lb_dtype_size(t);
-	int n = c->size, r = c->rank, rc, k;
-	struct round rd = {0};
-
-	if ((rc = enter_reduce(sc, "reduce_scatter", t, op)))
-		return rc;
-	/* a round stages its piece of all n parts of in, each in its own n-th of the half */
-	while (round_next(sc, &rd, count, round_cap(sc, esz, n))) {
-		unsigned char *mine = slot_half(sc, r, rd.h);
-
-		for (k = 0; k < n; k++)
-			memcpy(mine + (size_t)k * rd.len * esz,
-			       (const unsigned char *)in + ((size_t)k * count + rd.o) * esz,
-			       rd.len * esz);
-		if ((rc = ctx_barrier(sc, "reduce_scatter")))
-			return rc;
-		reduce_halves(sc, rd.h, (size_t)r * rd.len * esz, (unsigned char *)out + rd.o * esz,
-			      rd.len, t, op);
-	}
-	return 0;
+	return shm_reduce(c, "reduce_scatter", in, out, count, t, op, 1);
 }
 
 static int shm_all_gather(struct lb_comm *c, const void *in, void *out, size_t count,

@@ -31,11 +31,17 @@ embedding, projections, head; not on the norm gains, as in our trainer), global
 gradient-norm clipping to 1.0 (of the fp32 gradients), --global-batch sequences per
 optimizer step in micro-batches of --micro-batch (gradient accumulation, loss scaled by
 1/micro-batches). RMSNorm runs in fp32 and returns its input's dtype.
-Data: uniform random token ids (torch.randint, seed 1234), a fresh global batch for every
-step, all generated on the GPU once before the first step (a pool of at most 1 GiB, cycled
-if --steps needs more). The speed does not depend on the ids. On random tokens the loss
-starts near ln V + 1 with this init (11.40 for the defaults) and falls slowly towards ln V
-and no further (11.38 after 6 steps): a sanity check, not a quality measure.
+Data: by default uniform random token ids (torch.randint, seed 1234), a fresh global batch
+for every step, all generated on the GPU once before the first step (a pool of at most 1
+GiB, cycled if --steps needs more). On random tokens the loss starts near ln V + 1 with this
+init (11.40 for the defaults) and falls slowly towards ln V and no further (11.38 after 6
+steps): flat, not diverged. With --data FILE, the token file layoutbench-train reads with
+--data (docs/trainer.md, "Data"): flat uint16 (--data-dtype u16) or uint32 ids, sequence g is
+tokens [g*S, g*S + S] wrapping at the end, step k's global batch sequences [k*GB, (k+1)*GB),
+an id >= --vocab an error; so both sides train on the same tokens. --make-data FILE
+--data-tokens N writes such a file (u16 below 65536 ids, else u32) and exits: a fixed random
+Markov chain like the trainer's synthetic stream (each id has four successors, the first
+taken with probability 3/4), learnable, so the loss falls on both sides.
 
 Timing: torch.cuda.synchronize() before and after each optimizer step, wall clock
 (time.perf_counter) in between. The first --warmup steps (torch.compile compiles in the first
@@ -240,6 +246,14 @@ def parse_args(argv):
     p.add_argument("--peak-tflops", type=float, default=989.0,
                    help="dense bf16 peak of the GPU in TFLOP/s (H200: 989)")
     p.add_argument("--json-out", metavar="FILE", default=None)
+    p.add_argument("--data", metavar="FILE", default=None,
+                   help="token file as layoutbench-train --data reads it (default: uniform "
+                        "random ids)")
+    p.add_argument("--data-dtype", choices=("u16", "u32"), default="u16")
+    p.add_argument("--make-data", metavar="FILE", default=None,
+                   help="write a Markov-chain token file of --data-tokens ids for --vocab "
+                        "and exit")
+    p.add_argument("--data-tokens", type=int, default=1 << 20)
     a = p.parse_args(argv)
 
     def bad(msg):
@@ -261,7 +275,68 @@ def parse_args(argv):
         bad("--global-batch must be a multiple of --micro-batch")
     if a.peak_tflops <= 0:
         bad("--peak-tflops must be positive")
+    if a.data_tokens < 2:
+        bad("--data-tokens must be at least 2")
     return a
+
+
+# --------------------------------------------------------------------------- data
+
+
+def markov_tokens(vocab, n, seed=SEED):
+    """n ids of a fixed random Markov chain over vocab ids: each id has four successors,
+    the first taken with probability 3/4, else one of the other three."""
+    import random
+    rng = random.Random(seed)
+    succ = [[rng.randrange(vocab) for _ in range(4)] for _ in range(vocab)]
+    out = [0] * n
+    cur = rng.randrange(vocab)
+    for i in range(n):
+        out[i] = cur
+        r = rng.random()
+        cur = succ[cur][0 if r < 0.75 else 1 + min(2, int((r - 0.75) * 12))]
+    return out
+
+
+def write_tokens(path, ids, vocab):
+    """ids as a flat file in the host byte order: u16 where every id fits, else u32;
+    returns the dtype name."""
+    from array import array
+    code, name = ("H", "u16") if vocab <= 1 << 16 else ("I", "u32")
+    with open(path, "wb") as f:
+        array(code, ids).tofile(f)
+    return name
+
+
+def file_batches(path, dtype, vocab, seq, gbs, steps):
+    """What layoutbench-train --data reads: for each step k the sequences
+    [k*gbs, (k+1)*gbs), sequence g the seq + 1 ids from g*seq on, wrapping at the file's
+    end. Raises ValueError naming the file, the id and its offsets on an id >= vocab, and
+    on a file that is not a whole number of ids (at least 2)."""
+    from array import array
+    code, elem = ("H", 2) if dtype == "u16" else ("I", 4)
+    ids = array(code)
+    with open(path, "rb") as f:
+        raw = f.read()
+    if len(raw) % elem or len(raw) // elem < 2:
+        raise ValueError(f"data file '{path}': size {len(raw)} is not a whole number of "
+                         f"{dtype} token ids (at least 2)")
+    ids.frombytes(raw)
+    n = len(ids)
+    out = []
+    for k in range(steps):
+        batch = []
+        for g in range(k * gbs, (k + 1) * gbs):
+            p = (g * seq) % n
+            s = [ids[(p + i) % n] for i in range(seq + 1)]
+            for i, v in enumerate(s):
+                if v >= vocab:
+                    off = (p + i) % n
+                    raise ValueError(f"data file '{path}': token id {v} at token offset "
+                                     f"{off} (byte offset {off * elem}) is >= vocab {vocab}")
+            batch.append(s)
+        out.append(batch)
+    return out
 
 
 def flops_per_token(n_params, a, no_embed=False):
@@ -329,6 +404,8 @@ def summary_line(r):
         f"loss_last={fmt(r['loss_last'], '.4g')}",
         f"sdpa={r['sdpa_backend'] or 'unknown'}",
     ]
+    if r.get("data"):
+        parts.append("data=file")
     if r["mode"] == "compile" and r["compile_mode"] not in ("", "default"):
         parts.append(f"compile_mode={r['compile_mode']}")
     if r["gqa"] != "expand" and r["kv_heads"] != r["heads"]:
@@ -427,12 +504,18 @@ def train(a, r):
 
     # random ids for every step, made on the GPU once (seq_len + 1 for the shift); a pool
     # of at most DATA_POOL_BYTES, cycled when --steps needs more
-    per_step = a.global_batch * (a.seq_len + 1) * 8
-    n_pool = max(1, min(a.steps, DATA_POOL_BYTES // per_step))
-    gen = torch.Generator(device=dev)
-    gen.manual_seed(SEED)
-    data = torch.randint(0, a.vocab, (n_pool, a.global_batch, a.seq_len + 1), device=dev,
-                         generator=gen, dtype=torch.long)
+    if a.data:  # the trainer's token file: every step's batch, read once
+        n_pool = a.steps
+        data = torch.tensor(file_batches(a.data, a.data_dtype, a.vocab, a.seq_len,
+                                         a.global_batch, a.steps), dtype=torch.long,
+                            device=dev)
+    else:
+        per_step = a.global_batch * (a.seq_len + 1) * 8
+        n_pool = max(1, min(a.steps, DATA_POOL_BYTES // per_step))
+        gen = torch.Generator(device=dev)
+        gen.manual_seed(SEED)
+        data = torch.randint(0, a.vocab, (n_pool, a.global_batch, a.seq_len + 1), device=dev,
+                             generator=gen, dtype=torch.long)
     n_micro = a.global_batch // a.micro_batch
     amp = a.recipe == "autocast"
 
@@ -494,6 +577,11 @@ def train(a, r):
 
 def main(argv=None):
     a = parse_args(sys.argv[1:] if argv is None else argv)
+    if a.make_data:
+        dtype = write_tokens(a.make_data, markov_tokens(a.vocab, a.data_tokens), a.vocab)
+        print(f"peer_torch: wrote {a.data_tokens} {dtype} token ids of a Markov chain over "
+              f"{a.vocab} to {a.make_data}", file=sys.stderr)
+        return EXIT_OK
     r = {
         "peer": "torch", "mode": a.mode, "recipe": a.recipe,
         "compile_mode": a.compile_mode if a.mode == "compile" else None,
@@ -505,7 +593,7 @@ def main(argv=None):
         "mfu_no_embed": None, "sdpa_backend": None, "param_dtype": None,
         "peak_mem_gib": None, "loss_first": None, "loss_last": None,
         "params": None, "flops_per_token": None, "status": "error", "message": None,
-        "torch": torch.__version__, "gpu": None,
+        "torch": torch.__version__, "gpu": None, "data": a.data,
     }
     rc = EXIT_ERROR
     try:

@@ -20,6 +20,8 @@
 #     replayed, and no capture may have failed;
 #  3. peer: bench/peer_torch.py compiled with its bf16 recipe (bf16 parameters and
 #     gradients, fp32 master copy: the strongest) at both settings, lr 1e-4, the same steps;
+#     ours and the peer read one token file (`peer_torch.py --make-data`: a Markov chain,
+#     so that both losses fall) where python3 has torch to write it;
 #  4. tp: tp 2 and tp 4 as ranks on the one GPU (staged), graphs 0 and 1 (4 layers, global
 #     batch 4, seq 2048): the compute time (forward + backward less the host-timed
 #     collectives) is where graphs show;
@@ -86,6 +88,15 @@ timeout 90 python3 -c 'import torch' 2>/dev/null && have_torch=1
 recipe_flag=0
 [ "$have_torch" = 1 ] && timeout 90 python3 bench/peer_torch.py --help 2>/dev/null |
 	grep -q -- '--recipe' && recipe_flag=1
+# one token file for both sides (a Markov chain, so that both losses fall: the peer's
+# default uniform random ids leave its loss flat), where the peer can write it; else each
+# side its own data, and the table says so
+data_ours= data_peer= data_said="each side its own data (ours: the synthetic stream; the peer: uniform random ids)"
+if [ "$have_torch" = 1 ] && timeout 120 python3 bench/peer_torch.py --make-data "$work/tokens.u16" \
+	--vocab 32000 --data-tokens 400000 >"$logs/make-data.log" 2>&1; then
+	data_ours="--data $work/tokens.u16 --data-dtype u16" data_peer="--data $work/tokens.u16"
+	data_said="both sides on one token file (bench/peer_torch.py --make-data: 400000 ids of a Markov chain over 32000)"
+fi
 export TORCHINDUCTOR_CACHE_DIR="$work/inductor" TORCHINDUCTOR_FX_GRAPH_CACHE=1
 export TORCHINDUCTOR_AUTOGRAD_CACHE=1
 
@@ -108,7 +119,7 @@ if has peer && [ "$have_torch" = 1 ]; then
 		for s in $(peer_first); do
 			set -- $(echo "$s" | tr '_' ' ')
 			timeout -k 10 200 python3 bench/peer_torch.py --mode compile $(peer_args "$1") \
-				--seq-len "$2" --global-batch 1 --micro-batch 1 --steps 2 --warmup 1 \
+				$data_peer --seq-len "$2" --global-batch 1 --micro-batch 1 --steps 2 --warmup 1 \
 				--lr 1e-4 >"$logs/peer-warm-$1-$2.log" 2>&1 &
 			echo $! >"$work/warm.pid"
 			wait $!
@@ -248,7 +259,7 @@ peer_runs() {
 			continue
 		fi
 		timeout -k 10 "$lim" python3 bench/peer_torch.py --mode compile $(peer_args "$1") \
-			--seq-len "$2" --global-batch "$3" --micro-batch 1 --steps 11 --warmup 3 \
+			$data_peer --seq-len "$2" --global-batch "$3" --micro-batch 1 --steps 11 --warmup 3 \
 			--lr 1e-4 >"$logs/peer-$1-$2.log" 2>&1
 		st=$?
 		line=$(grep '^peer=' "$logs/peer-$1-$2.log" | tail -n 1)
@@ -294,7 +305,7 @@ if has train; then
 		for g in 0 1; do
 			ours "ours s$1 gbs$2" "$g" "$work/s$1-g$g" 1 $model --seq-len "$1" \
 				--global-batch "$2" --micro-batch 1 --attention cudnn --norm fused \
-				--lr 1e-4 --steps 11 --warmup 3
+				--lr 1e-4 --steps 11 --warmup 3 $data_ours
 		done
 	done
 fi
@@ -338,6 +349,7 @@ fi
 # the table
 {
 	echo "CUDA graphs, one device call: $(head -n 1 "$logs/device.txt"), $(tail -n 2 "$logs/device.txt" | tr '\n' ' ')"
+	echo "data: $data_said"
 	echo
 	printf '%-58s %5s  %s\n' part s result
 	awk -F '\t' '{ printf "%-58s %5s  %s\n", $1, $2, $3 }' "$rows"

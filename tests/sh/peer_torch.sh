@@ -8,7 +8,11 @@
 # backend is read off a profile's event names; every in-place write into the model's own
 # parameters (the bf16 recipe's copy of the masters back) runs under torch.no_grad(), where
 # autograd allows it (found by reading the code: a copy outside it failed on the GPU with
-# "a leaf Variable that requires grad is being used in an in-place operation"). Training
+# "a leaf Variable that requires grad is being used in an in-place operation"); --data
+# reads a token file as layoutbench-train does (sequence g from id g*S, step k's sequences
+# from k*GB, wrapping; an id >= vocab and a file of no whole number of ids are errors),
+# --make-data writes a Markov chain (fixed by its seed, the first successor about 3/4 of
+# the time) that the CPU trainer reads and learns (its loss falls). Training the peer
 # itself needs a GPU (bench/gpu).
 set -u
 command -v python3 >/dev/null 2>&1 || { echo "skip: no python3"; exit 77; }
@@ -116,8 +120,67 @@ check(len(copies) >= 1, "the bf16 recipe copies its masters back into params")
 for n in copies:
     check(under_no_grad(n), "line %d: an in-place copy into params outside torch.no_grad()"
           % n.lineno)
+
+# --data: the token file as layoutbench-train reads it (docs/trainer.md, "Data")
+import os, tempfile
+d = tempfile.mkdtemp()
+f100 = os.path.join(d, "ids100.u16")
+check(pt.write_tokens(f100, list(range(100)), 256) == "u16", "u16 where every id fits")
+bt = pt.file_batches(f100, "u16", 256, 4, 2, 2)
+check(len(bt) == 2 and all(len(b) == 2 for b in bt), "steps x global batch")
+check(bt[0][0] == [0, 1, 2, 3, 4] and bt[1][0] == [8, 9, 10, 11, 12],
+      "sequence g is ids [g*S, g*S + S]: %r" % bt)
+f10 = os.path.join(d, "ids10.u32")
+check(pt.write_tokens(f10, list(range(10)), 1 << 17) == "u32", "u32 above 65536 ids")
+check(pt.file_batches(f10, "u32", 1 << 17, 4, 2, 2)[1][0] == [8, 9, 0, 1, 2], "wraps at the end")
+try:
+    pt.file_batches(f100, "u16", 50, 4, 2, 20)
+    check(False, "an id >= vocab accepted")
+except ValueError as e:
+    check("token id 50 at token offset 50 (byte offset 100) is >= vocab 50" in str(e), str(e))
+odd = os.path.join(d, "odd")
+open(odd, "wb").write(b"abc")
+try:
+    pt.file_batches(odd, "u16", 256, 4, 2, 1)
+    check(False, "a file of 3 bytes accepted as u16 ids")
+except ValueError as e:
+    check("not a whole number of u16 token ids" in str(e), str(e))
+m1, m2 = pt.markov_tokens(256, 20000), pt.markov_tokens(256, 20000)
+check(m1 == m2, "the chain is fixed by its seed")
+check(all(0 <= v < 256 for v in m1), "ids below vocab")
+from collections import Counter
+pairs = Counter(zip(m1, m1[1:]))
+top = Counter()
+for (x, y), c in pairs.items():
+    top[x] = max(top[x], c)
+share = sum(top.values()) / (len(m1) - 1)
+check(0.72 < share < 0.80, "the first successor taken about 3/4 of the time: %.3f" % share)
+check(pt.parse_args(["--data", f100, "--data-dtype", "u32"]).data_dtype == "u32", "--data flags")
+r["data"] = f100
+r["sdpa_backend"], r["status"] = "cudnn", "ok"
+check(pt.summary_line(r).endswith(" sdpa=cudnn data=file"), pt.summary_line(r))
+check(pt.main(["--make-data", os.path.join(d, "m.u16"), "--vocab", "256",
+               "--data-tokens", "1000"]) == 0, "--make-data exits 0")
+check(os.path.getsize(os.path.join(d, "m.u16")) == 2000, "--make-data writes 1000 u16 ids")
 if fail:
     print("\n".join("FAIL: " + f for f in fail))
     sys.exit(1)
 print("peer_torch: all checks passed")
 PY
+# a file --make-data writes is one layoutbench-train reads, and its loss falls on it
+BUILD=${BUILD:-build}
+TRAIN="$BUILD/layoutbench-train"
+if [ -x "$TRAIN" ]; then
+	PYTHONPATH="$tmp/stub" python3 bench/peer_torch.py --make-data "$tmp/m.u16" --vocab 256 \
+		--data-tokens 20000 2>/dev/null || { echo "FAIL: --make-data"; exit 1; }
+	"$TRAIN" --model tiny --seq-len 32 --global-batch 8 --micro-batch 4 --steps 8 --warmup 1 \
+		--device cpu --quiet --data "$tmp/m.u16" --run-dir "$tmp/run" >"$tmp/train.out" 2>&1 ||
+		{ cat "$tmp/train.out"; echo "FAIL: the trainer on the peer's token file"; exit 1; }
+	awk '/"type":"step"/ { match($0, /"loss":[-0-9.eE+]+/); l[++n] = substr($0, RSTART + 7, RLENGTH - 7) + 0 }
+		END { if (!(n == 8 && l[8] < l[1] - 0.3)) { print "FAIL: the loss on the token file: " l[1] " -> " l[n]; exit 1 }
+			print "peer_torch: the trainer on the --make-data file: loss " l[1] " -> " l[8] }' \
+		"$tmp"/run/run-*.jsonl || exit 1
+else
+	echo "peer_torch: no $TRAIN: the trainer on the peer's token file not checked"
+fi
+

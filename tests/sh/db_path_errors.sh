@@ -4,13 +4,7 @@
 # that opens the database; and a submit whose spec or job scripts are refused checks them
 # before any database is made, so it leaves none behind.
 set -u
-LB=${BUILD:-build}/layoutbench
-root=$(pwd)
-case "$LB" in /*) ;; *) LB="$root/$LB" ;; esac
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-cd "$tmp" || exit 1
-fail=0
+. tests/sh/lib/cli_tmp.sh
 mkdir adir
 check() { # want-substring command...
 	want=$1

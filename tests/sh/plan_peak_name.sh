@@ -4,13 +4,7 @@
 # the driver's long name, or a spec that gives cluster.peak_tflops plans without one; no
 # shipped spec warns.
 set -u
-LB=${BUILD:-build}/layoutbench
-root=$(pwd)
-case "$LB" in /*) ;; *) LB="$root/$LB" ;; esac
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-cd "$tmp" || exit 1
-fail=0
+. tests/sh/lib/cli_tmp.sh
 spec() { # cluster-json
 	printf '{"name": "g", "model": "tiny", "fixed": {"seq_len": 64, "global_batch": 8}, "cluster": {"gpu_mem_gib": 80, %s}}\n' "$1" >s.json
 }

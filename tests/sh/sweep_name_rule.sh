@@ -4,13 +4,7 @@
 # failed submit leaves no database (so no sweep row); a name the rule allows passes all
 # three. The rule itself: lb_sweep_name_check (common/util.h, test_common_util).
 set -u
-LB=${BUILD:-build}/layoutbench
-root=$(pwd)
-case "$LB" in /*) ;; *) LB="$root/$LB" ;; esac
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-cd "$tmp" || exit 1
-fail=0
+. tests/sh/lib/cli_tmp.sh
 spec() { # name
 	printf '{"name": "%s", "model": "tiny", "fixed": {"seq_len": 64, "global_batch": 8}, "cluster": {"device": "cpu"}}\n' "$1" >s.json
 }

@@ -39,7 +39,9 @@
 # for the host), what the graphs did, peak memory, the losses; our graphs-on step against
 # the peer's recipes (ours / theirs, step time). Writes four files under $OUT (or
 # $BUILD/graphs): table.txt (the table), sweep.log (bench_attn's lines), runs.tsv (one row
-# per run), logs.tgz (every log and run log). Exit 0 when every part that ran passed.
+# per run), clocks.tsv (per run of ours and the peer: the SM clock and board power that
+# nvidia-smi read every 200 ms while the GPU was busy, and the clock-event reasons seen),
+# logs.tgz (every log and run log). Exit 0 when every part that ran passed.
 #
 # Env: BUILD (default build), OUT, LB_GRAPHS_BUDGET_S (525), LB_GRAPHS_PARTS (default
 # "checks sweep train tp peer sweep-alt"; any subset, run in the order above), LB_ALT_CUDNN (a
@@ -83,6 +85,42 @@ timeout 30 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,power.limit 
 	>>"$logs/device.txt" 2>&1
 date -u '+%Y-%m-%d %H:%M:%S UTC' >>"$logs/device.txt"
 git rev-parse --short=12 HEAD >>"$logs/device.txt" 2>/dev/null
+# the SM clock and the board power while a run is timed: whether the kernels, timed one
+# at a time elsewhere, run slower back to back because the clock falls (its reasons: the
+# power cap is bit 0x4, thermal 0x20/0x40)
+smi_q="timestamp,clocks.sm,power.draw,temperature.gpu,clocks_event_reasons.active"
+timeout 20 nvidia-smi --query-gpu="$smi_q" --format=csv,noheader,nounits >/dev/null 2>&1 ||
+	smi_q="timestamp,clocks.sm,power.draw,temperature.gpu"
+smi_pid=
+smi_start() { # FILE
+	smi_pid=
+	command -v nvidia-smi >/dev/null 2>&1 || return 0
+	nvidia-smi --query-gpu="$smi_q" --format=csv,noheader,nounits -lms 200 >"$1" 2>/dev/null &
+	smi_pid=$!
+}
+smi_stop() { # NAME G FILE: a row of clocks.tsv from the busy samples (power above 40% of
+	# the largest read in the run)
+	[ -n "$smi_pid" ] && kill "$smi_pid" 2>/dev/null && wait "$smi_pid" 2>/dev/null
+	smi_pid=
+	[ -s "$3" ] || return 0
+	awk -F ', *' -v name="$1" -v g="$2" '
+		$2 + 0 > 0 { n++; clk[n] = $2 + 0; pw[n] = $3 + 0; tmp[n] = $4 + 0; why[n] = $5
+			if ($3 + 0 > pmax) pmax = $3 + 0 }
+		function med(a, m,   i, j, t, b) { for (i = 1; i <= m; i++) b[i] = a[i]
+			for (i = 2; i <= m; i++) { t = b[i]; for (j = i - 1; j >= 1 && b[j] > t; j--)
+				b[j + 1] = b[j]; b[j + 1] = t }
+			return m % 2 ? b[(m + 1) / 2] : (b[m / 2] + b[m / 2 + 1]) / 2 }
+		END { m = 0; capped = 0; reasons = ""
+			for (i = 1; i <= n; i++) if (pw[i] > 0.4 * pmax) { m++; c[m] = clk[i]; p[m] = pw[i]
+				t[m] = tmp[i]; if (why[i] != "" && why[i] !~ /^0x0+$/) {
+					if (index(" " reasons " ", " " why[i] " ") == 0) reasons = reasons " " why[i] }
+				if (why[i] ~ /^0x/ && substr(why[i], length(why[i]), 1) ~ /[4567cdefCDEF]/) capped++ }
+			if (!m) exit
+			lo = c[1]; for (i = 1; i <= m; i++) if (c[i] < lo) lo = c[i]
+			printf "%s\t%s\t%d\t%.0f\t%.0f\t%.0f\t%.0f\t%d\t%s\n", name, g, m, med(c, m), lo,
+				med(p, m), med(t, m), capped, reasons == "" ? "-" : substr(reasons, 2) }' \
+		"$3" >>"$work/clocks.tsv"
+}
 have_torch=0
 timeout 90 python3 -c 'import torch' 2>/dev/null && have_torch=1
 recipe_flag=0
@@ -205,9 +243,11 @@ ours() {
 		return
 	fi
 	rm -rf "$d"
+	smi_start "$d.smi"
 	timeout -k 10 "$lim" "$TRAIN" "$@" --device cuda --quiet --cuda-graphs "$g" --run-dir "$d" \
 		>"$d.out" 2>"$d.err"
 	st=$?
+	smi_stop "$name" "$g" "$d.smi"
 	gr=$(grep -h "cuda graphs:" "$d.err" | head -n 1 | sed 's/.*cuda graphs: //')
 	row=$(awk -v name="$name" -v g="$g" -v st="$st" -v V="$V" -v H="$H" -v gr="${gr:--}" \
 		-v ranks="$ranks" '
@@ -258,10 +298,12 @@ peer_runs() {
 			skip "$name" "no time"
 			continue
 		fi
+		smi_start "$logs/peer-$1-$2.smi"
 		timeout -k 10 "$lim" python3 bench/peer_torch.py --mode compile $(peer_args "$1") \
 			$data_peer --seq-len "$2" --global-batch "$3" --micro-batch 1 --steps 11 --warmup 3 \
 			--lr 1e-4 >"$logs/peer-$1-$2.log" 2>&1
 		st=$?
+		smi_stop "$name" - "$logs/peer-$1-$2.smi"
 		line=$(grep '^peer=' "$logs/peer-$1-$2.log" | tail -n 1)
 		row=$(echo "$line" | awk -v name="$name" -v st="$st" -v N="$N" -v V="$V" -v H="$H" \
 			-v L="$L" -v S="$2" '
@@ -365,6 +407,16 @@ fi
 	echo "MFU%: the paper's count (6N + 12 L h s, N with the embedding); MFU%-e: without the input"
 	echo "embedding; gaps: wall time less the GPU time of forward, backward and optimizer; compute:"
 	echo "forward + backward GPU time less the host-timed collectives (s per step)"
+	if [ -s "$work/clocks.tsv" ]; then
+		echo
+		printf '| %-34s | %1s | %7s | %6s | %6s | %5s | %4s | %6s | %s\n' run g samples \
+			"SM MHz" "lowest" W "degC" capped reasons
+		awk -F '\t' '{ printf "| %-34s | %1s | %7s | %6s | %6s | %5s | %4s | %6s | %s\n", $1, $2,
+			$3, $4, $5, $6, $7, $8, $9 }' "$work/clocks.tsv"
+		echo
+		echo "clocks: nvidia-smi every 200 ms while the run drew over 40% of its largest power;"
+		echo "SM MHz and W medians; capped: samples whose clock-event reasons hold the power cap (0x4)"
+	fi
 	awk -F '\t' '
 		$1 ~ /^ours s/ && $2 == 1 && $3 + 0 > 0 { split($1, a, " "); ours[a[2]] = $3 }
 		$1 ~ /^ours s/ && $2 == 0 && $3 + 0 > 0 { split($1, a, " "); off[a[2]] = $3 }
@@ -379,10 +431,12 @@ fi
 } >"$work/table.txt"
 cp "$work/table.txt" "$OUTD/table.txt"
 cp "$runs" "$OUTD/runs.tsv"
+[ -s "$work/clocks.tsv" ] && cp "$work/clocks.tsv" "$OUTD/clocks.tsv"
 [ -f "$logs/sweep.log" ] && cp "$logs/sweep.log" "$OUTD/sweep.log"
 for d in "$work"/s*-g* "$work"/tp*-g*; do
 	[ -d "$d" ] && cp "$d"/run-*.jsonl "$logs/$(basename "$d").jsonl" 2>/dev/null
 	[ -f "$d.err" ] && cp "$d.err" "$logs/$(basename "$d").err"
+	[ -f "$d.smi" ] && cp "$d.smi" "$logs/$(basename "$d").smi"
 done
 cp -r "$BUILD/test-logs" "$logs/test-logs" 2>/dev/null
 tar -czf "$OUTD/logs.tgz" -C "$work" logs 2>/dev/null

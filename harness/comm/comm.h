@@ -90,6 +90,14 @@ struct lb_comm {
 	void *impl;
 };
 
+/* A C table's members for the data calls, split and destroy, from a backend's functions
+ * named X_all_reduce, X_reduce_scatter, X_all_gather, X_broadcast, X_send, X_recv,
+ * X_split and X_destroy: {.name = "x", LB_COMM_OPS(x), .group_start = ..., ...}. */
+#define LB_COMM_OPS(x)                                                                             \
+	.all_reduce = x##_all_reduce, .reduce_scatter = x##_reduce_scatter,                        \
+	.all_gather = x##_all_gather, .broadcast = x##_broadcast, .send = x##_send,                \
+	.recv = x##_recv, .split = x##_split, .destroy = x##_destroy
+
 /* Bytes per element; 0 for an unknown type. */
 size_t lb_dtype_size(enum lb_dtype t);
 /* "f32", "bf16", "f16", "i32", "f64" (static text). */
@@ -99,6 +107,19 @@ const char *lb_comm_strerror(int code);
 /* The run log's failure class of a LB_COMM_E* code: "timeout" (ETIMEOUT, EPEER: a peer
  * died or hung), "nccl_error" (EFAIL and anything else); NULL for 0. */
 const char *lb_comm_failure_class(int code);
+
+/* A world's last failed call, as the table's optional error member reports it. */
+struct lb_comm_err {
+	int code;      /* LB_COMM_E*, 0 if none */
+	int rank;      /* world rank at fault, -1 unknown */
+	char msg[512]; /* what failed, for the run log */
+};
+/* Record a failure in e; returns code. */
+int lb_comm_err_set(struct lb_comm_err *e, int code, int rank, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* e's code, its rank into *rank and message into msg (either may be NULL); e NULL: 0, rank
+ * -1 and an empty message. */
+int lb_comm_err_get(const struct lb_comm_err *e, int *rank, char *msg, size_t len);
 
 /* The communicator that knows about the processes of c: its host part for a device
  * communicator (may be NULL across nodes), else c itself. */

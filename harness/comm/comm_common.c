@@ -7,6 +7,9 @@
  */
 #include "harness/comm/comm.h"
 
+#include <stdarg.h>
+#include <stdio.h>
+
 /* Each dtype's bytes per element and name, in the enum's order. */
 static const struct {
 	size_t size;
@@ -53,6 +56,27 @@ const char *lb_comm_failure_class(int code)
 	if (code == LB_COMM_ETIMEOUT || code == LB_COMM_EPEER)
 		return "timeout";
 	return "nccl_error";
+}
+
+int lb_comm_err_set(struct lb_comm_err *e, int code, int rank, const char *fmt, ...)
+{
+	va_list ap;
+
+	e->code = code;
+	e->rank = rank;
+	va_start(ap, fmt);
+	vsnprintf(e->msg, sizeof(e->msg), fmt, ap);
+	va_end(ap);
+	return code;
+}
+
+int lb_comm_err_get(const struct lb_comm_err *e, int *rank, char *msg, size_t len)
+{
+	if (rank)
+		*rank = e ? e->rank : -1;
+	if (msg && len)
+		snprintf(msg, len, "%s", e ? e->msg : "");
+	return e ? e->code : 0;
 }
 
 struct lb_comm *lb_comm_host_of(struct lb_comm *c)

@@ -163,8 +163,7 @@ struct cc_world {
 	int failed;  /* 1 once the watchdog took over */
 	int aborted; /* 1 once ncclCommAbort returned for every communicator */
 	int blocked_marked;
-	int err_code, err_rank;
-	char err_msg[512];
+	struct lb_comm_err err;	  /* the last failed call */
 	cudaStream_t host_stream; /* host values through NCCL (no host communicator) */
 };
 
@@ -204,25 +203,12 @@ static struct cc_comm *CC(struct lb_comm *c)
 	return (struct cc_comm *)c;
 }
 
-static int fail(struct cc_world *w, int code, int rank, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static int fail(struct cc_world *w, int code, int rank, const char *fmt, ...)
-{
-	va_list ap;
-
-	w->err_code = code;
-	w->err_rank = rank;
-	va_start(ap, fmt);
-	vsnprintf(w->err_msg, sizeof(w->err_msg), fmt, ap);
-	va_end(ap);
-	return code;
-}
-
 static int cuda_fail(struct cc_world *w, const char *what, cudaError_t e)
 {
 	cudaGetLastError();
-	return fail(w, e == cudaErrorMemoryAllocation ? LB_COMM_EFAIL : LB_COMM_EFAIL, -1, "%s: %s",
-		    what, cudaGetErrorString(e));
+	return lb_comm_err_set(&w->err,
+			       e == cudaErrorMemoryAllocation ? LB_COMM_EFAIL : LB_COMM_EFAIL, -1,
+			       "%s: %s", what, cudaGetErrorString(e));
 }
 
 static ncclDataType_t nccl_type(enum lb_dtype t)
@@ -312,7 +298,7 @@ static void dog_fail(struct cc_world *w, int code, const char *fmt, ...)
 		snprintf(full, sizeof(full), "%s; %s", m, who);
 	else
 		snprintf(full, sizeof(full), "%s", m);
-	fail(w, code, culprit, "%s", full);
+	lb_comm_err_set(&w->err, code, culprit, "%s", full);
 	pthread_mutex_unlock(&w->mu);
 	abort_bounded(w, 2.0);
 	if (w->o.on_fail)
@@ -472,15 +458,16 @@ static int settle(struct cc_world *w, ncclComm_t nc, ncclResult_t r, const char 
 		if (r != ncclInProgress)
 			break;
 		if (lb_now_s() > deadline)
-			return fail(w, LB_COMM_ETIMEOUT, -1, "%s: not done within %.1f s", what,
-				    timeout_s);
+			return lb_comm_err_set(&w->err, LB_COMM_ETIMEOUT, -1,
+					       "%s: not done within %.1f s", what, timeout_s);
 		usleep(100);
 	}
 	if (r != ncclSuccess)
-		return fail(
-		    w, r == ncclRemoteError || r == ncclSystemError ? LB_COMM_EPEER : LB_COMM_EFAIL,
-		    -1, "%s: %s (%s)", what, nccl.GetErrorString(r),
-		    nc ? nccl.GetLastError(nc) : "");
+		return lb_comm_err_set(&w->err,
+				       r == ncclRemoteError || r == ncclSystemError ? LB_COMM_EPEER
+										    : LB_COMM_EFAIL,
+				       -1, "%s: %s (%s)", what, nccl.GetErrorString(r),
+				       nc ? nccl.GetLastError(nc) : "");
 	return 0;
 }
 
@@ -489,7 +476,8 @@ static int world_register(struct cc_world *w, ncclComm_t nc, const char *name)
 	pthread_mutex_lock(&w->mu);
 	if (w->ncomms >= CC_MAXCOMM) {
 		pthread_mutex_unlock(&w->mu);
-		return fail(w, LB_COMM_EFAIL, -1, "more than %d NCCL communicators", CC_MAXCOMM);
+		return lb_comm_err_set(&w->err, LB_COMM_EFAIL, -1,
+				       "more than %d NCCL communicators", CC_MAXCOMM);
 	}
 	w->comms[w->ncomms] = nc;
 	w->comm_names[w->ncomms++] = name;
@@ -621,11 +609,13 @@ static int stage_buf(struct cc_comm *cc, int idx, size_t bytes, void **out)
 		size_t *sc;
 
 		if (!s)
-			return fail(cc->w, LB_COMM_EFAIL, -1, "out of host memory");
+			return lb_comm_err_set(&cc->w->err, LB_COMM_EFAIL, -1,
+					       "out of host memory");
 		cc->stage = s;
 		sc = (size_t *)realloc(cc->stage_cap, cap * sizeof(*sc));
 		if (!sc)
-			return fail(cc->w, LB_COMM_EFAIL, -1, "out of host memory");
+			return lb_comm_err_set(&cc->w->err, LB_COMM_EFAIL, -1,
+					       "out of host memory");
 		cc->stage_cap = sc;
 		for (int i = cc->cap_stage; i < cap; i++) {
 			cc->stage[i] = NULL;
@@ -681,7 +671,7 @@ static int host_rc(struct cc_comm *cc, int rc)
 			lb_comm_shm_error(cc->host, &r, m, sizeof(m));
 		else
 			snprintf(m, sizeof(m), "%s", lb_comm_strerror(rc));
-		fail(cc->w, rc, r, "%s", m);
+		lb_comm_err_set(&cc->w->err, rc, r, "%s", m);
 	}
 	return rc;
 }
@@ -784,10 +774,10 @@ static int cc_run(struct lb_comm *c, const struct cc_call *k, const void *in, vo
 	if (!stream && cc->host)
 		return host_rc(cc, host_issue(cc->host, k, in, out));
 	if (!stream && cc_p2p(k))
-		return fail(cc->w, LB_COMM_EFAIL, -1, "%s",
-			    k->op == CC_SEND
-				? "send of host memory across nodes is not supported"
-				: "receive into host memory across nodes is not supported");
+		return lb_comm_err_set(
+		    &cc->w->err, LB_COMM_EFAIL, -1, "%s",
+		    k->op == CC_SEND ? "send of host memory across nodes is not supported"
+				     : "receive into host memory across nodes is not supported");
 	if (!stream)
 		return coll_bounced(c, k, in, out);
 	if (cc->kind == LB_GPU_COMM_STAGED)
@@ -855,7 +845,8 @@ static int cc_group_start(struct lb_comm *c)
 	struct cc_comm *cc = CC(c);
 
 	if (cc->in_group)
-		return fail(cc->w, LB_COMM_EFAIL, -1, "group_start inside a group");
+		return lb_comm_err_set(&cc->w->err, LB_COMM_EFAIL, -1,
+				       "group_start inside a group");
 	cc->in_group = 1;
 	cc->used_stage = 0;
 	cc->nrecvs = 0;
@@ -867,8 +858,8 @@ static int cc_group_start(struct lb_comm *c)
 		ncclResult_t r = nccl.GroupStart();
 
 		if (r != ncclSuccess)
-			return fail(cc->w, LB_COMM_EFAIL, -1, "ncclGroupStart: %s",
-				    nccl.GetErrorString(r));
+			return lb_comm_err_set(&cc->w->err, LB_COMM_EFAIL, -1, "ncclGroupStart: %s",
+					       nccl.GetErrorString(r));
 	}
 	return 0;
 }
@@ -896,7 +887,8 @@ static int staged_p2p(struct cc_comm *cc, int dir, void *buf, size_t count, enum
 			void *r = realloc(cc->recvs, cap * sizeof(*cc->recvs));
 
 			if (!r)
-				return fail(cc->w, LB_COMM_EFAIL, -1, "out of host memory");
+				return lb_comm_err_set(&cc->w->err, LB_COMM_EFAIL, -1,
+						       "out of host memory");
 			*(void **)&cc->recvs = r;
 			cc->cap_recvs = cap;
 		}
@@ -930,7 +922,8 @@ static int cc_group_end(struct lb_comm *c)
 	int rc = 0;
 
 	if (!cc->in_group)
-		return fail(cc->w, LB_COMM_EFAIL, -1, "group_end without group_start");
+		return lb_comm_err_set(&cc->w->err, LB_COMM_EFAIL, -1,
+				       "group_end without group_start");
 	cc->in_group = 0;
 	if (cc->kind == LB_GPU_COMM_STAGED) {
 		if ((rc = host_rc(cc, cc->host->ops->group_end(cc->host))))
@@ -999,7 +992,7 @@ static void cc_destroy(struct lb_comm *c)
 
 	if (cc->nc) {
 		world_unregister(w, cc->nc);
-		if (w->err_code || w->failed) {
+		if (w->err.code || w->failed) {
 			nccl.CommAbort(cc->nc);
 		} else {
 			ncclResult_t r = nccl.CommFinalize(cc->nc);
@@ -1033,7 +1026,7 @@ static int cc_split(struct lb_comm *c, int color, int key, struct lb_comm **out)
 	*out = NULL;
 	n = (struct cc_comm *)calloc(1, sizeof(*n));
 	if (!n)
-		return fail(w, LB_COMM_EFAIL, -1, "out of host memory");
+		return lb_comm_err_set(&w->err, LB_COMM_EFAIL, -1, "out of host memory");
 	n->c.ops = &cc_ops;
 	n->c.impl = n;
 	n->w = w;
@@ -1070,7 +1063,8 @@ static int cc_split(struct lb_comm *c, int color, int key, struct lb_comm **out)
 		if (!rc && n->nc &&
 		    (nccl.CommUserRank(n->nc, &n->c.rank) != ncclSuccess ||
 		     nccl.CommCount(n->nc, &n->c.size) != ncclSuccess))
-			rc = fail(w, LB_COMM_EFAIL, -1, "ncclCommSplit: cannot read the new rank");
+			rc = lb_comm_err_set(&w->err, LB_COMM_EFAIL, -1,
+					     "ncclCommSplit: cannot read the new rank");
 		if (!rc && n->nc)
 			rc = world_register(w, n->nc, n->name);
 		if (rc) {
@@ -1131,7 +1125,7 @@ extern "C" int lb_comm_cuda_world(struct lb_comm *host, const struct lb_gpu_comm
 	}
 	w->o = *o;
 	w->refs = 1;
-	w->err_rank = -1;
+	w->err.rank = -1;
 	w->tag = -1;
 	pthread_mutex_init(&w->mu, NULL);
 	cudaGetDevice(&w->device);
@@ -1192,12 +1186,12 @@ extern "C" int lb_comm_cuda_world(struct lb_comm *host, const struct lb_gpu_comm
 		if (!host) /* every rank has joined (or failed): the id is spent */
 			lb_bootstrap_done(&boot);
 		if (rc) {
-			snprintf(err, errlen, "%s", w->err_msg);
+			snprintf(err, errlen, "%s", w->err.msg);
 			return rc;
 		}
 	}
 	if ((rc = world_register(w, cc->nc, cc->name))) {
-		snprintf(err, errlen, "%s", w->err_msg);
+		snprintf(err, errlen, "%s", w->err.msg);
 		return rc;
 	}
 	{
@@ -1242,18 +1236,8 @@ static int cc_error(const struct lb_comm *c, int *rank, char *msg, size_t len)
 {
 	const struct cc_world *w;
 
-	if (rank)
-		*rank = -1;
-	if (msg && len)
-		msg[0] = 0;
-	if (!lb_comm_is_cuda(c))
-		return 0;
-	w = ((const struct cc_comm *)c)->w;
-	if (rank)
-		*rank = w->err_rank;
-	if (msg && len)
-		snprintf(msg, len, "%s", w->err_msg);
-	return w->err_code;
+	w = lb_comm_is_cuda(c) ? ((const struct cc_comm *)c)->w : NULL;
+	return lb_comm_err_get(w ? &w->err : NULL, rank, msg, len);
 }
 
 static int cc_set_tag(struct lb_comm *c, int tag)

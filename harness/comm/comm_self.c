@@ -79,17 +79,10 @@ static void self_destroy(struct lb_comm *c)
 
 static const struct lb_comm_ops self_ops = {
     .name = "self",
-    .all_reduce = self_all_reduce,
-    .reduce_scatter = self_reduce_scatter,
-    .all_gather = self_all_gather,
-    .broadcast = self_broadcast,
-    .send = self_send,
-    .recv = self_recv,
+    LB_COMM_OPS(self),
     .group_start = self_nop,
     .group_end = self_nop,
     .barrier = self_nop,
-    .split = self_split,
-    .destroy = self_destroy,
 };
 
 struct lb_comm *lb_comm_self(void)

@@ -50,7 +50,6 @@
 #define SHM_SLOTS_PER_RANK 16		/* => up to 16 live partitions of the world */
 #define SHM_CHAN_BYTES	   (256U << 10) /* ring buffer per ordered pair of ranks */
 #define SHM_REASON_MAX	   200
-#define SHM_MSG_MAX	   256
 #define LB_SHM_SLICE_S	   0.02 /* longest sleep between health checks, seconds */
 #define SHM_SPIN	   64
 #define SHM_YIELDS	   8
@@ -105,9 +104,7 @@ struct shm_seg {
 	unsigned char *base;
 	size_t bytes;
 	struct shm_hdr *hdr;
-	int err_code; /* of the last failed call, 0 if none */
-	int err_rank; /* world rank at fault, -1 unknown */
-	char err_msg[SHM_MSG_MAX];
+	struct lb_comm_err err; /* the last failed call */
 };
 
 enum { OP_SEND = 0, OP_RECV = 1 };
@@ -188,20 +185,6 @@ static int pid_alive(pid_t pid)
 
 /* ---- errors ---- */
 
-static int seg_fail(struct shm_seg *s, int code, int rank, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static int seg_fail(struct shm_seg *s, int code, int rank, const char *fmt, ...)
-{
-	va_list ap;
-
-	s->err_code = code;
-	s->err_rank = rank;
-	va_start(ap, fmt);
-	vsnprintf(s->err_msg, sizeof(s->err_msg), fmt, ap);
-	va_end(ap);
-	return code;
-}
-
 static void wake_everyone(struct shm_seg *s);
 
 /* Post the abort record for world rank `rank` (first one wins). */
@@ -228,8 +211,8 @@ static int check_abort(struct shm_seg *s)
 		return 0;
 	for (i = 0; i < 1000 && !atomic_load(&h->abort_ready); i++)
 		sleep_s(0.0001);
-	return seg_fail(s, LB_COMM_EPEER, (int)w - 1, "rank %d failed: %s", (int)w - 1,
-			atomic_load(&h->abort_ready) ? h->abort_reason : "unknown reason");
+	return lb_comm_err_set(&s->err, LB_COMM_EPEER, (int)w - 1, "rank %d failed: %s", (int)w - 1,
+			       atomic_load(&h->abort_ready) ? h->abort_reason : "unknown reason");
 }
 
 /* ---- segment layout ---- */
@@ -346,9 +329,9 @@ static int check_peers(struct shm_comm *sc, const char *what, int p2p)
 		}
 	}
 	if (!p2p && sc->ctx_id != 0 && atomic_load(&x->detached) > 0)
-		return seg_fail(s, LB_COMM_EPEER, -1,
-				"a member destroyed its %d-rank communicator during %s", x->n,
-				what);
+		return lb_comm_err_set(&s->err, LB_COMM_EPEER, -1,
+				       "a member destroyed its %d-rank communicator during %s",
+				       x->n, what);
 	return 0;
 }
 
@@ -418,12 +401,12 @@ static int wait_word_(struct shm_comm *sc, _Atomic uint32_t *word, uint32_t targ
 					     ? "hung"
 					     : "hung, or a send/recv deadlock");
 				post_abort(s, m, reason);
-				return seg_fail(s, LB_COMM_ETIMEOUT, m,
-						"timeout after %.1f s in %s: rank %d %s",
-						s->timeout_s, what, m, verb);
+				return lb_comm_err_set(&s->err, LB_COMM_ETIMEOUT, m,
+						       "timeout after %.1f s in %s: rank %d %s",
+						       s->timeout_s, what, m, verb);
 			}
-			return seg_fail(s, LB_COMM_ETIMEOUT, -1, "timeout after %.1f s in %s",
-					s->timeout_s, what);
+			return lb_comm_err_set(&s->err, LB_COMM_ETIMEOUT, -1,
+					       "timeout after %.1f s in %s", s->timeout_s, what);
 		}
 		futex_wait(word, v, deadline - t < LB_SHM_SLICE_S ? deadline - t : LB_SHM_SLICE_S);
 	}
@@ -658,19 +641,29 @@ static struct shm_comm *SC(struct lb_comm *c)
 	return (struct shm_comm *)c;
 }
 
-static int enter(struct shm_comm *sc, const char *what, enum lb_dtype t)
+/* Every call's first checks: no abort posted, a known dtype. */
+static int call_ok(struct shm_comm *sc, const char *what, enum lb_dtype t)
 {
 	int rc = check_abort(sc->seg);
 
+	if (rc || lb_dtype_size(t) != 0)
+		return rc;
+	return lb_comm_err_set(&sc->seg->err, LB_COMM_EFAIL, -1, "%s: unknown dtype %d", what,
+			       (int)t);
+}
+
+/* A collective's first checks: call_ok, and not inside a group. */
+static int enter(struct shm_comm *sc, const char *what, enum lb_dtype t)
+{
+	int rc = call_ok(sc, what, t);
+
 	if (rc)
 		return rc;
-	if (lb_dtype_size(t) == 0)
-		return seg_fail(sc->seg, LB_COMM_EFAIL, -1, "%s: unknown dtype %d", what, (int)t);
 	if (sc->in_group)
-		return seg_fail(sc->seg, LB_COMM_EFAIL, -1,
-				"%s inside group_start/group_end: only send and recv may be "
-				"grouped",
-				what);
+		return lb_comm_err_set(&sc->seg->err, LB_COMM_EFAIL, -1,
+				       "%s inside group_start/group_end: only send and recv may be "
+				       "grouped",
+				       what);
 	return 0;
 }
 
@@ -680,10 +673,11 @@ static int enter_reduce(struct shm_comm *sc, const char *what, enum lb_dtype t, 
 	int rc = enter(sc, what, t);
 
 	if (rc == 0 && !reducible(t, op))
-		return seg_fail(sc->seg, LB_COMM_EFAIL, -1,
-				"%s: %s with op %d is not supported by the shm communicator (use "
-				"f32, bf16, f16 or i32 with sum, max or avg)",
-				what, lb_dtype_name(t), (int)op);
+		return lb_comm_err_set(
+		    &sc->seg->err, LB_COMM_EFAIL, -1,
+		    "%s: %s with op %d is not supported by the shm communicator (use "
+		    "f32, bf16, f16 or i32 with sum, max or avg)",
+		    what, lb_dtype_name(t), (int)op);
 	return rc;
 }
 
@@ -822,9 +816,9 @@ static int shm_broadcast(struct lb_comm *c, void *buf, size_t count, enum lb_dty
 	if ((rc = enter(sc, "broadcast", t)))
 		return rc;
 	if (root < 0 || root >= c->size)
-		return seg_fail(sc->seg, LB_COMM_EFAIL, -1,
-				"broadcast: root %d is not a rank of this %d-rank communicator",
-				root, c->size);
+		return lb_comm_err_set(
+		    &sc->seg->err, LB_COMM_EFAIL, -1,
+		    "broadcast: root %d is not a rank of this %d-rank communicator", root, c->size);
 	while (round_next(sc, &rd, count, round_cap(sc, esz, 1))) {
 		unsigned char *part = (unsigned char *)buf + rd.o * esz;
 
@@ -944,11 +938,12 @@ static int run_ops(struct shm_comm *sc, const char *what)
 			}
 			moved += op_progress(sc, op);
 			if (op->dir == OP_RECV && op->done >= 8 && op->hdr != op->len) {
-				rc = seg_fail(s, LB_COMM_EFAIL, op->peer,
-					      "%s: rank %d sent %llu bytes, rank %d expected %llu "
-					      "(mismatched send/recv sizes or order)",
-					      what, op->peer, (unsigned long long)op->hdr,
-					      s->world_rank, (unsigned long long)op->len);
+				rc = lb_comm_err_set(
+				    &s->err, LB_COMM_EFAIL, op->peer,
+				    "%s: rank %d sent %llu bytes, rank %d expected %llu "
+				    "(mismatched send/recv sizes or order)",
+				    what, op->peer, (unsigned long long)op->hdr, s->world_rank,
+				    (unsigned long long)op->len);
 				goto out;
 			}
 			if (op->done == 8 + op->len)
@@ -977,22 +972,22 @@ static int queue_op(struct shm_comm *sc, int dir, const void *buf, size_t count,
 {
 	const char *what = dir == OP_SEND ? "send" : "recv";
 	struct p2p_op *op;
-	int rc = check_abort(sc->seg);
+	int rc = call_ok(sc, what, t);
 
 	if (rc)
 		return rc;
-	if (lb_dtype_size(t) == 0)
-		return seg_fail(sc->seg, LB_COMM_EFAIL, -1, "%s: unknown dtype %d", what, (int)t);
 	if (peer < 0 || peer >= sc->c.size || peer == sc->c.rank)
-		return seg_fail(sc->seg, LB_COMM_EFAIL, -1,
-				"%s: peer %d is not another rank of this %d-rank communicator",
-				what, peer, sc->c.size);
+		return lb_comm_err_set(
+		    &sc->seg->err, LB_COMM_EFAIL, -1,
+		    "%s: peer %d is not another rank of this %d-rank communicator", what, peer,
+		    sc->c.size);
 	if (sc->nops == sc->capops) {
 		int cap = sc->capops ? sc->capops * 2 : 8;
 		struct p2p_op *p = realloc(sc->ops, sizeof(*p) * (size_t)cap);
 
 		if (!p)
-			return seg_fail(sc->seg, LB_COMM_EFAIL, -1, "%s: out of memory", what);
+			return lb_comm_err_set(&sc->seg->err, LB_COMM_EFAIL, -1,
+					       "%s: out of memory", what);
 		sc->ops = p;
 		sc->capops = cap;
 	}
@@ -1023,8 +1018,8 @@ static int shm_group_start(struct lb_comm *c)
 	struct shm_comm *sc = SC(c);
 
 	if (sc->in_group)
-		return seg_fail(sc->seg, LB_COMM_EFAIL, -1,
-				"group_start: a group is already open (groups do not nest)");
+		return lb_comm_err_set(&sc->seg->err, LB_COMM_EFAIL, -1,
+				       "group_start: a group is already open (groups do not nest)");
 	sc->in_group = 1;
 	sc->nops = 0;
 	return 0;
@@ -1035,7 +1030,8 @@ static int shm_group_end(struct lb_comm *c)
 	struct shm_comm *sc = SC(c);
 
 	if (!sc->in_group)
-		return seg_fail(sc->seg, LB_COMM_EFAIL, -1, "group_end without group_start");
+		return lb_comm_err_set(&sc->seg->err, LB_COMM_EFAIL, -1,
+				       "group_end without group_start");
 	sc->in_group = 0;
 	return run_ops(sc, "group_end");
 }
@@ -1109,7 +1105,7 @@ static int shm_split(struct lb_comm *c, int color, int key, struct lb_comm **out
 	if (!all || !ids) {
 		free(all);
 		free(ids);
-		return seg_fail(sc->seg, LB_COMM_EFAIL, -1, "split: out of memory");
+		return lb_comm_err_set(&sc->seg->err, LB_COMM_EFAIL, -1, "split: out of memory");
 	}
 	if ((rc = shm_all_gather(c, mine, all, 2, LB_I32, NULL)))
 		goto out;
@@ -1141,15 +1137,16 @@ static int shm_split(struct lb_comm *c, int color, int key, struct lb_comm **out
 		goto out;
 	id = ids[leader];
 	if (id < 0 || id >= SHM_MAX_CTX) {
-		rc = seg_fail(sc->seg, LB_COMM_EFAIL, -1,
-			      "split: no free communicator in the shm segment (at most %d live, "
-			      "%d staging slots); destroy unused sub-communicators",
-			      SHM_MAX_CTX - 1, (int)sc->seg->hdr->nslots);
+		rc = lb_comm_err_set(
+		    &sc->seg->err, LB_COMM_EFAIL, -1,
+		    "split: no free communicator in the shm segment (at most %d live, "
+		    "%d staging slots); destroy unused sub-communicators",
+		    SHM_MAX_CTX - 1, (int)sc->seg->hdr->nslots);
 		goto out;
 	}
 	nc = comm_new(sc->seg, id, myrank, m);
 	if (!nc) {
-		rc = seg_fail(sc->seg, LB_COMM_EFAIL, -1, "split: out of memory");
+		rc = lb_comm_err_set(&sc->seg->err, LB_COMM_EFAIL, -1, "split: out of memory");
 		goto out;
 	}
 	*out = &nc->c;
@@ -1198,17 +1195,10 @@ static void shm_destroy(struct lb_comm *c)
 
 static const struct lb_comm_ops shm_ops = {
     .name = "shm",
-    .all_reduce = shm_all_reduce,
-    .reduce_scatter = shm_reduce_scatter,
-    .all_gather = shm_all_gather,
-    .broadcast = shm_broadcast,
-    .send = shm_send,
-    .recv = shm_recv,
+    LB_COMM_OPS(shm),
     .group_start = shm_group_start,
     .group_end = shm_group_end,
     .barrier = shm_barrier,
-    .split = shm_split,
-    .destroy = shm_destroy,
 };
 
 /* ---- create ---- */
@@ -1367,7 +1357,7 @@ int lb_comm_shm_create(const char *name, int rank, int size, double timeout_s, s
 	s->base = base;
 	s->bytes = l.total;
 	s->hdr = h;
-	s->err_rank = -1;
+	s->err.rank = -1;
 	atomic_store(&h->pid[rank], (int32_t)getpid());
 	atomic_fetch_add(&h->joined, 1);
 	futex_wake(&h->joined);
@@ -1375,7 +1365,7 @@ int lb_comm_shm_create(const char *name, int rank, int size, double timeout_s, s
 		uint32_t v = atomic_load(&h->joined);
 
 		if (check_abort(s)) {
-			snprintf(err, errlen, "rendezvous '%s': %s", name, s->err_msg);
+			snprintf(err, errlen, "rendezvous '%s': %s", name, s->err.msg);
 			goto fail_peer;
 		}
 		t = lb_now_s();
@@ -1444,15 +1434,12 @@ int lb_comm_shm_error(const struct lb_comm *c, int *rank, char *msg, size_t len)
 	if (!lb_comm_is_shm(c))
 		return 0;
 	s = ((const struct shm_comm *)c)->seg;
-	code = s->err_code;
+	code = s->err.code;
 	if (!code && atomic_load(&s->hdr->abort_word))
 		code = check_abort(s);
 	if (!code)
 		return 0;
-	if (rank)
-		*rank = s->err_rank;
-	if (msg && len)
-		snprintf(msg, len, "%s", s->err_msg);
+	lb_comm_err_get(&s->err, rank, msg, len);
 	return code;
 }
 

@@ -265,15 +265,36 @@ static void pw(struct gb *g, cudnnPointwiseMode_t mode, cudnnDataType_t prec,
 		{CUDNN_ATTR_OPERATION_POINTWISE_YDESC, y}});
 }
 
+/* y = mode(a[, b]) into a new inner tensor of the given type and dims, computed in fp32. */
+static cudnnBackendDescriptor_t pw_new(struct gb *g, cudnnPointwiseMode_t mode,
+				       cudnnBackendDescriptor_t a, cudnnBackendDescriptor_t b,
+				       cudnnDataType_t type, struct dims4 dims)
+{
+	cudnnBackendDescriptor_t y = tensor(g, 0, type, dims);
+
+	pw(g, mode, CUDNN_DATA_FLOAT, a, b, NULL, y, -1);
+	return y;
+}
+
+/* Descriptor d of an operation with its compute type (attribute comp) set to fp32,
+ * finished (what names it in a message). */
+static cudnnBackendDescriptor_t fp32_compute(struct gb *g, cudnnBackendDescriptor_t d,
+					     cudnnBackendAttributeName_t comp, const char *what)
+{
+	cudnnDataType_t f = CUDNN_DATA_FLOAT;
+
+	set(g, d, comp, CUDNN_TYPE_DATA_TYPE, 1, &f);
+	fin(g, d, what);
+	return d;
+}
+
 static void reduce(struct gb *g, cudnnReduceTensorOp_t mode, cudnnBackendDescriptor_t x,
 		   cudnnBackendDescriptor_t y)
 {
 	cudnnBackendDescriptor_t r = make(g, CUDNN_BACKEND_REDUCTION_DESCRIPTOR);
-	cudnnDataType_t f = CUDNN_DATA_FLOAT;
 
 	set(g, r, CUDNN_ATTR_REDUCTION_OPERATOR, CUDNN_TYPE_REDUCTION_OPERATOR_TYPE, 1, &mode);
-	set(g, r, CUDNN_ATTR_REDUCTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &f);
-	fin(g, r, "reduction");
+	r = fp32_compute(g, r, CUDNN_ATTR_REDUCTION_COMP_TYPE, "reduction");
 	op_add(g, CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR, "reduction operation",
 	       {{CUDNN_ATTR_OPERATION_REDUCTION_XDESC, x},
 		{CUDNN_ATTR_OPERATION_REDUCTION_YDESC, y},
@@ -283,11 +304,9 @@ static void reduce(struct gb *g, cudnnReduceTensorOp_t mode, cudnnBackendDescrip
 static void matmul(struct gb *g, cudnnBackendDescriptor_t a, cudnnBackendDescriptor_t b,
 		   cudnnBackendDescriptor_t c)
 {
-	cudnnBackendDescriptor_t m = make(g, CUDNN_BACKEND_MATMUL_DESCRIPTOR);
-	cudnnDataType_t f = CUDNN_DATA_FLOAT;
+	cudnnBackendDescriptor_t m = fp32_compute(g, make(g, CUDNN_BACKEND_MATMUL_DESCRIPTOR),
+						  CUDNN_ATTR_MATMUL_COMP_TYPE, "matmul");
 
-	set(g, m, CUDNN_ATTR_MATMUL_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &f);
-	fin(g, m, "matmul");
 	op_add(g, CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR, "matmul operation",
 	       {{CUDNN_ATTR_OPERATION_MATMUL_ADESC, a},
 		{CUDNN_ATTR_OPERATION_MATMUL_BDESC, b},
@@ -380,17 +399,14 @@ static void build_fwd(struct gb *g, const struct shapes *x, int flags)
 	s3 = causal(g, s2, x->ss, neginf, flags);
 	mx = tensor(g, 0, CUDNN_DATA_FLOAT, x->stats);
 	reduce(g, CUDNN_REDUCE_TENSOR_MAX, s3, mx);
-	s4 = tensor(g, 0, CUDNN_DATA_FLOAT, x->ss);
-	pw(g, CUDNN_POINTWISE_SUB, CUDNN_DATA_FLOAT, s3, mx, NULL, s4, -1);
-	s5 = tensor(g, 0, CUDNN_DATA_FLOAT, x->ss);
-	pw(g, CUDNN_POINTWISE_EXP, CUDNN_DATA_FLOAT, s4, NULL, NULL, s5, -1);
+	s4 = pw_new(g, CUDNN_POINTWISE_SUB, s3, mx, CUDNN_DATA_FLOAT, x->ss);
+	s5 = pw_new(g, CUDNN_POINTWISE_EXP, s4, NULL, CUDNN_DATA_FLOAT, x->ss);
 	sum = tensor(g, 0, CUDNN_DATA_FLOAT, x->stats);
 	reduce(g, CUDNN_REDUCE_TENSOR_ADD, s5, sum);
-	lg = tensor(g, 0, CUDNN_DATA_FLOAT, x->stats);
-	pw(g, CUDNN_POINTWISE_LOG, CUDNN_DATA_FLOAT, sum, NULL, NULL, lg, -1);
+	lg = pw_new(g, CUDNN_POINTWISE_LOG, sum, NULL, CUDNN_DATA_FLOAT, x->stats);
 	pw(g, CUDNN_POINTWISE_ADD, CUDNN_DATA_FLOAT, mx, lg, NULL, stats, -1);
-	p = tensor(g, 0, CUDNN_DATA_BFLOAT16, x->ss); /* the second matmul reads bf16 */
-	pw(g, CUDNN_POINTWISE_DIV, CUDNN_DATA_FLOAT, s5, sum, NULL, p, -1);
+	/* the second matmul reads bf16 */
+	p = pw_new(g, CUDNN_POINTWISE_DIV, s5, sum, CUDNN_DATA_BFLOAT16, x->ss);
 	matmul(g, p, v, o);
 }
 
@@ -447,19 +463,15 @@ static void build_bwd(struct gb *g, const struct shapes *x, int grouped, int fla
 	pw(g, CUDNN_POINTWISE_MUL, CUDNN_DATA_FLOAT, s1, scale, NULL, s2, -1);
 	pw(g, CUDNN_POINTWISE_SUB, CUDNN_DATA_FLOAT, s2, stats, NULL, s3, -1);
 	s4 = causal(g, s3, x->ss, neginf, flags);
-	p = tensor(g, 0, CUDNN_DATA_FLOAT, x->ss);
-	pw(g, CUDNN_POINTWISE_EXP, CUDNN_DATA_FLOAT, s4, NULL, NULL, p, -1);
+	p = pw_new(g, CUDNN_POINTWISE_EXP, s4, NULL, CUDNN_DATA_FLOAT, x->ss);
 	pt = tensor(g, 0, CUDNN_DATA_BFLOAT16, x->sst);
 	reshape(g, p, pt);
 	grad_into(g, x, pt, d_o, dv, grouped); /* dV = P^T dO */
 	dp = tensor(g, 0, CUDNN_DATA_FLOAT, x->ss);
 	matmul(g, d_o, vt, dp);
-	t3 = tensor(g, 0, CUDNN_DATA_FLOAT, x->ss);
-	pw(g, CUDNN_POINTWISE_SUB, CUDNN_DATA_FLOAT, dp, sums, NULL, t3, -1);
-	t4 = tensor(g, 0, CUDNN_DATA_FLOAT, x->ss);
-	pw(g, CUDNN_POINTWISE_MUL, CUDNN_DATA_FLOAT, t3, p, NULL, t4, -1);
-	ds = tensor(g, 0, CUDNN_DATA_FLOAT, x->ss);
-	pw(g, CUDNN_POINTWISE_MUL, CUDNN_DATA_FLOAT, t4, scale, NULL, ds, -1);
+	t3 = pw_new(g, CUDNN_POINTWISE_SUB, dp, sums, CUDNN_DATA_FLOAT, x->ss);
+	t4 = pw_new(g, CUDNN_POINTWISE_MUL, t3, p, CUDNN_DATA_FLOAT, x->ss);
+	ds = pw_new(g, CUDNN_POINTWISE_MUL, t4, scale, CUDNN_DATA_FLOAT, x->ss);
 	dst = tensor(g, 0, CUDNN_DATA_BFLOAT16, x->sst);
 	reshape(g, ds, dst);
 	grad_into(g, x, dst, q, dk, grouped); /* dK = dS^T Q */

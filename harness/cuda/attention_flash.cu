@@ -147,6 +147,22 @@ static __device__ __forceinline__ void mma_bf16(float (&c)[4], const uint32_t (&
 		     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
+/* c[0..1] += a b for a 16x16 tile of b loaded from shared memory at p (TRANS: with
+ * ldmatrix's transpose): the two 16x8x16 products of one fragment of a. */
+template <bool TRANS>
+static __device__ __forceinline__ void mma_16x16(float (*c)[4], const uint32_t (&a)[4],
+						 const act_t *p)
+{
+	uint32_t bf[4];
+
+	if (TRANS)
+		ldsm_x4_t(bf, p);
+	else
+		ldsm_x4(bf, p);
+	mma_bf16(c[0], a, bf[0], bf[1]);
+	mma_bf16(c[1], a, bf[2], bf[3]);
+}
+
 static __device__ __forceinline__ uint32_t pack_bf16(float lo, float hi)
 {
 	__nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
@@ -302,13 +318,9 @@ static __global__ void __launch_bounds__(FA_THREADS, 1)
 #pragma unroll
 		for (int kk = 0; kk < KS; kk++)
 #pragma unroll
-			for (int np = 0; np < NT / 2; np++) {
-				uint32_t bf[4];
-
-				ldsm_x4(bf, kst + 16 * np * LDS + 16 * kk + lm_bt(lane, LDS));
-				mma_bf16(sc[2 * np], qf[kk], bf[0], bf[1]);
-				mma_bf16(sc[2 * np + 1], qf[kk], bf[2], bf[3]);
-			}
+			for (int np = 0; np < NT / 2; np++)
+				mma_16x16<false>(sc + 2 * np, qf[kk],
+						 kst + 16 * np * LDS + 16 * kk + lm_bt(lane, LDS));
 		if (k0 + FWD_BC - 1 > rw || k0 + FWD_BC > s) {
 #pragma unroll
 			for (int n = 0; n < NT; n++)
@@ -369,13 +381,9 @@ static __global__ void __launch_bounds__(FA_THREADS, 1)
 					  pack_bf16(sc[2 * kk + 1][2], sc[2 * kk + 1][3])};
 
 #pragma unroll
-			for (int dp = 0; dp < D / 16; dp++) {
-				uint32_t bf[4];
-
-				ldsm_x4_t(bf, vst + 16 * kk * LDS + 16 * dp + lm_b(lane, LDS));
-				mma_bf16(o[2 * dp], pa, bf[0], bf[1]);
-				mma_bf16(o[2 * dp + 1], pa, bf[2], bf[3]);
-			}
+			for (int dp = 0; dp < D / 16; dp++)
+				mma_16x16<true>(o + 2 * dp, pa,
+						vst + 16 * kk * LDS + 16 * dp + lm_b(lane, LDS));
 		}
 	}
 
@@ -518,15 +526,10 @@ static __global__ void __launch_bounds__(FA_THREADS, 1)
 				ldsm_x4(va, vs + kw * LDS + 16 * kk + lm_a(lane, LDS));
 #pragma unroll
 				for (int np = 0; np < 2; np++) {
-					uint32_t bf[4];
 					int off = (qw + 16 * np) * LDS + 16 * kk + lm_bt(lane, LDS);
 
-					ldsm_x4(bf, qst + off);
-					mma_bf16(sa[2 * np], ka, bf[0], bf[1]);
-					mma_bf16(sa[2 * np + 1], ka, bf[2], bf[3]);
-					ldsm_x4(bf, dost + off);
-					mma_bf16(pa[2 * np], va, bf[0], bf[1]);
-					mma_bf16(pa[2 * np + 1], va, bf[2], bf[3]);
+					mma_16x16<false>(sa + 2 * np, ka, qst + off);
+					mma_16x16<false>(pa + 2 * np, va, dost + off);
 				}
 			}
 #pragma unroll
@@ -571,15 +574,10 @@ static __global__ void __launch_bounds__(FA_THREADS, 1)
 				ldsm_x4(sf, dss + kw * BWD_LDP + 16 * kk + lm_a(lane, BWD_LDP));
 #pragma unroll
 				for (int dp = 0; dp < DH / 16; dp++) {
-					uint32_t bf[4];
 					int off = 16 * kk * LDS + dw + 16 * dp + lm_b(lane, LDS);
 
-					ldsm_x4_t(bf, dost + off);
-					mma_bf16(dv[2 * dp], pf, bf[0], bf[1]);
-					mma_bf16(dv[2 * dp + 1], pf, bf[2], bf[3]);
-					ldsm_x4_t(bf, qst + off);
-					mma_bf16(dk[2 * dp], sf, bf[0], bf[1]);
-					mma_bf16(dk[2 * dp + 1], sf, bf[2], bf[3]);
+					mma_16x16<true>(dv + 2 * dp, pf, dost + off);
+					mma_16x16<true>(dk + 2 * dp, sf, qst + off);
 				}
 			}
 		}
@@ -598,14 +596,10 @@ static __global__ void __launch_bounds__(FA_THREADS, 1)
 
 				ldsm_x4_t(af, dss + 16 * kk * BWD_LDP + qw + lm_at(lane, BWD_LDP));
 #pragma unroll
-				for (int dp = 0; dp < DH / 16; dp++) {
-					uint32_t bf[4];
-
-					ldsm_x4_t(bf, ks + 16 * kk * LDS + dw + 16 * dp +
-							  lm_b(lane, LDS));
-					mma_bf16(dq[2 * dp], af, bf[0], bf[1]);
-					mma_bf16(dq[2 * dp + 1], af, bf[2], bf[3]);
-				}
+				for (int dp = 0; dp < DH / 16; dp++)
+					mma_16x16<true>(dq + 2 * dp, af,
+							ks + 16 * kk * LDS + dw + 16 * dp +
+							    lm_b(lane, LDS));
 			}
 #pragma unroll
 			for (int r = 0; r < 2; r++) {
@@ -713,6 +707,24 @@ static __device__ __forceinline__ void gen_acc_rows(float (&acc)[GEN_ACC], float
 	}
 }
 
+/* acc = 0 (a warp's row accumulator, lane + 32c). */
+static __device__ __forceinline__ void gen_acc_zero(float (&acc)[GEN_ACC])
+{
+#pragma unroll
+	for (int c = 0; c < GEN_ACC; c++)
+		acc[c] = 0.0f;
+}
+
+/* o[0..d) = acc * mul in bf16, each lane its columns lane + 32c. */
+static __device__ __forceinline__ void gen_store_row(act_t *o, const float (&acc)[GEN_ACC],
+						     float mul, int lane, int d)
+{
+#pragma unroll
+	for (int c = 0; c < GEN_ACC; c++)
+		if (lane + 32 * c < d)
+			o[lane + 32 * c] = __float2bfloat16_rn(acc[c] * mul);
+}
+
 static __global__ void __launch_bounds__(GEN_WARPS * 32)
     flash_fwd_gen_kernel(act_t *__restrict__ out, float *__restrict__ lse,
 			 const act_t *__restrict__ qkv, int b, int s, int nh, int nkv, int d,
@@ -729,9 +741,7 @@ static __global__ void __launch_bounds__(GEN_WARPS * 32)
 	for (int e = lane; e < d; e += 32)
 		q[e] = __bfloat162float(rows[(size_t)i * ld + (size_t)h * d + e]);
 	__syncwarp();
-#pragma unroll
-	for (int c = 0; c < GEN_ACC; c++)
-		acc[c] = 0.0f;
+	gen_acc_zero(acc);
 	for (int j0 = 0; j0 <= i; j0 += 32) {
 		int j = j0 + lane, nj = i - j0 + 1 < 32 ? i - j0 + 1 : 32;
 		float sj = j <= i ? dot_row(q, kb + (size_t)j * ld, d) * scale : -INFINITY;
@@ -748,21 +758,26 @@ static __global__ void __launch_bounds__(GEN_WARPS * 32)
 	act_t *o = out + ((size_t)bb * s + i) * nh * d + (size_t)h * d;
 	float inv = 1.0f / l;
 
-#pragma unroll
-	for (int c = 0; c < GEN_ACC; c++)
-		if (lane + 32 * c < d)
-			o[lane + 32 * c] = __float2bfloat16_rn(acc[c] * inv);
+	gen_store_row(o, acc, inv, lane, d);
 	if (lane == 0)
 		lse[((size_t)bb * nh + h) * s + i] = m + logf(l);
 }
 
+/* The general backward's operands: the gradient dqkv (b, s, (nh + 2 nkv) d) written, dO
+ * (b, s, nh d), the forward's lse and delta = rowsum(dO * O) (b, nh, s), qkv as dqkv. */
+struct gen_bwd {
+	act_t *dqkv;
+	const act_t *dout;
+	const float *lse, *delta;
+	const act_t *qkv;
+	int b, s, nh, nkv, d;
+	float scale;
+};
+
 /* dQ_i = scale * sum_{j<=i} P_ij (dO_i.v_j - delta_i) k_j, one warp per query row. */
-static __global__ void __launch_bounds__(GEN_WARPS * 32)
-    flash_bwd_dq_gen_kernel(act_t *__restrict__ dqkv, const act_t *__restrict__ dout,
-			    const float *__restrict__ lse, const float *__restrict__ delta,
-			    const act_t *__restrict__ qkv, int b, int s, int nh, int nkv, int d,
-			    float scale)
+static __global__ void __launch_bounds__(GEN_WARPS * 32) flash_bwd_dq_gen_kernel(const gen_bwd a)
 {
+	auto [dqkv, dout, lse, delta, qkv, b, s, nh, nkv, d, scale] = a;
 	__shared__ float sh[GEN_WARPS][2][GEN_DMAX];
 	gen_q w;
 
@@ -778,9 +793,7 @@ static __global__ void __launch_bounds__(GEN_WARPS * 32)
 		dov[e] = __bfloat162float(dor[e]);
 	}
 	__syncwarp();
-#pragma unroll
-	for (int c = 0; c < GEN_ACC; c++)
-		acc[c] = 0.0f;
+	gen_acc_zero(acc);
 	for (int j0 = 0; j0 <= i; j0 += 32) {
 		int j = j0 + lane, nj = i - j0 + 1 < 32 ? i - j0 + 1 : 32;
 		float ds = 0.0f;
@@ -792,22 +805,14 @@ static __global__ void __launch_bounds__(GEN_WARPS * 32)
 		}
 		gen_acc_rows(acc, ds, kb, j0, nj, ld, lane, d);
 	}
-	act_t *o = dqkv + ((size_t)bb * s + i) * ld + (size_t)h * d;
-
-#pragma unroll
-	for (int c = 0; c < GEN_ACC; c++)
-		if (lane + 32 * c < d)
-			o[lane + 32 * c] = __float2bfloat16_rn(acc[c]);
+	gen_store_row(dqkv + ((size_t)bb * s + i) * ld + (size_t)h * d, acc, 1.0f, lane, d);
 }
 
 /* dK_j = scale * sum_h sum_{i>=j} dS_ij q_i, dV_j = sum_h sum_{i>=j} P_ij dO_i over the query
  * heads h of kv head kvh; one warp per key row (b, kvh, j). */
-static __global__ void __launch_bounds__(GEN_WARPS * 32)
-    flash_bwd_dkv_gen_kernel(act_t *__restrict__ dqkv, const act_t *__restrict__ dout,
-			     const float *__restrict__ lse, const float *__restrict__ delta,
-			     const act_t *__restrict__ qkv, int b, int s, int nh, int nkv, int d,
-			     float scale)
+static __global__ void __launch_bounds__(GEN_WARPS * 32) flash_bwd_dkv_gen_kernel(const gen_bwd a)
 {
+	auto [dqkv, dout, lse, delta, qkv, b, s, nh, nkv, d, scale] = a;
 	__shared__ float sh[GEN_WARPS][2][GEN_DMAX];
 	int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = nh / nkv;
 	size_t row = (size_t)blockIdx.x * GEN_WARPS + warp;
@@ -825,9 +830,8 @@ static __global__ void __launch_bounds__(GEN_WARPS * 32)
 		v[e] = __bfloat162float(kr[(size_t)nkv * d + e]);
 	}
 	__syncwarp();
-#pragma unroll
-	for (int c = 0; c < GEN_ACC; c++)
-		acck[c] = accv[c] = 0.0f;
+	gen_acc_zero(acck);
+	gen_acc_zero(accv);
 	for (int hh = 0; hh < g; hh++) {
 		int h = kvh * g + hh;
 		const act_t *qb = rows + (size_t)h * d, *ob = orows + (size_t)h * d;
@@ -866,14 +870,9 @@ static __global__ void __launch_bounds__(GEN_WARPS * 32)
 		}
 	}
 	act_t *dk = dqkv + ((size_t)bb * s + j) * ld + (size_t)(nh + kvh) * d;
-	act_t *dv = dk + (size_t)nkv * d;
 
-#pragma unroll
-	for (int c = 0; c < GEN_ACC; c++)
-		if (lane + 32 * c < d) {
-			dk[lane + 32 * c] = __float2bfloat16_rn(acck[c]);
-			dv[lane + 32 * c] = __float2bfloat16_rn(accv[c]);
-		}
+	gen_store_row(dk, acck, 1.0f, lane, d);
+	gen_store_row(dk + (size_t)nkv * d, accv, 1.0f, lane, d);
 }
 
 /* ------------------------------------------------------------------------------------------
@@ -985,8 +984,8 @@ void lbc_attn_flash_bwd(void *dqkv, void *scratch, const void *dout, const void 
 		return;
 	}
 	flash_check(d);
-	warp_launch<GEN_WARPS>(flash_bwd_dq_gen_kernel, (size_t)b * nh * s, dx, dO, l, delta, x, b,
-			       s, nh, nkv, d, scale);
-	warp_launch<GEN_WARPS>(flash_bwd_dkv_gen_kernel, (size_t)b * nkv * s, dx, dO, l, delta, x,
-			       b, s, nh, nkv, d, scale);
+	const gen_bwd a = {dx, dO, l, delta, x, b, s, nh, nkv, d, scale};
+
+	warp_launch<GEN_WARPS>(flash_bwd_dq_gen_kernel, (size_t)b * nh * s, a);
+	warp_launch<GEN_WARPS>(flash_bwd_dkv_gen_kernel, (size_t)b * nkv * s, a);
 }

@@ -251,29 +251,60 @@ void lbc_copy(void *dst, const void *src, size_t n, enum lb_kind k)
 					  lbc_stream()));
 }
 
-static __device__ __forceinline__ double to_d(act_t x)
+/* One element between a double and each kind's type, on the device (the casts, the
+ * initialisation) and on the host (the staged transfers): to_d loads, put_d stores. */
+#define LBC_HD static __host__ __device__ __forceinline__
+LBC_HD double to_d(act_t x)
 {
 	return (double)__bfloat162float(x);
 }
-static __device__ __forceinline__ double to_d(float x)
+LBC_HD double to_d(float x)
 {
 	return (double)x;
 }
-static __device__ __forceinline__ double to_d(double x)
+LBC_HD double to_d(double x)
 {
 	return x;
 }
-static __device__ __forceinline__ void put_d(act_t *p, double x)
+LBC_HD double to_d(int32_t x)
+{
+	return (double)x;
+}
+LBC_HD void put_d(act_t *p, double x)
 {
 	*p = __double2bfloat16(x);
 }
-static __device__ __forceinline__ void put_d(float *p, double x)
+LBC_HD void put_d(float *p, double x)
 {
 	*p = (float)x;
 }
-static __device__ __forceinline__ void put_d(double *p, double x)
+LBC_HD void put_d(double *p, double x)
 {
 	*p = x;
+}
+LBC_HD void put_d(int32_t *p, double x)
+{
+	*p = (int32_t)x;
+}
+#undef LBC_HD
+
+/* f(T()) with T the element type of kind k: act_t, float, double, or int32_t. */
+template <typename F> static void on_kind(enum lb_kind k, F &&f)
+{
+	switch (k) {
+	case LB_K_ACT:
+		f(act_t());
+		break;
+	case LB_K_F32:
+		f(0.0f);
+		break;
+	case LB_K_F64:
+		f(0.0);
+		break;
+	default:
+		f(int32_t());
+		break;
+	}
 }
 
 template <typename D, typename S> static __global__ void cast_kernel(D *dst, const S *src, size_t n)
@@ -284,17 +315,10 @@ template <typename D, typename S> static __global__ void cast_kernel(D *dst, con
 
 template <typename D> static void cast_from(D *dst, const void *src, enum lb_kind sk, size_t n)
 {
-	switch (sk) {
-	case LB_K_ACT:
-		cast_kernel<<<grid_for(n), THREADS, 0, lbc_stream()>>>(dst, (const act_t *)src, n);
-		break;
-	case LB_K_F32:
-		cast_kernel<<<grid_for(n), THREADS, 0, lbc_stream()>>>(dst, (const float *)src, n);
-		break;
-	default:
-		cast_kernel<<<grid_for(n), THREADS, 0, lbc_stream()>>>(dst, (const double *)src, n);
-		break;
-	}
+	on_kind(sk, [&](auto z) {
+		cast_kernel<<<grid_for(n), THREADS, 0, lbc_stream()>>>(dst,
+								       (const decltype(z) *)src, n);
+	});
 	LBC_LAUNCHED();
 }
 
@@ -342,17 +366,7 @@ void lbc_cast(void *dst, enum lb_kind dk, const void *src, enum lb_kind sk, size
 		lbc_copy(dst, src, n, dk);
 		return;
 	}
-	switch (dk) {
-	case LB_K_ACT:
-		cast_from((act_t *)dst, src, sk, n);
-		break;
-	case LB_K_F32:
-		cast_from((float *)dst, src, sk, n);
-		break;
-	default:
-		cast_from((double *)dst, src, sk, n);
-		break;
-	}
+	on_kind(dk, [&](auto z) { cast_from((decltype(z) *)dst, src, sk, n); });
 }
 
 /* ------------------------------------------------------------------------------------------
@@ -396,14 +410,17 @@ static void stage_wait(int i)
 	stage.pending[i] = 0;
 }
 
-/* The start of a staged transfer of kind k (what: the op, for the graph guard: a capture
- * cannot take a host transfer): the buffers, made on first use; returns the elements of k
- * one buffer holds. */
-static size_t stage_begin(const char *what, enum lb_kind k)
+/* The start of a staged transfer of n elements of kind k (what: the op, for the graph
+ * guard: a capture cannot take a host transfer): the buffers, made on first use; *chunk =
+ * the elements of k one buffer holds. 0 when there is nothing to transfer. */
+static int stage_begin(const char *what, enum lb_kind k, size_t n, size_t *chunk)
 {
+	if (!n)
+		return 0;
 	lbc_graph_guard(what);
 	stage_init();
-	return STAGE_B / kind_size[k];
+	*chunk = STAGE_B / kind_size[k];
+	return 1;
 }
 
 /* Elements of the chunk at off of a transfer of n in chunks of chunk (the last may be short). */
@@ -422,61 +439,34 @@ static void copy_recorded(void *dst, const void *src, size_t bytes, cudaMemcpyKi
 	*pending = 1;
 }
 
-static void host_to_kind(void *dst, const double *src, size_t n, enum lb_kind k)
+/* n elements between host doubles and a staging buffer buf in kind k's format: into host
+ * (to_host 1) or into buf (0). */
+static void convert(void *buf, double *host, size_t n, enum lb_kind k, int to_host)
 {
-	switch (k) {
-	case LB_K_ACT:
-		for (size_t i = 0; i < n; i++)
-			((act_t *)dst)[i] = __double2bfloat16(src[i]);
-		break;
-	case LB_K_F32:
-		for (size_t i = 0; i < n; i++)
-			((float *)dst)[i] = (float)src[i];
-		break;
-	case LB_K_F64:
-		memcpy(dst, src, n * sizeof(double));
-		break;
-	default:
-		for (size_t i = 0; i < n; i++)
-			((int32_t *)dst)[i] = (int32_t)src[i];
-		break;
-	}
-}
+	on_kind(k, [&](auto z) {
+		auto *b = (decltype(z) *)buf;
 
-static void kind_to_host(double *dst, const void *src, size_t n, enum lb_kind k)
-{
-	switch (k) {
-	case LB_K_ACT:
-		for (size_t i = 0; i < n; i++)
-			dst[i] = (double)__bfloat162float(((const act_t *)src)[i]);
-		break;
-	case LB_K_F32:
-		for (size_t i = 0; i < n; i++)
-			dst[i] = (double)((const float *)src)[i];
-		break;
-	case LB_K_F64:
-		memcpy(dst, src, n * sizeof(double));
-		break;
-	default:
-		for (size_t i = 0; i < n; i++)
-			dst[i] = (double)((const int32_t *)src)[i];
-		break;
-	}
+		if (to_host)
+			for (size_t i = 0; i < n; i++)
+				host[i] = to_d(b[i]);
+		else
+			for (size_t i = 0; i < n; i++)
+				put_d(&b[i], host[i]);
+	});
 }
 
 void lbc_write(void *dst, const double *src, size_t n, enum lb_kind k)
 {
 	size_t es = kind_size[k], chunk;
-	int b = 0;
 
-	if (!n)
+	if (!stage_begin("write", k, n, &chunk))
 		return;
-	chunk = stage_begin("write", k);
-	for (size_t off = 0; off < n; off += chunk, b ^= 1) {
+	for (size_t off = 0; off < n; off += chunk) {
 		size_t cnt = chunk_len(n, off, chunk);
+		int b = off / chunk % 2; /* the buffers alternate */
 
 		stage_wait(b);
-		host_to_kind(stage.buf[b], src + off, cnt, k);
+		convert(stage.buf[b], (double *)src + off, cnt, k, 0);
 		copy_recorded((char *)dst + off * es, stage.buf[b], cnt * es,
 			      cudaMemcpyHostToDevice, stage.ev[b], &stage.pending[b]);
 	}
@@ -495,17 +485,17 @@ static void read_enqueue(int b, const void *src, size_t off, size_t n, size_t ch
 void lbc_read(double *dst, const void *src, size_t n, enum lb_kind k)
 {
 	size_t es = kind_size[k], chunk;
-	int b = 0;
 
-	if (!n)
+	if (!stage_begin("read", k, n, &chunk))
 		return;
-	chunk = stage_begin("read", k);
 	read_enqueue(0, src, 0, n, chunk, es);
-	for (size_t off = 0; off < n; off += chunk, b ^= 1) {
+	for (size_t off = 0; off < n; off += chunk) {
+		int b = off / chunk % 2; /* the buffers alternate */
+
 		if (off + chunk < n) /* the next chunk copies while this one converts */
 			read_enqueue(b ^ 1, src, off + chunk, n, chunk, es);
 		stage_wait(b);
-		kind_to_host(dst + off, stage.buf[b], chunk_len(n, off, chunk), k);
+		convert(stage.buf[b], dst + off, chunk_len(n, off, chunk), k, 1);
 	}
 }
 

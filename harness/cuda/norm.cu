@@ -507,21 +507,29 @@ static __device__ __forceinline__ void dws_flush(float *dw, const float *dws, in
 			atomicAdd(dw + (size_t)q * VEC + k, dws[k * nv + q]);
 }
 
-/*
- * Rows blockIdx.x + i*gridDim.x; dynamic shared memory: h floats of dw partials (dws_zero).
- */
+/* The block's rows blockIdx.x + i*gridDim.x of t rows of h, each given to
+ * row_fn(row, off = row * h, dws, nv) between the partials' zeroing and their flush into dw;
+ * dynamic shared memory: h floats. */
+template <int VEC, typename F>
+static __device__ __forceinline__ void dws_rows(float *dw, int t, int h, F row_fn)
+{
+	extern __shared__ float dws[];
+	int nv = h / VEC;
+
+	dws_zero<VEC>(dws, nv);
+	for (int row = blockIdx.x; row < t; row += gridDim.x)
+		row_fn(row, (size_t)row * h, dws, nv);
+	dws_flush<VEC>(dw, dws, nv);
+}
+
+/* Rows blockIdx.x + i*gridDim.x (dws_rows). */
 template <int VEC>
 static __global__ void __launch_bounds__(NORM_MAX_THREADS)
     rmsnorm_bwd_kernel(act_t *__restrict__ dx, float *__restrict__ dw, const act_t *__restrict__ dy,
 		       const act_t *__restrict__ x, const act_t *__restrict__ w,
 		       const float *__restrict__ rstd, int t, int h)
 {
-	extern __shared__ float dws[];
-	int nv = h / VEC;
-
-	dws_zero<VEC>(dws, nv);
-	for (int row = blockIdx.x; row < t; row += gridDim.x) {
-		size_t off = (size_t)row * h;
+	dws_rows<VEC>(dw, t, h, [&](int row, size_t off, float *dws, int nv) {
 		float r = rstd[row], dot = 0.0f;
 
 		for (int q = threadIdx.x; q < nv; q += blockDim.x) {
@@ -552,8 +560,7 @@ static __global__ void __launch_bounds__(NORM_MAX_THREADS)
 				dxv[k] += r * (dyv[k] * wv[k] - xv[k] * r * c);
 			st_act<VEC>(dx + off + (size_t)q * VEC, dxv);
 		}
-	}
-	dws_flush<VEC>(dw, dws, nv);
+	});
 }
 
 /* --- unfused: one kernel per step, elementwise ones grid-striding over vectors --- */
@@ -674,13 +681,7 @@ static __global__ void __launch_bounds__(NORM_MAX_THREADS)
     unfused_colsum_kernel(float *__restrict__ dw, const act_t *__restrict__ dy,
 			  const act_t *__restrict__ xhat, int t, int h)
 {
-	extern __shared__ float dws[];
-	int nv = h / VEC;
-
-	dws_zero<VEC>(dws, nv);
-	for (int row = blockIdx.x; row < t; row += gridDim.x) {
-		size_t off = (size_t)row * h;
-
+	dws_rows<VEC>(dw, t, h, [&](int, size_t off, float *dws, int nv) {
 		for (int q = threadIdx.x; q < nv; q += blockDim.x) {
 			float dyv[VEC], xv[VEC];
 
@@ -690,8 +691,7 @@ static __global__ void __launch_bounds__(NORM_MAX_THREADS)
 			for (int k = 0; k < VEC; k++)
 				dws[k * nv + q] += dyv[k] * xv[k];
 		}
-	}
-	dws_flush<VEC>(dw, dws, nv);
+	});
 }
 
 /* dx += rstd[row] * (dxhat - xhat * c[row]) (act, accumulated in fp32). */

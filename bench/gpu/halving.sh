@@ -15,6 +15,9 @@
 # when present, goes on LD_LIBRARY_PATH (libsqlite3.so.0 and libcjson.so.1 where the host
 # lacks them). docs/halving.md, "On a GPU host", has the steps.
 #
+# LB_HALVING_ARGS: more options for the first call's submit (e.g. "--top 16": rung 0 runs
+# the 16 layouts of best predicted MFU).
+#
 # The working state is in LB_HALVING_DIR (default /tmp/lbh: h.db and runs/, paths the
 # job scripts hold absolutely). When it has no database and $BUILD/halving/h.db exists (an
 # earlier call's $OUT/state carried here), that state is copied in first. A job the last
@@ -57,7 +60,7 @@ state=$("$LB" sql --db "$DB" --format tsv "SELECT state FROM halvings WHERE swee
 	ORDER BY id DESC LIMIT 1" 2>/dev/null | tail -n 1)
 if [ -z "$state" ] || [ "$state" = state ]; then
 	"$LB" submit "$spec" --executor local --db "$DB" --runs "$DIR/runs" --halving "$eta" \
-		--quiet >"$OUTD/submit.txt" 2>&1 || { cat "$OUTD/submit.txt"; exit 1; }
+		${LB_HALVING_ARGS:-} --quiet >"$OUTD/submit.txt" 2>&1 || { cat "$OUTD/submit.txt"; exit 1; }
 	cat "$OUTD/submit.txt"
 fi
 left=$((budget - ($(date +%s) - t0) - 20))

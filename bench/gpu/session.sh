@@ -15,7 +15,7 @@
 #            this machine or from the state carried in $LB_HALVING_BUILD/halving):
 #            halving.tgz (its output and state/, to carry into the next call)
 #
-# Env: BUILD (default carry/build: the trainer, the GPU tests, the benchmarks),
+# Env: LB_SESSION_TESTS (the tests part's pattern, default gpu), BUILD (default carry/build: the trainer, the GPU tests, the benchmarks),
 # LB_HALVING_BUILD (default carry/hbin: a CLI built without Slurm, curl and CUDA, the
 # trainer, lib/), LB_ROUND_S (the call's budget, default 560), LB_HALVING_ARGS (passed on:
 # e.g. "--top 16"), LB_HALVING_SPEC (default h200-1gpu-halving). Exit 0 when every part
@@ -28,7 +28,11 @@ OUTD=${OUT:-build/session}
 t_start=$(date +%s)
 deadline=$((t_start + ${LB_ROUND_S:-560}))
 export NCCL_NVLS_ENABLE=0
+[ -d "$BUILD/lib" ] && export LD_LIBRARY_PATH="$(pwd)/$BUILD/lib:${LD_LIBRARY_PATH:-}"
 mkdir -p "$OUTD" || exit 1
+# no timing beside another job on the GPU: a local executor's worker that an earlier
+# halving call left running is stopped (the next halving call runs its job again)
+pkill -f -- '--local-worker' 2>/dev/null && pkill -f 'layoutbench-train' 2>/dev/null; sleep 1
 rows="$OUTD/session.tsv"
 : >"$rows"
 rc=0
@@ -40,7 +44,7 @@ for p in "$@"; do
 	tests)
 		w="$OUTD/tests"
 		mkdir -p "$w"
-		BUILD=$BUILD TESTS=gpu LB_REQUIRE_GPU=1 LB_FUZZ=0 \
+		BUILD=$BUILD TESTS=${LB_SESSION_TESTS:-gpu} LB_REQUIRE_GPU=1 LB_FUZZ=0 \
 			timeout $((deadline - t0 - 10)) sh tests/run.sh >"$w/tests.log" 2>&1
 		st=$?
 		[ "$st" = 0 ] || rc=1
@@ -74,6 +78,8 @@ for p in "$@"; do
 		[ "$st" = 0 ] || rc=1
 		mv "$OUTD/halving.out" "$w/" 2>/dev/null
 		tar -czf "$OUTD/halving.tgz" -C "$OUTD" halving && rm -rf "$w"
+		# its worker would run on beside the parts after this one
+		pkill -f -- '--local-worker' 2>/dev/null && pkill -f 'layoutbench-train' 2>/dev/null
 		part halving "$(($(date +%s) - t0))" \
 			"$(tar -xzOf "$OUTD/halving.tgz" halving/halving.out | tail -n 1) (exit $st)"
 		;;

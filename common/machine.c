@@ -174,11 +174,11 @@ static void sort_seq(double *seq, double *tf, int n)
 struct row_table {
 	const char *where;		/* "gemm.rows" */
 	const char *shape;		/* "[op, m, n, k, tflops]" */
-	int max;			/* rows at the most */
+	int n_num;			/* numbers after the name */
+	double lo[4], hi[4];		/* their ranges, in the shape's order */
 	int (*parse)(const char *name); /* the name's index, or -1 */
 	const char *unknown;		/* the message for a name parse refuses */
-	int n_num;			/* numbers after the name */
-	double lo[4], hi[4];
+	int max;			/* rows at the most */
 	void (*store)(struct lb_machine *m, int i, int name, const double *num);
 	const char *(*load)(const struct lb_machine *m, int i, double *num);
 };
@@ -210,24 +210,24 @@ static const char *load_mem(const struct lb_machine *m, int i, double *v)
 static const struct row_table gemm_rows = {
     .where = "gemm.rows",
     .shape = "[op, m, n, k, tflops]",
-    .max = LB_MACHINE_GEMM_MAX,
-    .parse = lb_gemm_op_parse,
-    .unknown = "op: expected fwd, dgrad or wgrad",
     .n_num = 4,
     .lo = {1, 1, 1, 1e-3},
     .hi = {1e9, 1e9, 1e9, 1e6},
+    .parse = lb_gemm_op_parse,
+    .unknown = "op: expected fwd, dgrad or wgrad",
+    .max = LB_MACHINE_GEMM_MAX,
     .store = store_gemm,
     .load = load_gemm,
 };
 static const struct row_table mem_rows = {
     .where = "membound.rows",
     .shape = "[kernel, bytes, gbps]",
-    .max = LB_MACHINE_MEM_MAX,
-    .parse = lb_memk_parse,
-    .unknown = "unknown kernel (bench_kernels' names: rmsnorm.fused.fwd, ...)",
     .n_num = 2,
     .lo = {1, 1e-3},
     .hi = {1e15, 1e6},
+    .parse = lb_memk_parse,
+    .unknown = "unknown kernel (bench_kernels' names: rmsnorm.fused.fwd, ...)",
+    .max = LB_MACHINE_MEM_MAX,
     .store = store_mem,
     .load = load_mem,
 };

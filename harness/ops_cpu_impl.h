@@ -672,14 +672,13 @@ static void FN(embed_fwd)(void *outv, const void *tablev, const int32_t *tokens,
 	REAL *out = outv;
 	const REAL *table = tablev;
 
+	memset(out, 0, (size_t)t * h * sizeof(REAL)); /* the rows of other shards' tokens */
 	for (int i = 0; i < t; i++) {
 		int r = tokens[i] - v0;
 
 		if (r >= 0 && r < v)
 			memcpy(out + (size_t)i * h, table + (size_t)r * h,
 			       (size_t)h * sizeof(REAL));
-		else
-			memset(out + (size_t)i * h, 0, (size_t)h * sizeof(REAL));
 	}
 }
 

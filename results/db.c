@@ -40,19 +40,29 @@ int results_schema_version(sqlite3 *db)
 	return v;
 }
 
-/* Find the next "-- migrate: N" line at or after p; sets *n and returns the line start. */
-static const char *next_step(const char *p, long *n)
+/*
+ * A schema text is a list of parts, each from its line to the next part's line: steps,
+ * at lines "-- migrate: N", and the views, at the line "-- views" (results/schema.sql).
+ * Find the next part's line at or after p; sets *n to the step's N, or to 0 for the views,
+ * and returns the line's start, or NULL when there is none.
+ */
+static const char *next_part(const char *p, long *n)
 {
-	static const char mark[] = "-- migrate:";
+	static const char mark[] = "-- migrate:", views[] = "-- views";
+	const size_t len = sizeof(mark) - 1, vlen = sizeof(views) - 1;
 
 	while (p && *p) {
-		if (!strncmp(p, mark, sizeof(mark) - 1)) {
+		if (!strncmp(p, mark, len)) {
 			char *end;
-			long v = strtol(p + sizeof(mark) - 1, &end, 10);
-			if (end != p + sizeof(mark) - 1 && v > 0 && v < 100000) {
+			long v = strtol(p + len, &end, 10);
+			if (end != p + len && v > 0 && v < 100000) {
 				*n = v;
 				return p;
 			}
+		}
+		if (!strncmp(p, views, vlen) && (p[vlen] == '\n' || !p[vlen])) {
+			*n = 0;
+			return p;
 		}
 		p = strchr(p, '\n');
 		if (p)
@@ -61,48 +71,115 @@ static const char *next_step(const char *p, long *n)
 	return NULL;
 }
 
-/* Check that the steps of schema are numbered 1, 2, ... in order; the last number goes to
- * *last (0 when there is none). Returns 0, or -1 with err set. */
-static int check_steps(const char *schema, long *last, char *err, size_t errlen)
+/* The part whose line starts at p: its body after that line (NULL when the text ends
+ * there) and its length; the next part's line (NULL: none) and number go to *next, *next_n. */
+static const char *part_body(const char *p, size_t *len, const char **next, long *next_n)
 {
-	long n = 0, prev = 0;
-	const char *p;
+	const char *body = strchr(p, '\n');
 
-	for (p = next_step(schema, &n); p;) {
-		const char *body = strchr(p, '\n');
-		long next_n = 0;
-		const char *q = body ? next_step(body + 1, &next_n) : NULL;
+	*next_n = 0;
+	*next = body ? next_part(body + 1, next_n) : NULL;
+	*len = !body ? 0 : *next ? (size_t)(*next - body) : strlen(body);
+	return body;
+}
 
+/* Check that the steps of schema are numbered 1, 2, ... in order, with at most one views
+ * part; the last number goes to *last (0 when there is none), the views' body and length
+ * to *views, *vlen (NULL, 0: none). Returns 0, or -1 with err set. */
+static int check_parts(const char *schema, long *last, const char **views, size_t *vlen, char *err,
+		       size_t errlen)
+{
+	long n = 0, prev = 0, next_n;
+	const char *p, *next, *body;
+	size_t len;
+
+	*views = NULL;
+	*vlen = 0;
+	for (p = next_part(schema, &n); p; p = next, n = next_n) {
+		body = part_body(p, &len, &next, &next_n);
+		if (!n) {
+			if (*views) {
+				snprintf(err, errlen, "schema: a second '-- views' part");
+				return -1;
+			}
+			*views = body;
+			*vlen = len;
+			continue;
+		}
 		if (n != prev + 1) {
 			snprintf(err, errlen, "schema: migration step %ld follows step %ld", n,
 				 prev);
 			return -1;
 		}
 		prev = n;
-		p = q;
-		n = next_n;
 	}
 	*last = prev;
+	return 0;
+}
+
+/* Run the SQL text sql of len bytes, then the statement after (may be ""). 0, or -1 with
+ * err set to what (a step's or the views' name) and SQLite's message. */
+static int exec_part(sqlite3 *db, const char *sql, size_t len, const char *after, const char *what,
+		     char *err, size_t errlen)
+{
+	char *msg = NULL, *text = sqlite3_mprintf("%.*s;%s", (int)len, sql, after);
+
+	if (!text) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	if (sqlite3_exec(db, text, NULL, NULL, &msg) != SQLITE_OK) {
+		snprintf(err, errlen, "schema migration %s: %s", what,
+			 msg ? msg : sqlite3_errmsg(db));
+		sqlite3_free(msg);
+		sqlite3_free(text);
+		return -1;
+	}
+	sqlite3_free(text);
+	return 0;
+}
+
+/* Drop each view that the views part (len bytes) creates at a line "CREATE VIEW name",
+ * where the database has it: steps may then change the tables the views read. */
+static int drop_views(sqlite3 *db, const char *views, size_t len, char *err, size_t errlen)
+{
+	static const char create[] = "\nCREATE VIEW ";
+	const char *end = views + len;
+
+	for (const char *p = views; p && p < end; p = strchr(p + 1, '\n')) {
+		const char *name = p + sizeof(create) - 1;
+		size_t n;
+		char drop[160];
+
+		if ((size_t)(end - p) < sizeof(create) || strncmp(p, create, sizeof(create) - 1))
+			continue;
+		n = strcspn(name, " \n");
+		snprintf(drop, sizeof(drop), "DROP VIEW IF EXISTS \"%.*s\"", (int)n, name);
+		if (exec_part(db, drop, strlen(drop), "", "(dropping the views)", err, errlen))
+			return -1;
+	}
 	return 0;
 }
 
 /*
  * Every step runs inside one BEGIN EXCLUSIVE transaction that reads user_version again
  * first: two processes opening a new database at once (parallel collects) queue on the
- * lock (busy timeout), and the second finds the steps applied by the first.
+ * lock (busy timeout), and the second finds the steps applied by the first. The views are
+ * dropped before the steps and created after them, in the same transaction.
  */
 int results_migrate(sqlite3 *db, const char *schema, char *err, size_t errlen)
 {
 	int have = results_schema_version(db);
-	long n = 0, last = 0;
-	const char *p;
+	long n = 0, last = 0, next_n;
+	const char *p, *next, *body, *views;
+	size_t len, vlen;
 	char *msg = NULL;
 
 	if (have < 0) {
 		snprintf(err, errlen, "cannot read the schema version: %s", sqlite3_errmsg(db));
 		return -1;
 	}
-	if (check_steps(schema, &last, err, errlen))
+	if (check_parts(schema, &last, &views, &vlen, err, errlen))
 		return -1;
 	if (have >= last)
 		return 0;
@@ -117,36 +194,24 @@ int results_migrate(sqlite3 *db, const char *schema, char *err, size_t errlen)
 		snprintf(err, errlen, "cannot read the schema version: %s", sqlite3_errmsg(db));
 		goto out_rollback;
 	}
-	for (p = next_step(schema, &n); p;) {
-		long next_n = 0;
-		const char *body = strchr(p, '\n');
-		const char *q = body ? next_step(body + 1, &next_n) : NULL;
-		size_t blen;
-		char *sql;
+	if (have >= last)
+		goto out_commit;
+	if (views && drop_views(db, views, vlen, err, errlen))
+		goto out_rollback;
+	for (p = next_part(schema, &n); p; p = next, n = next_n) {
+		char after[48], what[48];
 
-		if (n <= have || !body) {
-			p = q;
-			n = next_n;
+		body = part_body(p, &len, &next, &next_n);
+		if (!n || n <= have || !body)
 			continue;
-		}
-		blen = q ? (size_t)(q - body) : strlen(body);
-		sql = malloc(blen + 64);
-		if (!sql) {
-			snprintf(err, errlen, "out of memory");
+		snprintf(after, sizeof(after), "PRAGMA user_version = %ld;", n);
+		snprintf(what, sizeof(what), "to version %ld", n);
+		if (exec_part(db, body, len, after, what, err, errlen))
 			goto out_rollback;
-		}
-		snprintf(sql, blen + 64, "%.*s;PRAGMA user_version = %ld;", (int)blen, body, n);
-		if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK) {
-			snprintf(err, errlen, "schema migration to version %ld: %s", n,
-				 msg ? msg : sqlite3_errmsg(db));
-			sqlite3_free(msg);
-			free(sql);
-			goto out_rollback;
-		}
-		free(sql);
-		p = q;
-		n = next_n;
 	}
+	if (views && exec_part(db, views, vlen, "", "(creating the views)", err, errlen))
+		goto out_rollback;
+out_commit:
 	if (sqlite3_exec(db, "COMMIT", NULL, NULL, &msg) != SQLITE_OK) {
 		snprintf(err, errlen, "schema migration: commit: %s",
 			 msg ? msg : sqlite3_errmsg(db));

@@ -77,9 +77,11 @@ void results_close(sqlite3 *db);
 
 /*
  * Apply the migration steps of a schema text to db: steps start at lines
- * "-- migrate: N" (N = 1, 2, ...), numbered in order. The steps with N > user_version run
- * in one BEGIN EXCLUSIVE transaction (waiting up to the busy timeout for the lock) that
- * reads user_version again first and sets user_version = N after each step, so parallel
+ * "-- migrate: N" (N = 1, 2, ...), numbered in order; the views, where the text has them,
+ * at a line "-- views" (one CREATE VIEW each, its current text). The steps with N >
+ * user_version run in one BEGIN EXCLUSIVE transaction (waiting up to the busy timeout for
+ * the lock) that reads user_version again first, drops the views the views part names,
+ * sets user_version = N after each step and creates the views after the last, so parallel
  * openers of a new database apply each step once. results_db_open calls this with the
  * embedded results/schema.sql; tests call it with their own texts. Returns 0, or -1 with
  * err set (the whole transaction is rolled back: the version is left as it was).

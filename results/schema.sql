@@ -1,10 +1,15 @@
--- layoutbench results database: the one schema, embedded into the binary.
--- Migration steps start at lines "-- migrate: N"; results_open() applies every step newer
--- than PRAGMA user_version in one exclusive transaction, setting user_version = N after
--- each. A change is a new step (ALTER TABLE ..., DROP VIEW and CREATE VIEW again, ...):
--- the build takes the last step's number as RESULTS_SCHEMA_VERSION; a step is never
--- edited once databases exist that have it (step 2 is the first such change). Times are
--- ISO 8601 UTC text; durations seconds; memory bytes. Column reference: docs/schema.md.
+-- layoutbench results database: the one schema, embedded into the binary, in two parts.
+-- Migration steps start at lines "-- migrate: N" and hold the tables, indexes and data
+-- changes: results_open() applies every step newer than PRAGMA user_version in one
+-- exclusive transaction, setting user_version = N after each. A change is a new step
+-- (ALTER TABLE ..., CREATE INDEX ...): the build takes the last step's number as
+-- RESULTS_SCHEMA_VERSION; a step is never edited once databases exist that have it (step
+-- 2 is the first such change). The views follow the line "-- views", one CREATE VIEW
+-- each in its current text: a migration drops the views named there before its steps
+-- and creates them again after them. A view is changed where it stands, together with a
+-- new step (a comment alone when no table changes) that takes databases to the new text;
+-- a view no longer wanted is dropped by that step. Times are ISO 8601 UTC text;
+-- durations seconds; memory bytes. Column reference: docs/schema.md.
 -- The layouts table has a column for each field of common/layout_fields.def
 -- (tests/unit/test_layout_fields.c checks it): a new field is a step that adds its column.
 
@@ -159,61 +164,6 @@ CREATE TABLE run_stats (
 	rank_peak_mem TEXT             -- JSON array, bytes per rank
 );
 
--- One row per run, ours or imported: the layout, the steady-state statistics (an imported
--- run, without steps, has the sheet's measured step time), throughput, MFU and HFU at
--- query time from the FLOPs and the peak the run recorded.
-CREATE VIEW run_summary AS
-WITH base AS (
-	SELECT r.id AS run_id, r.run_uid, r.sweep, r.source, r.layout_id,
-	       COALESCE(r.label, l.label, l.attention || '+' || l.norm) AS label,
-	       l.model, l.seq_len, l.global_batch,
-	       COALESCE(r.world_size, l.gpus) AS gpus,
-	       l.micro_batch, l.tp, l.pp, l.dp, l.sequence_parallel, l.zero_stage,
-	       l.checkpointing, l.attention, l.norm,
-	       r.status, r.failure_class, r.message, r.gpu, r.peak_tflops,
-	       st.n_steps,
-	       COALESCE(st.step_time_median, r.measured_step_time) AS step_time_median,
-	       COALESCE(st.step_time_mean, r.measured_step_time) AS step_time_mean,
-	       st.step_time_std,
-	       COALESCE(r.tokens_per_step, l.global_batch * l.seq_len) AS tokens_per_step,
-	       r.flops_per_step, r.hw_flops_per_step, r.mfu_reported,
-	       st.peak_mem_bytes,
-	       r.start_time, r.end_time,
-	       st.forward_s, st.backward_s, st.optimizer_s, st.comm_exposed_s, st.bubble_s,
-	       st.rank_peak_mem, l.virtual_stages, l.stage_layers
-	FROM runs r
-	JOIN layouts l ON l.layout_id = r.layout_id
-	LEFT JOIN run_stats st ON st.run_id = r.id
-)
-SELECT run_id, run_uid, sweep, source, layout_id, label, model, seq_len, global_batch, gpus,
-       micro_batch, tp, pp, dp, sequence_parallel, zero_stage, checkpointing, attention, norm,
-       status, failure_class, message, gpu, peak_tflops, n_steps,
-       step_time_median, step_time_mean, step_time_std,
-       CASE WHEN step_time_mean > 0 THEN tokens_per_step / step_time_mean / gpus END
-	       AS tokens_per_s_per_gpu,
-       CASE WHEN step_time_mean > 0 THEN flops_per_step / step_time_mean / gpus / 1e12 END
-	       AS tflops_per_gpu,
-       CASE WHEN step_time_mean > 0 AND peak_tflops > 0 THEN
-	       flops_per_step / (step_time_mean * gpus * peak_tflops * 1e12) END AS mfu,
-       CASE WHEN step_time_mean > 0 AND peak_tflops > 0 THEN
-	       hw_flops_per_step / (step_time_mean * gpus * peak_tflops * 1e12) END AS hfu,
-       mfu_reported, peak_mem_bytes, start_time, end_time,
-       forward_s, backward_s, optimizer_s, comm_exposed_s, bubble_s, rank_peak_mem,
-       virtual_stages, stage_layers
-FROM base;
-
--- Per (model, seq_len, gpus): the ok run with the highest COALESCE(mfu_reported, mfu);
--- where MFU is unknown (no peak) runs rank by tflops_per_gpu.
-CREATE VIEW best_layout AS
-SELECT * FROM (
-	SELECT s.*, COALESCE(s.mfu_reported, s.mfu) AS mfu_best,
-	       ROW_NUMBER() OVER (PARTITION BY s.model, s.seq_len, s.gpus
-				  ORDER BY COALESCE(s.mfu_reported, s.mfu) DESC NULLS LAST,
-					   s.tflops_per_gpu DESC NULLS LAST, s.run_id) AS rank
-	FROM run_summary s WHERE s.status = 'ok'
-) WHERE rank = 1;
-
--- The local executor's queue (slurm/exec_local.c): one row per submitted array with what
 -- sbatch would have been given, and the process group of each running task.
 CREATE TABLE slurm_local_arrays (
 	id INTEGER PRIMARY KEY,
@@ -251,75 +201,6 @@ ALTER TABLE run_stats ADD COLUMN rank_device_peak_mem TEXT; -- element-wise maxi
 ALTER TABLE run_stats ADD COLUMN loss_first REAL;       -- the first step's loss
 ALTER TABLE run_stats ADD COLUMN loss_last_quarter REAL; -- mean loss of the last ceil(n/4) steps
 ALTER TABLE run_stats ADD COLUMN health TEXT;           -- ok | flat | diverged; NULL unknown
-
-DROP VIEW best_layout;
-DROP VIEW run_summary;
-
--- One row per run, ours or imported: the layout, the steady-state statistics (an imported
--- run, without steps, has the sheet's measured step time), throughput, MFU and HFU at
--- query time from the FLOPs and the peak the run recorded; MFU without the input
--- embedding lookup beside it; the run's health (a run that failed as diverged is
--- diverged); the device's memory reading beside the counted peak.
-CREATE VIEW run_summary AS
-WITH base AS (
-	SELECT r.id AS run_id, r.run_uid, r.sweep, r.source, r.layout_id,
-	       COALESCE(r.label, l.label, l.attention || '+' || l.norm) AS label,
-	       l.model, l.seq_len, l.global_batch,
-	       COALESCE(r.world_size, l.gpus) AS gpus,
-	       l.micro_batch, l.tp, l.pp, l.dp, l.sequence_parallel, l.zero_stage,
-	       l.checkpointing, l.attention, l.norm,
-	       r.status, r.failure_class, r.message, r.gpu, r.peak_tflops,
-	       st.n_steps,
-	       COALESCE(st.step_time_median, r.measured_step_time) AS step_time_median,
-	       COALESCE(st.step_time_mean, r.measured_step_time) AS step_time_mean,
-	       st.step_time_std,
-	       COALESCE(r.tokens_per_step, l.global_batch * l.seq_len) AS tokens_per_step,
-	       r.flops_per_step, r.hw_flops_per_step, r.mfu_reported,
-	       r.flops_per_step_no_embed,
-	       st.peak_mem_bytes,
-	       r.start_time, r.end_time,
-	       st.forward_s, st.backward_s, st.optimizer_s, st.comm_exposed_s, st.bubble_s,
-	       st.rank_peak_mem, l.virtual_stages, l.stage_layers,
-	       CASE WHEN r.failure_class = 'diverged' THEN 'diverged' ELSE st.health END
-		       AS health,
-	       st.loss_first, st.loss_last_quarter,
-	       st.device_peak_mem_bytes, st.rank_device_peak_mem
-	FROM runs r
-	JOIN layouts l ON l.layout_id = r.layout_id
-	LEFT JOIN run_stats st ON st.run_id = r.id
-)
-SELECT run_id, run_uid, sweep, source, layout_id, label, model, seq_len, global_batch, gpus,
-       micro_batch, tp, pp, dp, sequence_parallel, zero_stage, checkpointing, attention, norm,
-       status, failure_class, message, gpu, peak_tflops, n_steps,
-       step_time_median, step_time_mean, step_time_std,
-       CASE WHEN step_time_mean > 0 THEN tokens_per_step / step_time_mean / gpus END
-	       AS tokens_per_s_per_gpu,
-       CASE WHEN step_time_mean > 0 THEN flops_per_step / step_time_mean / gpus / 1e12 END
-	       AS tflops_per_gpu,
-       CASE WHEN step_time_mean > 0 AND peak_tflops > 0 THEN
-	       flops_per_step / (step_time_mean * gpus * peak_tflops * 1e12) END AS mfu,
-       CASE WHEN step_time_mean > 0 AND peak_tflops > 0 THEN
-	       hw_flops_per_step / (step_time_mean * gpus * peak_tflops * 1e12) END AS hfu,
-       mfu_reported, peak_mem_bytes, start_time, end_time,
-       forward_s, backward_s, optimizer_s, comm_exposed_s, bubble_s, rank_peak_mem,
-       virtual_stages, stage_layers,
-       CASE WHEN step_time_mean > 0 AND peak_tflops > 0 THEN
-	       flops_per_step_no_embed / (step_time_mean * gpus * peak_tflops * 1e12) END
-	       AS mfu_no_embed,
-       health, loss_first, loss_last_quarter, device_peak_mem_bytes, rank_device_peak_mem
-FROM base;
-
--- Per (model, seq_len, gpus): the ok run with the highest COALESCE(mfu_reported, mfu);
--- where MFU is unknown (no peak) runs rank by tflops_per_gpu. Diverged runs are left out
--- (their speed is not that of a run that trains).
-CREATE VIEW best_layout AS
-SELECT * FROM (
-	SELECT s.*, COALESCE(s.mfu_reported, s.mfu) AS mfu_best,
-	       ROW_NUMBER() OVER (PARTITION BY s.model, s.seq_len, s.gpus
-				  ORDER BY COALESCE(s.mfu_reported, s.mfu) DESC NULLS LAST,
-					   s.tflops_per_gpu DESC NULLS LAST, s.run_id) AS rank
-	FROM run_summary s WHERE s.status = 'ok' AND s.health IS NOT 'diverged'
-) WHERE rank = 1;
 
 
 -- migrate: 3
@@ -405,6 +286,76 @@ CREATE TABLE halving_members (
 	PRIMARY KEY (halving_id, rung, layout_id)
 ) WITHOUT ROWID;
 CREATE INDEX halving_members_job ON halving_members (job_ref);
+
+
+-- views
+-- Created in this order (a view reads those above it) after every migration.
+
+-- One row per run, ours or imported: the layout, the steady-state statistics (an imported
+-- run, without steps, has the sheet's measured step time), throughput, MFU and HFU at
+-- query time from the FLOPs and the peak the run recorded; MFU without the input
+-- embedding lookup beside it; the run's health (a run that failed as diverged is
+-- diverged); the device's memory reading beside the counted peak.
+CREATE VIEW run_summary AS
+WITH base AS (
+	SELECT r.id AS run_id, r.run_uid, r.sweep, r.source, r.layout_id,
+	       COALESCE(r.label, l.label, l.attention || '+' || l.norm) AS label,
+	       l.model, l.seq_len, l.global_batch,
+	       COALESCE(r.world_size, l.gpus) AS gpus,
+	       l.micro_batch, l.tp, l.pp, l.dp, l.sequence_parallel, l.zero_stage,
+	       l.checkpointing, l.attention, l.norm,
+	       r.status, r.failure_class, r.message, r.gpu, r.peak_tflops,
+	       st.n_steps,
+	       COALESCE(st.step_time_median, r.measured_step_time) AS step_time_median,
+	       COALESCE(st.step_time_mean, r.measured_step_time) AS step_time_mean,
+	       st.step_time_std,
+	       COALESCE(r.tokens_per_step, l.global_batch * l.seq_len) AS tokens_per_step,
+	       r.flops_per_step, r.hw_flops_per_step, r.mfu_reported,
+	       r.flops_per_step_no_embed,
+	       st.peak_mem_bytes,
+	       r.start_time, r.end_time,
+	       st.forward_s, st.backward_s, st.optimizer_s, st.comm_exposed_s, st.bubble_s,
+	       st.rank_peak_mem, l.virtual_stages, l.stage_layers,
+	       CASE WHEN r.failure_class = 'diverged' THEN 'diverged' ELSE st.health END
+		       AS health,
+	       st.loss_first, st.loss_last_quarter,
+	       st.device_peak_mem_bytes, st.rank_device_peak_mem
+	FROM runs r
+	JOIN layouts l ON l.layout_id = r.layout_id
+	LEFT JOIN run_stats st ON st.run_id = r.id
+)
+SELECT run_id, run_uid, sweep, source, layout_id, label, model, seq_len, global_batch, gpus,
+       micro_batch, tp, pp, dp, sequence_parallel, zero_stage, checkpointing, attention, norm,
+       status, failure_class, message, gpu, peak_tflops, n_steps,
+       step_time_median, step_time_mean, step_time_std,
+       CASE WHEN step_time_mean > 0 THEN tokens_per_step / step_time_mean / gpus END
+	       AS tokens_per_s_per_gpu,
+       CASE WHEN step_time_mean > 0 THEN flops_per_step / step_time_mean / gpus / 1e12 END
+	       AS tflops_per_gpu,
+       CASE WHEN step_time_mean > 0 AND peak_tflops > 0 THEN
+	       flops_per_step / (step_time_mean * gpus * peak_tflops * 1e12) END AS mfu,
+       CASE WHEN step_time_mean > 0 AND peak_tflops > 0 THEN
+	       hw_flops_per_step / (step_time_mean * gpus * peak_tflops * 1e12) END AS hfu,
+       mfu_reported, peak_mem_bytes, start_time, end_time,
+       forward_s, backward_s, optimizer_s, comm_exposed_s, bubble_s, rank_peak_mem,
+       virtual_stages, stage_layers,
+       CASE WHEN step_time_mean > 0 AND peak_tflops > 0 THEN
+	       flops_per_step_no_embed / (step_time_mean * gpus * peak_tflops * 1e12) END
+	       AS mfu_no_embed,
+       health, loss_first, loss_last_quarter, device_peak_mem_bytes, rank_device_peak_mem
+FROM base;
+
+-- Per (model, seq_len, gpus): the ok run with the highest COALESCE(mfu_reported, mfu);
+-- where MFU is unknown (no peak) runs rank by tflops_per_gpu. Diverged runs are left out
+-- (their speed is not that of a run that trains).
+CREATE VIEW best_layout AS
+SELECT * FROM (
+	SELECT s.*, COALESCE(s.mfu_reported, s.mfu) AS mfu_best,
+	       ROW_NUMBER() OVER (PARTITION BY s.model, s.seq_len, s.gpus
+				  ORDER BY COALESCE(s.mfu_reported, s.mfu) DESC NULLS LAST,
+					   s.tflops_per_gpu DESC NULLS LAST, s.run_id) AS rank
+	FROM run_summary s WHERE s.status = 'ok' AND s.health IS NOT 'diverged'
+) WHERE rank = 1;
 
 -- Per member: the layout, the verdict and its statistics, and what its run cost (GPU
 -- seconds: the job's wall time, else its run's, times the GPUs).

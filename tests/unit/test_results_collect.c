@@ -985,6 +985,44 @@ static void test_migrations(void **state)
 	assert_int_equal(results_open(path, &db, err, sizeof(err)), -1);
 }
 
+/* The views part of a schema text: its views are dropped before the steps (which may
+ * then change what they read) and made again after them from their current text; a view
+ * it does not name is left alone, and a database at the last step is not touched. */
+static void test_migrate_views(void **state)
+{
+	struct env *e = *state;
+	static const char one[] = "-- migrate: 1\nCREATE TABLE a (x INTEGER, y INTEGER);\n"
+				  "INSERT INTO a VALUES (3, 5);\n"
+				  "-- views\nCREATE VIEW v AS SELECT x FROM a;\n";
+	static const char two[] = "-- migrate: 1\nCREATE TABLE a (x INTEGER, y INTEGER);\n"
+				  "INSERT INTO a VALUES (3, 5);\n"
+				  "-- migrate: 2\nALTER TABLE a DROP COLUMN x;\n"
+				  "ALTER TABLE a ADD COLUMN z INTEGER DEFAULT 4;\n"
+				  "-- views\nCREATE VIEW v AS SELECT y + z AS w FROM a;\n";
+	char path[160], err[512];
+	sqlite3 *db;
+
+	snprintf(path, sizeof(path), "%s/views.db", e->dir);
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(results_migrate(db, one, err, sizeof(err)), 0);
+	assert_int_equal(results_schema_version(db), 1);
+	assert_int_equal(q_int(db, "SELECT x FROM v"), 3);
+	assert_int_equal(sqlite3_exec(db, "CREATE VIEW mine AS SELECT 1 AS k", NULL, NULL, NULL),
+			 SQLITE_OK);
+	assert_int_equal(results_migrate(db, two, err, sizeof(err)), 0);
+	assert_int_equal(results_schema_version(db), 2);
+	assert_int_equal(q_int(db, "SELECT w FROM v"), 9);
+	assert_int_equal(sqlite3_exec(db, "DROP VIEW v", NULL, NULL, NULL), SQLITE_OK);
+	assert_int_equal(results_migrate(db, two, err, sizeof(err)), 0); /* no-op */
+	assert_int_equal(q_int(db, "SELECT count(*) FROM sqlite_master WHERE name = 'v'"), 0);
+	assert_int_equal(q_int(db, "SELECT k FROM mine"), 1);
+	/* a second views part is refused */
+	assert_int_equal(
+	    results_migrate(db, "-- migrate: 1\n-- views\n-- views\n", err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "views"));
+	sqlite3_close(db);
+}
+
 /* Write n run logs of m steps each under dir. */
 /* Phase means (steady state) and per-rank peaks (element-wise maximum over every step) in
  * run_stats and run_summary: the two-rank fixture, a log whose rank peaks are highest in
@@ -1277,6 +1315,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_job_link, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_jobs_api, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_migrations, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_migrate_views, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_phases, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_reader_during_collect, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_read_mode, setup, teardown),

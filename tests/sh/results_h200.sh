@@ -225,5 +225,20 @@ grep -q '^8 layouts: 4 planned to fit, 4 planned not to; 0 wrong verdicts$' "$tm
 	{ tail -n 1 "$tmp/b.md"; echo "FAIL: the boundary probe's runs are not 4 that fit and 4 that do not, all right"; fail=1; }
 golden "$D/boundary/table.md" "$tmp/b.md" "the boundary probe's table"
 marked docs/memory-model.md memory-table-boundary "$tmp/b.md" "boundary table"
+# the halving on the H200 (bench/gpu/halving.sh, --top 16): its database gives the published
+# status and report, and beside the healthy grid's runs its fastest layouts are the grid's
+# fastest at both lengths
+HV="$D/halving"
+"$LB" status --db "$HV/h.db" --sweep h200-1gpu-halving >"$tmp/hv-status.txt" 2>&1
+golden "$HV/status.txt" "$tmp/hv-status.txt" "the halving's status"
+"$LB" report --db "$HV/h.db" --sweep h200-1gpu-halving --figure halving >"$tmp/hv-report.md" 2>/dev/null
+golden "$HV/report.md" "$tmp/hv-report.md" "the halving's report"
+LB="$LB" sh bench/gpu/halving_compare.sh "$HV" "$D/healthy/runs" >"$tmp/hv-compare.md" 2>&1
+golden "$HV/compare-healthy.md" "$tmp/hv-compare.md" "the halving beside the healthy grid"
+LB="$LB" sh bench/gpu/halving_compare.sh "$HV" >"$tmp/hv-compare-full.md" 2>&1
+golden "$HV/compare-lr3e-3.md" "$tmp/hv-compare-full.md" "the halving beside the lr 3e-3 grid"
+[ "$(awk '/fastest layout \(h200-1gpu-halving\) in the full grid/ { on = 1 }
+	on && $1 ~ /^(2048|8192)$/ && $4 == 1 { n++ } END { print n + 0 }' "$tmp/hv-compare.md")" = 2 ] ||
+	{ echo "FAIL: the halving's fastest layouts are not the healthy grid's fastest"; fail=1; }
 [ "$fail" = 0 ] && echo "ok: the published H200 results reproduce"
 exit "$fail"

@@ -22,14 +22,15 @@
 #           runs returns group_concat(DISTINCT health), which is "ok" only when all are);
 #           other: a figure that does not (memory, counts of layouts or runs); peer: from
 #           peer output, a second column, if the query returns one, must be "ok" (the
-#           peer run's status)
+#           peer table's health column: its status where not ok, 'flat' where its last
+#           loss is not 1% below its first, else ok)
 #   source  logs:DIR[,DIR...]  run-log folders, collected into one database (`layoutbench
 #                              collect`) whose views the query reads (run_summary, ...);
 #           peer:FILE[,FILE...] bench/peer_torch.py output: a --json-out file (one JSON
 #                              object), or a file of its summary lines (peer=torch ...
 #                              key=value, as round.sh's peer.tsv), each line an object of
-#                              its keys; one table peer (file, line, j) with the object in
-#                              j as JSON text: json_extract(j, '$.mfu')
+#                              its keys; one table peer (file, line, j, health) with the object in
+#                              j as JSON text: json_extract(j, '$.mfu'), and health
 #   query   one SQL statement (no tab); the first row's first column is the figure,
 #           formatted as quoted (printf('%.1f', 100 * mfu))
 #
@@ -77,8 +78,14 @@ db_of() { # source
 		# peer table
 		mkdir -p "$tmp/none"
 		"$LB" collect --db "$db" "$tmp/none" </dev/null >/dev/null 2>"$tmp/why" || return 1
-		"$LB" sql --db "$db" --write "CREATE TABLE peer (file TEXT, line INTEGER, j TEXT)" \
-			</dev/null >/dev/null 2>"$tmp/why" || return 1
+		# health: the run's status where it is not ok (oom, ...), else 'flat' where its last
+		# loss is not 1% below its first (uniform random tokens leave it there: its times
+		# are not those of a model that learns), else ok
+		"$LB" sql --db "$db" --write "CREATE TABLE peer (file TEXT, line INTEGER, j TEXT,
+			health TEXT GENERATED ALWAYS AS (CASE
+			WHEN coalesce(json_extract(j, '\$.status'), 'ok') <> 'ok' THEN json_extract(j, '\$.status')
+			WHEN json_extract(j, '\$.loss_last') > 0.99 * json_extract(j, '\$.loss_first') THEN 'flat'
+			ELSE 'ok' END) VIRTUAL)" </dev/null >/dev/null 2>"$tmp/why" || return 1
 		for f in "$@"; do
 			[ -f "$f" ] || { echo "no peer output '$f'" >"$tmp/why"; return 1; }
 			if [ "$(sed -n '/[^[:space:]]/{s/^[[:space:]]*//p;q;}' "$f" | cut -c1)" = "{" ]; then
@@ -162,7 +169,7 @@ while IFS= read -r line || [ -n "$line" ]; do
 		;;
 	peer)
 		[ "$ncol" -lt 2 ] || [ "$health" = ok ] ||
-			{ echo "FAIL: $what: the peer run's status is '${health:-unknown}', not ok"; fail=1; }
+			{ echo "FAIL: $what: the peer run's health is '${health:-unknown}', not ok"; fail=1; }
 		;;
 	esac
 done <"$list"

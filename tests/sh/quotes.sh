@@ -5,8 +5,9 @@
 # each entry of a list with one fault each (a figure that drifted from its logs, a speed
 # figure from a diverged run, a speed query without the runs' health, a quote not in its
 # file, a figure not in its quote, a peer run that did not end ok, run logs that are not
-# there), naming each; a malformed list is a usage error; then the published list,
-# docs/results/quotes.tsv, against the published logs.
+# there, a peer figure from a run whose loss stayed flat), naming each; a malformed list
+# is a usage error; then the published list, docs/results/quotes.tsv, against the
+# published logs.
 set -u
 BUILD=${BUILD:-build}
 LB="$BUILD/layoutbench"
@@ -23,7 +24,7 @@ grep -q '^quotes: 7 checked against their evidence, all hold$' "$tmp/good.out" |
 
 sh scripts/check-quotes.sh "$F/bad.tsv" >"$tmp/bad.out" 2>&1
 [ $? = 1 ] || bad "faulty entries do not exit 1: $(cat "$tmp/bad.out")"
-[ "$(grep -c '^FAIL: ' "$tmp/bad.out")" = 7 ] || bad "want one FAIL per faulty entry: $(cat "$tmp/bad.out")"
+[ "$(grep -c '^FAIL: ' "$tmp/bad.out")" = 8 ] || bad "want one FAIL per faulty entry: $(cat "$tmp/bad.out")"
 while IFS= read -r want; do
 	grep -qF -- "$want" "$tmp/bad.out" || bad "no '$want' in: $(cat "$tmp/bad.out")"
 done <<'WANT'
@@ -32,7 +33,8 @@ done <<'WANT'
 'reached **62.5%** MFU': a speed figure's query must return the runs' health as its second column
 'reached **62.4%** MFU': the text is not in tests/fixtures/quotes/doc.md
 'reached **62.5%** MFU': the quote does not hold the figure '62'
-'The sweep has 2 runs.': the peer run's status is 'oom', not ok
+'The sweep has 2 runs.': the peer run's health is 'oom', not ok
+'Autocast compiled: 50.0% MFU.': the peer run's health is 'flat', not ok
 no run logs at 'tests/fixtures/quotes/no-such-runs'
 WANT
 

@@ -90,13 +90,14 @@ struct lb_comm {
 	void *impl;
 };
 
-/* A C table's members for the data calls, split and destroy, from a backend's functions
- * named X_all_reduce, X_reduce_scatter, X_all_gather, X_broadcast, X_send, X_recv,
- * X_split and X_destroy: {.name = "x", LB_COMM_OPS(x), .group_start = ..., ...}. */
+/* A C table's members for the data calls, barrier, split and destroy, from a backend's
+ * functions named X_all_reduce, X_reduce_scatter, X_all_gather, X_broadcast, X_send,
+ * X_recv, X_barrier, X_split and X_destroy:
+ * {.name = "x", LB_COMM_OPS(x), .group_start = ..., .group_end = ...}. */
 #define LB_COMM_OPS(x)                                                                             \
 	.all_reduce = x##_all_reduce, .reduce_scatter = x##_reduce_scatter,                        \
 	.all_gather = x##_all_gather, .broadcast = x##_broadcast, .send = x##_send,                \
-	.recv = x##_recv, .split = x##_split, .destroy = x##_destroy
+	.recv = x##_recv, .barrier = x##_barrier, .split = x##_split, .destroy = x##_destroy
 
 /* Bytes per element; 0 for an unknown type. */
 size_t lb_dtype_size(enum lb_dtype t);

@@ -1013,27 +1013,30 @@ static int shm_recv(struct lb_comm *c, void *buf, size_t count, enum lb_dtype t,
 	return queue_op(SC(c), OP_RECV, buf, count, t, peer);
 }
 
-static int shm_group_start(struct lb_comm *c)
+/* Open (open 1) a group of sends and receives, or close it (0), which runs them. */
+static int shm_group(struct lb_comm *c, int open)
 {
 	struct shm_comm *sc = SC(c);
 
-	if (sc->in_group)
-		return lb_comm_err_set(&sc->seg->err, LB_COMM_EFAIL, -1,
-				       "group_start: a group is already open (groups do not nest)");
-	sc->in_group = 1;
-	sc->nops = 0;
-	return 0;
+	if (sc->in_group == open)
+		return lb_comm_err_set(
+		    &sc->seg->err, LB_COMM_EFAIL, -1, "%s",
+		    open ? "group_start: a group is already open (groups do not nest)"
+			 : "group_end without group_start");
+	sc->in_group = open;
+	if (open)
+		sc->nops = 0;
+	return open ? 0 : run_ops(sc, "group_end");
+}
+
+static int shm_group_start(struct lb_comm *c)
+{
+	return shm_group(c, 1);
 }
 
 static int shm_group_end(struct lb_comm *c)
 {
-	struct shm_comm *sc = SC(c);
-
-	if (!sc->in_group)
-		return lb_comm_err_set(&sc->seg->err, LB_COMM_EFAIL, -1,
-				       "group_end without group_start");
-	sc->in_group = 0;
-	return run_ops(sc, "group_end");
+	return shm_group(c, 0);
 }
 
 /* ---- split, destroy ---- */
@@ -1198,7 +1201,6 @@ static const struct lb_comm_ops shm_ops = {
     LB_COMM_OPS(shm),
     .group_start = shm_group_start,
     .group_end = shm_group_end,
-    .barrier = shm_barrier,
 };
 
 /* ---- create ---- */

@@ -2,11 +2,12 @@
  * The one command-line parser: `layoutbench`'s commands, `layoutbench-train` and the
  * benchmarks all read their argv with it, and their usage and help come from the same
  * tables (git's parse-options is the model). Each command's file owns its table of
- * options (struct lb_option, with the command's own ids) and its struct lb_command; the
- * registry of `layoutbench`'s commands is cli/commands.c, so no room includes cli/. Every
- * option takes `--name VALUE` and `--name=VALUE` alike; numbers are read with strtol or
- * strtod and a range, choices against their list, and a usage error is reported the same
- * way everywhere (exit status 2).
+ * options (struct lb_option, with the command's own ids) and its struct lb_command, whose
+ * run function gets the line already parsed and checked against the table (lb_args_run,
+ * the one dispatch); the registry of `layoutbench`'s commands is cli/commands.c, so no
+ * room includes cli/. Every option takes `--name VALUE` and `--name=VALUE` alike; numbers
+ * are read with strtol or strtod and a range, choices against their list, and a usage
+ * error is reported the same way everywhere (exit status 2).
  */
 #ifndef LB_CMDLINE_H
 #define LB_CMDLINE_H

@@ -240,28 +240,20 @@ static const struct lb_option opts[] = {
     LB_OPT_END,
 };
 
-static const struct lb_command bench =
-    LB_PROGRAM("bench_colls", opts,
-	       "each collective's time, algorithm and bus bandwidth over message sizes, its "
-	       "data checked (as nccl-tests prints them)");
-
-int main(int argc, char **argv)
+static int run_bench(const struct lb_args *a)
 {
 	struct cfg cf = {0};
-	struct lb_args a;
 	struct lb_launch_opts lo = LB_LAUNCH_OPTS_INIT;
 	struct lb_launch_result res;
 	int bad = 0, rc;
 
-	lb_args_main(&bench, argc, argv, &a);
-	cf.comm = a.str[O_COMM];
-	cf.nproc = (int)a.num[O_NPROC];
-	cf.iters = (int)a.num[O_ITERS];
-	cf.warmup = (int)a.num[O_WARMUP];
-	cf.min_b = (size_t)a.num[O_MIN_BYTES];
-	cf.max_b = (size_t)a.num[O_MAX_BYTES];
-	cf.op = (int)a.num[O_OP] - 1; /* the choices: all, then the ops */
-	lb_args_release(&a);
+	cf.comm = a->str[O_COMM];
+	cf.nproc = (int)a->num[O_NPROC];
+	cf.iters = (int)a->num[O_ITERS];
+	cf.warmup = (int)a->num[O_WARMUP];
+	cf.min_b = (size_t)a->num[O_MIN_BYTES];
+	cf.max_b = (size_t)a->num[O_MAX_BYTES];
+	cf.op = (int)a->num[O_OP] - 1; /* the choices: all, then the ops */
 	if (cf.min_b > cf.max_b) {
 		fprintf(stderr, "error: --min-bytes is above --max-bytes\n");
 		return 2;
@@ -316,3 +308,7 @@ int main(int argc, char **argv)
 	}
 	return bad ? 1 : 0;
 }
+
+LB_PROGRAM_MAIN("bench_colls", opts, run_bench,
+		"each collective's time, algorithm and bus bandwidth over message sizes, its "
+		"data checked (as nccl-tests prints them)")

@@ -1100,27 +1100,18 @@ static const struct lb_option opts[] = {
     LB_OPT_END,
 };
 
-static const struct lb_command bench =
-    LB_PROGRAM("bench_kernels", opts,
-	       "every kernel of the CUDA backend against the fp64 reference, with its "
-	       "throughput");
-
-int main(int argc, char **argv)
+static int run_bench(const struct lb_args *a)
 {
-	const char *csv_path = NULL;
-	struct lb_args a;
+	const char *csv_path = a->str[O_CSV];
 	char err[256] = "";
 	struct lb_device_info info;
 	FILE *csv = NULL;
 	int nwrong = 0;
 	double best, ours;
 
-	lb_args_main(&bench, argc, argv, &a);
-	csv_path = a.str[O_CSV];
-	iters = (int)a.num[O_ITERS];
-	if (a.str[O_ONLY])
-		only = a.str[O_ONLY]; /* argv's: it outlives a */
-	lb_args_release(&a);
+	iters = (int)a->num[O_ITERS];
+	if (a->str[O_ONLY])
+		only = a->str[O_ONLY];
 	G = lb_ops_find("cuda");
 	if (!G) {
 		printf("skip: built without the CUDA backend (nvcc not found at build time)\n");
@@ -1199,3 +1190,7 @@ int main(int argc, char **argv)
 	free(pat);
 	return nwrong ? 1 : 0;
 }
+
+LB_PROGRAM_MAIN("bench_kernels", opts, run_bench,
+		"every kernel of the CUDA backend against the fp64 reference, with its "
+		"throughput")

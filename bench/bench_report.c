@@ -189,7 +189,7 @@ static double time_report(const char *db, const char *format, const char *out, d
 	char *argv[] = {"report",   "--db",	    (char *)db, "--figure",  "all",
 			"--format", (char *)format, "--out",	(char *)out, NULL};
 	double t0 = lb_now_s(), c0 = cpu_s();
-	int rc = cmd_report.run(9, argv);
+	int rc = lb_args_run(&cmd_report, 9, argv);
 	double dt = lb_now_s() - t0;
 	*cpu = cpu_s() - c0;
 	if (rc) {

@@ -42,53 +42,42 @@ static const struct lb_option help_opts[] = {
     LB_OPT_END,
 };
 
-static int run_help(int argc, char **argv);
+static int run_help(const struct lb_args *a)
+{
+	const struct lb_command *c;
+	const char *near;
+
+	if (a->given[OPT_MARKDOWN]) {
+		lb_help_markdown(stdout, lb_commands, lb_command_count);
+		return 0;
+	}
+	if (a->n_operands == 0) {
+		lb_help_all(stdout, lb_commands, lb_command_count);
+		return 0;
+	}
+	if (!(c = lb_command_find(a->operands[0]))) {
+		near = lb_command_suggest(a->operands[0]);
+		fprintf(stderr, "error: unknown command '%s'%s%s%s\n", a->operands[0],
+			near ? ": did you mean '" : "", near ? near : "", near ? "'?" : "");
+		return 2;
+	}
+	lb_help_command(stdout, c);
+	return 0;
+}
+
 const struct lb_command cmd_help =
     LB_COMMAND("help", "[CMD]", 0, 1, 0, help_opts, run_help,
 	       "print the usage of every command, or of one with its options");
 
-static int run_help(int argc, char **argv)
-{
-	struct lb_args a;
-	int rc;
-
-	if ((rc = lb_args_parse(&cmd_help, argc, argv, &a)))
-		goto out_release_args;
-	if (a.given[OPT_MARKDOWN]) {
-		lb_help_markdown(stdout, lb_commands, lb_command_count);
-	} else if (a.n_operands == 0) {
-		lb_help_all(stdout, lb_commands, lb_command_count);
-	} else {
-		const struct lb_command *c = lb_command_find(a.operands[0]);
-		if (!c) {
-			const char *near = lb_command_suggest(a.operands[0]);
-
-			fprintf(stderr, "error: unknown command '%s'%s%s%s\n", a.operands[0],
-				near ? ": did you mean '" : "", near ? near : "", near ? "'?" : "");
-			rc = 2;
-			goto out_release_args;
-		}
-		lb_help_command(stdout, c);
-	}
-out_release_args:
-	lb_args_release(&a);
-	return rc;
-}
-
 static const struct lb_option no_opts[] = {LB_OPT_END};
 
-static int run_version(int argc, char **argv);
+static int run_version(const struct lb_args *a)
+{
+	(void)a; /* it takes nothing */
+	printf("layoutbench %s (%s)\n", LB_VERSION, lb_git_commit());
+	return 0;
+}
+
 const struct lb_command cmd_version =
     LB_COMMAND("version", NULL, 0, 0, 0, no_opts, run_version,
 	       "print the version and the commit it was built from");
-
-static int run_version(int argc, char **argv)
-{
-	struct lb_args a;
-	int rc;
-
-	if (!(rc = lb_args_parse(&cmd_version, argc, argv, &a)))
-		printf("layoutbench %s (%s)\n", LB_VERSION, lb_git_commit());
-	lb_args_release(&a);
-	return rc;
-}

@@ -20,7 +20,7 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "--version")) {
 		char *vargv[] = {"version", NULL};
-		return cmd_version.run(1, vargv);
+		return lb_args_run(&cmd_version, 1, vargv);
 	}
 	const struct lb_command *c = lb_command_find(argv[1]);
 	if (!c) {
@@ -36,15 +36,7 @@ int main(int argc, char **argv)
 				argv[1]);
 		return 2;
 	}
-	for (int i = 2; i < argc; i++) {
-		if (!strcmp(argv[i], "--"))
-			break;
-		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-			lb_help_command(stdout, c);
-			return 0;
-		}
-	}
-	int rc = c->run(argc - 1, argv + 1);
+	int rc = lb_args_run(c, argc - 1, argv + 1);
 	/* what a command printed must have reached stdout (a full disk, a quota): a command
 	 * that did not say so itself does not exit 0 (git's check in its main) */
 	errno = 0;

@@ -31,16 +31,8 @@ static const struct lb_option plan_opts[] = {
     LB_OPT_END,
 };
 
-static int run_plan(int argc, char **argv);
-const struct lb_command cmd_plan =
-    LB_COMMAND("plan", "SPEC", 1, 1, 1, plan_opts, run_plan,
-	       "every grid point with its id, fields, memory per GPU, status (ok, oom or invalid "
-	       "with the reason) and predicted step time, MFU and GPU-hours; --render writes the "
-	       "job scripts");
-
-static int run_plan(int argc, char **argv)
+static int run_plan(const struct lb_args *a)
 {
-	struct lb_args a;
 	struct sweep_plan plan;
 	struct plan_predictions pred = {0};
 	struct plan_print_opts po = {0};
@@ -48,19 +40,15 @@ static int run_plan(int argc, char **argv)
 	enum plan_format fmt = PLAN_TABLE;
 	enum plan_sort sort = PLAN_SORT_SPEC;
 	size_t *order = NULL;
-	const char *render;
+	const char *render = a->str[OPT_RENDER];
 	char err[1024], note[512];
-	int rc, have;
+	int rc = 1, have;
 
-	if ((rc = lb_args_parse(&cmd_plan, argc, argv, &a)))
-		goto out_release_args;
-	plan_format_parse(a.str[OPT_FORMAT], &fmt); /* the table's choices */
-	plan_sort_parse(a.str[OPT_SORT], &sort);
-	render = a.str[OPT_RENDER];
-	rc = 1;
-	if (sweep_plan_load(a.operands[0], &plan, err, sizeof(err))) {
+	plan_format_parse(a->str[OPT_FORMAT], &fmt); /* the table's choices */
+	plan_sort_parse(a->str[OPT_SORT], &sort);
+	if (sweep_plan_load(a->operands[0], &plan, err, sizeof(err))) {
 		fprintf(stderr, "error: %s\n", err);
-		goto out_release_args;
+		return 1;
 	}
 	m = malloc(sizeof(*m));
 	order = malloc((plan.n_entries ? plan.n_entries : 1) * sizeof(*order));
@@ -68,7 +56,7 @@ static int run_plan(int argc, char **argv)
 		fprintf(stderr, "error: out of memory\n");
 		goto out_free_plan;
 	}
-	have = plan_machine(&plan, a.str[OPT_MACHINE], m, note, sizeof(note), err, sizeof(err));
+	have = plan_machine(&plan, a->str[OPT_MACHINE], m, note, sizeof(note), err, sizeof(err));
 	if (have < 0) {
 		fprintf(stderr, "error: --machine: %s\n", err);
 		goto out_free_plan;
@@ -78,7 +66,7 @@ static int run_plan(int argc, char **argv)
 		goto out_free_plan;
 	}
 	if (sort != PLAN_SORT_SPEC && !pred.p) {
-		fprintf(stderr, "error: --sort %s: %s\n", a.str[OPT_SORT],
+		fprintf(stderr, "error: --sort %s: %s\n", a->str[OPT_SORT],
 			note[0] ? note : "a CPU sweep has no step-time prediction");
 		goto out_free_plan;
 	}
@@ -104,7 +92,11 @@ out_free_plan:
 	free(order);
 	free(m);
 	sweep_plan_free(&plan);
-out_release_args:
-	lb_args_release(&a);
 	return rc;
 }
+
+const struct lb_command cmd_plan =
+    LB_COMMAND("plan", "SPEC", 1, 1, 1, plan_opts, run_plan,
+	       "every grid point with its id, fields, memory per GPU, status (ok, oom or invalid "
+	       "with the reason) and predicted step time, MFU and GPU-hours; --render writes the "
+	       "job scripts");

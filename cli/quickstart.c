@@ -49,22 +49,12 @@ static const struct lb_option quickstart_opts[] = {
     LB_OPT_END,
 };
 
-static int run_quickstart(int argc, char **argv);
-const struct lb_command cmd_quickstart =
-    LB_COMMAND("quickstart", NULL, 0, 0, 0, quickstart_opts, run_quickstart,
-	       "the embedded tiny sweep end to end on the CPU: plan, train, collect, report");
-
-static int run_quickstart(int argc, char **argv)
+static int run_quickstart(const struct lb_args *a)
 {
-	struct lb_args a;
-	int rc = lb_args_parse(&cmd_quickstart, argc, argv, &a);
-	const char *out = a.str[OPT_OUT], *db = a.str[OPT_DB];
-	long jobs = a.num[OPT_JOBS];
-
-	lb_args_release(&a); /* the strings are argv's or the table's */
-	if (rc)
-		return rc;
+	const char *out = a->str[OPT_OUT], *db = a->str[OPT_DB];
 	char err[512] = "";
+	int rc;
+
 	if (lb_mkdir_p(out, err, sizeof(err))) {
 		fprintf(stderr, "error: %s\n", err);
 		return 1;
@@ -79,7 +69,7 @@ static int run_quickstart(int argc, char **argv)
 
 	fprintf(stderr, "== 1/4 plan: the embedded sweep '%s'\n", QS_SPEC);
 	char *plan_argv[] = {"plan", QS_SPEC, "--format", "table", NULL};
-	if (cmd_plan.run(4, plan_argv))
+	if (lb_args_run(&cmd_plan, 4, plan_argv))
 		return 1;
 
 	fprintf(stderr, "\n== 2/4 train every runnable layout (local executor, CPU backend)\n");
@@ -90,7 +80,7 @@ static int run_quickstart(int argc, char **argv)
 	o.db_path = db;
 	o.runs_dir = runs;
 	o.wait = 1;
-	o.local_slots = (int)jobs;
+	o.local_slots = (int)a->num[OPT_JOBS];
 	rc = submit_sweep(&o, err, sizeof(err));
 	if (rc < 0) {
 		fprintf(stderr, "error: %s\n", err);
@@ -100,21 +90,25 @@ static int run_quickstart(int argc, char **argv)
 	printf("\n== 3/4 loss and speed of each run (database %s)\n", db);
 	fflush(stdout);
 	char *sql_argv[] = {"sql", "--db", (char *)db, (char *)qs_loss_query, NULL};
-	if (cmd_sql.run(4, sql_argv))
+	if (lb_args_run(&cmd_sql, 4, sql_argv))
 		return 1;
 
 	printf("\n== 4/4 report (MFU is n/a on a CPU: it has no bf16 peak)\n");
 	fflush(stdout);
 	char *rep_argv[] = {"report",	"--db", (char *)db, "--sweep", QS_SPEC,
 			    "--figure", "best", "--format", "md",      NULL};
-	if (cmd_report.run(9, rep_argv))
+	if (lb_args_run(&cmd_report, 9, rep_argv))
 		return 1;
 	char *html_argv[] = {"report", "--db",	   (char *)db, "--sweep", QS_SPEC, "--figure",
 			     "all",    "--format", "html",     "--out",	  html,	   NULL};
-	cmd_report.run(11, html_argv); /* says where it wrote the page, or why not */
+	lb_args_run(&cmd_report, 11, html_argv); /* says where it wrote the page, or why not */
 	fprintf(stderr,
 		"query the results: build/layoutbench sql --db %s \"SELECT * FROM "
 		"run_summary\"\n",
 		db);
 	return rc ? 1 : 0;
 }
+
+const struct lb_command cmd_quickstart =
+    LB_COMMAND("quickstart", NULL, 0, 0, 0, quickstart_opts, run_quickstart,
+	       "the embedded tiny sweep end to end on the CPU: plan, train, collect, report");

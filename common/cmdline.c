@@ -376,17 +376,20 @@ void lb_usage(const struct lb_command *c)
 		fprintf(stderr, "usage: %s%s\n", usage_prefix(c), lb_usage_text(c, u, sizeof(u)));
 }
 
-void lb_args_main(const struct lb_command *c, int argc, char **argv, struct lb_args *a)
+int lb_args_run(const struct lb_command *c, int argc, char **argv)
 {
+	struct lb_args a;
+	int rc;
+
 	for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
 		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
 			lb_help_command(stdout, c);
-			exit(0);
+			return 0;
 		}
-	if (lb_args_parse(c, argc, argv, a)) {
-		lb_args_release(a);
-		exit(2);
-	}
+	if (!(rc = lb_args_parse(c, argc, argv, &a)))
+		rc = c->run(&a);
+	lb_args_release(&a);
+	return rc;
 }
 
 void lb_options_help(struct lb_strbuf *sb, const struct lb_option *o)

@@ -2,11 +2,12 @@
  * The one command-line parser: `layoutbench`'s commands, `layoutbench-train` and the
  * benchmarks all read their argv with it, and their usage and help come from the same
  * tables (git's parse-options is the model). Each command's file owns its table of
- * options (struct lb_option, with the command's own ids) and its struct lb_command; the
- * registry of `layoutbench`'s commands is cli/commands.c, so no room includes cli/. Every
- * option takes `--name VALUE` and `--name=VALUE` alike; numbers are read with strtol or
- * strtod and a range, choices against their list, and a usage error is reported the same
- * way everywhere (exit status 2).
+ * options (struct lb_option, with the command's own ids) and its struct lb_command, whose
+ * run function gets the line already parsed and checked against the table (lb_args_run,
+ * the one dispatch); the registry of `layoutbench`'s commands is cli/commands.c, so no
+ * room includes cli/. Every option takes `--name VALUE` and `--name=VALUE` alike; numbers
+ * are read with strtol or strtod and a range, choices against their list, and a usage
+ * error is reported the same way everywhere (exit status 2).
  */
 #ifndef LB_CMDLINE_H
 #define LB_CMDLINE_H
@@ -92,6 +93,8 @@ struct lb_option {
 		  "block until every job ended, collecting the runs as they "                      \
 		  "finish")
 
+struct lb_args;
+
 struct lb_command {
 	const char *name;
 	const char *operands;		 /* usage of the operands ("SPEC", "[RUN_DIR|FILE ...]") */
@@ -99,8 +102,10 @@ struct lb_command {
 	int operands_first;		 /* 1: usage names them before the options */
 	const char *summary;		 /* one line: what it does (help, README) */
 	const struct lb_option *options; /* ends with LB_OPT_END */
-	int (*run)(int argc, char **argv); /* argv[0] is its name; the exit status (0 success,
-					      1 failure, 2 usage error) */
+	/* The work, on the line lb_args_run parsed against options (a->operands the
+	 * operands, a->cmd this struct; a is released after it returns): the exit status (0
+	 * success, 1 failure, 2 usage error). */
+	int (*run)(const struct lb_args *a);
 	const char *word; /* what its options are called in messages: "flag"; NULL: "option" */
 	unsigned flags;	  /* LB_CMD_KEEP_UNKNOWN, LB_CMD_PROGRAM */
 };
@@ -113,9 +118,17 @@ struct lb_command {
 		name, operands, min_operands, max_operands, operands_first, summary, options, run, \
 		    NULL, 0                                                                        \
 	}
-#define LB_PROGRAM(name, options, summary)                                                         \
+#define LB_PROGRAM(name, options, run, summary)                                                    \
 	{                                                                                          \
-		name, NULL, 0, 0, 0, summary, options, NULL, "flag", LB_CMD_PROGRAM                \
+		name, NULL, 0, 0, 0, summary, options, run, "flag", LB_CMD_PROGRAM                 \
+	}
+/* A program's struct and its main (lb_args_run on its whole line), at the end of its
+ * file after run. */
+#define LB_PROGRAM_MAIN(name, options, run, summary)                                               \
+	static const struct lb_command lb_program = LB_PROGRAM(name, options, run, summary);       \
+	int main(int argc, char **argv)                                                            \
+	{                                                                                          \
+		return lb_args_run(&lb_program, argc, argv);                                       \
 	}
 
 /* An option the table and the group do not know is an operand, as a word that is no
@@ -181,10 +194,13 @@ char *lb_usage_text(const struct lb_command *c, char *buf, size_t len);
 /* "usage: layoutbench CMD ..." to stderr (after a usage error). */
 void lb_usage(const struct lb_command *c);
 
-/* A program's whole line (a benchmark's, LB_CMD_PROGRAM): "--help" prints its help to
- * stdout and exits 0; a usage error prints "error: ..." and its usage to stderr and exits
- * 2; else the parsed line is in a (release it with lb_args_release). */
-void lb_args_main(const struct lb_command *c, int argc, char **argv, struct lb_args *a);
+/*
+ * Run command c on argv[0..argc) (argv[0] its name), the one dispatch of every command
+ * and program: "--help" (or "-h") before any "--" prints its help to stdout and returns 0;
+ * a usage error prints "error: ..." and the usage to stderr and returns 2 (lb_args_parse);
+ * else c->run gets the parsed line, which is released after it. Returns the exit status.
+ */
+int lb_args_run(const struct lb_command *c, int argc, char **argv);
 
 /* One line per option of table o (those not hidden): the flag, its value and its help
  * with the default (lb_strbuf_add_usage's lines). */

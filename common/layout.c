@@ -223,22 +223,13 @@ static char *names_words(int f, int quote, char *buf, size_t len)
 	return join_names(f, ", ", " or ", quote, buf, len);
 }
 
-/* What each kind reads, in words for messages ("expected a positive integer") and as the
- * value a flag takes in usage ("--tp N"); an ENUM field's come from its names, and CHUNKS
- * words its range. */
+/* What each kind reads, in words for messages and as the value a flag takes in usage
+ * (LB_FIELD_KINDS); an ENUM field's come from its names, and CHUNKS words its range. */
+#define KIND_TEXT(id, words, arg) {words, arg},
 static const struct {
 	const char *expect, *arg;
-} kind_text[] = {
-    [LB_FK_NAME] = {"a model preset", "NAME"},
-    [LB_FK_POS] = {"a positive integer", "N"},
-    [LB_FK_COUNT] = {"a non-negative integer", "N"},
-    [LB_FK_BOOL] = {"0 or 1", "0|1"},
-    [LB_FK_ZERO] = {"0, 1 or 2", "0|1|2"},
-    [LB_FK_CHUNKS] = {NULL, "N"},
-    [LB_FK_ENUM] = {NULL, NULL},
-    [LB_FK_SPLIT] = {"positive integers separated by commas", "A,B,..."},
-    [LB_FK_SEED] = {"an unsigned integer", "N"},
-};
+} kind_text[] = {LB_FIELD_KINDS(KIND_TEXT)};
+#undef KIND_TEXT
 
 char *lb_field_expect(int f, int quote, char *buf, size_t len)
 {

@@ -42,17 +42,24 @@ struct lb_layout {
 #include "common/layout_fields.def"
 };
 
-/* How a field's values read, print and check. */
+/* How a field's values read, print and check (common/layout_fields.def says what each
+ * holds), the one list: X(ID, words, arg) makes LB_FK_<ID>, what a value is in words for
+ * messages ("expected a positive integer") and the value its flag takes in usage ("--tp
+ * N"); NULL: the field's own (an ENUM's names, CHUNKS' range). */
+#define LB_FIELD_KINDS(X)                                                                          \
+	X(NAME, "a model preset", "NAME")                                                          \
+	X(POS, "a positive integer", "N")                                                          \
+	X(COUNT, "a non-negative integer", "N")                                                    \
+	X(BOOL, "0 or 1", "0|1")                                                                   \
+	X(ZERO, "0, 1 or 2", "0|1|2") /* 3 reads, and is refused by the check */                   \
+	X(CHUNKS, NULL, "N")	      /* a stage's model chunks: 1 to LB_MAX_VIRTUAL_STAGES */     \
+	X(ENUM, NULL, NULL)	      /* one of the field's names, stored as its index */          \
+	X(SPLIT, "positive integers separated by commas", "A,B,...") /* up to LB_MAX_STAGES */     \
+	X(SEED, "an unsigned integer", "N")			     /* 64-bit */
 enum lb_field_kind {
-	LB_FK_NAME,   /* the model preset's name */
-	LB_FK_POS,    /* an integer >= 1 */
-	LB_FK_COUNT,  /* an integer >= 0 */
-	LB_FK_BOOL,   /* 0 or 1 */
-	LB_FK_ZERO,   /* a ZeRO stage: 0, 1 or 2 (3 reads, and is refused by the check) */
-	LB_FK_CHUNKS, /* model chunks per pipeline stage: 1 to LB_MAX_VIRTUAL_STAGES */
-	LB_FK_ENUM,   /* one of the field's names, stored as its index */
-	LB_FK_SPLIT,  /* layers per model chunk: up to LB_MAX_STAGES positive integers */
-	LB_FK_SEED,   /* an unsigned 64-bit integer */
+#define LB_FK_ID(id, words, arg) LB_FK_##id,
+	LB_FIELD_KINDS(LB_FK_ID)
+#undef LB_FK_ID
 };
 
 #define LB_FA_RUN     1u /* a run setting: not part of the id */

@@ -49,11 +49,6 @@ static const struct lb_option report_opts[] = {
     LB_OPT_END,
 };
 
-static int run_report(int argc, char **argv);
-const struct lb_command cmd_report =
-    LB_COMMAND("report", NULL, 0, 0, 0, report_opts, run_report,
-	       "the paper's tables and figures, and predicted against measured step times");
-
 enum format { FMT_MD, FMT_CSV, FMT_HTML };
 
 struct options {
@@ -69,28 +64,22 @@ struct options {
 	int halving; /* 1: the halving section (report/halving.h; with all: where there is one) */
 };
 
-/* The options from the parsed line (choices checked by the table above). */
-static int parse_options(int argc, char **argv, struct options *o)
+/* The options from the parsed line a (choices checked by the table above). Returns 0, or
+ * the exit status after an error (reported). */
+static int read_options(const struct lb_args *a, struct options *o)
 {
-	struct lb_args a;
-	const char *fig, *fmt;
-	int rc;
+	const char *fig = a->str[OPT_FIGURE], *fmt = a->str[OPT_FORMAT];
 
 	memset(o, 0, sizeof(*o));
-	if ((rc = lb_args_parse(&cmd_report, argc, argv, &a)))
-		goto out_release_args;
-	o->db = a.str[OPT_DB];
-	o->sweep = a.str[OPT_SWEEP];
-	o->out = a.str[OPT_OUT];
-	o->build.keep_diverged = a.given[OPT_KEEP_DIVERGED] > 0;
-	fig = a.str[OPT_FIGURE];
-	fmt = a.str[OPT_FORMAT];
-	o->machine = a.str[OPT_MACHINE];
+	o->db = a->str[OPT_DB];
+	o->sweep = a->str[OPT_SWEEP];
+	o->out = a->str[OPT_OUT];
+	o->build.keep_diverged = a->given[OPT_KEEP_DIVERGED] > 0;
+	o->machine = a->str[OPT_MACHINE];
 	if (o->machine && strcmp(fig, FIGURE_PREDICTED)) {
 		fprintf(stderr, "error: --machine is for --figure predicted\n");
-		lb_usage(&cmd_report);
-		rc = 2;
-		goto out_release_args;
+		lb_usage(a->cmd);
+		return 2;
 	}
 	if (!strcmp(fig, FIGURE_PREDICTED)) {
 		o->predicted = 1;
@@ -105,15 +94,12 @@ static int parse_options(int argc, char **argv, struct options *o)
 		enum report_kind k;
 		if (report_kind_parse(fig, &k)) { /* a choice the table has and the report not */
 			fprintf(stderr, "error: figure '%s' is not built\n", fig);
-			rc = 1;
-			goto out_release_args;
+			return 1;
 		}
 		o->kinds[k] = 1;
 	}
 	o->format = !strcmp(fmt, "csv") ? FMT_CSV : !strcmp(fmt, "html") ? FMT_HTML : FMT_MD;
-out_release_args:
-	lb_args_release(&a);
-	return rc;
+	return 0;
 }
 
 /* Write text to dir/name (dir NULL: stdout). A file is written whole or not at all (a
@@ -208,7 +194,7 @@ static int render_page(struct lb_strbuf *page, const struct report_figure *figs,
 	return rc;
 }
 
-static int run_report(int argc, char **argv)
+static int run_report(const struct lb_args *a)
 {
 	struct options o;
 	struct report_runs runs, best;
@@ -225,7 +211,7 @@ static int run_report(int argc, char **argv)
 	memset(figs, 0, sizeof(figs));
 	report_runs_init(&runs);
 	report_runs_init(&best);
-	int prc = parse_options(argc, argv, &o);
+	int prc = read_options(a, &o);
 	if (prc)
 		return prc;
 	path = o.db ? o.db : results_default_db();
@@ -383,3 +369,6 @@ out_release:
 	return rc;
 }
 
+const struct lb_command cmd_report =
+    LB_COMMAND("report", NULL, 0, 0, 0, report_opts, run_report,
+	       "the paper's tables and figures, and predicted against measured step times");

@@ -394,15 +394,8 @@ static const struct lb_option calibrate_opts[] = {
     LB_OPT_END,
 };
 
-static int run_calibrate(int argc, char **argv);
-const struct lb_command cmd_calibrate =
-    LB_COMMAND("calibrate", NULL, 0, 0, 0, calibrate_opts, run_calibrate,
-	       "fit a machine's step-time terms to runs in the database (least squares, residuals "
-	       "printed) and write the machine file; --kernels and --colls make its tables");
-
-static int run_calibrate(int argc, char **argv)
+static int run_calibrate(const struct lb_args *a)
 {
-	struct lb_args a;
 	struct lb_machine *m = NULL, *base = NULL;
 	struct calib_set set = {0};
 	struct lb_fit_opts fo;
@@ -412,13 +405,9 @@ static int run_calibrate(int argc, char **argv)
 	const char *mname, *outp;
 	double *resid = NULL;
 	char err[1024], *calib = NULL;
-	int rc, n_sweeps;
+	int rc = 1, n_sweeps = a->n_many[OPT_SWEEP];
 
-	if ((rc = lb_args_parse(&cmd_calibrate, argc, argv, &a)))
-		goto out_release_args;
-	rc = 1;
-	n_sweeps = a.n_many[OPT_SWEEP];
-	outp = a.str[OPT_OUT];
+	outp = a->str[OPT_OUT];
 	if (!outp)
 		rep = stderr;
 	m = malloc(sizeof(*m));
@@ -427,24 +416,24 @@ static int run_calibrate(int argc, char **argv)
 		fprintf(stderr, "error: out of memory\n");
 		goto out;
 	}
-	if (!n_sweeps && !a.str[OPT_KERNELS] && !a.str[OPT_COLLS]) {
+	if (!n_sweeps && !a->str[OPT_KERNELS] && !a->str[OPT_COLLS]) {
 		fprintf(stderr, "error: nothing to calibrate: give --sweep NAME (runs to fit), "
 				"--kernels CSV or --colls FILE (tables)\n");
 		goto out;
 	}
 	if (n_sweeps) {
-		if (results_db_open(a.str[OPT_DB], RESULTS_DB_READ, &db, err, sizeof(err))) {
+		if (results_db_open(a->str[OPT_DB], RESULTS_DB_READ, &db, err, sizeof(err))) {
 			fprintf(stderr, "error: %s\n", err);
 			goto out;
 		}
 		for (int k = 0; k < n_sweeps; k++)
 			if (results_sweep_check(
-				db, a.str[OPT_DB] ? a.str[OPT_DB] : results_default_db(),
-				a.many[OPT_SWEEP][k], err, sizeof(err))) {
+				db, a->str[OPT_DB] ? a->str[OPT_DB] : results_default_db(),
+				a->many[OPT_SWEEP][k], err, sizeof(err))) {
 				fprintf(stderr, "error: %s\n", err);
 				goto out;
 			}
-		if (calib_load(db, a.many[OPT_SWEEP], (size_t)n_sweeps, &set, err, sizeof(err))) {
+		if (calib_load(db, a->many[OPT_SWEEP], (size_t)n_sweeps, &set, err, sizeof(err))) {
 			fprintf(stderr, "error: %s\n", err);
 			goto out;
 		}
@@ -453,11 +442,11 @@ static int run_calibrate(int argc, char **argv)
 			    stderr,
 			    "error: no ok run with a step time in sweep%s %s (collect or import "
 			    "runs first)\n",
-			    n_sweeps > 1 ? "s" : "", a.many[OPT_SWEEP][0]);
+			    n_sweeps > 1 ? "s" : "", a->many[OPT_SWEEP][0]);
 			goto out;
 		}
 	}
-	mname = a.str[OPT_MACHINE];
+	mname = a->str[OPT_MACHINE];
 	if (!mname && set.gpu[0])
 		mname = lb_machine_for_gpu(set.gpu);
 	if (!mname) {
@@ -472,67 +461,67 @@ static int run_calibrate(int argc, char **argv)
 		fprintf(stderr, "error: %s\n", err);
 		goto out;
 	}
-	if (a.str[OPT_KERNELS]) {
+	if (a->str[OPT_KERNELS]) {
 		char *text;
 		size_t len;
 		int skipped;
 
-		if (read_into(a.str[OPT_KERNELS], &text, &len, err, sizeof(err))) {
+		if (read_into(a->str[OPT_KERNELS], &text, &len, err, sizeof(err))) {
 			fprintf(stderr, "error: %s\n", err);
 			goto out;
 		}
 		rc = lb_machine_from_kernels_csv(m, text, len, &skipped, err, sizeof(err));
 		free(text);
 		if (rc) {
-			fprintf(stderr, "error: --kernels '%s': %s\n", a.str[OPT_KERNELS], err);
+			fprintf(stderr, "error: --kernels '%s': %s\n", a->str[OPT_KERNELS], err);
 			rc = 1;
 			goto out;
 		}
 		m->nominal = 0;
 		snprintf(m->source, sizeof(m->source), "bench_kernels --csv: %s",
-			 a.str[OPT_KERNELS]);
+			 a->str[OPT_KERNELS]);
 		snprintf(m->description, sizeof(m->description),
 			 "GEMM, attention and memory-bound rates measured by bench_kernels (%s); "
 			 "links, stack and peak from machine '%s'",
-			 a.str[OPT_KERNELS], mname);
+			 a->str[OPT_KERNELS], mname);
 		fprintf(rep,
 			"tables from '%s': %d GEMM rows, %d attention kernels, %d memory-bound "
 			"rows (%d rows left out: not ok or not used)\n",
-			a.str[OPT_KERNELS], m->n_gemm, m->n_attn, m->n_mem, skipped);
+			a->str[OPT_KERNELS], m->n_gemm, m->n_attn, m->n_mem, skipped);
 	}
-	if (a.str[OPT_COLLS]) {
+	if (a->str[OPT_COLLS]) {
 		char *text;
 		size_t len;
 
-		if (read_into(a.str[OPT_COLLS], &text, &len, err, sizeof(err))) {
+		if (read_into(a->str[OPT_COLLS], &text, &len, err, sizeof(err))) {
 			fprintf(stderr, "error: %s\n", err);
 			goto out;
 		}
 		rc = lb_machine_from_colls(m, text, len, err, sizeof(err));
 		free(text);
 		if (rc) {
-			fprintf(stderr, "error: --colls '%s': %s\n", a.str[OPT_COLLS], err);
+			fprintf(stderr, "error: --colls '%s': %s\n", a->str[OPT_COLLS], err);
 			rc = 1;
 			goto out;
 		}
 		fprintf(rep, "link within a node from '%s': %.1f GB/s, %.2f us a ring step\n",
-			a.str[OPT_COLLS], m->nvlink_gbps, m->nvlink_lat_s * 1e6);
+			a->str[OPT_COLLS], m->nvlink_gbps, m->nvlink_lat_s * 1e6);
 	}
 	*base = *m;
 	/* a calibration names its base as it was given: a shipped name or a path */
 	snprintf(base->name, sizeof(base->name), "%s", mname);
-	if (a.str[OPT_NAME]) {
-		if (!lb_name_ok(a.str[OPT_NAME], sizeof(m->name))) {
+	if (a->str[OPT_NAME]) {
+		if (!lb_name_ok(a->str[OPT_NAME], sizeof(m->name))) {
 			fprintf(stderr,
 				"error: --name '%s': a machine name is 1 to 63 letters, "
 				"digits, '.', '_' or '-'\n",
-				a.str[OPT_NAME]);
+				a->str[OPT_NAME]);
 			goto out;
 		}
-		snprintf(m->name, sizeof(m->name), "%s", a.str[OPT_NAME]);
+		snprintf(m->name, sizeof(m->name), "%s", a->str[OPT_NAME]);
 	}
-	if (a.str[OPT_GPU] || set.gpu[0])
-		snprintf(m->gpu, sizeof(m->gpu), "%s", a.str[OPT_GPU] ? a.str[OPT_GPU] : set.gpu);
+	if (a->str[OPT_GPU] || set.gpu[0])
+		snprintf(m->gpu, sizeof(m->gpu), "%s", a->str[OPT_GPU] ? a->str[OPT_GPU] : set.gpu);
 	if (set.n) {
 		size_t *idx = malloc(set.n * sizeof(size_t));
 
@@ -543,10 +532,10 @@ static int run_calibrate(int argc, char **argv)
 			goto out;
 		}
 		lb_fit_identifiable(m, set.rows, set.n, &fo);
-		if (a.str[OPT_FIT]) {
+		if (a->str[OPT_FIT]) {
 			struct lb_fit_opts given;
 
-			if (parse_fit_list(a.str[OPT_FIT], m, &given, err, sizeof(err))) {
+			if (parse_fit_list(a->str[OPT_FIT], m, &given, err, sizeof(err))) {
 				free(idx);
 				fprintf(stderr, "error: %s\n", err);
 				goto out;
@@ -605,17 +594,17 @@ static int run_calibrate(int argc, char **argv)
 			     "%.2f%%\n",
 			res.n_used, 100.0 * res.rms, 100.0 * res.mean_abs, 100.0 * res.max_abs);
 		free(idx);
-		if (a.given[OPT_HOLDOUT]) {
+		if (a->given[OPT_HOLDOUT]) {
 			struct lb_fit_opts given = fo;
 
 			fprintf(rep, "\nleave one sweep out: fit on the others, predict it:\n\n");
-			if (calib_holdout(rep, base, &set, &given, a.str[OPT_FIT] != NULL,
+			if (calib_holdout(rep, base, &set, &given, a->str[OPT_FIT] != NULL,
 					  CALIB_HUBER, err, sizeof(err))) {
 				fprintf(stderr, "error: %s\n", err);
 				goto out;
 			}
 		}
-		if (!a.str[OPT_KERNELS] && !a.str[OPT_COLLS]) {
+		if (!a->str[OPT_KERNELS] && !a->str[OPT_COLLS]) {
 			size_t k = (size_t)snprintf(m->description, sizeof(m->description),
 						    "machine '%s' with %d terms fitted to %d runs of "
 						    "sweep%s ",
@@ -639,7 +628,8 @@ static int run_calibrate(int argc, char **argv)
 		goto out;
 	}
 	/* measured tables make a machine of its own; a fit alone a calibration of its base */
-	if (lb_machine_write(out, m, a.str[OPT_KERNELS] || a.str[OPT_COLLS] ? NULL : base, calib) ||
+	if (lb_machine_write(out, m, a->str[OPT_KERNELS] || a->str[OPT_COLLS] ? NULL : base,
+			     calib) ||
 	    (outp && fclose(out))) {
 		fprintf(stderr, "error: writing the machine file failed\n");
 		out = NULL;
@@ -658,8 +648,10 @@ out:
 	results_close(db);
 	free(m);
 	free(base);
-out_release_args:
-	lb_args_release(&a);
 	return rc;
 }
 
+const struct lb_command cmd_calibrate =
+    LB_COMMAND("calibrate", NULL, 0, 0, 0, calibrate_opts, run_calibrate,
+	       "fit a machine's step-time terms to runs in the database (least squares, residuals "
+	       "printed) and write the machine file; --kernels and --colls make its tables");

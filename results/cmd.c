@@ -29,33 +29,23 @@ static const struct lb_option collect_opts[] = {
     LB_OPT_END,
 };
 
-static int run_collect(int argc, char **argv);
-const struct lb_command cmd_collect =
-    LB_COMMAND("collect", "[RUN_DIR|FILE ...]", 0, -1, 0, collect_opts, run_collect,
-	       "ingest run logs (idempotent; default ./runs)");
-
-static int run_collect(int argc, char **argv)
+static int run_collect(const struct lb_args *a)
 {
 	struct collect_stats st = {0};
-	struct lb_args a;
 	char err[512];
 	sqlite3 *db;
-	int rc;
+	int rc = 0;
 
-	if ((rc = lb_args_parse(&cmd_collect, argc, argv, &a)))
-		goto out_release_args;
-	st.sweep = a.str[OPT_SWEEP];
+	st.sweep = a->str[OPT_SWEEP];
 	if (st.sweep && lb_sweep_name_check(st.sweep, err, sizeof(err))) {
 		fprintf(stderr, "error: --sweep: %s (as a spec's \"name\")\n", err);
-		rc = 2;
-		goto out_release_args;
+		return 2;
 	}
-	if (results_open(a.str[OPT_DB], &db, err, sizeof(err))) {
+	if (results_open(a->str[OPT_DB], &db, err, sizeof(err))) {
 		fprintf(stderr, "error: %s\n", err);
-		rc = 1;
-		goto out_release_args;
+		return 1;
 	}
-	if (!a.n_operands) {
+	if (!a->n_operands) {
 		struct stat sb;
 		if (stat("runs", &sb) || !S_ISDIR(sb.st_mode)) {
 			fprintf(stderr, "error: 'runs': no such directory; name run directories or "
@@ -66,8 +56,8 @@ static int run_collect(int argc, char **argv)
 		if (results_collect_path(db, "runs", &st, err, sizeof(err)))
 			rc = 1;
 	}
-	for (int i = 0; i < a.n_operands; i++)
-		if (results_collect_path(db, a.operands[i], &st, err, sizeof(err)))
+	for (int i = 0; i < a->n_operands; i++)
+		if (results_collect_path(db, a->operands[i], &st, err, sizeof(err)))
 			rc = 1;
 	printf("collected %d file%s: %d new run%s, %d updated, %d unchanged; %ld step%s; "
 	       "%d warning%s, %d error%s\n",
@@ -76,10 +66,12 @@ static int run_collect(int argc, char **argv)
 	       st.warnings == 1 ? "" : "s", st.errors, st.errors == 1 ? "" : "s");
 out_close_db:
 	results_close(db);
-out_release_args:
-	lb_args_release(&a);
 	return rc;
 }
+
+const struct lb_command cmd_collect =
+    LB_COMMAND("collect", "[RUN_DIR|FILE ...]", 0, -1, 0, collect_opts, run_collect,
+	       "ingest run logs (idempotent; default ./runs)");
 
 /* Remove a database file that this command created and left empty, with its -wal and
  * -shm files (a failed import leaves nothing behind). */
@@ -101,33 +93,23 @@ static const struct lb_option import_opts[] = {
     LB_OPT_END,
 };
 
-static int run_import(int argc, char **argv);
-const struct lb_command cmd_import =
-    LB_COMMAND("import", "FILE.csv ...", 1, -1, 0, import_opts, run_import,
-	       "load the paper's measured runs as external sweeps");
-
-static int run_import(int argc, char **argv)
+/* --format is not read: paper is required and the only choice (the table above) */
+static int run_import(const struct lb_args *a)
 {
 	struct import_stats st = {0};
-	struct lb_args a;
-	const char *db_path;
+	const char *db_path = a->str[OPT_DB] ? a->str[OPT_DB] : results_default_db();
 	char err[512];
 	sqlite3 *db;
 	struct stat sb;
-	int rc, existed;
+	int rc = 0, existed = !stat(db_path, &sb);
 
-	/* --format paper is required and the only choice (the table above) */
-	if ((rc = lb_args_parse(&cmd_import, argc, argv, &a)))
-		goto out_release_args;
-	db_path = a.str[OPT_DB] ? a.str[OPT_DB] : results_default_db();
-	existed = !stat(db_path, &sb);
 	if (results_open(db_path, &db, err, sizeof(err))) {
 		fprintf(stderr, "error: %s\n", err);
 		rc = 1;
 		goto out_remove_new_db;
 	}
-	for (int i = 0; i < a.n_operands; i++)
-		if (results_import_paper(db, a.operands[i], &st, err, sizeof(err))) {
+	for (int i = 0; i < a->n_operands; i++)
+		if (results_import_paper(db, a->operands[i], &st, err, sizeof(err))) {
 			fprintf(stderr, "error: %s\n", err);
 			rc = 1;
 		}
@@ -138,10 +120,12 @@ static int run_import(int argc, char **argv)
 out_remove_new_db:
 	if (rc && !existed && !st.files)
 		remove_db(db_path);
-out_release_args:
-	lb_args_release(&a);
 	return rc;
 }
+
+const struct lb_command cmd_import =
+    LB_COMMAND("import", "FILE.csv ...", 1, -1, 0, import_opts, run_import,
+	       "load the paper's measured runs as external sweeps");
 
 static const struct lb_option sql_opts[] = {
     LB_OPTION_DB(OPT_DB),
@@ -150,41 +134,30 @@ static const struct lb_option sql_opts[] = {
     LB_OPT_END,
 };
 
-static int run_sql(int argc, char **argv);
-const struct lb_command cmd_sql =
-    LB_COMMAND("sql", "QUERY", 1, 1, 0, sql_opts, run_sql,
-	       "run a query on the results database, read-only (needs no write access to the file "
-	       "or its folder); --write allows statements that change it");
-
-static int run_sql(int argc, char **argv)
+static int run_sql(const struct lb_args *a)
 {
 	enum sql_format fmt = SQL_TABLE;
-	struct lb_args a;
-	const char *db_path;
+	const char *db_path = a->str[OPT_DB] ? a->str[OPT_DB] : results_default_db();
 	char err[512];
-	sqlite3 *db;
+	sqlite3 *db = NULL;
 	struct stat sb;
-	int rc;
+	int rc = 1;
 
-	if ((rc = lb_args_parse(&cmd_sql, argc, argv, &a)))
-		goto out_release_args;
-	sql_format_parse(a.str[OPT_FORMAT], &fmt); /* the table's choices */
-	db_path = a.str[OPT_DB] ? a.str[OPT_DB] : results_default_db();
-	rc = 1;
-	if (stat(db_path, &sb)) {
+	sql_format_parse(a->str[OPT_FORMAT], &fmt); /* the table's choices */
+	if (stat(db_path, &sb)) { /* sql creates no database, not even with --write */
 		fprintf(stderr,
 			"error: database '%s' does not exist; collect or import runs first, or "
 			"give --db\n",
 			db_path);
-		goto out_release_args;
+		goto out_close_db;
 	}
-	if (results_db_open(db_path, a.given[OPT_WRITE] ? RESULTS_DB_WRITE : RESULTS_DB_READ, &db,
+	if (results_db_open(db_path, a->given[OPT_WRITE] ? RESULTS_DB_WRITE : RESULTS_DB_READ, &db,
 			    err, sizeof(err))) {
 		fprintf(stderr, "error: %s\n", err);
-		goto out_release_args;
+		goto out_close_db;
 	}
 	rc = 0;
-	switch (sql_print(db, a.operands[0], fmt, stdout, err, sizeof(err))) {
+	switch (sql_print(db, a->operands[0], fmt, stdout, err, sizeof(err))) {
 	case 0:
 		break;
 	case -2: /* the rows did not all reach stdout: a full disk, a closed pipe */
@@ -192,7 +165,7 @@ static int run_sql(int argc, char **argv)
 		rc = 1;
 		break;
 	default:
-		if (a.given[OPT_WRITE] &&
+		if (a->given[OPT_WRITE] &&
 		    (sqlite3_extended_errcode(db) & 0xff) == SQLITE_READONLY &&
 		    results_db_write_problem(db_path, err, sizeof(err)))
 			fprintf(stderr, "error: %s\n", err);
@@ -200,8 +173,12 @@ static int run_sql(int argc, char **argv)
 			fprintf(stderr, "error: query: %s\n", err);
 		rc = 1;
 	}
+out_close_db:
 	results_close(db);
-out_release_args:
-	lb_args_release(&a);
 	return rc;
 }
+
+const struct lb_command cmd_sql =
+    LB_COMMAND("sql", "QUERY", 1, 1, 0, sql_opts, run_sql,
+	       "run a query on the results database, read-only (needs no write access to the file "
+	       "or its folder); --write allows statements that change it");

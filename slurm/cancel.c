@@ -66,17 +66,13 @@ static int cancel_sweep(struct track_cmd *t, const char *sweep, size_t *total)
 static const struct lb_option cancel_opts[] = {LB_OPTION_DB(TRACK_OPT_DB),
 					       LB_OPTION_SWEEP(TRACK_OPT_SWEEP), LB_OPT_END};
 
-static int run_cancel(int argc, char **argv);
-const struct lb_command cmd_cancel =
-    LB_COMMAND("cancel", NULL, 0, 0, 0, cancel_opts, run_cancel, "cancel pending and running jobs");
-
-static int run_cancel(int argc, char **argv)
+static int run_cancel(const struct lb_args *a)
 {
 	struct track_cmd t;
 	size_t total = 0;
 	int rc;
 
-	if ((rc = track_cmd_open(&cmd_cancel, argc, argv, &t)))
+	if ((rc = track_cmd_open(a, &t)))
 		goto out_close;
 	for (size_t s = 0; s < t.n_names; s++)
 		if (cancel_sweep(&t, t.names[s], &total))
@@ -86,3 +82,6 @@ out_close:
 	track_cmd_close(&t);
 	return rc;
 }
+
+const struct lb_command cmd_cancel =
+    LB_COMMAND("cancel", NULL, 0, 0, 0, cancel_opts, run_cancel, "cancel pending and running jobs");

@@ -164,17 +164,12 @@ static const struct lb_option resubmit_opts[] = {
     LB_OPT_END,
 };
 
-static int run_resubmit(int argc, char **argv);
-const struct lb_command cmd_resubmit =
-    LB_COMMAND("resubmit", NULL, 0, 0, 0, resubmit_opts, run_resubmit,
-	       "submit failed layouts again, as a new attempt");
-
-static int run_resubmit(int argc, char **argv)
+static int run_resubmit(const struct lb_args *a)
 {
 	struct track_cmd t;
 	int rc;
 
-	if ((rc = track_cmd_open(&cmd_resubmit, argc, argv, &t)))
+	if ((rc = track_cmd_open(a, &t)))
 		goto out_close;
 	if (t.n_names == 0)
 		printf("no jobs in '%s'\n", t.db_path);
@@ -185,3 +180,7 @@ out_close:
 	track_cmd_close(&t);
 	return rc;
 }
+
+const struct lb_command cmd_resubmit =
+    LB_COMMAND("resubmit", NULL, 0, 0, 0, resubmit_opts, run_resubmit,
+	       "submit failed layouts again, as a new attempt");

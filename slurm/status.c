@@ -175,18 +175,13 @@ static const struct lb_option status_opts[] = {
     LB_OPT_END,
 };
 
-static int run_status(int argc, char **argv);
-const struct lb_command cmd_status = LB_COMMAND(
-    "status", NULL, 0, 0, 0, status_opts, run_status,
-    "one batched scheduler query; writes states, collects finished runs, classes failures");
-
-static int run_status(int argc, char **argv)
+static int run_status(const struct lb_args *a)
 {
 	struct track_cmd t;
 	char err[1024];
 	int rc;
 
-	if ((rc = track_cmd_open(&cmd_status, argc, argv, &t)))
+	if ((rc = track_cmd_open(a, &t)))
 		goto out_close;
 	if (t.n_names == 0)
 		printf("no jobs in '%s'\n", t.db_path);
@@ -218,3 +213,6 @@ out_close:
 	return rc;
 }
 
+const struct lb_command cmd_status = LB_COMMAND(
+    "status", NULL, 0, 0, 0, status_opts, run_status,
+    "one batched scheduler query; writes states, collects finished runs, classes failures");

@@ -365,75 +365,64 @@ static const struct lb_option submit_opts[] = {
     LB_OPT_END,
 };
 
-static int run_submit(int argc, char **argv);
-const struct lb_command cmd_submit =
-    LB_COMMAND("submit", "SPEC", 0, 1, 1, submit_opts, run_submit,
-	       "submit the runnable layouts as job arrays; skips layouts already completed or in "
-	       "flight unless --force");
+/* A usage error of submit: message, then the usage line. Returns 2. */
+static int submit_usage_error(const struct lb_args *a, const char *msg)
+{
+	fprintf(stderr, "error: %s\n", msg);
+	lb_usage(a->cmd);
+	return 2;
+}
 
-static int run_submit(int argc, char **argv)
+static int run_submit(const struct lb_args *a)
 {
 	struct submit_opts o;
-	struct lb_args a;
 	char err[1024];
 	int rc;
 
-	if ((rc = lb_args_parse(&cmd_submit, argc, argv, &a)))
-		goto out_release_args;
-	if (a.given[OPT_LOCAL_WORKER]) { /* internal: the local executor's detached worker */
-		rc = exec_local_worker(a.str[OPT_DB] ? a.str[OPT_DB] : results_default_db(),
-				       (int)a.num[OPT_SLOTS]);
-		goto out_release_args;
-	}
-	if (a.n_operands != 1) {
-		fprintf(stderr, "error: submit needs SPEC\n");
-		lb_usage(&cmd_submit);
-		rc = 2;
-		goto out_release_args;
-	}
+	if (a->given[OPT_LOCAL_WORKER]) /* internal: the local executor's detached worker */
+		return exec_local_worker(a->str[OPT_DB] ? a->str[OPT_DB] : results_default_db(),
+					 (int)a->num[OPT_SLOTS]);
+	if (a->n_operands != 1)
+		return submit_usage_error(a, "submit needs SPEC");
 	submit_opts_init(&o);
-	o.spec = a.operands[0];
-	o.executor = a.str[OPT_EXECUTOR];
-	o.db_path = a.str[OPT_DB];
-	o.runs_dir = a.str[OPT_RUNS];
-	o.rest_url = a.str[OPT_REST_URL];
-	o.rest_version = a.str[OPT_REST_VERSION];
-	o.throttle = (int)a.num[OPT_THROTTLE];
-	o.max_array = (int)a.num[OPT_MAX_ARRAY];
-	o.local_slots = (int)a.num[OPT_SLOTS];
-	o.dry_run = a.given[OPT_DRY_RUN] > 0;
-	o.wait = a.given[OPT_WAIT] > 0;
-	o.force = a.given[OPT_FORCE] > 0;
-	o.quiet = a.given[OPT_QUIET] > 0;
-	o.top = a.given[OPT_TOP] ? (size_t)a.num[OPT_TOP] : 0;
-	o.machine = a.str[OPT_MACHINE];
-	if (o.machine && !o.top) {
-		fprintf(stderr, "error: --machine predicts for --top K; give --top K as well\n");
-		lb_usage(&cmd_submit);
-		rc = 2;
-		goto out_release_args;
-	}
-	o.halving = (int)a.num[OPT_HALVING];
-	o.rungs = (int)a.num[OPT_RUNGS];
-	o.min_steps = (int)a.num[OPT_MIN_STEPS];
-	if (!o.halving && (a.given[OPT_RUNGS] || a.given[OPT_MIN_STEPS] || a.given[OPT_ALPHA] ||
-			   a.given[OPT_MARGIN])) {
-		fprintf(stderr, "error: --rungs, --min-steps, --alpha and --margin set up a "
-				"successive halving: give --halving ETA too\n");
-		lb_usage(&cmd_submit);
-		rc = 2;
-		goto out_release_args;
-	}
-	o.alpha = a.dbl[OPT_ALPHA]; /* the table's range and default */
-	o.margin = a.dbl[OPT_MARGIN];
+	o.spec = a->operands[0];
+	o.executor = a->str[OPT_EXECUTOR];
+	o.db_path = a->str[OPT_DB];
+	o.runs_dir = a->str[OPT_RUNS];
+	o.rest_url = a->str[OPT_REST_URL];
+	o.rest_version = a->str[OPT_REST_VERSION];
+	o.throttle = (int)a->num[OPT_THROTTLE];
+	o.max_array = (int)a->num[OPT_MAX_ARRAY];
+	o.local_slots = (int)a->num[OPT_SLOTS];
+	o.dry_run = a->given[OPT_DRY_RUN] > 0;
+	o.wait = a->given[OPT_WAIT] > 0;
+	o.force = a->given[OPT_FORCE] > 0;
+	o.quiet = a->given[OPT_QUIET] > 0;
+	o.top = a->given[OPT_TOP] ? (size_t)a->num[OPT_TOP] : 0;
+	o.machine = a->str[OPT_MACHINE];
+	if (o.machine && !o.top)
+		return submit_usage_error(a,
+					  "--machine predicts for --top K; give --top K as well");
+	o.halving = (int)a->num[OPT_HALVING];
+	o.rungs = (int)a->num[OPT_RUNGS];
+	o.min_steps = (int)a->num[OPT_MIN_STEPS];
+	if (!o.halving && (a->given[OPT_RUNGS] || a->given[OPT_MIN_STEPS] || a->given[OPT_ALPHA] ||
+			   a->given[OPT_MARGIN]))
+		return submit_usage_error(a, "--rungs, --min-steps, --alpha and --margin set up a "
+					     "successive halving: give --halving ETA too");
+	o.alpha = a->dbl[OPT_ALPHA]; /* the table's range and default */
+	o.margin = a->dbl[OPT_MARGIN];
 	rc = submit_sweep(&o, err, sizeof(err));
 	if (rc < 0) {
 		fprintf(stderr, "error: %s\n", err);
 		rc = 1;
 	}
-out_release_args:
-	lb_args_release(&a);
 	return rc;
 }
+
+const struct lb_command cmd_submit =
+    LB_COMMAND("submit", "SPEC", 0, 1, 1, submit_opts, run_submit,
+	       "submit the runnable layouts as job arrays; skips layouts already completed or in "
+	       "flight unless --force");
 
 /* Names of the sweeps that have jobs (or just `only`). */

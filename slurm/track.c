@@ -374,15 +374,11 @@ int track_wait(sqlite3 *db, struct exec_set *es, const char *sweep, const int64_
 	return c->failed ? 1 : 0;
 }
 
-int track_cmd_open(const struct lb_command *cmd, int argc, char **argv, struct track_cmd *t)
+int track_cmd_open(const struct lb_args *a, struct track_cmd *t)
 {
-	const struct lb_args *a = &t->args;
 	char err[1024];
-	int rc;
 
 	memset(t, 0, sizeof(*t));
-	if ((rc = lb_args_parse(cmd, argc, argv, &t->args)))
-		return rc;
 	t->db_path = a->str[TRACK_OPT_DB] ? a->str[TRACK_OPT_DB] : results_default_db();
 	t->sweep = a->str[TRACK_OPT_SWEEP];
 	t->executor = a->str[TRACK_OPT_EXECUTOR];
@@ -421,6 +417,5 @@ void track_cmd_close(struct track_cmd *t)
 	track_exec_close(&t->es);
 	results_names_free(t->names, t->n_names);
 	results_close(t->db);
-	lb_args_release(&t->args);
 	memset(t, 0, sizeof(*t));
 }

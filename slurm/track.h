@@ -77,8 +77,7 @@ enum track_opt {
 };
 
 struct track_cmd {
-	struct lb_args args; /* the parsed line (the strings below point into it) */
-	const char *db_path;
+	const char *db_path;	    /* this and the strings below point into the parsed line */
 	const char *sweep;	    /* --sweep or NULL */
 	const char *executor;	    /* resubmit --executor or NULL */
 	const char *const *classes; /* resubmit --class values */
@@ -92,11 +91,11 @@ struct track_cmd {
 };
 
 /*
- * Parse the command line of cmd (status, resubmit or cancel), open the database, check
- * --sweep and list the sweeps. Returns 0, 2 after a usage error, 1 after an error
- * (reported on stderr); either way release t with track_cmd_close.
+ * Take the parsed line a of status, resubmit or cancel (it outlives t), open the
+ * database, check --sweep and list the sweeps. Returns 0, or 1 after an error (reported on
+ * stderr); either way release t with track_cmd_close.
  */
-int track_cmd_open(const struct lb_command *cmd, int argc, char **argv, struct track_cmd *t);
+int track_cmd_open(const struct lb_args *a, struct track_cmd *t);
 void track_cmd_close(struct track_cmd *t);
 
 #endif

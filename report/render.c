@@ -712,20 +712,19 @@ static int starts_table(const struct table *t, size_t r, size_t prev)
 	return prev == (size_t)-1 || t->rows[r].group != t->rows[prev].group;
 }
 
-/* What a markup puts around each part of a table: a group's heading, the header row and
- * its cells, markdown's alignment row (none in HTML), a row, a cell by its class, and
- * after a table. */
+/* What a markup puts around each part of a table, in the order they are written: a group's
+ * heading, the header row and its cells, markdown's alignment row (none in HTML), a row, a
+ * cell by its class, and after a table; then how it escapes text. */
 struct markup {
-	void (*escape)(struct lb_strbuf *sb, const char *s);
 	const char *group[2];
 	const char *head_row[2], *head[2];
 	const char *align[2]; /* a text and a number column's; NULL: no alignment row */
 	const char *row[2], *cell[3], *cell_end;
 	const char *table_end;
+	void (*escape)(struct lb_strbuf *sb, const char *s);
 };
 
 static const struct markup markdown = {
-    .escape = render_md_escape,
     .group = {"\n### ", "\n"},
     .head_row = {"\n|", "\n|"},
     .head = {" ", " |"},
@@ -734,10 +733,10 @@ static const struct markup markdown = {
     .cell = {" ", " ", " "},
     .cell_end = " |",
     .table_end = "",
+    .escape = render_md_escape,
 };
 
 static const struct markup html = {
-    .escape = render_html_escape,
     .group = {"<h3>", "</h3>\n"},
     .head_row = {"<table>\n<tr>", "</tr>\n"},
     .head = {"<th>", "</th>"},
@@ -747,6 +746,7 @@ static const struct markup html = {
 	     [CELL_FAIL] = "<td class=\"fail\">"},
     .cell_end = "</td>",
     .table_end = "</table>\n",
+    .escape = render_html_escape,
 };
 
 /* open, text escaped, close */

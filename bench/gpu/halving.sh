@@ -4,7 +4,8 @@
 # from the spec's cluster.device, one job at a time), the halving's state lives in its
 # results database, and each call follows it until its budget is spent, then writes the
 # state out; the next call (on the same machine, or on a fresh one given that state)
-# resumes it (docs/halving.md, "On a GPU host").
+# resumes it (docs/halving.md, "On a GPU host"). Nothing of the halving runs on after a
+# call: its local worker and running jobs are stopped when the budget is spent.
 #
 #   BUILD=carry sh bench/gpu/halving.sh BUDGET_S [SPEC [ETA]]
 #
@@ -67,7 +68,22 @@ left=$((budget - ($(date +%s) - t0) - 20))
 [ $left -gt 0 ] && timeout "$left" "$LB" status --db "$DB" --sweep "$name" --wait \
 	>"$OUTD/wait.txt" 2>"$OUTD/wait.err"
 "$LB" status --db "$DB" --sweep "$name" >"$OUTD/status.txt" 2>&1
-# the state, consistent even while the local worker writes
+# the budget is spent: this halving's local worker and the jobs it runs (each in a process
+# group of its own, slurm_local_tasks) stop here, after the last command that polls (a
+# poll starts a worker again where jobs wait), so that nothing of it runs on beside
+# whatever the machine does next; the next call's status finds the worker gone, reads its
+# running jobs as node_fail (submitted once more on their rung) and starts a worker
+tasks() { "$LB" sql --db "$DB" --format tsv "SELECT pid FROM slurm_local_tasks" 2>/dev/null |
+	tail -n +2; }
+pids=$(tasks)
+for d in /proc/[0-9]*; do # the worker (no pkill: minimal hosts lack procps)
+	tr '\0' ' ' <"$d/cmdline" 2>/dev/null | grep -qF -- "--local-worker --db $DB " &&
+		kill "${d#/proc/}" 2>/dev/null
+done
+for p in $pids $(tasks); do
+	[ "$p" -gt 1 ] 2>/dev/null && kill -- "-$p" 2>/dev/null
+done
+# the state (VACUUM INTO: a consistent copy)
 mkdir -p "$OUTD/state"
 rm -f "$OUTD/state/h.db"
 "$LB" sql --db "$DB" --write "VACUUM INTO '$OUTD/state/h.db'" >/dev/null ||

@@ -12,7 +12,8 @@
 #            PyTorch's recipes, one token file for both, clocks and power sampled):
 #            graphs.tgz
 #   halving  bench/gpu/halving.sh for the time left (resumes a halving already begun, on
-#            this machine or from the state carried in $LB_HALVING_BUILD/halving):
+#            this machine or from the state carried in $LB_HALVING_BUILD/halving; it stops
+#            its worker when its time is spent, so no job of it runs beside a later part):
 #            halving.tgz (its output and state/, to carry into the next call)
 #
 # Env: LB_SESSION_TESTS (the tests part's pattern, default gpu), BUILD (default carry/build: the trainer, the GPU tests, the benchmarks),
@@ -30,13 +31,12 @@ deadline=$((t_start + ${LB_ROUND_S:-560}))
 export NCCL_NVLS_ENABLE=0
 [ -d "$BUILD/lib" ] && export LD_LIBRARY_PATH="$(pwd)/$BUILD/lib:${LD_LIBRARY_PATH:-}"
 mkdir -p "$OUTD" || exit 1
-# no timing beside another job on the GPU: a local executor's worker that an earlier
-# halving call left running is stopped (the next halving call runs its job again)
-pkill -f -- '--local-worker' 2>/dev/null && pkill -f 'layoutbench-train' 2>/dev/null; sleep 1
 rows="$OUTD/session.tsv"
 : >"$rows"
 rc=0
 part() { printf '%s\t%s\t%s\n' "$1" "$2" "$3" >>"$rows"; }
+# pack NAME: the part's folder $OUTD/NAME into $OUTD/NAME.tgz (a call brings back few files)
+pack() { tar -czf "$OUTD/$1.tgz" -C "$OUTD" "$1" && rm -rf "$OUTD/$1"; }
 
 for p in "$@"; do
 	t0=$(date +%s)
@@ -49,21 +49,20 @@ for p in "$@"; do
 		st=$?
 		[ "$st" = 0 ] || rc=1
 		cp -r "$BUILD/test-logs" "$w/" 2>/dev/null
-		tar -czf "$OUTD/tests.tgz" -C "$OUTD" tests && rm -rf "$w"
-		part tests "$(($(date +%s) - t0))" \
-			"$(tar -xzOf "$OUTD/tests.tgz" tests/tests.log | tail -n 1) (exit $st)"
+		part tests "$(($(date +%s) - t0))" "$(tail -n 1 "$w/tests.log") (exit $st)"
+		pack tests
 		;;
 	graphs)
 		w="$OUTD/graphs"
 		left=$((deadline - t0 - 10))
+		mkdir -p "$w"
 		OUT=$w BUILD=$BUILD LB_GRAPHS_BUDGET_S=$left \
 			LB_GRAPHS_PARTS="${LB_GRAPHS_PARTS:-train peer}" sh bench/gpu/graphs.sh \
-			>"$OUTD/graphs.out" 2>&1
+			>"$w/graphs.out" 2>&1
 		st=$?
 		[ "$st" = 0 ] || rc=1
-		mv "$OUTD/graphs.out" "$w/" 2>/dev/null
-		tar -czf "$OUTD/graphs.tgz" -C "$OUTD" graphs && rm -rf "$w"
 		part graphs "$(($(date +%s) - t0))" "exit $st"
+		pack graphs
 		;;
 	halving)
 		w="$OUTD/halving"
@@ -72,16 +71,13 @@ for p in "$@"; do
 			part halving 0 "skipped: ${left} s left"
 			continue
 		fi
+		mkdir -p "$w"
 		OUT=$w BUILD=$HB sh bench/gpu/halving.sh "$left" "${LB_HALVING_SPEC:-h200-1gpu-halving}" \
-			>"$OUTD/halving.out" 2>&1
+			>"$w/halving.out" 2>&1
 		st=$?
 		[ "$st" = 0 ] || rc=1
-		mv "$OUTD/halving.out" "$w/" 2>/dev/null
-		tar -czf "$OUTD/halving.tgz" -C "$OUTD" halving && rm -rf "$w"
-		# its worker would run on beside the parts after this one
-		pkill -f -- '--local-worker' 2>/dev/null && pkill -f 'layoutbench-train' 2>/dev/null
-		part halving "$(($(date +%s) - t0))" \
-			"$(tar -xzOf "$OUTD/halving.tgz" halving/halving.out | tail -n 1) (exit $st)"
+		part halving "$(($(date +%s) - t0))" "$(tail -n 1 "$w/halving.out") (exit $st)"
+		pack halving
 		;;
 	*)
 		echo "error: unknown part '$p' (tests, graphs or halving)" >&2

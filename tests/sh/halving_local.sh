@@ -107,8 +107,10 @@ grep -q "^halving 1 of sweep 'hv-known': done" k.out || bad "known: $(cat k.out)
 	bad "known: the slow layouts were not dropped at rung 0: $(verdicts hv-known)"
 best=$(mbof hv-known "m.verdict = 'final' AND m.rank = 1")
 case "$best" in 4 | 8) ;; *) bad "known: the fastest on the last rung is micro-batch '$best': $(verdicts hv-known)" ;; esac
-[ "$(q "SELECT COUNT(*) FROM halving_members WHERE verdict = 'dropped' AND significant = 1
-	AND p_value < 0.05 AND median_s > 1.5 * cut_median_s")" = 2 ] ||
+# the two slow ones, at rung 0 (on a loaded machine a later rung may drop another layout
+# of the four running side by side: that is noise measured, not a fault)
+[ "$(q "SELECT COUNT(*) FROM halving_members WHERE rung = 0 AND verdict = 'dropped'
+	AND significant = 1 AND p_value < 0.05 AND median_s > 1.5 * cut_median_s")" = 2 ] ||
 	bad "known: the drops lack their statistics: $(q "SELECT * FROM halving_layouts WHERE verdict = 'dropped'")"
 # the report shows each rung, what was dropped and why, and the cost
 "$LB" report --db "$DB" --figure halving >r.md 2>r.err || bad "report: $(cat r.err)"

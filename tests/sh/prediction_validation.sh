@@ -123,6 +123,61 @@ check paper-in "$tmp/v.paper-in"
 table_after "$tmp/paper.rep" "| term | value" >"$tmp/v.paper-terms"
 sed -i '1i | term | value | bounds | fitted | what it stands for |' "$tmp/v.paper-terms"
 check paper-terms "$tmp/v.paper-terms"
+
+# Two checks of the sheets that need no model (docs/prediction.md, "Where the bounds are
+# missed"). The pipeline bound: under 1F1B a rank with N samples a step in micro-batches of
+# b on p stages takes (N/b + p - 1) micro-batch times, so where a sample takes no longer in
+# a larger micro-batch, the same layout at micro-batch b2 > b1 takes at most
+# (N + (p-1) b2) / (N + (p-1) b1) times as long; at p = 1 the bound is 1 (the premise).
+# Per sweep and label family: the pairs, those over the bound by more than 5%, the most over.
+md_of_tsv() { # a tsv with a header row -> a markdown table
+	awk -F '\t' 'NR == 1 { s = "|"; for (i = 1; i <= NF; i++) s = s " " $i " |"; print s
+		s = "|"; for (i = 1; i <= NF; i++) s = s (i <= 2 ? " --- |" : " ---: |"); print s; next }
+		{ s = "|"; for (i = 1; i <= NF; i++) s = s " " $i " |"; print s }'
+}
+pipeline_sql="WITH r AS (
+  SELECT r.sweep AS sweep, r.label AS label, l.tp AS tp, l.pp AS pp, l.dp AS dp, l.micro_batch AS b,
+         l.checkpointing AS ck, l.sequence_parallel AS sp, l.global_batch AS gb, avg(r.measured_step_time) AS t
+  FROM runs r JOIN layouts l USING (layout_id) WHERE r.status = 'ok' AND r.source = 'paper'
+  GROUP BY 1, 2, 3, 4, 5, 6, 7, 8, 9),
+p AS (
+  SELECT a.sweep AS sweep, CASE WHEN a.label LIKE 'flash_attention2%' THEN 'flash_attention2, + RMS kernel'
+         ELSE 'the others' END AS labels, a.pp AS pp,
+         c.t / a.t / CASE WHEN a.pp > 1 THEN (1.0 * a.gb / a.dp + (a.pp - 1) * c.b) /
+                                             (1.0 * a.gb / a.dp + (a.pp - 1) * a.b) ELSE 1 END AS over
+  FROM r a JOIN r c ON c.sweep = a.sweep AND c.label = a.label AND c.tp = a.tp AND c.pp = a.pp
+       AND c.dp = a.dp AND c.ck = a.ck AND c.sp = a.sp AND c.b > a.b)
+SELECT sweep, labels AS \"labels\", sum(pp = 1) AS \"pairs, pp = 1\", sum(pp = 1 AND over > 1.05) AS \"over 1 by > 5%\",
+       sum(pp > 1) AS \"pairs, pp > 1\", sum(pp > 1 AND over > 1.05) AS \"over the bound by > 5%\",
+       CASE WHEN sum(pp > 1) > 0 THEN printf('%+.1f%%', 100 * (max(CASE WHEN pp > 1 THEN over END) - 1))
+            ELSE '-' END AS \"most over the bound\"
+FROM p GROUP BY 1, 2 ORDER BY 1, 2"
+# Scaling: one layout (label, shape, tp, pp, micro-batch, checkpointing) on more nodes at the
+# same global batch; GPU-seconds per step on the larger over the smaller. What does not
+# shrink as each rank's share does (the data-parallel reduction, the bubble) raises it.
+scaling_sql="WITH r AS (
+  SELECT r.label AS label, l.n_layers AS nl, l.seq_len AS s, l.tp AS tp, l.pp AS pp, l.micro_batch AS b,
+         l.checkpointing AS ck, CASE WHEN l.tp = 1 THEN 0 ELSE l.sequence_parallel END AS sp,
+         l.gpus AS n, l.nodes AS nodes, avg(r.measured_step_time) AS t
+  FROM runs r JOIN layouts l USING (layout_id) WHERE r.status = 'ok' AND r.source = 'paper'
+  GROUP BY 1, 2, 3, 4, 5, 6, 7, 8, 9, 10),
+p AS (
+  SELECT a.nl AS nl, a.s AS s, a.nodes AS na, c.nodes AS nc, a.pp AS pp, c.t * c.n / (a.t * a.n) AS ratio
+  FROM r a JOIN r c ON c.label = a.label AND c.nl = a.nl AND c.s = a.s AND c.tp = a.tp AND c.pp = a.pp
+       AND c.b = a.b AND c.ck = a.ck AND c.sp = a.sp AND c.n > a.n)
+SELECT CASE nl WHEN 40 THEN '13B' WHEN 60 THEN '30B' ELSE nl END AS model, s AS sequence,
+       na || ' -> ' || nc AS nodes, count(*) AS \"layouts on both\",
+       printf('%.3f', min(ratio)) || ' - ' || printf('%.3f', max(ratio)) AS \"GPU-seconds ratio\",
+       CASE WHEN sum(pp = 1) > 0 THEN printf('%.3f', min(CASE WHEN pp = 1 THEN ratio END)) || ' - ' ||
+            printf('%.3f', max(CASE WHEN pp = 1 THEN ratio END)) ELSE '-' END AS \"pp = 1 only\"
+FROM p GROUP BY 1, 2, 3 ORDER BY 1, 2, 3"
+for q in pipeline scaling; do
+	eval "sql=\$${q}_sql"
+	"$LB" sql --db "$tmp/paper.db" --format tsv "$sql" >"$tmp/$q.tsv" 2>&1 ||
+		{ cat "$tmp/$q.tsv"; echo "FAIL: the sheets' $q check"; fail=1; continue; }
+	md_of_tsv <"$tmp/$q.tsv" >"$tmp/v.paper-$q"
+	check "paper-$q" "$tmp/v.paper-$q"
+done
 table_after "$tmp/h200.rep" "| term | value" >"$tmp/v.h200-terms"
 sed -i '1i | term | value | bounds | fitted | what it stands for |' "$tmp/v.h200-terms"
 check h200-terms "$tmp/v.h200-terms"

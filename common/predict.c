@@ -955,3 +955,19 @@ void lb_pred_score(const double *pred_s, const double *meas_s, const double *pre
 	out->mfu_of_predicted_best = meas_mfu[out->predicted_best];
 	out->mfu_best = meas_mfu[out->measured_best];
 }
+
+double lb_pipeline_bound(const struct lb_layout *lo, const struct lb_layout *hi)
+{
+	struct lb_layout same = *hi;
+	double n, v, p;
+
+	if (hi->micro_batch <= lo->micro_batch || lo->dp < 1 || lo->micro_batch < 1)
+		return 0;
+	same.micro_batch = lo->micro_batch;
+	if (!lb_layout_equal(lo, &same))
+		return 0;
+	n = (double)lo->global_batch / lo->dp;
+	v = lo->virtual_stages > 1 ? lo->virtual_stages : 1;
+	p = lo->pp;
+	return (n + (p - 1) * hi->micro_batch / v) / (n + (p - 1) * lo->micro_batch / v);
+}

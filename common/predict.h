@@ -331,4 +331,14 @@ struct lb_pred_score {
 void lb_pred_score(const double *pred_s, const double *meas_s, const double *pred_mfu,
 		   const double *meas_mfu, size_t n, struct lb_pred_score *out);
 
+/*
+ * The pipeline bound on one layout at two micro-batches, which needs no model: under 1F1B
+ * (and GPipe; interleaved 1F1B with v virtual stages) a data-parallel rank with N samples
+ * a step in micro-batches of b on p stages runs N/b + (p-1)/v micro-batch times of its
+ * slowest stage, so where a sample takes no longer in a larger micro-batch, hi takes at
+ * most (N + (p-1) b_hi / v) / (N + (p-1) b_lo / v) times lo's step (1 without a
+ * pipeline). Returns that bound, or 0 when hi is not lo at a larger micro-batch.
+ */
+double lb_pipeline_bound(const struct lb_layout *lo, const struct lb_layout *hi);
+
 #endif

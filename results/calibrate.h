@@ -24,6 +24,8 @@ struct calib_sweep_counts {
 	int rose;      /* ok runs whose loss rose, used: their layout has no other */
 	int rose_left; /* ok runs whose loss rose, left out for a healthy run of the same
 			  layout */
+	int bound_pairs; /* pairs of its runs differing in the micro-batch only, pp > 1 */
+	int bound_over;	 /* of them, the larger over the pipeline bound by more than 5% */
 };
 
 struct calib_set {

@@ -2,7 +2,7 @@
 # The step-time predictions through the command line (docs/prediction.md): plan's columns
 # and --sort, a GPU without a machine said so, --machine; submit --top K; report --figure
 # predicted on the published H200 runs; calibrate's errors, and a table made by
-# calibrate --kernels predicting in plan.
+# calibrate --kernels predicting in plan; calibrate naming the runs over the pipeline bound.
 BUILD=${BUILD:-build}
 LB="$BUILD/layoutbench"
 [ -x "$LB" ] || { echo "error: '$LB' not built (make BUILD=$BUILD)"; exit 1; }
@@ -105,5 +105,33 @@ grep -q "^| h200-1gpu | 1[0-9]\{2\} |" "$tmp/cal.out" || bad "calibrate report h
 grep -q '"base": "'"$tmp"'/mine.json"' "$tmp/mycal.json" || bad "the calibration does not name its base"
 "$LB" plan h200-1gpu --machine "$tmp/mycal.json" | tail -n 1 | grep -q "^predicted on machine 'mycal' (calibrated)" ||
 	bad "plan with the calibration"
+# ---- calibrate names the runs a pipeline cannot make (the pipeline bound): a sheet where
+# micro-batch 8 of a two-stage layout takes 1.65x micro-batch 1 (1F1B allows 1.108x at
+# 64 samples a rank), and one where it takes 1.05x
+sheet() { # file, seconds at micro-batch 8
+	{
+		echo "llama_13B_bfloat16_64_GPUs_fixture,,,,,,,,,,,"
+		echo "Trial ID,World Size,Average Step Time,Average Step Time * World size,Average TFlops Megatron,Average TFlops Aleph Alpha,Average MFU,activation_checkpointing_type,kernel,micro_batch_size,model_parallel_size,pipe_parallel_size"
+		echo "1,64,44.0,2816,0,0,0.40,every_layer,flash_attention2,1,1,2"
+		echo "2,64,$2,0,0,0,0.30,every_layer,flash_attention2,8,1,2"
+		echo "3,64,45.0,2880,0,0,0.39,every_layer,flash_attention2,1,2,1"
+		echo "4,64,43.0,2752,0,0,0.41,every_layer,flash_attention2,2,2,1"
+	} >"$1"
+}
+mkdir -p "$tmp/over" "$tmp/within"
+sheet "$tmp/over/llama_13B_bfloat16_64_GPUs_fixture.csv" 72.6
+sheet "$tmp/within/llama_13B_bfloat16_64_GPUs_fixture.csv" 46.2
+for c in over within; do
+	"$LB" import --format paper --db "$tmp/$c.db" "$tmp/$c"/*.csv >/dev/null 2>&1 || bad "import the $c sheet"
+	"$LB" calibrate --db "$tmp/$c.db" --sweep llama_13B_bfloat16_64_GPUs_fixture --machine a100-nominal \
+		--fit gemm_scale --out "$tmp/$c.json" >"$tmp/$c.out" 2>&1 || bad "calibrate the $c sheet: $(tail -n 3 "$tmp/$c.out")"
+done
+grep -q '^| llama_13B_bfloat16_64_GPUs_fixture | flash_attention2 | [0-9a-f]* | 1 | 2 | 32 | full | 1 -> 8 | 44 -> 72.6 | 1.650 | 1.108 | +49.0% |$' \
+	"$tmp/over.out" || bad "calibrate does not name the run over the pipeline bound: $(grep -A4 'pipeline bound' "$tmp/over.out")"
+grep -q '^llama_13B_bfloat16_64_GPUs_fixture: 1 pairs with a pipeline, 1 over the bound$' "$tmp/over.out" ||
+	bad "calibrate does not count the pair over the bound"
+grep -q '^the pipeline bound: all 1 pairs of runs that differ in the micro-batch only hold it within 5%$' \
+	"$tmp/within.out" || bad "a pair within the bound: $(grep -i 'pipeline' "$tmp/within.out")"
+grep -q 'runs a pipeline cannot make' "$tmp/within.out" && bad "a pair within the bound is named over it"
 [ $fail = 0 ] && echo "predictions on the command line: ok"
 exit $fail

@@ -178,6 +178,16 @@ for q in pipeline scaling; do
 	md_of_tsv <"$tmp/$q.tsv" >"$tmp/v.paper-$q"
 	check "paper-$q" "$tmp/v.paper-$q"
 done
+# calibrate finds the same pairs over the pipeline bound as the query above, sweep by sweep
+awk -F '\t' 'NR > 1 { p[$1] += $5; o[$1] += $6 } END { for (s in p) if (p[s]) print s ": " p[s] " pairs with a pipeline, " o[s] " over the bound" }' \
+	"$tmp/pipeline.tsv" | sort >"$tmp/bound.sql"
+grep ' pairs with a pipeline, ' "$tmp/paper.rep" | sort >"$tmp/bound.cal"
+if [ -s "$tmp/bound.cal" ] && diff -u "$tmp/bound.sql" "$tmp/bound.cal"; then
+	echo "ok: calibrate's pipeline-bound pairs are the query's"
+else
+	echo "FAIL: calibrate's pipeline-bound pairs (right) differ from the query's (left)"
+	fail=1
+fi
 table_after "$tmp/h200.rep" "| term | value" >"$tmp/v.h200-terms"
 sed -i '1i | term | value | bounds | fitted | what it stands for |' "$tmp/v.h200-terms"
 check h200-terms "$tmp/v.h200-terms"

@@ -155,6 +155,42 @@ static void test_interleaved_bubble(void **state)
 	close_rel(p2.pipeline_s - p2.bubble_s, p1.pipeline_s - p1.bubble_s, 1e-6);
 }
 
+/* The pipeline bound: (N + (p-1) b2/v) / (N + (p-1) b1/v) for the same layout at a larger
+ * micro-batch, 1 without a pipeline, 0 for another layout or a smaller micro-batch; and the
+ * model's own pipeline never breaks it where a sample's cost does not grow with the
+ * micro-batch (GEMMs at one rate). */
+static void test_pipeline_bound(void **state)
+{
+	struct lb_machine m;
+	struct lb_layout lo, hi;
+
+	(void)state;
+	llama13(&lo);
+	lo.model.n_layers = 8;
+	lo.pp = 2;
+	lo.dp = 4;
+	lo.nodes = 1;
+	hi = lo;
+	hi.micro_batch = 8; /* N = 64 / 4 = 16 samples a rank */
+	close_rel(lb_pipeline_bound(&lo, &hi), (16.0 + 8) / (16.0 + 1), 1e-12);
+	assert_true(lb_pipeline_bound(&hi, &lo) == 0);
+	assert_true(lb_pipeline_bound(&lo, &lo) == 0);
+	gemm_only(&m);
+	assert_true(step(&m, &hi) / step(&m, &lo) <= lb_pipeline_bound(&lo, &hi) * (1 + 1e-9));
+	assert_true(step(&m, &hi) > step(&m, &lo));
+	lo.virtual_stages = hi.virtual_stages = 2;
+	close_rel(lb_pipeline_bound(&lo, &hi), (16.0 + 8 / 2.0) / (16.0 + 1 / 2.0), 1e-12);
+	assert_true(step(&m, &hi) / step(&m, &lo) <= lb_pipeline_bound(&lo, &hi) * (1 + 1e-9));
+	hi.tp = 2;
+	hi.dp = 2;
+	assert_true(lb_pipeline_bound(&lo, &hi) == 0);
+	lo.pp = hi.pp = 1;
+	lo.virtual_stages = hi.virtual_stages = 1;
+	hi.tp = 1;
+	hi.dp = 4;
+	close_rel(lb_pipeline_bound(&lo, &hi), 1.0, 1e-12);
+}
+
 /* A measured GEMM row at twice the parametric rate, at every shape the layer has, halves
  * the GEMMs' time; a row of another op changes nothing. */
 static void test_gemm_rows(void **state)
@@ -476,6 +512,7 @@ int main(void)
 	    cmocka_unit_test(test_recompute),	  cmocka_unit_test(test_tp_split),
 	    cmocka_unit_test(test_placement),
 	    cmocka_unit_test(test_interleaved_bubble), cmocka_unit_test(test_gemm_rows),
+	    cmocka_unit_test(test_pipeline_bound),
 	    cmocka_unit_test(test_variants),	  cmocka_unit_test(test_cache),
 	    cmocka_unit_test(test_fit_recovers),	  cmocka_unit_test(test_scores),
 	    cmocka_unit_test(test_shipped),	  cmocka_unit_test(test_write_read),

@@ -332,24 +332,14 @@ static __global__ void fill_normal_kernel(D *p, size_t n, uint64_t seed, int key
 
 void lbc_fill_normal(void *p, size_t n, enum lb_kind k, uint64_t seed, int key, double std)
 {
+	if (k == LB_K_I32 || (unsigned)k >= LB_NKINDS)
+		lb_fatal(__FILE__, __LINE__, "error", "fill_normal into kind %d", (int)k);
 	if (!n)
 		return;
-	switch (k) {
-	case LB_K_ACT:
-		fill_normal_kernel<<<grid_for(n), THREADS, 0, lbc_stream()>>>((act_t *)p, n, seed,
-									      key, std);
-		break;
-	case LB_K_F32:
-		fill_normal_kernel<<<grid_for(n), THREADS, 0, lbc_stream()>>>((float *)p, n, seed,
-									      key, std);
-		break;
-	case LB_K_F64:
-		fill_normal_kernel<<<grid_for(n), THREADS, 0, lbc_stream()>>>((double *)p, n, seed,
-									      key, std);
-		break;
-	default:
-		lb_fatal(__FILE__, __LINE__, "error", "fill_normal into kind %d", (int)k);
-	}
+	on_kind(k, [&](auto z) {
+		fill_normal_kernel<<<grid_for(n), THREADS, 0, lbc_stream()>>>((decltype(z) *)p, n,
+									      seed, key, std);
+	});
 	LBC_LAUNCHED();
 }
 
@@ -439,19 +429,25 @@ static void copy_recorded(void *dst, const void *src, size_t bytes, cudaMemcpyKi
 	*pending = 1;
 }
 
-/* n elements between host doubles and a staging buffer buf in kind k's format: into host
- * (to_host 1) or into buf (0). */
-static void convert(void *buf, double *host, size_t n, enum lb_kind k, int to_host)
+/* n elements between host doubles and a staging buffer in kind k's format: stage_from_host
+ * fills the buffer, host_from_stage reads it. */
+static void stage_from_host(void *buf, const double *host, size_t n, enum lb_kind k)
 {
 	on_kind(k, [&](auto z) {
 		auto *b = (decltype(z) *)buf;
 
-		if (to_host)
-			for (size_t i = 0; i < n; i++)
-				host[i] = to_d(b[i]);
-		else
-			for (size_t i = 0; i < n; i++)
-				put_d(&b[i], host[i]);
+		for (size_t i = 0; i < n; i++)
+			put_d(&b[i], host[i]);
+	});
+}
+
+static void host_from_stage(double *host, const void *buf, size_t n, enum lb_kind k)
+{
+	on_kind(k, [&](auto z) {
+		const auto *b = (const decltype(z) *)buf;
+
+		for (size_t i = 0; i < n; i++)
+			host[i] = to_d(b[i]);
 	});
 }
 
@@ -466,7 +462,7 @@ void lbc_write(void *dst, const double *src, size_t n, enum lb_kind k)
 		int b = off / chunk % 2; /* the buffers alternate */
 
 		stage_wait(b);
-		convert(stage.buf[b], (double *)src + off, cnt, k, 0);
+		stage_from_host(stage.buf[b], src + off, cnt, k);
 		copy_recorded((char *)dst + off * es, stage.buf[b], cnt * es,
 			      cudaMemcpyHostToDevice, stage.ev[b], &stage.pending[b]);
 	}
@@ -495,7 +491,7 @@ void lbc_read(double *dst, const void *src, size_t n, enum lb_kind k)
 		if (off + chunk < n) /* the next chunk copies while this one converts */
 			read_enqueue(b ^ 1, src, off + chunk, n, chunk, es);
 		stage_wait(b);
-		convert(stage.buf[b], dst + off, chunk_len(n, off, chunk), k, 1);
+		host_from_stage(dst + off, stage.buf[b], chunk_len(n, off, chunk), k);
 	}
 }
 

@@ -1,7 +1,8 @@
 /*
  * The predicted-against-measured figure (report/predicted.h): runs read as calibrate reads
- * them, each predicted on its sweep's machine, then a table of scores, a table of runs and,
- * on the HTML page, the scatter drawn by gnuplot (report/plot.h runs it).
+ * them, each predicted on its sweep's machine, then a table of scores, the pairs of runs a
+ * pipeline cannot make (results/calibrate.h), a table of runs and, on the HTML page, the
+ * scatter drawn by gnuplot (report/plot.h runs it).
  */
 #include "report/predicted.h"
 
@@ -144,6 +145,56 @@ static void scatter_script(struct lb_strbuf *sb, const struct calib_set *s,
 	lb_strbuf_adds(sb, "\n");
 }
 
+/* The pairs of runs over the pipeline bound (calib_bound_pairs): a markdown table, or an
+ * HTML one; nothing when there are none. */
+static void bound_table(struct lb_strbuf *out, const struct calib_set *s,
+			const struct calib_bound_pair *over, size_t n_over, int html)
+{
+	if (!n_over)
+		return;
+	lb_strbuf_adds(out, html ? "<h3>Runs a pipeline cannot make</h3>\n<p class=\"note\">"
+				 : "\nRuns a pipeline cannot make: ");
+	lb_strbuf_addf(out,
+		       "of two runs of one sweep and label whose layouts differ in the micro-batch "
+		       "only, the larger is slower than 1F1B allows by more than %.0f%% (at most "
+		       "(N + (p-1) b2/v) / (N + (p-1) b1/v) times the smaller, N a data-parallel "
+		       "rank's samples a step, where a sample takes no longer in a larger "
+		       "micro-batch). No fitted term follows such a run: its error says where to "
+		       "look (the pipeline schedule, memory, its nodes), not what the model "
+		       "lacks.%s",
+		       100.0 * CALIB_BOUND_SLACK,
+		       html ? "</p>\n<table>\n<tr><th>sweep</th><th>label</th><th>tp</th><th>pp"
+			      "</th><th>dp</th><th>ckpt</th><th>micro-batches</th><th>step s</th>"
+			      "<th>ratio</th><th>bound</th><th>over</th></tr>\n"
+			    : "\n\n| sweep | label | tp | pp | dp | ckpt | micro-batches | step s | "
+			      "ratio | bound | over |\n| --- | --- | ---: | ---: | ---: | --- | --- | "
+			      "--- | ---: | ---: | ---: |\n");
+	for (size_t i = 0; i < n_over; i++) {
+		const struct calib_bound_pair *q = &over[i];
+		const struct lb_fit_row *lo = &s->rows[q->lo], *hi = &s->rows[q->hi];
+		const char *label = lo->label[0] ? lo->label : "-";
+		double ratio = q->hi_s / q->lo_s;
+
+		lb_strbuf_adds(out, html ? "<tr><td>" : "| ");
+		(html ? render_html_escape : render_md_escape)(out, lo->group);
+		lb_strbuf_adds(out, html ? "</td><td>" : " | ");
+		(html ? render_html_escape : render_md_escape)(out, label);
+		lb_strbuf_addf(out,
+			       html ? "</td><td class=\"num\">%d</td><td class=\"num\">%d</td><td "
+				      "class=\"num\">%d</td><td>%s</td><td>%d -&gt; %d</td><td>%.4g "
+				      "-&gt; %.4g</td><td class=\"num\">%.3f</td><td class=\"num\">"
+				      "%.3f</td><td class=\"num\">%+.1f%%</td></tr>\n"
+				    : " | %d | %d | %d | %s | %d -> %d | %.4g -> %.4g | %.3f | %.3f | "
+				      "%+.1f%% |\n",
+			       lo->layout.tp, lo->layout.pp, lo->layout.dp,
+			       lb_ckpt_name(lo->layout.checkpointing), lo->layout.micro_batch,
+			       hi->layout.micro_batch, q->lo_s, q->hi_s, ratio, q->bound,
+			       100.0 * (ratio / q->bound - 1.0));
+	}
+	if (html)
+		lb_strbuf_adds(out, "</table>\n");
+}
+
 int report_predicted(sqlite3 *db, const char *sweep, const char *machine,
 		     enum report_pred_format fmt, struct lb_strbuf *out, char *err, size_t errlen)
 {
@@ -153,7 +204,8 @@ int report_predicted(sqlite3 *db, const char *sweep, const char *machine,
 	struct pred_run *runs = NULL;
 	struct pred_sweep *sw = NULL;
 	struct lb_machine *m = malloc(sizeof(*m));
-	size_t *idx = NULL;
+	struct calib_bound_pair *over = NULL;
+	size_t *idx = NULL, n_over = 0;
 	int rc = -1;
 
 	if (!m) {
@@ -169,6 +221,10 @@ int report_predicted(sqlite3 *db, const char *sweep, const char *machine,
 	}
 	if (calib_load(db, (const char *const *)names, nsw, &set, err, errlen))
 		goto out;
+	if (calib_bound_pairs(&set, &over, &n_over)) {
+		snprintf(err, errlen, "out of memory");
+		goto out;
+	}
 	runs = calloc(set.n ? set.n : 1, sizeof(*runs));
 	sw = calloc(nsw, sizeof(*sw));
 	idx = malloc((set.n ? set.n : 1) * sizeof(size_t));
@@ -313,7 +369,9 @@ int report_predicted(sqlite3 *db, const char *sweep, const char *machine,
 			else
 				lb_strbuf_adds(out, "<td colspan=\"6\">-</td></tr>\n");
 		}
-		lb_strbuf_adds(out, "</table>\n</section>\n");
+		lb_strbuf_adds(out, "</table>\n");
+		bound_table(out, &set, over, n_over, 1);
+		lb_strbuf_adds(out, "</section>\n");
 		render_html_end(out);
 		goto out;
 	}
@@ -335,6 +393,7 @@ int report_predicted(sqlite3 *db, const char *sweep, const char *machine,
 				       "shown)\n",
 				       sw[k].name, set.counts[k].rose, set.counts[k].rose_left);
 	}
+	bound_table(out, &set, over, n_over, 0);
 	lb_strbuf_adds(out, "\n| sweep | layout | label | mb | tp | pp | dp | sp | ckpt | "
 			    "attention | norm | measured s | predicted s | error |\n"
 			    "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | --- | --- | --- | "
@@ -365,6 +424,7 @@ out:
 	free(runs);
 	free(sw);
 	free(idx);
+	free(over);
 	free(m);
 	calib_set_free(&set);
 	return rc;

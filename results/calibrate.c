@@ -401,26 +401,19 @@ struct bound_point {
 	int runs;
 };
 
-/*
- * The pipeline bound (lb_pipeline_bound) over every pair of a sweep's runs of one label
- * whose layouts differ in the micro-batch only: the pairs over it by more than
- * CALIB_BOUND_SLACK are printed, and per sweep how many pairs there were. Such a run is
- * slower than any pipeline schedule the model knows makes it: no fitted term can follow
- * it (Huber's weighting keeps it from bending the others), and what slowed it is worth a
- * look. Returns how many pairs are over, or -1 out of memory.
- */
-#define CALIB_BOUND_SLACK 0.05
-static int print_pipeline_bound(FILE *f, const struct calib_set *s)
+int calib_bound_pairs(struct calib_set *s, struct calib_bound_pair **over, size_t *n_over)
 {
 	struct bound_point *pt = malloc((s->n ? s->n : 1) * sizeof(*pt));
-	int over_all = 0;
+	size_t cap = 0;
 
+	*over = NULL;
+	*n_over = 0;
 	if (!pt)
 		return -1;
 	for (size_t k = 0; k < s->n_sweeps; k++) {
 		size_t np = 0;
-		int pairs = 0, over = 0;
 
+		s->counts[k].bound_pairs = s->counts[k].bound_over = 0;
 		for (size_t i = 0; i < s->n; i++) {
 			size_t j;
 
@@ -440,60 +433,81 @@ static int print_pipeline_bound(FILE *f, const struct calib_set *s)
 		for (size_t i = 0; i < np; i++)
 			for (size_t j = 0; j < np; j++) {
 				const struct lb_fit_row *lo = &s->rows[pt[i].row], *hi = &s->rows[pt[j].row];
-				double bound, ratio;
+				double bound;
 
-				if (i == j || strcmp(lo->label, hi->label) || lo->layout.pp < 2)
+				if (i == j || lo->layout.pp < 2 || strcmp(lo->label, hi->label))
 					continue;
 				bound = lb_pipeline_bound(&lo->layout, &hi->layout);
 				if (!(bound > 0))
 					continue;
-				pairs++;
-				ratio = pt[j].step_s / pt[i].step_s;
-				if (ratio <= bound * (1.0 + CALIB_BOUND_SLACK))
+				s->counts[k].bound_pairs++;
+				if (pt[j].step_s <= pt[i].step_s * bound * (1.0 + CALIB_BOUND_SLACK))
 					continue;
-				if (!over_all++)
-					fprintf(f, "\nruns a pipeline cannot make (the pipeline bound): of two "
-						   "runs of one sweep and label whose layouts differ in the "
-						   "micro-batch only, the larger is slower than 1F1B allows by more "
-						   "than %.0f%%: at most (N + (p-1) b2/v) / (N + (p-1) b1/v) times "
-						   "the smaller (N: a data-parallel rank's samples a step) where a "
-						   "sample takes no longer in a larger micro-batch. No fitted term "
-						   "follows such a run; look at its pipeline schedule, its memory "
-						   "or its nodes\n\n| sweep | label | larger's layout | tp | pp | "
-						   "dp | ckpt | micro-batches | step s | ratio | bound | over |\n"
-						   "| --- | --- | --- | ---: | ---: | ---: | --- | --- | --- | ---: "
-						   "| ---: | ---: |\n",
-						100.0 * CALIB_BOUND_SLACK);
-				over++;
-				fprintf(f, "| %s | %s | %s | %d | %d | %d | %s | %d -> %d | %.4g -> %.4g | "
-					   "%.3f | %.3f | %+.1f%% |\n",
-					s->sweeps[k], lo->label[0] ? lo->label : "-", s->layout_id[pt[j].row],
-					lo->layout.tp, lo->layout.pp, lo->layout.dp,
-					lb_ckpt_name(lo->layout.checkpointing), lo->layout.micro_batch,
-					hi->layout.micro_batch, pt[i].step_s, pt[j].step_s, ratio, bound,
-					100.0 * (ratio / bound - 1.0));
+				if (lb_grow(over, *n_over, &cap, 8, sizeof(**over))) {
+					free(pt);
+					free(*over);
+					*over = NULL;
+					*n_over = 0;
+					return -1;
+				}
+				(*over)[(*n_over)++] = (struct calib_bound_pair){
+				    pt[i].row, pt[j].row, pt[i].step_s, pt[j].step_s, bound};
+				s->counts[k].bound_over++;
 			}
-		s->counts[k].bound_pairs = pairs;
-		s->counts[k].bound_over = over;
 	}
 	free(pt);
-	if (over_all) {
-		fprintf(f, "\n");
-		for (size_t k = 0; k < s->n_sweeps; k++)
-			if (s->counts[k].bound_pairs)
-				fprintf(f, "%s: %d pairs with a pipeline, %d over the bound\n",
-					s->sweeps[k], s->counts[k].bound_pairs, s->counts[k].bound_over);
-	} else {
-		int pairs = 0;
+	return 0;
+}
 
-		for (size_t k = 0; k < s->n_sweeps; k++)
-			pairs += s->counts[k].bound_pairs;
+/* calibrate's report of the pairs over the pipeline bound: no fitted term follows such a
+ * run (Huber's weighting keeps it from bending the others), and what slowed it is worth a
+ * look. Returns -1 out of memory. */
+static int print_pipeline_bound(FILE *f, struct calib_set *s)
+{
+	struct calib_bound_pair *over;
+	size_t n_over;
+	int pairs = 0;
+
+	if (calib_bound_pairs(s, &over, &n_over))
+		return -1;
+	for (size_t k = 0; k < s->n_sweeps; k++)
+		pairs += s->counts[k].bound_pairs;
+	if (!n_over) {
 		if (pairs)
 			fprintf(f, "\nthe pipeline bound: all %d pairs of runs that differ in the "
 				   "micro-batch only hold it within %.0f%%\n",
 				pairs, 100.0 * CALIB_BOUND_SLACK);
+		return 0;
 	}
-	return over_all;
+	fprintf(f, "\nruns a pipeline cannot make (the pipeline bound): of two runs of one sweep "
+		   "and label whose layouts differ in the micro-batch only, the larger is slower "
+		   "than 1F1B allows by more than %.0f%%: at most (N + (p-1) b2/v) / (N + (p-1) "
+		   "b1/v) times the smaller (N: a data-parallel rank's samples a step) where a "
+		   "sample takes no longer in a larger micro-batch. No fitted term follows such a "
+		   "run; look at its pipeline schedule, its memory or its nodes\n\n| sweep | label "
+		   "| larger's layout | tp | pp | dp | ckpt | micro-batches | step s | ratio | "
+		   "bound | over |\n| --- | --- | --- | ---: | ---: | ---: | --- | --- | --- | ---: "
+		   "| ---: | ---: |\n",
+		100.0 * CALIB_BOUND_SLACK);
+	for (size_t i = 0; i < n_over; i++) {
+		const struct calib_bound_pair *q = &over[i];
+		const struct lb_fit_row *lo = &s->rows[q->lo], *hi = &s->rows[q->hi];
+		double ratio = q->hi_s / q->lo_s;
+
+		fprintf(f, "| %s | %s | %s | %d | %d | %d | %s | %d -> %d | %.4g -> %.4g | %.3f | "
+			   "%.3f | %+.1f%% |\n",
+			lo->group, lo->label[0] ? lo->label : "-", s->layout_id[q->hi], lo->layout.tp,
+			lo->layout.pp, lo->layout.dp, lb_ckpt_name(lo->layout.checkpointing),
+			lo->layout.micro_batch, hi->layout.micro_batch, q->lo_s, q->hi_s, ratio,
+			q->bound, 100.0 * (ratio / q->bound - 1.0));
+	}
+	free(over);
+	fprintf(f, "\n");
+	for (size_t k = 0; k < s->n_sweeps; k++)
+		if (s->counts[k].bound_pairs)
+			fprintf(f, "%s: %d pairs with a pipeline, %d over the bound\n", s->sweeps[k],
+				s->counts[k].bound_pairs, s->counts[k].bound_over);
+	return 0;
 }
 
 static int run_calibrate(const struct lb_args *a)

@@ -64,6 +64,26 @@ int calib_holdout(FILE *f, const struct lb_machine *base, const struct calib_set
 		  const struct lb_fit_opts *o, int only_given, double huber, char *err,
 		  size_t errlen);
 
+/* A pair of a sweep's runs over the pipeline bound (lb_pipeline_bound): rows lo and hi
+ * (the first run of each; runs of one layout and label averaged), their mean step times. */
+struct calib_bound_pair {
+	size_t lo, hi;
+	double lo_s, hi_s, bound;
+};
+
+/* Over this fraction a pair is over the pipeline bound. */
+#define CALIB_BOUND_SLACK 0.05
+
+/*
+ * Check every pair of s's runs of one sweep and label whose layouts differ in the
+ * micro-batch only (pp > 1) against the pipeline bound: s->counts[k].bound_pairs and
+ * .bound_over per sweep, and *over (malloc'd, *n_over entries; free it) the pairs whose
+ * larger micro-batch's step is over the bound by more than CALIB_BOUND_SLACK, sweep by
+ * sweep. Such a run is slower than any pipeline schedule the model knows makes it.
+ * Returns 0, or -1 out of memory.
+ */
+int calib_bound_pairs(struct calib_set *s, struct calib_bound_pair **over, size_t *n_over);
+
 /* `layoutbench calibrate` (its options: the table beside it); argv[0] is the name. */
 extern const struct lb_command cmd_calibrate;
 

@@ -133,5 +133,16 @@ grep -q '^llama_13B_bfloat16_64_GPUs_fixture: 1 pairs with a pipeline, 1 over th
 grep -q '^the pipeline bound: all 1 pairs of runs that differ in the micro-batch only hold it within 5%$' \
 	"$tmp/within.out" || bad "a pair within the bound: $(grep -i 'pipeline' "$tmp/within.out")"
 grep -q 'runs a pipeline cannot make' "$tmp/within.out" && bad "a pair within the bound is named over it"
+# the report's predicted figure lists the same pair (markdown and HTML), and none for the other
+"$LB" report --db "$tmp/over.db" --figure predicted --machine a100-nominal >"$tmp/over.md" 2>&1 ||
+	bad "report --figure predicted of the over sheet"
+grep -q '^| llama_13B_bfloat16_64_GPUs_fixture | flash_attention2 | 1 | 2 | 32 | full | 1 -> 8 | 44 -> 72.6 | 1.650 | 1.108 | +49.0% |$' \
+	"$tmp/over.md" || bad "the report does not list the pair over the pipeline bound"
+"$LB" report --db "$tmp/over.db" --figure predicted --machine a100-nominal --format html \
+	--out "$tmp/over.html.d" >/dev/null 2>&1
+grep -q '<h3>Runs a pipeline cannot make</h3>' "$tmp/over.html.d/predicted.html" ||
+	bad "the HTML report has no pipeline-bound table"
+"$LB" report --db "$tmp/within.db" --figure predicted --machine a100-nominal >"$tmp/within.md" 2>&1
+grep -q 'Runs a pipeline cannot make' "$tmp/within.md" && bad "the report names a pair within the bound"
 [ $fail = 0 ] && echo "predictions on the command line: ok"
 exit $fail

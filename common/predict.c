@@ -961,7 +961,8 @@ double lb_pipeline_bound(const struct lb_layout *lo, const struct lb_layout *hi)
 	struct lb_layout same = *hi;
 	double n, v, p;
 
-	if (hi->micro_batch <= lo->micro_batch || lo->dp < 1 || lo->micro_batch < 1)
+	if (hi->micro_batch <= lo->micro_batch || lo->dp < 1 || lo->micro_batch < 1 ||
+	    hi->tp != lo->tp || hi->pp != lo->pp || hi->dp != lo->dp) /* cheap first */
 		return 0;
 	same.micro_batch = lo->micro_batch;
 	if (!lb_layout_equal(lo, &same))

@@ -163,12 +163,12 @@ static void bound_table(struct lb_strbuf *out, const struct calib_set *s,
 		       "look (the pipeline schedule, memory, its nodes), not what the model "
 		       "lacks.%s",
 		       100.0 * CALIB_BOUND_SLACK,
-		       html ? "</p>\n<table>\n<tr><th>sweep</th><th>label</th><th>tp</th><th>pp"
-			      "</th><th>dp</th><th>ckpt</th><th>micro-batches</th><th>step s</th>"
-			      "<th>ratio</th><th>bound</th><th>over</th></tr>\n"
-			    : "\n\n| sweep | label | tp | pp | dp | ckpt | micro-batches | step s | "
-			      "ratio | bound | over |\n| --- | --- | ---: | ---: | ---: | --- | --- | "
-			      "--- | ---: | ---: | ---: |\n");
+		       html ? "</p>\n<table>\n<tr><th>sweep</th><th>label</th><th>larger's layout"
+			      "</th><th>tp</th><th>pp</th><th>dp</th><th>ckpt</th><th>micro-batches"
+			      "</th><th>step s</th><th>ratio</th><th>bound</th><th>over</th></tr>\n"
+			    : "\n\n| sweep | label | larger's layout | tp | pp | dp | ckpt | "
+			      "micro-batches | step s | ratio | bound | over |\n| --- | --- | --- | "
+			      "---: | ---: | ---: | --- | --- | --- | ---: | ---: | ---: |\n");
 	for (size_t i = 0; i < n_over; i++) {
 		const struct calib_bound_pair *q = &over[i];
 		const struct lb_fit_row *lo = &s->rows[q->lo], *hi = &s->rows[q->hi];
@@ -179,6 +179,7 @@ static void bound_table(struct lb_strbuf *out, const struct calib_set *s,
 		(html ? render_html_escape : render_md_escape)(out, lo->group);
 		lb_strbuf_adds(out, html ? "</td><td>" : " | ");
 		(html ? render_html_escape : render_md_escape)(out, label);
+		lb_strbuf_addf(out, html ? "</td><td>%s" : " | %s", s->layout_id[q->hi]);
 		lb_strbuf_addf(out,
 			       html ? "</td><td class=\"num\">%d</td><td class=\"num\">%d</td><td "
 				      "class=\"num\">%d</td><td>%s</td><td>%d -&gt; %d</td><td>%.4g "

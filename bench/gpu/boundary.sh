@@ -39,7 +39,7 @@ SPEC=${LB_BOUNDARY_SPEC:-memory-boundary}
 N=${LB_BOUNDARY_N:-4}
 GAP=${LB_BOUNDARY_GAP_GIB:-0.25}
 TASK_S=${LB_BOUNDARY_TASK_S:-120}
-export NCCL_NVLS_ENABLE=0
+. "$(dirname "$0")/env.sh"
 case "$N" in '' | *[!0-9]* | 0) echo "error: LB_BOUNDARY_N '$N': expected a positive integer" >&2; exit 2 ;; esac
 case "$GAP" in '' | *[!0-9.]* | *.*.*) echo "error: LB_BOUNDARY_GAP_GIB '$GAP': expected GiB as a number" >&2; exit 2 ;; esac
 [ -x "$TRAIN" ] || { echo "error: no trainer '$TRAIN' (make, or set LAYOUTBENCH_TRAIN)" >&2; exit 2; }

@@ -12,8 +12,7 @@
 set -u
 BUILD=${BUILD:-build}
 OUTD=${OUT:-$BUILD/gpu-check}
-export NCCL_NVLS_ENABLE=0
-[ -d "$BUILD/lib" ] && export LD_LIBRARY_PATH="$(pwd)/$BUILD/lib:${LD_LIBRARY_PATH:-}"
+. "$(dirname "$0")/env.sh"
 mkdir -p "$OUTD" || exit 1
 rc=0
 rows="$OUTD/table.tsv"

@@ -53,8 +53,7 @@ OUTD=${OUT:-$BUILD/graphs}
 BUDGET=${LB_GRAPHS_BUDGET_S:-525}
 PARTS=${LB_GRAPHS_PARTS:-checks sweep train tp peer sweep-alt}
 TRAIN="$BUILD/layoutbench-train"
-export NCCL_NVLS_ENABLE=0
-[ -d "$BUILD/lib" ] && export LD_LIBRARY_PATH="$(pwd)/$BUILD/lib:${LD_LIBRARY_PATH:-}"
+. "$(dirname "$0")/env.sh"
 mkdir -p "$OUTD" || exit 1
 work=$(mktemp -d) || exit 1
 logs="$work/logs"

@@ -37,7 +37,7 @@ if [ -n "${LB_GRID_EST:-}" ]; then
 		{ echo "error: LB_GRID_EST '$LB_GRID_EST' line $bad: want 'INDEX SECONDS' (an array index, a number of seconds)" >&2; exit 2; }
 fi
 OUTD=${OUT:-.}
-export NCCL_NVLS_ENABLE=0
+. "$(dirname "$0")/env.sh"
 mkdir -p "$OUTD" || exit 1
 tsv="$OUTD/grid.tsv"
 : >"$tsv"

@@ -39,8 +39,7 @@ OUTD=${OUT:-$ROOT/$BUILD/halving-out}
 DIR=${LB_HALVING_DIR:-/tmp/lbh}
 LB="$ROOT/$BUILD/layoutbench"
 export LAYOUTBENCH_TRAIN="$ROOT/$BUILD/layoutbench-train"
-export NCCL_NVLS_ENABLE=0
-[ -d "$BUILD/lib" ] && export LD_LIBRARY_PATH="$ROOT/$BUILD/lib:${LD_LIBRARY_PATH:-}"
+. "$(dirname "$0")/env.sh"
 [ -x "$LB" ] && [ -x "$LAYOUTBENCH_TRAIN" ] ||
 	{ echo "error: no $LB or $LAYOUTBENCH_TRAIN (build them, or set BUILD to their folder)" >&2; exit 1; }
 "$LB" version >/dev/null 2>&1 ||

@@ -28,7 +28,7 @@ SET=${LB_BENCH_SET:-main}
 # a learning rate this width trains at (the trainer's default 0.003 diverges here on
 # random tokens, and the losses must fall for a run to count)
 LR=${LB_BENCH_LR:-1e-4}
-export NCCL_NVLS_ENABLE=0
+. "$(dirname "$0")/env.sh"
 mkdir -p "$OUTD" || exit 1
 rows="$OUTD/rows.tsv"
 : >"$rows"

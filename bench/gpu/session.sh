@@ -28,8 +28,7 @@ HB=${LB_HALVING_BUILD:-carry/hbin}
 OUTD=${OUT:-build/session}
 t_start=$(date +%s)
 deadline=$((t_start + ${LB_ROUND_S:-560}))
-export NCCL_NVLS_ENABLE=0
-[ -d "$BUILD/lib" ] && export LD_LIBRARY_PATH="$(pwd)/$BUILD/lib:${LD_LIBRARY_PATH:-}"
+. "$(dirname "$0")/env.sh"
 mkdir -p "$OUTD" || exit 1
 rows="$OUTD/session.tsv"
 : >"$rows"

@@ -145,8 +145,8 @@ static void scatter_script(struct lb_strbuf *sb, const struct calib_set *s,
 	lb_strbuf_adds(sb, "\n");
 }
 
-/* The pairs of runs over the pipeline bound (calib_bound_pairs): a markdown table, or an
- * HTML one; nothing when there are none. */
+/* The pairs of runs over the pipeline bound (calib_bound_pairs): calibrate's markdown table
+ * (calib_bound_md), or an HTML one; nothing when there are none. */
 static void bound_table(struct lb_strbuf *out, const struct calib_set *s,
 			const struct calib_bound_pair *over, size_t n_over, int html)
 {
@@ -154,46 +154,35 @@ static void bound_table(struct lb_strbuf *out, const struct calib_set *s,
 		return;
 	lb_strbuf_adds(out, html ? "<h3>Runs a pipeline cannot make</h3>\n<p class=\"note\">"
 				 : "\nRuns a pipeline cannot make: ");
-	lb_strbuf_addf(out,
-		       "of two runs of one sweep and label whose layouts differ in the micro-batch "
-		       "only, the larger is slower than 1F1B allows by more than %.0f%% (at most "
-		       "(N + (p-1) b2/v) / (N + (p-1) b1/v) times the smaller, N a data-parallel "
-		       "rank's samples a step, where a sample takes no longer in a larger "
-		       "micro-batch). No fitted term follows such a run: its error says where to "
-		       "look (the pipeline schedule, memory, its nodes), not what the model "
-		       "lacks.%s",
-		       100.0 * CALIB_BOUND_SLACK,
-		       html ? "</p>\n<table>\n<tr><th>sweep</th><th>label</th><th>larger's layout"
-			      "</th><th>tp</th><th>pp</th><th>dp</th><th>ckpt</th><th>micro-batches"
-			      "</th><th>step s</th><th>ratio</th><th>bound</th><th>over</th></tr>\n"
-			    : "\n\n| sweep | label | larger's layout | tp | pp | dp | ckpt | "
-			      "micro-batches | step s | ratio | bound | over |\n| --- | --- | --- | "
-			      "---: | ---: | ---: | --- | --- | --- | ---: | ---: | ---: |\n");
+	lb_strbuf_addf(out, CALIB_BOUND_WHAT ".", 100.0 * CALIB_BOUND_SLACK);
+	if (!html) {
+		lb_strbuf_adds(out, "\n\n");
+		calib_bound_md(out, s, over, n_over, render_md_escape);
+		return;
+	}
+	lb_strbuf_adds(out, "</p>\n<table>\n<tr><th>sweep</th><th>label</th><th>larger's layout"
+			    "</th><th>tp</th><th>pp</th><th>dp</th><th>ckpt</th><th>micro-batches"
+			    "</th><th>step s</th><th>ratio</th><th>bound</th><th>over</th></tr>\n");
 	for (size_t i = 0; i < n_over; i++) {
 		const struct calib_bound_pair *q = &over[i];
 		const struct lb_fit_row *lo = &s->rows[q->lo], *hi = &s->rows[q->hi];
-		const char *label = lo->label[0] ? lo->label : "-";
 		double ratio = q->hi_s / q->lo_s;
 
-		lb_strbuf_adds(out, html ? "<tr><td>" : "| ");
-		(html ? render_html_escape : render_md_escape)(out, lo->group);
-		lb_strbuf_adds(out, html ? "</td><td>" : " | ");
-		(html ? render_html_escape : render_md_escape)(out, label);
-		lb_strbuf_addf(out, html ? "</td><td>%s" : " | %s", s->layout_id[q->hi]);
+		lb_strbuf_adds(out, "<tr><td>");
+		render_html_escape(out, lo->group);
+		lb_strbuf_adds(out, "</td><td>");
+		render_html_escape(out, lo->label[0] ? lo->label : "-");
 		lb_strbuf_addf(out,
-			       html ? "</td><td class=\"num\">%d</td><td class=\"num\">%d</td><td "
-				      "class=\"num\">%d</td><td>%s</td><td>%d -&gt; %d</td><td>%.4g "
-				      "-&gt; %.4g</td><td class=\"num\">%.3f</td><td class=\"num\">"
-				      "%.3f</td><td class=\"num\">%+.1f%%</td></tr>\n"
-				    : " | %d | %d | %d | %s | %d -> %d | %.4g -> %.4g | %.3f | %.3f | "
-				      "%+.1f%% |\n",
-			       lo->layout.tp, lo->layout.pp, lo->layout.dp,
+			       "</td><td>%s</td><td class=\"num\">%d</td><td class=\"num\">%d</td>"
+			       "<td class=\"num\">%d</td><td>%s</td><td>%d -&gt; %d</td><td>%.4g "
+			       "-&gt; %.4g</td><td class=\"num\">%.3f</td><td class=\"num\">%.3f</td>"
+			       "<td class=\"num\">%+.1f%%</td></tr>\n",
+			       s->layout_id[q->hi], lo->layout.tp, lo->layout.pp, lo->layout.dp,
 			       lb_ckpt_name(lo->layout.checkpointing), lo->layout.micro_batch,
 			       hi->layout.micro_batch, q->lo_s, q->hi_s, ratio, q->bound,
 			       100.0 * (ratio / q->bound - 1.0));
 	}
-	if (html)
-		lb_strbuf_adds(out, "</table>\n");
+	lb_strbuf_adds(out, "</table>\n");
 }
 
 int report_predicted(sqlite3 *db, const char *sweep, const char *machine,
@@ -222,7 +211,7 @@ int report_predicted(sqlite3 *db, const char *sweep, const char *machine,
 	}
 	if (calib_load(db, (const char *const *)names, nsw, &set, err, errlen))
 		goto out;
-	if (calib_bound_pairs(&set, &over, &n_over)) {
+	if (fmt != REPORT_PRED_CSV && calib_bound_pairs(&set, &over, &n_over)) {
 		snprintf(err, errlen, "out of memory");
 		goto out;
 	}

@@ -459,14 +459,44 @@ int calib_bound_pairs(struct calib_set *s, struct calib_bound_pair **over, size_
 	return 0;
 }
 
+void calib_bound_md(struct lb_strbuf *sb, const struct calib_set *s,
+		    const struct calib_bound_pair *over, size_t n_over,
+		    void (*escape)(struct lb_strbuf *sb, const char *text))
+{
+	lb_strbuf_adds(sb, "| sweep | label | larger's layout | tp | pp | dp | ckpt | micro-batches "
+			   "| step s | ratio | bound | over |\n| --- | --- | --- | ---: | ---: | "
+			   "---: | --- | --- | --- | ---: | ---: | ---: |\n");
+	for (size_t i = 0; i < n_over; i++) {
+		const struct calib_bound_pair *q = &over[i];
+		const struct lb_fit_row *lo = &s->rows[q->lo], *hi = &s->rows[q->hi];
+		const char *cells[2] = {lo->group, lo->label[0] ? lo->label : "-"};
+		double ratio = q->hi_s / q->lo_s;
+
+		for (int c = 0; c < 2; c++) {
+			lb_strbuf_adds(sb, c ? " | " : "| ");
+			if (escape)
+				escape(sb, cells[c]);
+			else
+				lb_strbuf_adds(sb, cells[c]);
+		}
+		lb_strbuf_addf(sb, " | %s | %d | %d | %d | %s | %d -> %d | %.4g -> %.4g | %.3f | %.3f | "
+				   "%+.1f%% |\n",
+			       s->layout_id[q->hi], lo->layout.tp, lo->layout.pp, lo->layout.dp,
+			       lb_ckpt_name(lo->layout.checkpointing), lo->layout.micro_batch,
+			       hi->layout.micro_batch, q->lo_s, q->hi_s, ratio, q->bound,
+			       100.0 * (ratio / q->bound - 1.0));
+	}
+}
+
 /* calibrate's report of the pairs over the pipeline bound: no fitted term follows such a
  * run (Huber's weighting keeps it from bending the others), and what slowed it is worth a
  * look. Returns -1 out of memory. */
 static int print_pipeline_bound(FILE *f, struct calib_set *s)
 {
+	struct lb_strbuf sb = LB_STRBUF_INIT;
 	struct calib_bound_pair *over;
 	size_t n_over;
-	int pairs = 0;
+	int pairs = 0, rc = 0;
 
 	if (calib_bound_pairs(s, &over, &n_over))
 		return -1;
@@ -479,29 +509,17 @@ static int print_pipeline_bound(FILE *f, struct calib_set *s)
 				pairs, 100.0 * CALIB_BOUND_SLACK);
 		return 0;
 	}
-	fprintf(f, "\nruns a pipeline cannot make (the pipeline bound): of two runs of one sweep "
-		   "and label whose layouts differ in the micro-batch only, the larger is slower "
-		   "than 1F1B allows by more than %.0f%%: at most (N + (p-1) b2/v) / (N + (p-1) "
-		   "b1/v) times the smaller (N: a data-parallel rank's samples a step) where a "
-		   "sample takes no longer in a larger micro-batch. No fitted term follows such a "
-		   "run; look at its pipeline schedule, its memory or its nodes\n\n| sweep | label "
-		   "| larger's layout | tp | pp | dp | ckpt | micro-batches | step s | ratio | "
-		   "bound | over |\n| --- | --- | --- | ---: | ---: | ---: | --- | --- | --- | ---: "
-		   "| ---: | ---: |\n",
+	fprintf(f, "\nruns a pipeline cannot make (the pipeline bound): " CALIB_BOUND_WHAT "\n\n",
 		100.0 * CALIB_BOUND_SLACK);
-	for (size_t i = 0; i < n_over; i++) {
-		const struct calib_bound_pair *q = &over[i];
-		const struct lb_fit_row *lo = &s->rows[q->lo], *hi = &s->rows[q->hi];
-		double ratio = q->hi_s / q->lo_s;
-
-		fprintf(f, "| %s | %s | %s | %d | %d | %d | %s | %d -> %d | %.4g -> %.4g | %.3f | "
-			   "%.3f | %+.1f%% |\n",
-			lo->group, lo->label[0] ? lo->label : "-", s->layout_id[q->hi], lo->layout.tp,
-			lo->layout.pp, lo->layout.dp, lb_ckpt_name(lo->layout.checkpointing),
-			lo->layout.micro_batch, hi->layout.micro_batch, q->lo_s, q->hi_s, ratio,
-			q->bound, 100.0 * (ratio / q->bound - 1.0));
-	}
+	calib_bound_md(&sb, s, over, n_over, NULL);
 	free(over);
+	if (sb.failed)
+		rc = -1;
+	else
+		fputs(lb_strbuf_str(&sb), f);
+	lb_strbuf_release(&sb);
+	if (rc)
+		return rc;
 	fprintf(f, "\n");
 	for (size_t k = 0; k < s->n_sweeps; k++)
 		if (s->counts[k].bound_pairs)

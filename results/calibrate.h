@@ -15,6 +15,7 @@
 #include <sqlite3.h>
 
 #include "common/predict.h"
+#include "common/util.h"
 
 /* The ok runs of some sweeps. */
 /* A sweep's runs that calib_load leaves out or uses despite a flaw. */
@@ -83,6 +84,22 @@ struct calib_bound_pair {
  * Returns 0, or -1 out of memory.
  */
 int calib_bound_pairs(struct calib_set *s, struct calib_bound_pair **over, size_t *n_over);
+
+/* What a pair over the pipeline bound is, one sentence for calibrate's report and the
+ * report's figure: a printf format taking the slack in percent (100 * CALIB_BOUND_SLACK). */
+#define CALIB_BOUND_WHAT                                                                        \
+	"of two runs of one sweep and label whose layouts differ in the micro-batch only, the "    \
+	"larger is slower than 1F1B allows by more than %.0f%%: at most (N + (p-1) b2/v) / (N + "  \
+	"(p-1) b1/v) times the smaller (N: a data-parallel rank's samples a step) where a sample " \
+	"takes no longer in a larger micro-batch. No fitted term follows such a run; look at its " \
+	"pipeline schedule, its memory or its nodes"
+
+/* The pairs over (calib_bound_pairs) as a markdown table: sweep, label, the larger run's
+ * layout, tp, pp, dp, checkpointing, the micro-batches, both step times, their ratio, the
+ * bound and how far over it. Text cells go through escape (NULL: as they are). */
+void calib_bound_md(struct lb_strbuf *sb, const struct calib_set *s,
+		    const struct calib_bound_pair *over, size_t n_over,
+		    void (*escape)(struct lb_strbuf *sb, const char *text));
 
 /* `layoutbench calibrate` (its options: the table beside it); argv[0] is the name. */
 extern const struct lb_command cmd_calibrate;
